@@ -1,0 +1,174 @@
+//! The command line as a user meets it: exit codes, JSON shapes, error lines.
+
+use std::process::{Command, Output};
+
+fn flatline(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_flatline"))
+        .args(args)
+        .output()
+        .expect("the flatline binary runs")
+}
+
+fn json(out: &Output) -> serde_json::Value {
+    assert!(
+        out.status.success(),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("stdout is one JSON object")
+}
+
+#[test]
+fn ops1b_json_has_the_documented_fields() {
+    let v = json(&flatline(&[
+        "bench",
+        "ops1b",
+        "--ops",
+        "300000000",
+        "--json",
+    ]));
+    assert_eq!(v["workload"], "ops1b");
+    assert_eq!(v["ops"], 300_000_000u64);
+    assert_eq!(v["checksum"], 7_851_891_676u64);
+    assert_eq!(
+        v["heap_allocs"], 0,
+        "the binary installs the counting allocator"
+    );
+    for key in ["elapsed_ns", "ns_per_op", "mops_per_s"] {
+        assert!(
+            v[key].as_f64().is_some_and(|x| x > 0.0),
+            "{key}: {}",
+            v[key]
+        );
+    }
+}
+
+#[test]
+fn ingest_json_has_the_documented_fields() {
+    let v = json(&flatline(&[
+        "bench",
+        "ingest",
+        "--batch",
+        "8",
+        "--block",
+        "32",
+        "--corpus-tokens",
+        "10000",
+        "--iters",
+        "300",
+        "--warmup",
+        "10",
+        "--json",
+    ]));
+    assert_eq!(v["workload"], "ingest");
+    assert_eq!(
+        (v["batch"].as_u64(), v["block"].as_u64()),
+        (Some(8), Some(32))
+    );
+    assert_eq!(
+        (v["corpus_tokens"].as_u64(), v["iters"].as_u64()),
+        (Some(10_000), Some(300))
+    );
+    assert_eq!(v["allocs_per_batch"], 0.0);
+    let p = |o: &serde_json::Value, k: &str| o[k].as_u64().unwrap_or_else(|| panic!("{k} in {o}"));
+    assert!(p(&v, "fill_ns_p50") <= p(&v, "fill_ns_p95"));
+    assert!(p(&v, "fill_ns_p95") <= p(&v, "fill_ns_p99"));
+    let base = &v["baseline"];
+    assert!(p(base, "fill_ns_p50") > 0);
+    assert!(base["allocs_per_batch"].as_f64().unwrap() >= 18.0, "{base}");
+
+    let v = json(&flatline(&[
+        "bench",
+        "ingest",
+        "--batch",
+        "4",
+        "--block",
+        "16",
+        "--corpus-tokens",
+        "1000",
+        "--iters",
+        "10",
+        "--no-baseline",
+        "--json",
+    ]));
+    assert!(v["baseline"].is_null());
+}
+
+#[test]
+fn ingest_reads_a_token_file() {
+    let dir = std::env::temp_dir().join(format!("flatline-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("train.bin");
+    let bytes: Vec<u8> = (0..5_000u16).flat_map(|t| t.to_le_bytes()).collect();
+    std::fs::write(&path, bytes).unwrap();
+    let v = json(&flatline(&[
+        "bench",
+        "ingest",
+        "--corpus",
+        path.to_str().unwrap(),
+        "--batch",
+        "4",
+        "--block",
+        "64",
+        "--iters",
+        "50",
+        "--json",
+    ]));
+    assert_eq!(v["corpus_tokens"], 5_000);
+    assert_eq!(v["corpus"]["file"]["path"], path.to_str().unwrap());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn human_output_names_the_ratio_and_the_known_answer() {
+    let out = flatline(&["bench", "ops1b", "--ops", "300000000"]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(out.status.success());
+    assert!(
+        text.contains("checksum 7,851,891,676 (the known answer)"),
+        "{text}"
+    );
+    let out = flatline(&[
+        "bench",
+        "ingest",
+        "--corpus-tokens",
+        "20000",
+        "--iters",
+        "100",
+    ]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("baseline / arena at p50:"), "{text}");
+}
+
+#[test]
+fn bad_input_is_one_clear_line_and_a_non_zero_exit() {
+    let out = flatline(&["bench", "ingest", "--corpus", "/nonexistent/train.bin"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("/nonexistent/train.bin") && err.contains("No such file"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty());
+
+    let out = flatline(&[
+        "bench",
+        "ingest",
+        "--corpus-tokens",
+        "100",
+        "--block",
+        "256",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("the corpus has 100 tokens"), "{err}");
+
+    let out = flatline(&["bench", "ops1b", "--ops", "lots"]);
+    assert_eq!(out.status.code(), Some(2), "clap's usage error");
+    assert!(
+        String::from_utf8(out.stderr)
+            .unwrap()
+            .contains("invalid value 'lots'")
+    );
+}

@@ -1,0 +1,27 @@
+//! flatline-runtime: the instrumented side of flatline.
+//!
+//! This crate runs the workloads whose memory behaviour flatline measures and
+//! counts what they allocate. It never depends on a GUI crate (egui, eframe,
+//! winit, wgpu): CI checks that with `cargo tree`.
+//!
+//! * [`arena`] owns raw memory: 64-byte aligned flat buffers, the 64-byte
+//!   records that live in them, the counting global allocator and the corpus
+//!   memory map. It is the only module allowed `unsafe`; every block there
+//!   carries a `// SAFETY:` comment and is exercised by tests that also run
+//!   under Miri.
+//! * [`workload`] holds the two reference workloads of the seed proposal:
+//!   [`workload::ops1b`] (the 1-billion-operation ring arena) and
+//!   [`workload::ingest`] (nanoGPT-style batch token ingestion, with an
+//!   allocating baseline loader beside it).
+//! * [`telemetry`] reads what the process is doing; today the allocator
+//!   counters, more probes later.
+
+// The only opt-in to `unsafe` in the workspace (the workspace lints deny it).
+#[allow(unsafe_code)]
+pub mod arena;
+pub mod telemetry;
+pub mod workload;
+
+#[cfg(test)]
+#[global_allocator]
+static TEST_ALLOC: arena::CountingAlloc = arena::CountingAlloc;

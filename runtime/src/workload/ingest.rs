@@ -1,0 +1,609 @@
+//! `ingest`: nanoGPT-style batch token ingestion.
+//!
+//! nanoGPT's `get_batch` draws `B` random offsets into a token corpus and
+//! stacks `x[b] = corpus[off_b .. off_b + T]` and
+//! `y[b] = corpus[off_b + 1 .. off_b + T + 1]`, widened to `int64`, into two
+//! `[B, T]` tensors. [`BatchArena`] does the same into two buffers allocated
+//! once, 64-byte aligned, behind a [`BatchSlot64`] header: no heap traffic per
+//! batch. [`baseline_batch`] does it the way a typical loader does (a fresh
+//! vector per sample for x and for y, then a collate into fresh `[B, T]`
+//! vectors, as `torch.stack` over per-sample tensors) so the two can be
+//! compared on the same offsets.
+
+use std::fs::File;
+use std::hint::black_box;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde::Serialize;
+
+use super::{SplitMix64, percentile};
+use crate::arena::{ArenaError, BatchSlot64, FlatArena, MappedTokens, gather_rows, map_tokens};
+use crate::telemetry::alloc;
+
+/// Generated corpora use token values below this, like a character-level vocabulary.
+pub const GENERATED_VOCAB: u64 = 168;
+
+/// Tokens in the corpus the seed's figures were measured on (nanoGPT shakespeare_char
+/// scaled up); the default size of a generated corpus.
+pub const DEFAULT_CORPUS_TOKENS: usize = 16_671_459;
+
+/// Why an ingest workload could not be set up or run.
+#[derive(Debug, thiserror::Error)]
+pub enum IngestError {
+    #[error("cannot open corpus {path}: {source}")]
+    Open {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot read corpus {path}: {source}")]
+    Map {
+        path: PathBuf,
+        #[source]
+        source: crate::arena::MapError,
+    },
+    #[error("batch size and block size must be at least 1 (got batch {batch}, block {block})")]
+    BadShape { batch: usize, block: usize },
+    #[error("a batch of {batch} × {block} tokens is too large for this machine")]
+    ShapeTooLarge { batch: usize, block: usize },
+    #[error("the corpus has {tokens} tokens; a block of {block} needs at least {needed}")]
+    CorpusTooShort {
+        tokens: usize,
+        block: usize,
+        needed: usize,
+    },
+    #[error("a batch of {batch} rows needs {batch} offsets, got {got}")]
+    OffsetCount { batch: usize, got: usize },
+    #[error("offset {offset} is out of range: offsets must be below {limit}")]
+    OffsetOutOfRange { offset: u64, limit: u64 },
+    #[error("cannot allocate the batch buffers: {0}")]
+    Arena(#[from] ArenaError),
+}
+
+/// Where a corpus came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CorpusSource {
+    Generated { seed: u64 },
+    File { path: PathBuf },
+}
+
+#[derive(Debug)]
+enum Tokens {
+    Owned(Vec<u16>),
+    Mapped(MappedTokens),
+}
+
+/// A token corpus: little-endian `u16`s, memory-mapped or generated.
+#[derive(Debug)]
+pub struct Corpus {
+    tokens: Tokens,
+    source: CorpusSource,
+}
+
+impl Corpus {
+    /// `len` tokens below [`GENERATED_VOCAB`], reproducible from `seed` (the C
+    /// reference in `bench/c/` generates the same sequence).
+    pub fn generate(len: usize, seed: u64) -> Self {
+        let mut rng = SplitMix64::new(seed);
+        let tokens = (0..len)
+            .map(|_| rng.below(GENERATED_VOCAB) as u16)
+            .collect();
+        Self {
+            tokens: Tokens::Owned(tokens),
+            source: CorpusSource::Generated { seed },
+        }
+    }
+
+    /// Maps a nanoGPT `train.bin`-style file (little-endian `u16`s) read-only.
+    pub fn open(path: &Path) -> Result<Self, IngestError> {
+        let file = File::open(path).map_err(|source| IngestError::Open {
+            path: path.to_owned(),
+            source,
+        })?;
+        let mapped = map_tokens(&file).map_err(|source| IngestError::Map {
+            path: path.to_owned(),
+            source,
+        })?;
+        Ok(Self {
+            tokens: Tokens::Mapped(mapped),
+            source: CorpusSource::File {
+                path: path.to_owned(),
+            },
+        })
+    }
+
+    /// The tokens.
+    #[inline]
+    pub fn tokens(&self) -> &[u16] {
+        match &self.tokens {
+            Tokens::Owned(v) => v,
+            Tokens::Mapped(m) => m.tokens(),
+        }
+    }
+
+    /// Number of tokens.
+    pub fn len(&self) -> usize {
+        self.tokens().len()
+    }
+
+    /// True when the corpus holds no token.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Where the tokens came from.
+    pub fn source(&self) -> &CorpusSource {
+        &self.source
+    }
+}
+
+/// Exclusive upper bound of batch offsets for a corpus of `tokens` and blocks of
+/// `block`: offsets lie in `[0, tokens − block − 1)`, so `y`'s last token exists.
+pub fn offset_limit(tokens: usize, block: usize) -> Result<u64, IngestError> {
+    let needed = block + 2;
+    if tokens < needed {
+        return Err(IngestError::CorpusTooShort {
+            tokens,
+            block,
+            needed,
+        });
+    }
+    Ok((tokens - block - 1) as u64)
+}
+
+/// Draws batch offsets, uniformly in `[0, limit)`, from a seeded stream.
+#[derive(Debug, Clone)]
+pub struct OffsetSampler {
+    rng: SplitMix64,
+    limit: u64,
+}
+
+impl OffsetSampler {
+    pub fn new(corpus_tokens: usize, block: usize, seed: u64) -> Result<Self, IngestError> {
+        Ok(Self {
+            rng: SplitMix64::new(seed),
+            limit: offset_limit(corpus_tokens, block)?,
+        })
+    }
+
+    /// Fills `out` with fresh offsets. Allocates nothing.
+    #[inline]
+    pub fn draw(&mut self, out: &mut [u64]) {
+        for o in out {
+            *o = self.rng.below(self.limit);
+        }
+    }
+}
+
+/// Two preallocated `[B, T]` buffers of `i64` (x and y), each starting on a
+/// cache line, and a [`BatchSlot64`] header. Built once; every
+/// [`fill`](Self::fill) rewrites them in place.
+#[derive(Debug)]
+pub struct BatchArena {
+    header: FlatArena<BatchSlot64>,
+    x: FlatArena<i64>,
+    y: FlatArena<i64>,
+    batch: usize,
+    block: usize,
+    origin: Instant,
+}
+
+impl BatchArena {
+    /// Allocates the buffers for batches of `batch` rows of `block` tokens.
+    pub fn new(batch: usize, block: usize) -> Result<Self, IngestError> {
+        if batch == 0 || block == 0 {
+            return Err(IngestError::BadShape { batch, block });
+        }
+        let n = batch
+            .checked_mul(block)
+            .filter(|&n| {
+                u32::try_from(batch).is_ok() && u32::try_from(block).is_ok() && n < usize::MAX / 8
+            })
+            .ok_or(IngestError::ShapeTooLarge { batch, block })?;
+        let mut header = FlatArena::new(1)?;
+        header[0] = BatchSlot64 {
+            block_size: block as u32,
+            batch_size: batch as u32,
+            token_count: n as u64,
+            stride: block as u64,
+            ..BatchSlot64::default()
+        };
+        Ok(Self {
+            header,
+            x: FlatArena::new(n)?,
+            y: FlatArena::new(n)?,
+            batch,
+            block,
+            origin: Instant::now(),
+        })
+    }
+
+    /// Writes the batch for `offsets` (one per row): `x[b][t] = tokens[off_b + t]`,
+    /// `y[b][t] = tokens[off_b + t + 1]`. Touches no heap.
+    pub fn fill(&mut self, tokens: &[u16], offsets: &[u64]) -> Result<(), IngestError> {
+        if offsets.len() != self.batch {
+            return Err(IngestError::OffsetCount {
+                batch: self.batch,
+                got: offsets.len(),
+            });
+        }
+        let limit = offset_limit(tokens.len(), self.block)?;
+        if let Some(&offset) = offsets.iter().find(|&&o| o >= limit) {
+            return Err(IngestError::OffsetOutOfRange { offset, limit });
+        }
+        gather_rows(tokens, offsets, self.block, &mut self.x, &mut self.y);
+        let h = &mut self.header[0];
+        h.batch_id += 1;
+        h.timestamp_nanos = u64::try_from(self.origin.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        Ok(())
+    }
+
+    /// Inputs, row-major `[B, T]`.
+    pub fn x(&self) -> &[i64] {
+        &self.x
+    }
+
+    /// Targets (inputs shifted by one token), row-major `[B, T]`.
+    pub fn y(&self) -> &[i64] {
+        &self.y
+    }
+
+    /// The header of the last batch.
+    pub fn header(&self) -> &BatchSlot64 {
+        &self.header[0]
+    }
+
+    /// Bytes held by the arena (header and both buffers).
+    pub fn size_bytes(&self) -> usize {
+        self.header.size_bytes() + self.x.size_bytes() + self.y.size_bytes()
+    }
+}
+
+/// The allocating baseline: what a typical loader does per batch. Each sample
+/// becomes a fresh `Vec<i64>` for x and one for y; a collate then stacks them
+/// into fresh `[B, T]` vectors. Returns `(x, y)`.
+pub fn baseline_batch(
+    tokens: &[u16],
+    offsets: &[u64],
+    block: usize,
+) -> Result<(Vec<i64>, Vec<i64>), IngestError> {
+    if offsets.is_empty() || block == 0 {
+        return Err(IngestError::BadShape {
+            batch: offsets.len(),
+            block,
+        });
+    }
+    let limit = offset_limit(tokens.len(), block)?;
+    let mut xs: Vec<Vec<i64>> = Vec::new();
+    let mut ys: Vec<Vec<i64>> = Vec::new();
+    for &off in offsets {
+        if off >= limit {
+            return Err(IngestError::OffsetOutOfRange { offset: off, limit });
+        }
+        let o = off as usize;
+        xs.push(tokens[o..o + block].iter().map(|&t| i64::from(t)).collect());
+        ys.push(
+            tokens[o + 1..o + block + 1]
+                .iter()
+                .map(|&t| i64::from(t))
+                .collect(),
+        );
+    }
+    Ok((xs.concat(), ys.concat()))
+}
+
+/// Settings of one ingest benchmark.
+#[derive(Debug, Clone)]
+pub struct IngestBenchConfig {
+    pub batch: usize,
+    pub block: usize,
+    /// Timed batches per loader.
+    pub iters: usize,
+    /// Untimed batches per loader before the timed ones.
+    pub warmup: usize,
+    /// Seed of the offset stream (both loaders get the same offsets).
+    pub seed: u64,
+    /// Also run the allocating baseline.
+    pub baseline: bool,
+}
+
+impl Default for IngestBenchConfig {
+    fn default() -> Self {
+        Self {
+            batch: 64,
+            block: 256,
+            iters: 20_000,
+            warmup: 1_000,
+            seed: 1337,
+            baseline: true,
+        }
+    }
+}
+
+/// Fill-time percentiles of one loader.
+#[derive(Debug, Clone, Serialize)]
+pub struct FillStats {
+    pub fill_ns_p50: u64,
+    pub fill_ns_p95: u64,
+    pub fill_ns_p99: u64,
+    /// Allocation calls per timed batch on the benchmark thread; `None` when
+    /// the counting allocator is not installed.
+    pub allocs_per_batch: Option<f64>,
+}
+
+/// One ingest benchmark, as `flatline bench ingest --json` prints it.
+#[derive(Debug, Clone, Serialize)]
+pub struct IngestReport {
+    pub workload: &'static str,
+    pub batch: usize,
+    pub block: usize,
+    pub corpus_tokens: usize,
+    pub corpus: CorpusSource,
+    pub iters: usize,
+    pub warmup_iters: usize,
+    pub fill_ns_p50: u64,
+    pub fill_ns_p95: u64,
+    pub fill_ns_p99: u64,
+    pub allocs_per_batch: Option<f64>,
+    pub baseline: Option<FillStats>,
+}
+
+/// Times `cfg.iters` batches of the arena loader (and, if asked, of the
+/// allocating baseline on the same offsets), one clock read either side of
+/// each fill. Offsets are drawn before each timed region.
+pub fn bench(corpus: &Corpus, cfg: &IngestBenchConfig) -> Result<IngestReport, IngestError> {
+    let tokens = corpus.tokens();
+    let mut arena = BatchArena::new(cfg.batch, cfg.block)?;
+    let mut offsets = vec![0u64; cfg.batch];
+    let mut times = Vec::with_capacity(cfg.iters);
+
+    let mut sampler = OffsetSampler::new(tokens.len(), cfg.block, cfg.seed)?;
+    let arena_stats = time_loader(cfg, &mut times, |_| {
+        sampler.draw(&mut offsets);
+        let t0 = Instant::now();
+        let a0 = alloc::thread_allocs();
+        arena.fill(tokens, &offsets)?;
+        black_box(arena.x());
+        let a1 = alloc::thread_allocs();
+        Ok((t0.elapsed().as_nanos() as u64, a1 - a0))
+    })?;
+
+    let baseline = if cfg.baseline {
+        let mut sampler = OffsetSampler::new(tokens.len(), cfg.block, cfg.seed)?;
+        Some(time_loader(cfg, &mut times, |_| {
+            sampler.draw(&mut offsets);
+            let t0 = Instant::now();
+            let a0 = alloc::thread_allocs();
+            let batch = baseline_batch(tokens, &offsets, cfg.block)?;
+            black_box(&batch);
+            let a1 = alloc::thread_allocs();
+            let ns = t0.elapsed().as_nanos() as u64;
+            drop(batch); // the consumer's drop, outside the timed region
+            Ok((ns, a1 - a0))
+        })?)
+    } else {
+        None
+    };
+
+    Ok(IngestReport {
+        workload: "ingest",
+        batch: cfg.batch,
+        block: cfg.block,
+        corpus_tokens: tokens.len(),
+        corpus: corpus.source().clone(),
+        iters: cfg.iters,
+        warmup_iters: cfg.warmup,
+        fill_ns_p50: arena_stats.fill_ns_p50,
+        fill_ns_p95: arena_stats.fill_ns_p95,
+        fill_ns_p99: arena_stats.fill_ns_p99,
+        allocs_per_batch: arena_stats.allocs_per_batch,
+        baseline,
+    })
+}
+
+/// Runs `one` for the warm-up and the timed iterations; `one` returns the
+/// batch's fill time in ns and the allocation calls it made.
+fn time_loader(
+    cfg: &IngestBenchConfig,
+    times: &mut Vec<u64>,
+    mut one: impl FnMut(usize) -> Result<(u64, u64), IngestError>,
+) -> Result<FillStats, IngestError> {
+    let installed = alloc::is_installed();
+    for i in 0..cfg.warmup {
+        one(i)?;
+    }
+    times.clear(); // keeps its capacity: no allocation in the loop below
+    let mut allocs = 0u64;
+    for i in 0..cfg.iters {
+        let (ns, a) = one(i)?;
+        times.push(ns);
+        allocs += a;
+    }
+    times.sort_unstable();
+    Ok(FillStats {
+        fill_ns_p50: percentile(times, 0.50),
+        fill_ns_p95: percentile(times, 0.95),
+        fill_ns_p99: percentile(times, 0.99),
+        allocs_per_batch: installed.then(|| allocs as f64 / cfg.iters.max(1) as f64),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generated_corpus_is_reproducible_and_in_vocabulary() {
+        let a = Corpus::generate(10_000, 7);
+        let b = Corpus::generate(10_000, 7);
+        let c = Corpus::generate(10_000, 8);
+        assert_eq!(a.tokens(), b.tokens());
+        assert_ne!(a.tokens(), c.tokens());
+        assert!(a.tokens().iter().all(|&t| u64::from(t) < GENERATED_VOCAB));
+        // Every symbol shows up in 10k draws from 168.
+        let mut seen = [false; GENERATED_VOCAB as usize];
+        a.tokens().iter().for_each(|&t| seen[t as usize] = true);
+        assert!(seen.iter().all(|&s| s));
+    }
+
+    #[test]
+    fn arena_fill_matches_the_definition() {
+        let corpus = Corpus::generate(5_000, 1);
+        let tok = corpus.tokens();
+        let (b, t) = (4, 16);
+        let mut arena = BatchArena::new(b, t).unwrap();
+        let offsets = [0u64, 17, 4_000, (5_000 - t - 2) as u64];
+        arena.fill(tok, &offsets).unwrap();
+        for (row, &off) in offsets.iter().enumerate() {
+            for col in 0..t {
+                let o = off as usize + col;
+                assert_eq!(arena.x()[row * t + col], i64::from(tok[o]));
+                assert_eq!(arena.y()[row * t + col], i64::from(tok[o + 1]));
+            }
+        }
+        let h = arena.header();
+        assert_eq!((h.batch_id, h.batch_size, h.block_size), (1, 4, 16));
+        assert_eq!((h.token_count, h.stride), (64, 16));
+        assert_eq!(arena.x().as_ptr() as usize % 64, 0);
+        assert_eq!(arena.y().as_ptr() as usize % 64, 0);
+    }
+
+    #[test]
+    fn baseline_equals_the_arena_on_the_same_offsets() {
+        let corpus = Corpus::generate(100_000, 3);
+        let mut sampler = OffsetSampler::new(corpus.len(), 256, 99).unwrap();
+        let mut arena = BatchArena::new(64, 256).unwrap();
+        let mut offsets = vec![0; 64];
+        for _ in 0..20 {
+            sampler.draw(&mut offsets);
+            arena.fill(corpus.tokens(), &offsets).unwrap();
+            let (x, y) = baseline_batch(corpus.tokens(), &offsets, 256).unwrap();
+            assert_eq!(arena.x(), &x[..]);
+            assert_eq!(arena.y(), &y[..]);
+        }
+        assert_eq!(arena.header().batch_id, 20);
+    }
+
+    #[test]
+    fn filling_allocates_nothing_and_the_baseline_allocates_per_sample() {
+        let corpus = Corpus::generate(100_000, 3);
+        let mut sampler = OffsetSampler::new(corpus.len(), 32, 5).unwrap();
+        let mut arena = BatchArena::new(8, 32).unwrap();
+        let mut offsets = vec![0; 8];
+        let ((), n) = alloc::count_thread_allocs(|| {
+            for _ in 0..1000 {
+                sampler.draw(&mut offsets);
+                arena.fill(corpus.tokens(), &offsets).unwrap();
+            }
+        });
+        assert_eq!(n, Some(0));
+        let (_, n) =
+            alloc::count_thread_allocs(|| baseline_batch(corpus.tokens(), &offsets, 32).unwrap());
+        // Per sample one Vec for x and one for y, the two outer lists (which grow
+        // by reallocation while the samples are pushed), and the two collated outputs.
+        let n = n.unwrap();
+        assert!(n >= 2 * 8 + 2 + 2, "{n}");
+    }
+
+    #[test]
+    fn offsets_stay_inside_the_corpus() {
+        let mut s = OffsetSampler::new(300, 256, 1).unwrap();
+        let limit = offset_limit(300, 256).unwrap();
+        assert_eq!(limit, 43);
+        let mut out = [0u64; 256];
+        for _ in 0..100 {
+            s.draw(&mut out);
+            assert!(out.iter().all(|&o| o < limit));
+        }
+        // The largest offset still leaves room for y's last token.
+        let corpus = Corpus::generate(300, 1);
+        let mut arena = BatchArena::new(1, 256).unwrap();
+        arena.fill(corpus.tokens(), &[limit - 1]).unwrap();
+        assert_eq!(arena.y()[255], i64::from(corpus.tokens()[299 - 1]));
+    }
+
+    #[test]
+    fn bad_shapes_and_offsets_are_errors_not_panics() {
+        assert!(matches!(
+            BatchArena::new(0, 8),
+            Err(IngestError::BadShape { .. })
+        ));
+        assert!(matches!(
+            BatchArena::new(8, 0),
+            Err(IngestError::BadShape { .. })
+        ));
+        assert!(OffsetSampler::new(10, 8, 0).is_ok());
+        assert!(matches!(
+            OffsetSampler::new(9, 8, 0),
+            Err(IngestError::CorpusTooShort {
+                tokens: 9,
+                block: 8,
+                needed: 10
+            })
+        ));
+        let corpus = Corpus::generate(100, 0);
+        let mut arena = BatchArena::new(2, 8).unwrap();
+        assert!(matches!(
+            arena.fill(corpus.tokens(), &[0]),
+            Err(IngestError::OffsetCount { batch: 2, got: 1 })
+        ));
+        assert!(matches!(
+            arena.fill(corpus.tokens(), &[0, 91]),
+            Err(IngestError::OffsetOutOfRange {
+                offset: 91,
+                limit: 91
+            })
+        ));
+        assert!(matches!(
+            baseline_batch(corpus.tokens(), &[95], 8),
+            Err(IngestError::OffsetOutOfRange {
+                offset: 95,
+                limit: 91
+            })
+        ));
+    }
+
+    #[test]
+    fn opens_a_token_file_and_reports_missing_ones() {
+        let path = std::env::temp_dir().join(format!("flatline-corpus-{}.bin", std::process::id()));
+        let tokens: Vec<u16> = (0..2_000u16).collect();
+        let bytes: Vec<u8> = tokens.iter().flat_map(|t| t.to_le_bytes()).collect();
+        std::fs::write(&path, bytes).unwrap();
+        let corpus = Corpus::open(&path).unwrap();
+        assert_eq!(corpus.tokens(), &tokens[..]);
+        assert_eq!(corpus.source(), &CorpusSource::File { path: path.clone() });
+        std::fs::remove_file(&path).unwrap();
+        let err = Corpus::open(&path).unwrap_err();
+        assert!(matches!(err, IngestError::Open { .. }));
+        assert!(err.to_string().contains("flatline-corpus-"), "{err}");
+    }
+
+    #[test]
+    fn bench_reports_zero_allocations_for_the_arena() {
+        let corpus = Corpus::generate(50_000, 2);
+        let cfg = IngestBenchConfig {
+            batch: 8,
+            block: 64,
+            iters: 200,
+            warmup: 10,
+            ..IngestBenchConfig::default()
+        };
+        let r = bench(&corpus, &cfg).unwrap();
+        assert_eq!(r.allocs_per_batch, Some(0.0));
+        let b = r.baseline.expect("baseline ran");
+        assert!(b.allocs_per_batch.unwrap() >= 2.0 * 8.0 + 2.0);
+        assert!(r.fill_ns_p50 <= r.fill_ns_p95 && r.fill_ns_p95 <= r.fill_ns_p99);
+        assert_eq!((r.iters, r.corpus_tokens), (200, 50_000));
+        let r = bench(
+            &corpus,
+            &IngestBenchConfig {
+                baseline: false,
+                ..cfg
+            },
+        )
+        .unwrap();
+        assert!(r.baseline.is_none());
+    }
+}

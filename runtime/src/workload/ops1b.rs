@@ -1,0 +1,204 @@
+//! `ops1b`: the seed's "1 billion operations" loop over a ring of 64-byte orders.
+//!
+//! A ring of [`RING_SLOTS`] [`QueueOrder64`]s; slot `i` starts with
+//! `queue_position = 100 + i % 10` and `total_at_level = 50`. Operation `i`
+//! touches slot `i mod RING_SLOTS`: its queue position moves up by one, or
+//! wraps back to `total_at_level` once it reaches 1, and a `u64` checksum adds
+//! the new position. After every operation an optimisation barrier
+//! (`std::hint::black_box` on the ring, an empty `asm` with a memory clobber
+//! in practice) stops the compiler from deleting, vectorising or batching the
+//! work: the same rule as the C reference in `bench/c/ops1b.c`, which puts
+//! `asm volatile("" ::: "memory")` in the same place.
+
+use std::hint::black_box;
+use std::time::Instant;
+
+use serde::Serialize;
+
+use crate::arena::{ArenaError, FlatArena, QueueOrder64};
+use crate::telemetry::alloc;
+
+/// Slots in the ring: 65,536 × 64 bytes = 4 MiB.
+pub const RING_SLOTS: usize = 65_536;
+const MASK: usize = RING_SLOTS - 1;
+
+/// The initial queue position of slot `i`.
+#[inline]
+pub fn initial_position(i: usize) -> u32 {
+    100 + (i % 10) as u32
+}
+
+/// The level total every slot starts with.
+pub const TOTAL_AT_LEVEL: u32 = 50;
+
+/// The ring and how far through the operation sequence it is.
+#[derive(Debug)]
+pub struct Ring {
+    slots: FlatArena<QueueOrder64>,
+    next_op: u64,
+}
+
+impl Ring {
+    /// Allocates the ring (once) and sets every slot to its initial state.
+    pub fn new() -> Result<Self, ArenaError> {
+        let mut ring = Self {
+            slots: FlatArena::new(RING_SLOTS)?,
+            next_op: 0,
+        };
+        ring.reset();
+        Ok(ring)
+    }
+
+    /// Puts every slot back in its initial state and restarts at operation 0.
+    pub fn reset(&mut self) {
+        for (i, slot) in self.slots.iter_mut().enumerate() {
+            *slot = QueueOrder64 {
+                id: i as u64,
+                queue_position: initial_position(i),
+                total_at_level: TOTAL_AT_LEVEL,
+                ..QueueOrder64::default()
+            };
+        }
+        self.next_op = 0;
+    }
+
+    /// Operations run since construction or the last [`reset`](Self::reset).
+    pub fn ops_done(&self) -> u64 {
+        self.next_op
+    }
+
+    /// The slots as they are now.
+    pub fn slots(&self) -> &[QueueOrder64] {
+        &self.slots
+    }
+
+    /// Runs the next `ops` operations and returns their checksum (wrapping sum
+    /// of the new queue positions). Successive calls continue the sequence:
+    /// `run(a)` then `run(b)` leaves the ring as `run(a + b)` would, and their
+    /// checksums add up to its checksum. Touches no heap.
+    pub fn run(&mut self, ops: u64) -> u64 {
+        let ring: &mut [QueueOrder64; RING_SLOTS] = (&mut *self.slots)
+            .try_into()
+            .expect("the ring is allocated with RING_SLOTS slots");
+        let mut i = self.next_op as usize;
+        let mut sum = 0u64;
+        for _ in 0..ops {
+            // `i & MASK` < RING_SLOTS, so indexing the fixed-size array needs no bounds check.
+            let slot = &mut ring[i & MASK];
+            let q = slot.queue_position;
+            let q = if q <= 1 { slot.total_at_level } else { q - 1 };
+            slot.queue_position = q;
+            sum = sum.wrapping_add(u64::from(q));
+            i = i.wrapping_add(1);
+            black_box(&mut *ring);
+        }
+        self.next_op = self.next_op.wrapping_add(ops);
+        sum
+    }
+}
+
+/// One timed run of `ops1b`, as `flatline bench ops1b --json` prints it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Ops1bReport {
+    pub workload: &'static str,
+    pub ops: u64,
+    pub elapsed_ns: u64,
+    pub ns_per_op: f64,
+    pub mops_per_s: f64,
+    pub checksum: u64,
+    /// Allocation calls the benchmark thread made inside the timed region;
+    /// `None` when the counting allocator is not installed.
+    pub heap_allocs: Option<u64>,
+}
+
+/// Builds a fresh ring (untimed) and times `ops` operations on it.
+pub fn bench(ops: u64) -> Result<Ops1bReport, ArenaError> {
+    let mut ring = Ring::new()?;
+    let ((checksum, elapsed), heap_allocs) = alloc::count_thread_allocs(|| {
+        let t0 = Instant::now();
+        let sum = ring.run(black_box(ops));
+        (sum, t0.elapsed())
+    });
+    let elapsed_ns = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX).max(1);
+    Ok(Ops1bReport {
+        workload: "ops1b",
+        ops,
+        elapsed_ns,
+        ns_per_op: elapsed_ns as f64 / ops.max(1) as f64,
+        mops_per_s: ops as f64 / elapsed_ns as f64 * 1e3,
+        checksum,
+        heap_allocs,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The rule written as plainly as possible, on a Vec of (position, total) pairs.
+    fn model(ops: u64) -> (u64, Vec<(u32, u32)>) {
+        let mut ring: Vec<(u32, u32)> = (0..RING_SLOTS)
+            .map(|i| (100 + (i % 10) as u32, 50))
+            .collect();
+        let mut sum = 0u64;
+        for op in 0..ops {
+            let slot = &mut ring[(op % RING_SLOTS as u64) as usize];
+            slot.0 = if slot.0 <= 1 { slot.1 } else { slot.0 - 1 };
+            sum += u64::from(slot.0);
+        }
+        (sum, ring)
+    }
+
+    fn positions(ring: &Ring) -> Vec<(u32, u32)> {
+        ring.slots()
+            .iter()
+            .map(|s| (s.queue_position, s.total_at_level))
+            .collect()
+    }
+
+    #[test]
+    fn matches_the_scalar_model() {
+        // 10M operations: every slot visited ~150 times, so each one wraps past 1.
+        for ops in [0, 1, 9, 65_535, 65_536, 65_537, 10_000_000] {
+            let mut ring = Ring::new().unwrap();
+            let sum = ring.run(ops);
+            let (want_sum, want_ring) = model(ops);
+            assert_eq!(sum, want_sum, "checksum after {ops} ops");
+            assert_eq!(positions(&ring), want_ring, "ring after {ops} ops");
+            assert_eq!(ring.ops_done(), ops);
+        }
+    }
+
+    #[test]
+    fn runs_continue_where_they_stopped() {
+        let mut whole = Ring::new().unwrap();
+        let total = whole.run(1_000_003);
+        let mut parts = Ring::new().unwrap();
+        let a = parts.run(400_000);
+        let b = parts.run(1);
+        let c = parts.run(600_002);
+        assert_eq!(a + b + c, total);
+        assert_eq!(positions(&parts), positions(&whole));
+        parts.reset();
+        assert_eq!(positions(&parts), model(0).1);
+        assert_eq!(parts.ops_done(), 0);
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "1.3e9 operations are for native runs")]
+    fn known_answers() {
+        let mut ring = Ring::new().unwrap();
+        assert_eq!(ring.run(300_000_000), 7_851_891_676);
+        let mut ring = Ring::new().unwrap();
+        assert_eq!(ring.run(1_000_000_000), 25_689_187_392);
+    }
+
+    #[test]
+    fn bench_reports_no_allocation_in_the_timed_loop() {
+        let r = bench(2_000_000).unwrap();
+        assert_eq!(r.heap_allocs, Some(0));
+        assert_eq!(r.checksum, model(2_000_000).0);
+        assert_eq!(r.ops, 2_000_000);
+        assert!(r.elapsed_ns > 0 && r.ns_per_op > 0.0 && r.mops_per_s > 0.0);
+    }
+}
