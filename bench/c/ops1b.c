@@ -1,0 +1,46 @@
+/* C reference of flatline's ops1b loop (runtime/src/workload/ops1b.rs).
+ * Build: gcc -O3 -mavx2 -o ops1b ops1b.c      Run: ./ops1b [OPS]
+ * Prints one JSON line: {"ops":..,"elapsed_ns":..,"checksum":..}. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "common.h"
+
+typedef struct __attribute__((aligned(64))) {
+    uint64_t id, price;
+    uint32_t size, queue_position, total_at_level;
+    uint8_t side, order_type, padding[2];
+    uint64_t timestamp_nanos;
+    uint8_t reserved[24];
+} QueueOrder64;
+_Static_assert(sizeof(QueueOrder64) == 64, "QueueOrder64 is one cache line");
+
+#define SLOTS 65536u
+#define MASK (SLOTS - 1u)
+
+int main(int argc, char **argv) {
+    uint64_t ops = argc > 1 ? strtoull(argv[1], NULL, 10) : 1000000000ull;
+    QueueOrder64 *ring = aligned_alloc(64, SLOTS * sizeof(QueueOrder64));
+    if (!ring) return 1;
+    memset(ring, 0, SLOTS * sizeof(QueueOrder64));
+    for (uint32_t i = 0; i < SLOTS; i++) {
+        ring[i].id = i;
+        ring[i].queue_position = 100 + i % 10;
+        ring[i].total_at_level = 50;
+    }
+    uint64_t sum = 0;
+    uint64_t t0 = now_ns();
+    for (uint64_t i = 0; i < ops; i++) {
+        QueueOrder64 *o = &ring[i & MASK];
+        uint32_t q = o->queue_position;
+        q = q <= 1 ? o->total_at_level : q - 1;
+        o->queue_position = q;
+        sum += q;
+        __asm__ __volatile__("" : : "r"(ring) : "memory"); /* per-op compiler barrier */
+    }
+    uint64_t t1 = now_ns();
+    printf("{\"ops\":%" PRIu64 ",\"elapsed_ns\":%" PRIu64 ",\"checksum\":%" PRIu64 "}\n", ops, t1 - t0, sum);
+    free(ring);
+    return 0;
+}

@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""Paired benchmark of flatline's workloads against their C references.
+
+Builds bench/c/*.c with `gcc -O3 -mavx2`, builds `flatline` in release, then
+runs each pair RUNS times, alternating which side goes first, and prints the
+median of each side, the ratio of the medians and the median of the per-run
+ratios (flatline / C: below 1 means flatline is faster). Exits non-zero if a
+checksum differs. Machines are shared and noisy: compare only figures from the
+same invocation.
+
+    python3 bench/compare.py [--runs 7] [--ops 1000000000] [--iters 20000]
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OUT = os.path.join(ROOT, "bench", "out")
+FLATLINE = os.path.join(ROOT, "target", "release", "flatline")
+
+
+def sh(cmd):
+    return subprocess.run(cmd, check=True, capture_output=True, text=True, cwd=ROOT).stdout
+
+
+def run_json(cmd):
+    return json.loads(sh(cmd).strip().splitlines()[-1])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument("--ops", type=int, default=1_000_000_000)
+    ap.add_argument("--iters", type=int, default=20_000)
+    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--block", type=int, default=256)
+    ap.add_argument("--corpus-tokens", type=int, default=16_671_459)
+    ap.add_argument("--seed", type=int, default=1337)
+    args = ap.parse_args()
+
+    os.makedirs(OUT, exist_ok=True)
+    for name in ("ops1b", "ingest"):
+        sh(["gcc", "-O3", "-mavx2", "-Wall", "-o", os.path.join(OUT, name),
+            os.path.join("bench", "c", name + ".c")])
+    subprocess.run(["cargo", "build", "--release", "--quiet", "-p", "flatline"], check=True, cwd=ROOT)
+
+    c_ops = [os.path.join(OUT, "ops1b"), str(args.ops)]
+    r_ops = [FLATLINE, "bench", "ops1b", "--ops", str(args.ops), "--json"]
+    shape = [str(args.batch), str(args.block), str(args.corpus_tokens), str(args.iters), "1000", str(args.seed)]
+    c_ing = [os.path.join(OUT, "ingest")] + shape
+    r_ing = [FLATLINE, "bench", "ingest", "--batch", str(args.batch), "--block", str(args.block),
+             "--corpus-tokens", str(args.corpus_tokens), "--iters", str(args.iters), "--warmup", "1000",
+             "--seed", str(args.seed), "--no-baseline", "--json"]
+
+    rows = {"ops1b": [], "ingest": []}
+    bad = False
+    for i in range(args.runs):
+        order = [("c", c_ops), ("rust", r_ops)]
+        if i % 2:
+            order.reverse()
+        got = {side: run_json(cmd) for side, cmd in order}
+        if got["c"]["checksum"] != got["rust"]["checksum"]:
+            print(f"run {i}: ops1b checksums differ: {got}", file=sys.stderr)
+            bad = True
+        rows["ops1b"].append((got["rust"]["elapsed_ns"], got["c"]["elapsed_ns"]))
+        order = [("c", c_ing), ("rust", r_ing)]
+        if i % 2:
+            order.reverse()
+        got = {side: run_json(cmd) for side, cmd in order}
+        if got["rust"]["allocs_per_batch"] != 0:
+            print(f"run {i}: ingest allocated: {got['rust']['allocs_per_batch']}", file=sys.stderr)
+            bad = True
+        rows["ingest"].append((got["rust"]["fill_ns_p50"], got["c"]["fill_ns_p50"]))
+        print(f"run {i + 1}/{args.runs}: ops1b {rows['ops1b'][-1]}  ingest p50 {rows['ingest'][-1]}",
+              file=sys.stderr)
+
+    summary = {}
+    print(f"\n{'figure':<22}{'flatline':>14}{'C -O3 -mavx2':>14}{'ratio of medians':>18}{'median ratio':>14}")
+    for name, label in (("ops1b", f"ops1b {args.ops:.0e} ops, ns"), ("ingest", "ingest fill p50, ns")):
+        r = statistics.median(x for x, _ in rows[name])
+        c = statistics.median(y for _, y in rows[name])
+        paired = statistics.median(x / y for x, y in rows[name])
+        summary[name] = {"flatline_median": r, "c_median": c, "ratio_of_medians": r / c,
+                         "median_paired_ratio": paired, "runs": rows[name]}
+        print(f"{label:<22}{r:>14,.0f}{c:>14,.0f}{r / c:>17.3f}x{paired:>13.3f}x")
+    with open(os.path.join(OUT, "compare.json"), "w") as f:
+        json.dump(summary, f, indent=1)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
