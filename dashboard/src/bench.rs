@@ -1,10 +1,18 @@
 //! `flatline bench`: run a reference workload and print its figures.
 
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
 use anyhow::{Context, Result};
+use clap::Parser;
+use flatline_runtime::telemetry::alloc::mark_observer_thread;
+use flatline_runtime::telemetry::work::WorkProgress;
+use flatline_runtime::telemetry::{self, SamplerConfig, SamplerExit};
 use flatline_runtime::workload::ingest::{
     self, Corpus, CorpusSource, FillStats, IngestBenchConfig,
 };
 use flatline_runtime::workload::ops1b::{self, RING_SLOTS};
+use serde::Serialize;
 
 use crate::cli::{BenchCommand, IngestArgs, Ops1bArgs};
 use crate::fmt::{nanos, thousands};
@@ -28,28 +36,119 @@ pub fn run_default() -> Result<()> {
         "flatline: the live dashboard is not built yet; running `flatline bench ops1b` and \
          `flatline bench ingest` with their defaults instead (see `flatline --help`).\n"
     );
-    run_ops1b(&Ops1bArgs {
-        ops: 1_000_000_000,
-        json: false,
-    })?;
-    println!();
-    run_ingest(&IngestArgs {
-        batch: 64,
-        block: 256,
-        corpus: None,
-        corpus_tokens: ingest::DEFAULT_CORPUS_TOKENS,
-        iters: 20_000,
-        warmup: 1_000,
-        seed: 1337,
-        no_baseline: false,
-        json: false,
+    // The defaults come from the grammar itself, so they cannot drift apart.
+    for argv in [
+        ["flatline", "bench", "ops1b"],
+        ["flatline", "bench", "ingest"],
+    ] {
+        let cli = crate::cli::Cli::try_parse_from(argv).context("parsing the default bench")?;
+        if let Some(crate::cli::Command::Bench(cmd)) = cli.command {
+            run(cmd)?;
+            println!();
+        }
+    }
+    Ok(())
+}
+
+/// What the telemetry saw while a bench ran.
+#[derive(Debug, Serialize)]
+struct TelemetrySummary {
+    hz: f64,
+    channels: usize,
+    samples: u64,
+    dropped: u64,
+    /// Allocation calls of the sampler thread after its first few ticks.
+    sampler_steady_allocs: Option<f64>,
+    unavailable: BTreeMap<String, String>,
+}
+
+/// Runs `run` with the sampler at `hz` (none at 0), draining the channel
+/// into a counting sink on an observer thread.
+fn with_telemetry<R>(
+    hz: f64,
+    progress: &Arc<WorkProgress>,
+    run: impl FnOnce() -> Result<R>,
+) -> Result<(R, Option<TelemetrySummary>)> {
+    if hz == 0.0 {
+        return Ok((run()?, None));
+    }
+    let tel = telemetry::start(SamplerConfig {
+        hz,
+        progress: Some(progress.clone()),
+        ..SamplerConfig::default()
     })
+    .context("starting telemetry")?;
+    let allocs_idx = tel.schema.index_of("telemetry.sampler_allocs");
+    let samples = tel.samples;
+    let sink = std::thread::Builder::new()
+        .name("flatline-sink".into())
+        .spawn(move || {
+            mark_observer_thread();
+            let (mut n, mut early, mut last) = (0u64, None, None);
+            for s in samples {
+                let allocs = allocs_idx.and_then(|i| s.get(i));
+                if n == 5 {
+                    early = allocs;
+                }
+                last = allocs;
+                n += 1;
+            }
+            (n, early.zip(last).map(|(a, b)| b - a))
+        })
+        .context("starting the telemetry sink")?;
+    let out = run();
+    let dropped = tel.sampler.dropped();
+    let exit = tel.sampler.stop();
+    let (samples, sampler_steady_allocs) = sink
+        .join()
+        .map_err(|_| anyhow::anyhow!("the telemetry sink panicked"))?;
+    if exit != SamplerExit::Stopped {
+        anyhow::bail!("telemetry ended early: {exit:?}");
+    }
+    let summary = TelemetrySummary {
+        hz,
+        channels: tel.schema.len(),
+        samples,
+        dropped,
+        sampler_steady_allocs,
+        unavailable: tel
+            .unavailable
+            .into_iter()
+            .map(|u| (u.probe, u.reason))
+            .collect(),
+    };
+    Ok((out?, Some(summary)))
+}
+
+/// `report` as a JSON object with a `telemetry` member added.
+fn json_with(report: &impl Serialize, tel: &Option<TelemetrySummary>) -> Result<String> {
+    let mut v = serde_json::to_value(report)?;
+    v["telemetry"] = serde_json::to_value(tel)?;
+    Ok(serde_json::to_string(&v)?)
+}
+
+fn print_telemetry(tel: &Option<TelemetrySummary>) {
+    let Some(t) = tel else { return };
+    println!(
+        "  telemetry at {} Hz: {} samples of {} channels, {} dropped, sampler allocations in steady state: {}",
+        t.hz,
+        thousands(t.samples),
+        t.channels,
+        thousands(t.dropped),
+        allocs(t.sampler_steady_allocs)
+    );
+    for (probe, reason) in &t.unavailable {
+        println!("    unavailable: {probe}: {reason}");
+    }
 }
 
 fn run_ops1b(args: &Ops1bArgs) -> Result<()> {
-    let r = ops1b::bench(args.ops).context("setting up the ops1b ring")?;
+    let progress = WorkProgress::new();
+    let (r, tel) = with_telemetry(args.telemetry_hz, &progress, || {
+        ops1b::bench(args.ops, Some(&progress)).context("setting up the ops1b ring")
+    })?;
     if args.json {
-        println!("{}", serde_json::to_string(&r)?);
+        println!("{}", json_with(&r, &tel)?);
         return Ok(());
     }
     let known = KNOWN_OPS1B
@@ -78,6 +177,7 @@ fn run_ops1b(args: &Ops1bArgs) -> Result<()> {
         "  heap allocations in the timed loop: {}",
         allocs(r.heap_allocs.map(|n| n as f64))
     );
+    print_telemetry(&tel);
     if known.is_some_and(|sum| sum != r.checksum) {
         anyhow::bail!(
             "ops1b checksum {} differs from the known answer",
@@ -99,10 +199,14 @@ fn run_ingest(args: &IngestArgs) -> Result<()> {
         warmup: args.warmup,
         seed: args.seed,
         baseline: !args.no_baseline,
+        progress: Some(WorkProgress::new()),
     };
-    let r = ingest::bench(&corpus, &cfg).context("running the ingest bench")?;
+    let progress = cfg.progress.clone().expect("set above");
+    let (r, tel) = with_telemetry(args.telemetry_hz, &progress, || {
+        ingest::bench(&corpus, &cfg).context("running the ingest bench")
+    })?;
     if args.json {
-        println!("{}", serde_json::to_string(&r)?);
+        println!("{}", json_with(&r, &tel)?);
         return Ok(());
     }
     let source = match &r.corpus {
@@ -135,6 +239,7 @@ fn run_ingest(args: &IngestArgs) -> Result<()> {
             b.fill_ns_p50 as f64 / r.fill_ns_p50.max(1) as f64
         );
     }
+    print_telemetry(&tel);
     Ok(())
 }
 

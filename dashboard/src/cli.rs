@@ -40,6 +40,9 @@ pub struct Ops1bArgs {
     /// Operations to run.
     #[arg(long, default_value_t = 1_000_000_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub ops: u64,
+    /// Sample telemetry at this rate while the bench runs (0: off).
+    #[arg(long, value_name = "HZ", default_value_t = 0.0, value_parser = rate)]
+    pub telemetry_hz: f64,
     /// Print one JSON object instead of the table.
     #[arg(long)]
     pub json: bool,
@@ -71,9 +74,21 @@ pub struct IngestArgs {
     /// Skip the allocating baseline loader.
     #[arg(long)]
     pub no_baseline: bool,
+    /// Sample telemetry at this rate while the bench runs (0: off).
+    #[arg(long, value_name = "HZ", default_value_t = 0.0, value_parser = rate)]
+    pub telemetry_hz: f64,
     /// Print one JSON object instead of the table.
     #[arg(long)]
     pub json: bool,
+}
+
+/// A sampling rate: 0 (off) or up to 10 kHz.
+fn rate(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(hz) if (0.0..=10_000.0).contains(&hz) => Ok(hz),
+        Ok(_) => Err("must be between 0 (off) and 10000".into()),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 fn positive(s: &str) -> Result<usize, String> {
@@ -129,6 +144,9 @@ mod tests {
                 "9",
             ],
             &["flatline", "bench", "fastest"],
+            &["flatline", "bench", "ops1b", "--telemetry-hz", "-1"],
+            &["flatline", "bench", "ops1b", "--telemetry-hz", "1e9"],
+            &["flatline", "bench", "ingest", "--telemetry-hz", "fast"],
             &["flatline", "--frobnicate"],
         ] {
             assert!(Cli::try_parse_from(args).is_err(), "{args:?} was accepted");

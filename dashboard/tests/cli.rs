@@ -172,3 +172,33 @@ fn bad_input_is_one_clear_line_and_a_non_zero_exit() {
             .contains("invalid value 'lots'")
     );
 }
+
+#[test]
+fn bench_with_telemetry_reports_what_the_sampler_saw() {
+    let v = json(&flatline(&[
+        "bench",
+        "ops1b",
+        "--ops",
+        "300000000",
+        "--telemetry-hz",
+        "200",
+        "--json",
+    ]));
+    assert_eq!(
+        v["checksum"], 7_851_891_676u64,
+        "telemetry does not change the work"
+    );
+    assert_eq!(v["heap_allocs"], 0);
+    let t = &v["telemetry"];
+    assert_eq!(t["hz"], 200.0);
+    assert!(t["samples"].as_u64().unwrap() >= 20, "{t}");
+    assert!(t["channels"].as_u64().unwrap() >= 20, "{t}");
+    assert_eq!(t["dropped"], 0, "a draining sink loses nothing");
+    assert_eq!(t["sampler_steady_allocs"], 0.0, "{t}");
+    if let Some(reason) = t["unavailable"]["gpu"].as_str() {
+        assert!(reason.starts_with("NVML"), "{reason}");
+    }
+
+    let v = json(&flatline(&["bench", "ops1b", "--ops", "1000", "--json"]));
+    assert!(v["telemetry"].is_null(), "off by default");
+}

@@ -6,6 +6,12 @@
 //! benchmark can say what *its* thread allocated while other threads (a
 //! sampler, the UI) do their own work. The cost per call is a handful of
 //! relaxed atomic adds: cheap enough to stay on in release builds.
+//!
+//! flatline's own threads (samplers, sinks, the UI) mark themselves as
+//! *observer* threads. Their calls go to a second set of counters, so the
+//! process-wide figures show the workload, not the instrument measuring it.
+//! A block is counted against the kind of thread that frees it; observer
+//! threads free what they allocate, so in practice the two sets stay apart.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -37,6 +43,10 @@ pub struct AllocStats {
     pub peak_bytes: u64,
     /// Bytes ever requested (a `realloc` counts its new size).
     pub total_bytes: u64,
+    /// Allocation calls made by observer threads (not included above).
+    pub observer_allocs: u64,
+    /// Bytes currently allocated by observer threads (not included above).
+    pub observer_live_bytes: u64,
 }
 
 struct Counters {
@@ -46,6 +56,8 @@ struct Counters {
     live: CachePadded<AtomicU64>,
     peak: CachePadded<AtomicU64>,
     total: CachePadded<AtomicU64>,
+    observer_allocs: CachePadded<AtomicU64>,
+    observer_live: CachePadded<AtomicU64>,
 }
 
 static COUNTERS: Counters = Counters {
@@ -55,29 +67,54 @@ static COUNTERS: Counters = Counters {
     live: CachePadded::new(AtomicU64::new(0)),
     peak: CachePadded::new(AtomicU64::new(0)),
     total: CachePadded::new(AtomicU64::new(0)),
+    observer_allocs: CachePadded::new(AtomicU64::new(0)),
+    observer_live: CachePadded::new(AtomicU64::new(0)),
 };
 
 thread_local! {
     // `const`-initialised and without a destructor: reading it never allocates and
     // never registers a TLS destructor, which an allocator must not do.
     static THREAD_ALLOCS: Cell<u64> = const { Cell::new(0) };
+    static OBSERVER: Cell<bool> = const { Cell::new(false) };
+}
+
+#[inline]
+fn is_observer() -> bool {
+    OBSERVER.try_with(Cell::get).unwrap_or(false)
 }
 
 #[inline]
 fn on_alloc(size: usize) {
     let size = size as u64;
+    // `try_with` fails only while this thread's locals are being torn down.
+    let _ = THREAD_ALLOCS.try_with(|c| c.set(c.get() + 1));
+    if is_observer() {
+        COUNTERS.observer_allocs.fetch_add(1, Relaxed);
+        COUNTERS.observer_live.fetch_add(size, Relaxed);
+        return;
+    }
     COUNTERS.allocs.fetch_add(1, Relaxed);
     COUNTERS.total.fetch_add(size, Relaxed);
     let live = COUNTERS.live.fetch_add(size, Relaxed).wrapping_add(size);
     COUNTERS.peak.fetch_max(live, Relaxed);
-    // `try_with` fails only while this thread's locals are being torn down.
-    let _ = THREAD_ALLOCS.try_with(|c| c.set(c.get() + 1));
+}
+
+#[inline]
+fn on_release(size: usize) {
+    let live = if is_observer() {
+        &COUNTERS.observer_live
+    } else {
+        &COUNTERS.live
+    };
+    live.fetch_sub(size as u64, Relaxed);
 }
 
 #[inline]
 fn on_free(size: usize) {
-    COUNTERS.frees.fetch_add(1, Relaxed);
-    COUNTERS.live.fetch_sub(size as u64, Relaxed);
+    if !is_observer() {
+        COUNTERS.frees.fetch_add(1, Relaxed);
+    }
+    on_release(size);
 }
 
 // SAFETY: every method forwards to `System` with the caller's arguments unchanged,
@@ -118,8 +155,10 @@ unsafe impl GlobalAlloc for CountingAlloc {
         // allocator (so from `System`) and that `new_size` is valid for `layout.align()`.
         let p = unsafe { System.realloc(ptr, layout, new_size) };
         if !p.is_null() {
-            COUNTERS.reallocs.fetch_add(1, Relaxed);
-            COUNTERS.live.fetch_sub(layout.size() as u64, Relaxed);
+            if !is_observer() {
+                COUNTERS.reallocs.fetch_add(1, Relaxed);
+            }
+            on_release(layout.size());
             on_alloc(new_size);
         }
         p
@@ -136,7 +175,15 @@ pub(crate) fn stats() -> AllocStats {
         live_bytes: COUNTERS.live.load(Relaxed),
         peak_bytes: COUNTERS.peak.load(Relaxed),
         total_bytes: COUNTERS.total.load(Relaxed),
+        observer_allocs: COUNTERS.observer_allocs.load(Relaxed),
+        observer_live_bytes: COUNTERS.observer_live.load(Relaxed),
     }
+}
+
+/// Marks the calling thread as one of flatline's observers: from now on its
+/// allocations are counted apart from the process-wide figures.
+pub(crate) fn mark_observer_thread() {
+    let _ = OBSERVER.try_with(|c| c.set(true));
 }
 
 /// Allocation calls made so far by the calling thread.
@@ -213,6 +260,30 @@ mod tests {
         let after = stats().live_bytes;
         assert!(during >= before + BIG as u64 / 2, "{before} -> {during}");
         assert!(after + (BIG as u64 / 2) < during, "{during} -> {after}");
+    }
+
+    #[test]
+    fn observer_threads_are_counted_apart() {
+        // Large blocks, compared against their own size, so that tests running
+        // beside this one cannot make it pass or fail.
+        const BIG: u64 = 8 << 20;
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                mark_observer_thread();
+                let b0 = stats();
+                let v = std::hint::black_box(vec![0u8; BIG as usize]);
+                let b1 = stats();
+                assert!(b1.observer_live_bytes >= b0.observer_live_bytes + BIG / 2);
+                assert!(b1.observer_allocs > b0.observer_allocs);
+                assert!(
+                    b1.live_bytes < b0.live_bytes + BIG / 2,
+                    "not a workload allocation"
+                );
+                drop(v);
+                let b2 = stats();
+                assert!(b2.observer_live_bytes + BIG / 2 < b1.observer_live_bytes);
+            });
+        });
     }
 
     #[test]

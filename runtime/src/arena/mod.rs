@@ -13,6 +13,7 @@
 //!   path" is a number, not a promise.
 //! * [`map_tokens`]: a read-only memory map of a token file seen as `u16`s.
 //! * [`gather_rows`]: the ingest kernel, dispatched to AVX2 when the CPU has it.
+//! * [`sys`]: the few C library calls (glibc malloc statistics, `sysconf`).
 //!
 //! Every `unsafe` block has a `// SAFETY:` comment saying why it holds; the
 //! tests in each submodule exercise each block and run under Miri
@@ -23,6 +24,7 @@ mod counting;
 mod gather;
 mod mapped;
 mod records;
+pub mod sys;
 
 pub use buf::{ARENA_ALIGN, ArenaError, FlatArena, Zeroable};
 pub use counting::{AllocStats, CountingAlloc};
@@ -30,4 +32,4 @@ pub use gather::gather_rows;
 pub use mapped::{MapError, MappedTokens, map_tokens};
 pub use records::{BatchSlot64, QueueOrder64};
 
-pub(crate) use counting::{is_installed, stats, thread_allocs};
+pub(crate) use counting::{is_installed, mark_observer_thread, stats, thread_allocs};

@@ -4,7 +4,17 @@
 //! `#[global_allocator]`; [`is_installed`] tells, and [`count_thread_allocs`]
 //! returns `None` rather than a misleading zero when it is not.
 
+use super::{ChannelSpec, Group, Probe, ProbeError, Unavailable, Unit};
+
 pub use crate::arena::AllocStats;
+
+/// Marks the calling thread as one of flatline's observers (sampler, sink,
+/// UI): its allocations are then counted apart, in
+/// [`AllocStats::observer_allocs`] and [`AllocStats::observer_live_bytes`],
+/// and no longer in the process-wide figures that describe the workload.
+pub fn mark_observer_thread() {
+    crate::arena::mark_observer_thread();
+}
 
 /// Process-wide allocation counters, now.
 pub fn stats() -> AllocStats {
@@ -33,9 +43,66 @@ pub fn count_thread_allocs<R>(f: impl FnOnce() -> R) -> (R, Option<u64>) {
     (out, installed.then_some(n))
 }
 
+/// `alloc.*` channels from the counting allocator, plus the observers' own
+/// allocation calls as `telemetry.allocs`.
+#[derive(Debug)]
+pub struct AllocProbe(());
+
+impl AllocProbe {
+    /// Works only where the counting allocator is this process's global allocator.
+    pub fn new() -> Result<Self, Unavailable> {
+        if is_installed() {
+            Ok(Self(()))
+        } else {
+            Err(Unavailable::new(
+                "alloc",
+                "the counting allocator is not this process's #[global_allocator]",
+            ))
+        }
+    }
+}
+
+impl Probe for AllocProbe {
+    fn name(&self) -> &'static str {
+        "alloc"
+    }
+
+    fn channels(&self) -> Vec<ChannelSpec> {
+        vec![
+            ChannelSpec::new("alloc.live", Unit::Bytes, Group::Allocator),
+            ChannelSpec::new("alloc.peak", Unit::Bytes, Group::Allocator),
+            ChannelSpec::new("alloc.count", Unit::Count, Group::Allocator),
+            ChannelSpec::new("alloc.frees", Unit::Count, Group::Allocator),
+            ChannelSpec::new("telemetry.allocs", Unit::Count, Group::Telemetry),
+        ]
+    }
+
+    fn read(&mut self, out: &mut [f64]) -> Result<(), ProbeError> {
+        let s = stats();
+        out.copy_from_slice(&[
+            s.live_bytes as f64,
+            s.peak_bytes as f64,
+            s.allocs as f64,
+            s.frees as f64,
+            s.observer_allocs as f64,
+        ]);
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_probe_reads_the_counters() {
+        let mut p = AllocProbe::new().expect("installed in the test binary");
+        let mut out = vec![f64::NAN; p.channels().len()];
+        p.read(&mut out).unwrap();
+        assert!(out.iter().all(|v| v.is_finite()));
+        // Other tests allocate concurrently: only what holds whatever they do.
+        assert!(out[0] > 0.0 && out[1] > 0.0 && out[2] > 0.0);
+    }
 
     #[test]
     fn counts_what_the_closure_allocates() {

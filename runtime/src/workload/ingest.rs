@@ -20,6 +20,7 @@ use serde::Serialize;
 use super::{SplitMix64, percentile};
 use crate::arena::{ArenaError, BatchSlot64, FlatArena, MappedTokens, gather_rows, map_tokens};
 use crate::telemetry::alloc;
+use crate::telemetry::work::WorkProgress;
 
 /// Generated corpora use token values below this, like a character-level vocabulary.
 pub const GENERATED_VOCAB: u64 = 168;
@@ -307,6 +308,8 @@ pub struct IngestBenchConfig {
     pub seed: u64,
     /// Also run the allocating baseline.
     pub baseline: bool,
+    /// Where to publish batch counts and arena fill times while it runs.
+    pub progress: Option<std::sync::Arc<WorkProgress>>,
 }
 
 impl Default for IngestBenchConfig {
@@ -318,6 +321,7 @@ impl Default for IngestBenchConfig {
             warmup: 1_000,
             seed: 1337,
             baseline: true,
+            progress: None,
         }
     }
 }
@@ -367,7 +371,11 @@ pub fn bench(corpus: &Corpus, cfg: &IngestBenchConfig) -> Result<IngestReport, I
         arena.fill(tokens, &offsets)?;
         black_box(arena.x());
         let a1 = alloc::thread_allocs();
-        Ok((t0.elapsed().as_nanos() as u64, a1 - a0))
+        let ns = t0.elapsed().as_nanos() as u64;
+        if let Some(p) = &cfg.progress {
+            p.record_batch(ns);
+        }
+        Ok((ns, a1 - a0))
     })?;
 
     let baseline = if cfg.baseline {

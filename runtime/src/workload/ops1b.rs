@@ -17,6 +17,7 @@ use serde::Serialize;
 
 use crate::arena::{ArenaError, FlatArena, QueueOrder64};
 use crate::telemetry::alloc;
+use crate::telemetry::work::WorkProgress;
 
 /// Slots in the ring: 65,536 × 64 bytes = 4 MiB.
 pub const RING_SLOTS: usize = 65_536;
@@ -77,6 +78,27 @@ impl Ring {
     /// `run(a)` then `run(b)` leaves the ring as `run(a + b)` would, and their
     /// checksums add up to its checksum. Touches no heap.
     pub fn run(&mut self, ops: u64) -> u64 {
+        self.run_observed(ops, None)
+    }
+
+    /// As [`run`](Self::run), publishing progress to `progress` after every
+    /// [`RING_SLOTS`] operations (one relaxed atomic add each time).
+    pub fn run_observed(&mut self, ops: u64, progress: Option<&WorkProgress>) -> u64 {
+        let mut sum = 0u64;
+        let mut left = ops;
+        while left > 0 {
+            let n = left.min(RING_SLOTS as u64);
+            sum = sum.wrapping_add(self.run_chunk(n));
+            if let Some(p) = progress {
+                p.add_ops(n);
+            }
+            left -= n;
+        }
+        sum
+    }
+
+    #[inline(always)]
+    fn run_chunk(&mut self, ops: u64) -> u64 {
         let ring: &mut [QueueOrder64; RING_SLOTS] = (&mut *self.slots)
             .try_into()
             .expect("the ring is allocated with RING_SLOTS slots");
@@ -111,12 +133,13 @@ pub struct Ops1bReport {
     pub heap_allocs: Option<u64>,
 }
 
-/// Builds a fresh ring (untimed) and times `ops` operations on it.
-pub fn bench(ops: u64) -> Result<Ops1bReport, ArenaError> {
+/// Builds a fresh ring (untimed) and times `ops` operations on it,
+/// publishing progress to `progress` if given.
+pub fn bench(ops: u64, progress: Option<&WorkProgress>) -> Result<Ops1bReport, ArenaError> {
     let mut ring = Ring::new()?;
     let ((checksum, elapsed), heap_allocs) = alloc::count_thread_allocs(|| {
         let t0 = Instant::now();
-        let sum = ring.run(black_box(ops));
+        let sum = ring.run_observed(black_box(ops), progress);
         (sum, t0.elapsed())
     });
     let elapsed_ns = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX).max(1);
@@ -194,8 +217,17 @@ mod tests {
     }
 
     #[test]
+    fn progress_counts_every_operation() {
+        let progress = WorkProgress::new();
+        let mut ring = Ring::new().unwrap();
+        let sum = ring.run_observed(200_001, Some(&progress));
+        assert_eq!(progress.ops(), 200_001);
+        assert_eq!(sum, model(200_001).0);
+    }
+
+    #[test]
     fn bench_reports_no_allocation_in_the_timed_loop() {
-        let r = bench(2_000_000).unwrap();
+        let r = bench(2_000_000, Some(&WorkProgress::new())).unwrap();
         assert_eq!(r.heap_allocs, Some(0));
         assert_eq!(r.checksum, model(2_000_000).0);
         assert_eq!(r.ops, 2_000_000);

@@ -1,0 +1,77 @@
+//! The few C library calls flatline makes, each wrapped safely.
+
+/// glibc's malloc statistics (`mallinfo2`), in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MallocInfo {
+    /// Non-mmapped space obtained from the system by all arenas (`arena`).
+    pub arena: u64,
+    /// Space in blocks served by mmap (`hblkhd`).
+    pub mmap: u64,
+    /// Space in use by the application (`uordblks`).
+    pub in_use: u64,
+    /// Free space held in the arenas (`fordblks`).
+    pub free: u64,
+}
+
+/// Reads glibc's malloc statistics for this process (all arenas). Takes each
+/// arena's lock briefly; allocates nothing.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+pub fn malloc_info() -> Option<MallocInfo> {
+    // SAFETY: `mallinfo2` takes no arguments, has no preconditions and returns a
+    // plain struct by value (glibc 2.33 or newer, which the build links against).
+    let m = unsafe { libc::mallinfo2() };
+    Some(MallocInfo {
+        arena: m.arena as u64,
+        mmap: m.hblkhd as u64,
+        in_use: m.uordblks as u64,
+        free: m.fordblks as u64,
+    })
+}
+
+/// glibc's malloc statistics are not available off glibc.
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+pub fn malloc_info() -> Option<MallocInfo> {
+    None
+}
+
+/// Clock ticks per second of the times in `/proc/<pid>/stat` (`USER_HZ`).
+#[cfg(target_os = "linux")]
+pub fn clock_ticks_per_second() -> u64 {
+    // SAFETY: `sysconf` with a valid name constant has no preconditions.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if ticks > 0 { ticks as u64 } else { 100 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    #[cfg_attr(miri, ignore = "Miri does not model glibc's malloc")]
+    fn malloc_info_sees_a_large_block() {
+        // glibc serves a large block from mmap or, once its dynamic mmap threshold
+        // has risen, from the heap: either way in_use + mmap grows by its size.
+        // Other tests allocate and free meanwhile, so allow a few tries.
+        const BIG: u64 = 32 << 20;
+        let total = |m: MallocInfo| m.in_use + m.mmap;
+        let grew = (0..5).any(|_| {
+            let before = malloc_info().unwrap();
+            let v = std::hint::black_box(vec![1u8; BIG as usize]);
+            let during = malloc_info().unwrap();
+            drop(v);
+            total(during) >= total(before) + BIG * 3 / 4
+        });
+        assert!(grew, "mallinfo2 never saw a 32 MiB block");
+        let m = malloc_info().unwrap();
+        assert!(m.arena > 0 && m.in_use > 0);
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    #[cfg_attr(miri, ignore = "Miri does not model sysconf")]
+    fn clock_ticks_are_plausible() {
+        let t = clock_ticks_per_second();
+        assert!((10..=10_000).contains(&t), "{t}");
+    }
+}

@@ -1,0 +1,711 @@
+//! The sampler: named threads that read the probes and stream [`Sample`]s
+//! over a bounded `crossbeam-channel`.
+//!
+//! * `flatline-sampler` reads the fast probes (allocator, malloc, `/proc`,
+//!   workload progress) at `hz`, adds the latest slow readings, and
+//!   `try_send`s the sample. A full channel drops the sample and counts it;
+//!   the thread never blocks on its consumer. It allocates nothing in steady
+//!   state: it reports its own allocation calls as `telemetry.sampler_allocs`
+//!   so anyone can check.
+//! * `flatline-slow-probes` reads the probes whose calls are slow or
+//!   allocate (NVML, sysinfo) at `slow_hz` (2 Hz by default) and publishes
+//!   their values through a seqlock of atomics, so a 30 ms NVML call never
+//!   holds back a 100 Hz tick. A slow channel carries a value only in the
+//!   sample that follows a fresh reading, `NaN` otherwise.
+//!
+//! Both are observer threads (see [`super::alloc::mark_observer_thread`]).
+//! [`Sampler::stop`] (or dropping the [`Sampler`]) sends the control message
+//! that ends them cleanly.
+
+use std::ops::Range;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, Sender, TryRecvError, TrySendError};
+
+use super::alloc::{AllocProbe, mark_observer_thread, thread_allocs};
+use super::gpu::{GpuFacts, GpuProbe};
+use super::malloc::MallocProbe;
+use super::procfs::{ProcProbe, ProcTarget};
+use super::system::SysProbe;
+use super::work::{WorkProbe, WorkProgress};
+use super::{
+    ChannelSpec, Group, MAX_CHANNELS, Probe, ProbeError, Sample, Schema, Unavailable, Unit,
+};
+
+/// Which process the telemetry describes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// This process: the built-in workloads run here.
+    SelfProcess,
+    /// Another process, by PID (`flatline watch`).
+    Pid(u32),
+}
+
+impl Target {
+    fn pid(self) -> u32 {
+        match self {
+            Target::SelfProcess => std::process::id(),
+            Target::Pid(pid) => pid,
+        }
+    }
+}
+
+/// Settings of a [`Sampler`].
+#[derive(Debug, Clone)]
+pub struct SamplerConfig {
+    /// Samples per second of the fast probes.
+    pub hz: f64,
+    /// Samples the channel holds before the sampler starts dropping.
+    pub capacity: usize,
+    pub target: Target,
+    /// Readings per second of the slow probes (GPU, sysinfo).
+    pub slow_hz: f64,
+    /// Try NVML for `gpu<i>.*`.
+    pub gpu: bool,
+    /// Read host CPU and memory through sysinfo.
+    pub system: bool,
+    /// Progress counters of a workload running in this process.
+    pub progress: Option<Arc<WorkProgress>>,
+}
+
+impl Default for SamplerConfig {
+    fn default() -> Self {
+        Self {
+            hz: 100.0,
+            capacity: 4096,
+            target: Target::SelfProcess,
+            slow_hz: 2.0,
+            gpu: true,
+            system: true,
+            progress: None,
+        }
+    }
+}
+
+/// Why telemetry could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum TelemetryError {
+    #[error("sampling rate {0} Hz is out of range (0 < Hz <= 10000)")]
+    BadRate(f64),
+    #[error("channel capacity must be at least 1")]
+    BadCapacity,
+    #[error("cannot watch process {pid}: {reason}")]
+    Target { pid: u32, reason: String },
+    #[error("cannot start the sampler thread: {0}")]
+    Spawn(#[source] std::io::Error),
+}
+
+/// How the sampler thread ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SamplerExit {
+    /// Stopped by its control message.
+    Stopped,
+    /// The watched process exited; the samples before that were sent.
+    TargetExited { pid: u32 },
+    /// The receiving end of the channel was dropped.
+    ReceiverGone,
+    /// The sampler thread panicked (a bug).
+    Panicked,
+}
+
+/// A running telemetry stream: what it carries, and the receiving end.
+#[derive(Debug)]
+pub struct Telemetry {
+    pub schema: Schema,
+    pub unavailable: Vec<Unavailable>,
+    pub gpu: Option<GpuFacts>,
+    pub samples: Receiver<Sample>,
+    pub sampler: Sampler,
+}
+
+#[derive(Debug, Default)]
+struct Shared {
+    produced: AtomicU64,
+    dropped: AtomicU64,
+    stop_slow: AtomicBool,
+    target_gone: AtomicBool,
+}
+
+/// Handle to the sampler threads. Dropping it stops them.
+#[derive(Debug)]
+pub struct Sampler {
+    control: Sender<()>,
+    fast: Option<JoinHandle<SamplerExit>>,
+    slow: Option<JoinHandle<()>>,
+    shared: Arc<Shared>,
+}
+
+impl Sampler {
+    /// Samples sent so far.
+    pub fn produced(&self) -> u64 {
+        self.shared.produced.load(Ordering::Relaxed)
+    }
+
+    /// Samples dropped so far because the channel was full.
+    pub fn dropped(&self) -> u64 {
+        self.shared.dropped.load(Ordering::Relaxed)
+    }
+
+    /// True once the sampler thread has ended on its own (target exited,
+    /// receiver gone).
+    pub fn is_finished(&self) -> bool {
+        self.fast.as_ref().is_none_or(JoinHandle::is_finished)
+    }
+
+    /// Stops both threads and says how the sampler ended.
+    pub fn stop(mut self) -> SamplerExit {
+        self.shutdown()
+    }
+
+    fn shutdown(&mut self) -> SamplerExit {
+        let _ = self.control.try_send(());
+        let exit = match self.fast.take() {
+            Some(h) => {
+                h.thread().unpark();
+                h.join().unwrap_or(SamplerExit::Panicked)
+            }
+            None => SamplerExit::Stopped,
+        };
+        self.shared.stop_slow.store(true, Ordering::Relaxed);
+        if let Some(h) = self.slow.take() {
+            h.thread().unpark();
+            let _ = h.join();
+        }
+        exit
+    }
+}
+
+impl Drop for Sampler {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// Latest slow readings, published by the slow thread, read by the fast one.
+/// A seqlock: odd `seq` while writing; a reader that sees `seq` change under
+/// it skips this tick and picks the values up on the next.
+struct SlowSlots {
+    seq: AtomicU64,
+    values: Box<[AtomicU64]>,
+}
+
+impl SlowSlots {
+    fn new(n: usize) -> Self {
+        Self {
+            seq: AtomicU64::new(0),
+            values: (0..n).map(|_| AtomicU64::new(f64::NAN.to_bits())).collect(),
+        }
+    }
+
+    fn publish(&self, values: &[f64]) {
+        let s = self.seq.load(Ordering::Relaxed);
+        self.seq.store(s + 1, Ordering::Relaxed);
+        std::sync::atomic::fence(Ordering::Release);
+        for (slot, v) in self.values.iter().zip(values) {
+            slot.store(v.to_bits(), Ordering::Relaxed);
+        }
+        self.seq.store(s + 2, Ordering::Release);
+    }
+
+    /// Copies the values into `out` if a complete reading newer than `*seen`
+    /// is there; returns whether it did.
+    fn take_new(&self, seen: &mut u64, out: &mut [f64]) -> bool {
+        let s1 = self.seq.load(Ordering::Acquire);
+        if s1 % 2 == 1 || s1 == *seen {
+            return false;
+        }
+        for (o, slot) in out.iter_mut().zip(self.values.iter()) {
+            *o = f64::from_bits(slot.load(Ordering::Relaxed));
+        }
+        std::sync::atomic::fence(Ordering::Acquire);
+        if self.seq.load(Ordering::Relaxed) != s1 {
+            out.fill(f64::NAN);
+            return false;
+        }
+        *seen = s1;
+        true
+    }
+}
+
+type Placed = (Box<dyn Probe>, Range<usize>);
+
+/// Places probes one after another in the schema; a probe whose channels no
+/// longer fit in a [`Sample`] is listed as unavailable.
+fn place(
+    probes: Vec<Box<dyn Probe>>,
+    schema: &mut Schema,
+    reserve: usize,
+    unavailable: &mut Vec<Unavailable>,
+) -> Vec<Placed> {
+    let mut placed = Vec::new();
+    for p in probes {
+        let ch = p.channels();
+        let start = schema.channels.len();
+        if start + ch.len() + reserve > MAX_CHANNELS {
+            unavailable.push(Unavailable::new(
+                p.name(),
+                format!(
+                    "its {} channels do not fit in a sample of {MAX_CHANNELS}",
+                    ch.len()
+                ),
+            ));
+            continue;
+        }
+        schema.channels.extend(ch);
+        placed.push((p, start..schema.channels.len()));
+    }
+    placed
+}
+
+/// The channels the sampler adds about itself.
+const OWN_CHANNELS: [(&str, Unit); 3] = [
+    ("telemetry.dropped", Unit::Count),
+    ("telemetry.read_ns", Unit::Nanoseconds),
+    ("telemetry.sampler_allocs", Unit::Count),
+];
+
+/// Opens every probe that works here, starts the sampler threads, and
+/// returns the stream.
+pub fn start(config: SamplerConfig) -> Result<Telemetry, TelemetryError> {
+    if !(config.hz > 0.0 && config.hz <= 10_000.0) {
+        return Err(TelemetryError::BadRate(config.hz));
+    }
+    if !(config.slow_hz > 0.0 && config.slow_hz <= 10_000.0) {
+        return Err(TelemetryError::BadRate(config.slow_hz));
+    }
+    if config.capacity == 0 {
+        return Err(TelemetryError::BadCapacity);
+    }
+    let pid = config.target.pid();
+    let mut unavailable = Vec::new();
+    let mut fast: Vec<Box<dyn Probe>> = Vec::new();
+    let mut slow: Vec<Box<dyn Probe>> = Vec::new();
+
+    // The allocator and malloc describe this process only.
+    if config.target == Target::SelfProcess {
+        match AllocProbe::new() {
+            Ok(p) => fast.push(Box::new(p)),
+            Err(u) => unavailable.push(u),
+        }
+        match MallocProbe::new() {
+            Ok(p) => fast.push(Box::new(p)),
+            Err(u) => unavailable.push(u),
+        }
+    }
+    let proc_target = match config.target {
+        Target::SelfProcess => ProcTarget::SelfProcess,
+        Target::Pid(pid) => ProcTarget::Pid(pid),
+    };
+    let has_proc = match ProcProbe::new(proc_target) {
+        Ok(p) => {
+            fast.push(Box::new(p));
+            true
+        }
+        Err(u) if cfg!(target_os = "linux") && matches!(config.target, Target::Pid(_)) => {
+            return Err(TelemetryError::Target {
+                pid,
+                reason: u.reason,
+            });
+        }
+        Err(u) => {
+            unavailable.push(u);
+            false
+        }
+    };
+    if let Some(progress) = &config.progress {
+        fast.push(Box::new(WorkProbe::new(progress.clone())));
+    }
+    if config.system || !has_proc {
+        match SysProbe::new(pid, !has_proc) {
+            Ok(p) => slow.push(Box::new(p)),
+            Err(u) => unavailable.push(u),
+        }
+    }
+    let mut gpu = None;
+    if config.gpu {
+        match GpuProbe::new(pid) {
+            Ok(p) => {
+                gpu = Some(p.facts().clone());
+                slow.push(Box::new(p));
+            }
+            Err(u) => unavailable.push(u),
+        }
+    }
+
+    let mut schema = Schema::default();
+    let reserve = OWN_CHANNELS.len();
+    let fast = place(fast, &mut schema, reserve, &mut unavailable);
+    let slow_start = schema.channels.len();
+    let slow = place(slow, &mut schema, reserve, &mut unavailable);
+    let slow_range = slow_start..schema.channels.len();
+    let own_start = schema.channels.len();
+    for (name, unit) in OWN_CHANNELS {
+        schema
+            .channels
+            .push(ChannelSpec::new(name, unit, Group::Telemetry));
+    }
+
+    let (tx, rx) = crossbeam_channel::bounded(config.capacity);
+    let (control_tx, control_rx) = crossbeam_channel::bounded(1);
+    let shared = Arc::new(Shared::default());
+    let slots = Arc::new(SlowSlots::new(slow_range.len()));
+
+    let slow_handle = if slow.is_empty() {
+        None
+    } else {
+        let (shared, slots) = (shared.clone(), slots.clone());
+        let period = Duration::from_secs_f64(1.0 / config.slow_hz);
+        let h = std::thread::Builder::new()
+            .name("flatline-slow-probes".into())
+            .spawn(move || run_slow(slow, slow_start, &slots, &shared, period))
+            .map_err(TelemetryError::Spawn)?;
+        Some(h)
+    };
+    let fast_loop = FastLoop {
+        probes: fast,
+        slots,
+        slow_range,
+        own_start,
+        len: schema.channels.len(),
+        period: Duration::from_secs_f64(1.0 / config.hz),
+        shared: shared.clone(),
+    };
+    let mut sampler = Sampler {
+        control: control_tx,
+        fast: None,
+        slow: slow_handle,
+        shared,
+    };
+    // On a failed spawn, dropping `sampler` stops the slow thread again.
+    let fast_handle = std::thread::Builder::new()
+        .name("flatline-sampler".into())
+        .spawn(move || fast_loop.run(&tx, &control_rx))
+        .map_err(TelemetryError::Spawn)?;
+    sampler.fast = Some(fast_handle);
+    Ok(Telemetry {
+        schema,
+        unavailable,
+        gpu,
+        samples: rx,
+        sampler,
+    })
+}
+
+fn run_slow(
+    mut probes: Vec<Placed>,
+    base: usize,
+    slots: &SlowSlots,
+    shared: &Shared,
+    period: Duration,
+) {
+    mark_observer_thread();
+    let mut values = vec![f64::NAN; slots.values.len()];
+    let mut next = Instant::now();
+    while !shared.stop_slow.load(Ordering::Relaxed) {
+        for (probe, range) in &mut probes {
+            let out = &mut values[range.start - base..range.end - base];
+            match probe.read(out) {
+                Ok(()) => {}
+                Err(ProbeError::Gone { .. }) => {
+                    out.fill(f64::NAN);
+                    shared.target_gone.store(true, Ordering::Relaxed);
+                }
+                Err(ProbeError::Failed(_)) => out.fill(f64::NAN),
+            }
+        }
+        slots.publish(&values);
+        next += period;
+        let now = Instant::now();
+        if next <= now {
+            next = now + period;
+        }
+        // Woken early by `Sampler::shutdown`; spurious wake-ups just re-check.
+        while !shared.stop_slow.load(Ordering::Relaxed) {
+            let now = Instant::now();
+            if now >= next {
+                break;
+            }
+            std::thread::park_timeout(next - now);
+        }
+    }
+}
+
+struct FastLoop {
+    probes: Vec<Placed>,
+    slots: Arc<SlowSlots>,
+    slow_range: Range<usize>,
+    own_start: usize,
+    len: usize,
+    period: Duration,
+    shared: Arc<Shared>,
+}
+
+impl FastLoop {
+    fn run(mut self, tx: &Sender<Sample>, control: &Receiver<()>) -> SamplerExit {
+        mark_observer_thread();
+        let start = Instant::now();
+        let mut next = start;
+        let mut seq = 0u64;
+        let mut slow_seen = 0u64;
+        loop {
+            let tick = Instant::now();
+            let t_ns = u64::try_from(tick.duration_since(start).as_nanos()).unwrap_or(u64::MAX);
+            let mut s = Sample::new(seq, t_ns, self.len);
+            let values = s.values_mut();
+            for (probe, range) in &mut self.probes {
+                match probe.read(&mut values[range.clone()]) {
+                    Ok(()) => {}
+                    Err(ProbeError::Gone { pid }) => return SamplerExit::TargetExited { pid },
+                    Err(ProbeError::Failed(_)) => values[range.clone()].fill(f64::NAN),
+                }
+            }
+            if self.shared.target_gone.load(Ordering::Relaxed) {
+                // Only the slow probes could tell (no /proc here).
+                return SamplerExit::TargetExited { pid: 0 };
+            }
+            self.slots
+                .take_new(&mut slow_seen, &mut values[self.slow_range.clone()]);
+            let own = &mut values[self.own_start..];
+            own[0] = self.shared.dropped.load(Ordering::Relaxed) as f64;
+            own[1] = tick.elapsed().as_nanos() as f64;
+            own[2] = thread_allocs() as f64;
+            match tx.try_send(s) {
+                Ok(()) => {
+                    self.shared.produced.fetch_add(1, Ordering::Relaxed);
+                }
+                Err(TrySendError::Full(_)) => {
+                    self.shared.dropped.fetch_add(1, Ordering::Relaxed);
+                }
+                Err(TrySendError::Disconnected(_)) => return SamplerExit::ReceiverGone,
+            }
+            seq += 1;
+            next += self.period;
+            let now = Instant::now();
+            if next <= now {
+                // Fell behind (a slow read, a descheduled thread): skip the missed
+                // ticks rather than firing a burst to catch up.
+                let behind = now.duration_since(next).as_nanos() / self.period.as_nanos().max(1);
+                next += self.period * (behind as u32 + 1);
+            }
+            // Sleep until the next tick, checking for the control message. A
+            // blocking `recv_deadline` would do the same, but crossbeam sets up its
+            // waiting context lazily (an allocation) at the first wait that really
+            // blocks, which on a loaded machine can come late into the run;
+            // `park_timeout` never allocates. `Sampler::shutdown` unparks us.
+            loop {
+                match control.try_recv() {
+                    Err(TryRecvError::Empty) => {}
+                    Ok(()) | Err(TryRecvError::Disconnected) => return SamplerExit::Stopped,
+                }
+                let now = Instant::now();
+                if now >= next {
+                    break;
+                }
+                std::thread::park_timeout(next - now);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::telemetry::alloc;
+
+    fn quiet(hz: f64, capacity: usize) -> SamplerConfig {
+        SamplerConfig {
+            hz,
+            capacity,
+            gpu: false,
+            system: false,
+            ..SamplerConfig::default()
+        }
+    }
+
+    #[test]
+    fn streams_samples_of_the_schema_and_stops_cleanly() {
+        let progress = WorkProgress::new();
+        let t = start(SamplerConfig {
+            progress: Some(progress.clone()),
+            ..quiet(200.0, 1024)
+        })
+        .unwrap();
+        progress.add_ops(12_345);
+        std::thread::sleep(Duration::from_millis(150));
+        let rss = t.schema.index_of("mem.rss").expect("procfs works on Linux");
+        let ops = t.schema.index_of("work.ops").unwrap();
+        assert!(t.schema.index_of("alloc.live").is_some());
+        assert!(t.schema.index_of("telemetry.dropped").is_some());
+        assert_eq!(t.sampler.stop(), SamplerExit::Stopped);
+        let got: Vec<Sample> = t.samples.try_iter().collect();
+        assert!(got.len() >= 10, "{} samples in 150 ms at 200 Hz", got.len());
+        for w in got.windows(2) {
+            assert!(w[1].seq > w[0].seq && w[1].t_ns > w[0].t_ns);
+        }
+        let last = got.last().unwrap();
+        assert_eq!(last.values().len(), t.schema.len());
+        assert!(last.get(rss).unwrap() > 1e6);
+        assert_eq!(last.get(ops), Some(12_345.0));
+        // After stop the channel is closed: the receiver sees the end.
+        assert!(t.samples.recv().is_err());
+    }
+
+    #[test]
+    fn a_stalled_receiver_costs_counted_drops_not_the_producers_rate() {
+        // Two samplers side by side, so both see the same machine load: one whose
+        // receiver drains, one whose receiver never reads.
+        let drained = start(quiet(1000.0, 1 << 16)).unwrap();
+        let stalled = start(quiet(1000.0, 16)).unwrap();
+        std::thread::sleep(Duration::from_millis(400));
+        let d = drained.sampler.produced() + drained.sampler.dropped();
+        let (produced, dropped) = (stalled.sampler.produced(), stalled.sampler.dropped());
+        let drop_idx = stalled.schema.index_of("telemetry.dropped").unwrap();
+        drained.sampler.stop();
+        stalled.sampler.stop();
+        assert_eq!(produced, 16, "exactly the capacity got through");
+        let s = produced + dropped;
+        assert!(
+            s * 10 >= d * 8,
+            "stalled producer ticked {s} times, drained one {d}"
+        );
+        assert!(dropped > 0);
+        let got: Vec<Sample> = stalled.samples.try_iter().collect();
+        assert_eq!(got.len(), 16);
+        assert_eq!(
+            got[15].get(drop_idx),
+            Some(0.0),
+            "drops began after the 16th"
+        );
+        let last_seen = drained.samples.try_iter().last().unwrap();
+        assert_eq!(
+            last_seen.get(drop_idx),
+            Some(0.0),
+            "the drained stream lost nothing"
+        );
+    }
+
+    #[test]
+    fn the_sampler_thread_allocates_nothing_in_steady_state() {
+        assert!(alloc::is_installed());
+        let t = start(SamplerConfig {
+            progress: Some(WorkProgress::new()),
+            ..quiet(500.0, 100_000)
+        })
+        .unwrap();
+        let idx = t.schema.index_of("telemetry.sampler_allocs").unwrap();
+        std::thread::sleep(Duration::from_millis(600));
+        t.sampler.stop();
+        let got: Vec<Sample> = t.samples.try_iter().collect();
+        assert!(got.len() > 100, "{}", got.len());
+        // Setting up (thread start, first reads) may allocate; after the first
+        // few ticks, not one more call.
+        let warm = got[5].get(idx).unwrap();
+        let last = got.last().unwrap().get(idx).unwrap();
+        assert_eq!(
+            last,
+            warm,
+            "the sampler allocated {} times in steady state",
+            last - warm
+        );
+    }
+
+    #[test]
+    fn bad_settings_are_errors() {
+        assert!(matches!(
+            start(quiet(0.0, 8)),
+            Err(TelemetryError::BadRate(_))
+        ));
+        assert!(matches!(
+            start(quiet(f64::NAN, 8)),
+            Err(TelemetryError::BadRate(_))
+        ));
+        assert!(matches!(
+            start(quiet(10.0, 0)),
+            Err(TelemetryError::BadCapacity)
+        ));
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_pid_that_does_not_exist_is_an_error_naming_it() {
+        let err = start(SamplerConfig {
+            target: Target::Pid(4_999_999),
+            ..quiet(10.0, 8)
+        })
+        .unwrap_err();
+        assert!(err.to_string().contains("4999999"), "{err}");
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_watched_process_that_exits_ends_the_stream() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("0.3")
+            .spawn()
+            .unwrap();
+        let t = start(SamplerConfig {
+            target: Target::Pid(child.id()),
+            ..quiet(100.0, 1024)
+        })
+        .unwrap();
+        assert!(
+            t.schema.index_of("alloc.live").is_none(),
+            "not this process's allocator"
+        );
+        child.wait().unwrap(); // reaped: /proc/<pid> disappears
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !t.sampler.is_finished() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let pid = child.id();
+        assert_eq!(t.sampler.stop(), SamplerExit::TargetExited { pid });
+        assert!(t.samples.try_iter().count() >= 5);
+    }
+
+    #[test]
+    fn slow_probes_arrive_at_their_own_cadence() {
+        let t = start(SamplerConfig {
+            system: true,
+            slow_hz: 10.0,
+            ..quiet(200.0, 4096)
+        })
+        .unwrap();
+        let idx = t
+            .schema
+            .index_of("sys.mem_total")
+            .expect("sysinfo works here");
+        std::thread::sleep(Duration::from_millis(500));
+        t.sampler.stop();
+        let got: Vec<Sample> = t.samples.try_iter().collect();
+        let with = got.iter().filter(|s| s.get(idx).is_some()).count();
+        // ~100 fast samples, ~5 slow readings: each reading lands in one sample.
+        assert!(got.len() >= 40, "{}", got.len());
+        assert!(
+            (2..=8).contains(&with),
+            "{with} of {} samples carry sys.mem_total",
+            got.len()
+        );
+    }
+
+    #[test]
+    fn the_seqlock_hands_over_whole_readings_once() {
+        let slots = SlowSlots::new(3);
+        let mut seen = 0;
+        let mut out = [0.0; 3];
+        assert!(
+            !slots.take_new(&mut seen, &mut out),
+            "nothing published yet"
+        );
+        slots.publish(&[1.0, 2.0, 3.0]);
+        assert!(slots.take_new(&mut seen, &mut out));
+        assert_eq!(out, [1.0, 2.0, 3.0]);
+        assert!(!slots.take_new(&mut seen, &mut out), "no new reading");
+        slots.publish(&[4.0, f64::NAN, 6.0]);
+        assert!(slots.take_new(&mut seen, &mut out));
+        assert_eq!((out[0], out[2]), (4.0, 6.0));
+        assert!(out[1].is_nan());
+    }
+}
