@@ -42,7 +42,7 @@ pub fn clock_ticks_per_second() -> u64 {
     if ticks > 0 { ticks as u64 } else { 100 }
 }
 
-#[cfg(test)]
+#[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
 

@@ -48,7 +48,7 @@ impl Probe for MallocProbe {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, target_os = "linux", target_env = "gnu"))]
 mod tests {
     use super::*;
 
