@@ -13,12 +13,15 @@
 //!   [`workload::ops1b`] (the 1-billion-operation ring arena) and
 //!   [`workload::ingest`] (nanoGPT-style batch token ingestion, with an
 //!   allocating baseline loader beside it).
-//! * [`telemetry`] reads what the process is doing; today the allocator
-//!   counters, more probes later.
+//! * [`telemetry`] reads what a process is doing (allocator, malloc,
+//!   `/proc`, NVML, sysinfo) and streams it as [`telemetry::Sample`]s.
+//! * [`recording`] writes and reads crash-safe recordings of those samples,
+//!   and converts step-log CSVs.
 
 // The only opt-in to `unsafe` in the workspace (the workspace lints deny it).
 #[allow(unsafe_code)]
 pub mod arena;
+pub mod recording;
 pub mod telemetry;
 pub mod workload;
 

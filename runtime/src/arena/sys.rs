@@ -42,6 +42,28 @@ pub fn clock_ticks_per_second() -> u64 {
     if ticks > 0 { ticks as u64 } else { 100 }
 }
 
+/// CPU time the calling thread has used, in nanoseconds.
+#[cfg(target_os = "linux")]
+pub fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec that outlives the call, and
+    // CLOCK_THREAD_CPUTIME_ID is a clock every Linux kernel since 2.6.12 provides.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    if rc != 0 {
+        return 0;
+    }
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Thread CPU time is not read off Linux.
+#[cfg(not(target_os = "linux"))]
+pub fn thread_cpu_ns() -> u64 {
+    0
+}
+
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
@@ -69,6 +91,24 @@ mod tests {
 
     #[test]
     #[cfg(target_os = "linux")]
+    #[cfg_attr(miri, ignore = "Miri does not model thread CPU clocks")]
+    fn thread_cpu_time_counts_this_threads_work() {
+        let t0 = thread_cpu_ns();
+        let mut x = 0u64;
+        for i in 0..20_000_000u64 {
+            x = std::hint::black_box(x.wrapping_add(i));
+        }
+        let used = thread_cpu_ns() - t0;
+        assert!(used > 1_000_000, "{used} ns for 2e7 additions");
+        let t1 = thread_cpu_ns();
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(
+            thread_cpu_ns() - t1 < 20_000_000,
+            "sleeping is not CPU time"
+        );
+    }
+
+    #[test]
     #[cfg_attr(miri, ignore = "Miri does not model sysconf")]
     fn clock_ticks_are_plausible() {
         let t = clock_ticks_per_second();

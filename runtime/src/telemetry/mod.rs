@@ -34,6 +34,8 @@ pub const MAX_CHANNELS: usize = 128;
 #[serde(rename_all = "snake_case")]
 pub enum Unit {
     Bytes,
+    /// 2^20 bytes: step logs that report memory in "MB" mean MiB.
+    Mebibytes,
     /// A number of things (allocations, faults, threads, operations).
     Count,
     Percent,

@@ -92,6 +92,8 @@ pub fn quantile(hist: &[u64; BUCKETS], q: f64) -> Option<u64> {
 pub struct WorkProgress {
     ops: CachePadded<AtomicU64>,
     batches: CachePadded<AtomicU64>,
+    steps: CachePadded<AtomicU64>,
+    tokens: CachePadded<AtomicU64>,
     fill: LatencyHistogram,
 }
 
@@ -111,6 +113,21 @@ impl WorkProgress {
     pub fn record_batch(&self, fill_ns: u64) {
         self.batches.fetch_add(1, Relaxed);
         self.fill.record(fill_ns);
+    }
+
+    /// One more training-style step, which consumed `tokens` tokens.
+    #[inline]
+    pub fn record_step(&self, tokens: u64) {
+        self.steps.fetch_add(1, Relaxed);
+        self.tokens.fetch_add(tokens, Relaxed);
+    }
+
+    pub fn steps(&self) -> u64 {
+        self.steps.load(Relaxed)
+    }
+
+    pub fn tokens(&self) -> u64 {
+        self.tokens.load(Relaxed)
     }
 
     pub fn ops(&self) -> u64 {
@@ -156,6 +173,8 @@ impl Probe for WorkProbe {
             ChannelSpec::new("ingest.batches", Unit::Count, Group::Workload),
             ChannelSpec::new("ingest.fill_ns_p50", Unit::Nanoseconds, Group::Workload),
             ChannelSpec::new("ingest.fill_ns_p99", Unit::Nanoseconds, Group::Workload),
+            ChannelSpec::new("work.steps", Unit::Count, Group::Workload),
+            ChannelSpec::new("work.tokens", Unit::Count, Group::Workload),
         ]
     }
 
@@ -186,6 +205,8 @@ impl Probe for WorkProbe {
         let q = |q| quantile(&self.now, q).map_or(f64::NAN, |v| v as f64);
         out[3] = q(0.50);
         out[4] = q(0.99);
+        out[5] = self.progress.steps() as f64;
+        out[6] = self.progress.tokens() as f64;
         Ok(())
     }
 }
@@ -233,16 +254,19 @@ mod tests {
     fn the_probe_reports_rates_and_interval_percentiles() {
         let progress = WorkProgress::new();
         let mut probe = WorkProbe::new(progress.clone());
-        let mut out = [f64::NAN; 5];
+        let mut out = [f64::NAN; 7];
         probe.read(&mut out).unwrap();
         assert!(out[1].is_nan() && out[3].is_nan(), "no rate or batches yet");
         progress.add_ops(1_000_000);
+        progress.record_step(16_384);
+        progress.record_step(16_384);
         for _ in 0..100 {
             progress.record_batch(20_000);
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
         probe.read(&mut out).unwrap();
         assert_eq!((out[0], out[2]), (1_000_000.0, 100.0));
+        assert_eq!((out[5], out[6]), (2.0, 32_768.0));
         assert!(out[1] > 0.0 && out[1] < 1_000_000.0 / 0.019, "{}", out[1]);
         assert!((out[3] / 20_000.0 - 1.0).abs() < 0.07);
         // The next interval has no batches: its percentiles are gaps, not repeats.

@@ -1,0 +1,360 @@
+//! Frames and the delta coding of sample values.
+
+use std::fmt;
+
+use serde::de::{self, SeqAccess, Visitor};
+use serde::ser::SerializeSeq;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use super::{DigestMark, Event, Footer, Header};
+use crate::telemetry::Sample;
+
+/// One frame's payload.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[allow(clippy::large_enum_variant)] // frames are built and dropped one at a time
+pub enum Frame {
+    Header(Header),
+    Samples(SampleBlock),
+    Event(Event),
+    Digest(DigestMark),
+    Footer(Footer),
+}
+
+/// Consecutive samples of one stream.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SampleBlock {
+    /// Values per sample (the schema's channel count when written).
+    pub channels: u32,
+    pub seq0: u64,
+    pub t0_ns: u64,
+    /// For samples 1.., the step in `seq` from the sample before.
+    pub dseq: Vec<u64>,
+    /// For samples 1.., the step in `t_ns` from the sample before.
+    pub dt_ns: Vec<u64>,
+    /// Row-major values, delta-coded per channel (see the module docs).
+    pub values: Tokens,
+}
+
+/// Largest magnitude stored as an exact integer (and as deltas).
+const EXACT: f64 = 9_007_199_254_740_992.0; // 2^53
+
+#[inline]
+fn whole(v: f64) -> bool {
+    v.is_finite() && v.fract() == 0.0 && v.abs() <= EXACT
+}
+
+/// A coded value.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Token {
+    Int(i64),
+    Float(f64),
+    Nil,
+}
+
+/// The coded values of a block.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Tokens(pub Vec<Token>);
+
+impl SampleBlock {
+    /// Codes `samples` (all with `channels` values) as one block; `None` if empty.
+    pub fn encode(samples: &[Sample], channels: usize) -> Option<Self> {
+        let first = samples.first()?;
+        let mut prev: Vec<Option<f64>> = vec![None; channels];
+        let mut tokens = Vec::with_capacity(samples.len() * channels);
+        for s in samples {
+            for (p, &v) in prev.iter_mut().zip(s.values()) {
+                tokens.push(match (*p, v) {
+                    (_, v) if v.is_nan() => Token::Nil,
+                    (Some(p), v) if whole(p) && whole(v) => Token::Int(v as i64 - p as i64),
+                    (_, v) if whole(v) => Token::Int(v as i64),
+                    (_, v) => Token::Float(v),
+                });
+                *p = (!v.is_nan()).then_some(v);
+            }
+        }
+        let pairs = || samples.windows(2);
+        Some(Self {
+            channels: channels as u32,
+            seq0: first.seq,
+            t0_ns: first.t_ns,
+            dseq: pairs().map(|w| w[1].seq.wrapping_sub(w[0].seq)).collect(),
+            dt_ns: pairs().map(|w| w[1].t_ns.wrapping_sub(w[0].t_ns)).collect(),
+            values: Tokens(tokens),
+        })
+    }
+
+    /// Samples in the block.
+    pub fn len(&self) -> usize {
+        if self.values.0.is_empty() && self.dt_ns.is_empty() {
+            0
+        } else {
+            self.dt_ns.len() + 1
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Decodes the block, calling `row(seq, t_ns, values)` for each sample.
+    /// Fails, without calling `row` for a bad sample, if the block does not
+    /// add up (lengths, overflowing deltas).
+    pub fn decode(&self, mut row: impl FnMut(u64, u64, &[f64])) -> Result<(), String> {
+        let ch = self.channels as usize;
+        let n = self.len();
+        if self.dseq.len() != self.dt_ns.len() {
+            return Err("sample block: seq and time lengths differ".into());
+        }
+        if ch == 0 || ch > crate::telemetry::MAX_CHANNELS {
+            return Err(format!("sample block: {ch} channels"));
+        }
+        if self.values.0.len() != n * ch {
+            return Err(format!(
+                "sample block: {} values for {n} samples of {ch} channels",
+                self.values.0.len()
+            ));
+        }
+        let mut prev: Vec<Option<f64>> = vec![None; ch];
+        let mut vals = vec![0.0; ch];
+        let (mut seq, mut t) = (self.seq0, self.t0_ns);
+        for (i, chunk) in self.values.0.chunks_exact(ch).enumerate() {
+            if i > 0 {
+                seq = seq
+                    .checked_add(self.dseq[i - 1])
+                    .ok_or("sample block: seq overflows")?;
+                t = t
+                    .checked_add(self.dt_ns[i - 1])
+                    .ok_or("sample block: time overflows")?;
+            }
+            for ((out, p), tok) in vals.iter_mut().zip(prev.iter_mut()).zip(chunk) {
+                let v = match (*tok, *p) {
+                    (Token::Nil, _) => f64::NAN,
+                    (Token::Float(f), _) => f,
+                    (Token::Int(d), Some(p)) if whole(p) => {
+                        let v = (p as i64)
+                            .checked_add(d)
+                            .ok_or("sample block: delta overflows")?;
+                        v as f64
+                    }
+                    (Token::Int(d), _) => d as f64,
+                };
+                *out = v;
+                *p = (!v.is_nan()).then_some(v);
+            }
+            row(seq, t, &vals);
+        }
+        Ok(())
+    }
+}
+
+impl Serialize for Token {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match *self {
+            Token::Int(i) => s.serialize_i64(i),
+            // Half the bytes when the value survives the trip through f32.
+            Token::Float(f) if f64::from(f as f32).to_bits() == f.to_bits() => {
+                s.serialize_f32(f as f32)
+            }
+            Token::Float(f) => s.serialize_f64(f),
+            Token::Nil => s.serialize_unit(),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Token {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Token;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an integer, a float or nil")
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Token, E> {
+                Ok(Token::Int(v))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Token, E> {
+                i64::try_from(v)
+                    .map(Token::Int)
+                    .map_err(|_| E::custom("integer value out of range"))
+            }
+            fn visit_f32<E: de::Error>(self, v: f32) -> Result<Token, E> {
+                Ok(Token::Float(f64::from(v)))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Token, E> {
+                Ok(Token::Float(v))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Token, E> {
+                Ok(Token::Nil)
+            }
+            fn visit_none<E: de::Error>(self) -> Result<Token, E> {
+                Ok(Token::Nil)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl Serialize for Tokens {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(self.0.len()))?;
+        for t in &self.0 {
+            seq.serialize_element(t)?;
+        }
+        seq.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for Tokens {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Tokens;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a list of coded values")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Tokens, A::Error> {
+                // Trust the length hint only so far: the frame limit bounds the input.
+                let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1 << 16));
+                while let Some(t) = seq.next_element()? {
+                    out.push(t);
+                }
+                Ok(Tokens(out))
+            }
+        }
+        d.deserialize_seq(V)
+    }
+}
+
+/// Encodes a frame's payload.
+pub(crate) fn encode(frame: &Frame) -> Result<Vec<u8>, String> {
+    rmp_serde::to_vec_named(frame).map_err(|e| e.to_string())
+}
+
+/// Decodes a frame's payload.
+pub(crate) fn decode(payload: &[u8]) -> Result<Frame, String> {
+    rmp_serde::from_slice(payload).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::SplitMix64;
+
+    fn roundtrip(samples: &[Sample], ch: usize) -> Vec<(u64, u64, Vec<f64>)> {
+        let block = SampleBlock::encode(samples, ch).unwrap();
+        let bytes = encode(&Frame::Samples(block)).unwrap();
+        let Frame::Samples(back) = decode(&bytes).unwrap() else {
+            panic!("not a block")
+        };
+        let mut rows = Vec::new();
+        back.decode(|seq, t, v| rows.push((seq, t, v.to_vec())))
+            .unwrap();
+        rows
+    }
+
+    fn same(a: f64, b: f64) -> bool {
+        a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan()) || (a == 0.0 && b == 0.0)
+    }
+
+    #[test]
+    fn every_kind_of_value_reads_back_exactly() {
+        let mut rng = SplitMix64::new(9);
+        let specials = [
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+            0.5,
+            1e-300,
+            1.5e300,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+            9_007_199_254_740_992.0,
+            -9_007_199_254_740_992.0,
+            9_007_199_254_740_994.0,
+            f64::MAX,
+            f64::MIN_POSITIVE,
+            1327308.0 * 1024.0,
+            0.1,
+            3.0e9 + 0.25,
+        ];
+        let ch = 7;
+        let samples: Vec<Sample> = (0..300u64)
+            .map(|i| {
+                let vals: Vec<f64> = (0..ch)
+                    .map(|c| match c {
+                        0 => specials[rng.below(specials.len() as u64) as usize],
+                        1 => (1 << 30) as f64 + (i / 50) as f64 * 4096.0, // a staircase
+                        2 => f64::from_bits(rng.next_u64()),              // any bits at all
+                        3 => (rng.next_u64() >> 11) as f64,               // big whole numbers
+                        4 => -((rng.below(1000)) as f64),
+                        5 => {
+                            if i % 3 == 0 {
+                                f64::NAN
+                            } else {
+                                i as f64
+                            }
+                        }
+                        _ => rng.below(1_000_000) as f64 / 7.0,
+                    })
+                    .collect();
+                Sample::from_values(i * 2 + 5, i * 10_000_000 + 3, &vals)
+            })
+            .collect();
+        let rows = roundtrip(&samples, ch);
+        assert_eq!(rows.len(), samples.len());
+        for (s, (seq, t, v)) in samples.iter().zip(&rows) {
+            assert_eq!((s.seq, s.t_ns), (*seq, *t));
+            for (c, (a, b)) in s.values().iter().zip(v).enumerate() {
+                assert!(
+                    same(*a, *b),
+                    "channel {c}: wrote {a:e} ({:#x}), read {b:e}",
+                    a.to_bits()
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn flat_and_stepping_series_cost_about_a_byte_a_value() {
+        let ch = 30;
+        let samples: Vec<Sample> = (0..100u64)
+            .map(|i| {
+                let vals: Vec<f64> = (0..ch)
+                    .map(|c| 1.3e9 + (c as f64) * 4096.0 + (i / 40) as f64 * 262_144.0)
+                    .collect();
+                Sample::from_values(i, i * 10_000_000, &vals)
+            })
+            .collect();
+        let block = SampleBlock::encode(&samples, ch).unwrap();
+        let bytes = encode(&Frame::Samples(block)).unwrap();
+        let per_value = bytes.len() as f64 / (100.0 * ch as f64);
+        assert!(per_value < 1.6, "{per_value:.2} bytes per value");
+    }
+
+    #[test]
+    fn inconsistent_blocks_are_errors() {
+        let s = [
+            Sample::from_values(0, 0, &[1.0, 2.0]),
+            Sample::from_values(1, 10, &[3.0, 4.0]),
+        ];
+        let mut b = SampleBlock::encode(&s, 2).unwrap();
+        b.values.0.pop();
+        assert!(
+            b.decode(|_, _, _| {})
+                .unwrap_err()
+                .contains("3 values for 2 samples")
+        );
+        let mut b = SampleBlock::encode(&s, 2).unwrap();
+        b.values.0[2] = Token::Int(i64::MAX);
+        assert!(b.decode(|_, _, _| {}).unwrap_err().contains("overflows"));
+        let mut b = SampleBlock::encode(&s, 2).unwrap();
+        b.channels = 0;
+        assert!(b.decode(|_, _, _| {}).is_err());
+        let mut b = SampleBlock::encode(&s, 2).unwrap();
+        b.dt_ns.push(5);
+        assert!(b.decode(|_, _, _| {}).is_err());
+    }
+}

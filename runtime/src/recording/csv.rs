@@ -1,0 +1,311 @@
+//! Step logs in, samples out: CSV import and export.
+//!
+//! Import reads a training job's step log (one row per step, a header row of
+//! column names) into a recording: every numeric column becomes a channel
+//! `log.<column>` with its values kept as they are and the unit taken from
+//! the name's suffix (`_mb` MiB, `_us`, `_ms`, `_s`, `_per_sec`, `_bytes`,
+//! `_pct`); `elapsed_s` (or `t_s`, `time_s`) is the time axis; `step` becomes
+//! `log.step`, the step axis. Columns whose first value is not a number
+//! (hashes) are skipped, with a note in the recording's header.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+
+use super::{Header, HostFacts, RecordingError, RecordingWriter, WriteSummary};
+use crate::telemetry::{ChannelSpec, Group, MAX_CHANNELS, Sample, Schema, Unit};
+
+/// Why a CSV could not be imported or exported.
+#[derive(Debug, thiserror::Error)]
+pub enum CsvError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}, line {line}: {reason}")]
+    Bad {
+        path: PathBuf,
+        line: u64,
+        reason: String,
+    },
+    #[error(transparent)]
+    Recording(#[from] RecordingError),
+}
+
+/// Names that mean "seconds since the start of the run".
+const TIME_COLUMNS: [&str; 3] = ["elapsed_s", "t_s", "time_s"];
+
+/// The unit a column name's suffix implies.
+pub fn unit_of(column: &str) -> Unit {
+    let c = column.to_ascii_lowercase();
+    if c == "step" || c == "steps" || c == "tokens" || c.ends_with("_count") {
+        Unit::Count
+    } else if c.ends_with("_mb") || c.ends_with("_mib") {
+        Unit::Mebibytes
+    } else if c.ends_with("_bytes") {
+        Unit::Bytes
+    } else if c.ends_with("_per_sec") || c.ends_with("_per_s") {
+        Unit::PerSecond
+    } else if c.ends_with("_us") {
+        Unit::Microseconds
+    } else if c.ends_with("_ms") {
+        Unit::Milliseconds
+    } else if c.ends_with("_ns") {
+        Unit::Nanoseconds
+    } else if c.ends_with("_s") {
+        Unit::Seconds
+    } else if c.ends_with("_pct") || c.ends_with("_percent") {
+        Unit::Percent
+    } else {
+        Unit::Number
+    }
+}
+
+fn parse_cell(s: &str) -> Option<f64> {
+    let s = s.trim();
+    if s.is_empty() {
+        return Some(f64::NAN);
+    }
+    s.parse::<f64>().ok()
+}
+
+fn line_of(pos: Option<&csv::Position>) -> u64 {
+    pos.map_or(0, csv::Position::line)
+}
+
+/// Imports the step log at `csv_path` into a new recording at `out`.
+pub fn import(
+    csv_path: &Path,
+    out: &Path,
+    force: bool,
+    command_line: Vec<String>,
+) -> Result<WriteSummary, CsvError> {
+    let bad = |line: u64, reason: String| CsvError::Bad {
+        path: csv_path.to_owned(),
+        line,
+        reason,
+    };
+    let mut rdr = csv::ReaderBuilder::new()
+        .has_headers(true)
+        .flexible(false)
+        .trim(csv::Trim::All)
+        .from_path(csv_path)
+        .map_err(|e| match e.into_kind() {
+            csv::ErrorKind::Io(source) => CsvError::Io {
+                path: csv_path.to_owned(),
+                source,
+            },
+            other => bad(1, format!("{other:?}")),
+        })?;
+    let names: Vec<String> = rdr
+        .headers()
+        .map_err(|e| bad(1, e.to_string()))?
+        .iter()
+        .map(str::to_owned)
+        .collect();
+    if names.is_empty() || names.iter().all(|n| n.is_empty()) {
+        return Err(bad(
+            1,
+            "the file is empty: a header row of column names is needed".into(),
+        ));
+    }
+    if names
+        .iter()
+        .all(|n| parse_cell(n).is_some_and(|v| !v.is_nan()))
+    {
+        return Err(bad(
+            1,
+            "no header row: the first row is all numbers; add a row of column names".into(),
+        ));
+    }
+    let mut seen = HashSet::new();
+    for n in &names {
+        if n.is_empty() {
+            return Err(bad(1, "a column has no name".into()));
+        }
+        if !seen.insert(n.as_str()) {
+            return Err(bad(1, format!("column {n:?} appears twice")));
+        }
+    }
+    let time_col = names
+        .iter()
+        .position(|n| TIME_COLUMNS.contains(&n.as_str()));
+
+    let mut records = rdr.records();
+    let first = match records.next() {
+        Some(Ok(r)) => r,
+        Some(Err(e)) => return Err(csv_bad(csv_path, e)),
+        None => return Err(bad(2, "no data rows after the header".into())),
+    };
+    // A column is numeric if its first value is a number (or empty).
+    let mut numeric = Vec::new();
+    let mut notes = Vec::new();
+    for (i, (name, cell)) in names.iter().zip(first.iter()).enumerate() {
+        if Some(i) == time_col {
+            continue;
+        }
+        if parse_cell(cell).is_some() {
+            numeric.push(i);
+        } else {
+            notes.push(format!(
+                "column {name} is text (first value {cell:?}): skipped"
+            ));
+        }
+    }
+    if numeric.is_empty() {
+        return Err(bad(2, "no numeric column to import".into()));
+    }
+    if numeric.len() > MAX_CHANNELS {
+        return Err(bad(
+            1,
+            format!(
+                "{} numeric columns; at most {MAX_CHANNELS} fit",
+                numeric.len()
+            ),
+        ));
+    }
+    if time_col.is_none() {
+        notes.push("no elapsed_s/t_s/time_s column: one row per second assumed".into());
+    }
+    let schema = Schema {
+        channels: numeric
+            .iter()
+            .map(|&i| {
+                ChannelSpec::new(
+                    format!("log.{}", names[i]),
+                    unit_of(&names[i]),
+                    Group::StepLog,
+                )
+            })
+            .collect(),
+    };
+    let mut config = BTreeMap::new();
+    config.insert("csv".into(), csv_path.display().to_string());
+    let header = Header {
+        format_version: super::FORMAT_VERSION,
+        tool_version: env!("CARGO_PKG_VERSION").into(),
+        started_unix_ms: std::fs::metadata(csv_path)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_millis() as u64),
+        source: "import".into(),
+        command_line,
+        config,
+        host: HostFacts::default(),
+        schema,
+        unavailable: Vec::new(),
+        notes,
+    };
+    let mut w = RecordingWriter::create(out, &header, force)?;
+    let mut values = vec![0.0; numeric.len()];
+    let mut last_t = 0u64;
+    let mut row = |rec: &csv::StringRecord, index: u64| -> Result<Sample, CsvError> {
+        let line = line_of(rec.position());
+        for (v, &i) in values.iter_mut().zip(&numeric) {
+            let cell = &rec[i];
+            *v = parse_cell(cell).ok_or_else(|| {
+                bad(
+                    line,
+                    format!("column {}: {cell:?} is not a number", names[i]),
+                )
+            })?;
+        }
+        let t_ns = match time_col {
+            Some(i) => {
+                let cell = &rec[i];
+                let t = parse_cell(cell)
+                    .filter(|t| t.is_finite() && *t >= 0.0)
+                    .ok_or_else(|| {
+                        bad(
+                            line,
+                            format!("column {}: {cell:?} is not a time in seconds", names[i]),
+                        )
+                    })?;
+                (t * 1e9).round() as u64
+            }
+            None => index * 1_000_000_000,
+        };
+        if t_ns < last_t {
+            return Err(bad(line, "time goes backwards".into()));
+        }
+        last_t = t_ns;
+        Ok(Sample::from_values(index, t_ns, &values))
+    };
+    let s = row(&first, 0)?;
+    w.push_sample(&s)?;
+    for (k, rec) in records.enumerate() {
+        let rec = rec.map_err(|e| csv_bad(csv_path, e))?;
+        let s = row(&rec, k as u64 + 1)?;
+        w.push_sample(&s)?;
+    }
+    Ok(w.finish("completed")?)
+}
+
+fn csv_bad(path: &Path, e: csv::Error) -> CsvError {
+    let line = line_of(e.position());
+    let reason = match e.kind() {
+        csv::ErrorKind::UnequalLengths {
+            expected_len, len, ..
+        } => {
+            format!("{len} fields where the header has {expected_len}")
+        }
+        csv::ErrorKind::Utf8 { err, .. } => format!("not UTF-8 text ({err})"),
+        _ => e.to_string(),
+    };
+    CsvError::Bad {
+        path: path.to_owned(),
+        line,
+        reason,
+    }
+}
+
+/// Writes one row per sample: `t_s`, then one column per channel, named as
+/// the channel; a missing value is an empty cell.
+pub fn export(rec: &super::Recording, out: &Path, force: bool) -> Result<u64, CsvError> {
+    let io = |source| CsvError::Io {
+        path: out.to_owned(),
+        source,
+    };
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true);
+    if force {
+        opts.create(true).truncate(true);
+    } else {
+        opts.create_new(true);
+    }
+    let file = opts.open(out).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::AlreadyExists {
+            CsvError::Recording(RecordingError::Exists {
+                path: out.to_owned(),
+            })
+        } else {
+            io(e)
+        }
+    })?;
+    let mut w = csv::Writer::from_writer(std::io::BufWriter::new(file));
+    let into_io = |e: csv::Error| match e.into_kind() {
+        csv::ErrorKind::Io(source) => io(source),
+        other => io(std::io::Error::other(format!("{other:?}"))),
+    };
+    let mut head = vec!["t_s".to_owned()];
+    head.extend(rec.header.schema.channels.iter().map(|c| c.name.clone()));
+    w.write_record(&head).map_err(into_io)?;
+    let mut cells: Vec<String> = Vec::with_capacity(head.len());
+    for (i, t) in rec.t_ns.iter().enumerate() {
+        cells.clear();
+        cells.push(format!("{:.6}", *t as f64 / 1e9));
+        for col in &rec.columns {
+            let v = col[i];
+            cells.push(if v.is_nan() {
+                String::new()
+            } else {
+                format!("{v}")
+            });
+        }
+        w.write_record(&cells).map_err(into_io)?;
+    }
+    w.flush().map_err(io)?;
+    Ok(rec.t_ns.len() as u64)
+}

@@ -1,0 +1,361 @@
+//! Reading recordings: a streaming frame reader and a whole-file loader.
+
+use std::fs::File;
+use std::io::{BufReader, Cursor, ErrorKind, Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use super::codec::{Frame, decode};
+use super::writer::hex;
+use super::{Event, Footer, Header, MAGIC, MAX_FRAME_BYTES, READABLE_VERSIONS, RecordingError};
+use crate::telemetry::Sample;
+
+/// How the tail of a recording went bad.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TailProblemKind {
+    /// The file ends inside a frame, or without a footer: the run was cut off.
+    Truncated,
+    /// A frame's bytes are wrong: bad checksum, absurd length, bad payload.
+    Damaged,
+}
+
+/// Where and why reading stopped before a clean end.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TailProblem {
+    pub kind: TailProblemKind,
+    /// Byte offset of the first frame that could not be read.
+    pub offset: u64,
+    pub reason: String,
+}
+
+impl std::fmt::Display for TailProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kind = match self.kind {
+            TailProblemKind::Truncated => "truncated",
+            TailProblemKind::Damaged => "damaged",
+        };
+        write!(f, "{kind} at byte {}: {}", self.offset, self.reason)
+    }
+}
+
+/// Reads frames one at a time. On an incomplete frame it seeks back to the
+/// frame's start, so a reader following a file that is still being written
+/// can simply ask again later.
+#[derive(Debug)]
+pub struct FrameReader<R> {
+    r: R,
+    offset: u64,
+    hasher: Sha256,
+    frames: u64,
+}
+
+/// Reads until `buf` is full or the input ends; returns the bytes read.
+fn read_full(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match r.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+impl<R: Read + Seek> FrameReader<R> {
+    /// Checks the magic and version and reads the header frame.
+    pub fn open(mut r: R, path: &Path) -> Result<(Self, Header), RecordingError> {
+        let io = |source| RecordingError::Io {
+            path: path.to_owned(),
+            source,
+        };
+        let mut head = [0u8; 12];
+        let n = read_full(&mut r, &mut head).map_err(io)?;
+        if n < 8 || head[..8] != MAGIC {
+            return Err(RecordingError::BadMagic {
+                path: path.to_owned(),
+                found: head[..n.min(8)].to_vec(),
+            });
+        }
+        if n < 12 {
+            return Err(RecordingError::BadHeader {
+                path: path.to_owned(),
+                reason: "the file ends inside the version field".into(),
+            });
+        }
+        let version = u32::from_le_bytes([head[8], head[9], head[10], head[11]]);
+        if !READABLE_VERSIONS.contains(&version) {
+            return Err(RecordingError::UnsupportedVersion {
+                path: path.to_owned(),
+                found: version,
+                supported: READABLE_VERSIONS,
+            });
+        }
+        let mut reader = Self {
+            r,
+            offset: 12,
+            hasher: Sha256::new(),
+            frames: 0,
+        };
+        let bad = |reason: String| RecordingError::BadHeader {
+            path: path.to_owned(),
+            reason,
+        };
+        match reader.next_frame() {
+            Ok(Some(Frame::Header(h))) if h.format_version == version => Ok((reader, h)),
+            Ok(Some(Frame::Header(h))) => Err(bad(format!(
+                "the header says version {}, the file {version}",
+                h.format_version
+            ))),
+            Ok(Some(_)) => Err(bad("the first frame is not a header".into())),
+            Ok(None) => Err(bad("the file ends before the header".into())),
+            Err(p) => Err(bad(p.to_string())),
+        }
+    }
+
+    /// The next frame; `Ok(None)` at a clean end of the input (between frames).
+    pub fn next_frame(&mut self) -> Result<Option<Frame>, TailProblem> {
+        let start = self.offset;
+        let problem = |kind, reason: String| TailProblem {
+            kind,
+            offset: start,
+            reason,
+        };
+        let mut head = [0u8; 8];
+        let n = read_full(&mut self.r, &mut head)
+            .map_err(|e| problem(TailProblemKind::Damaged, format!("read error: {e}")))?;
+        if n == 0 {
+            return Ok(None);
+        }
+        if n < head.len() {
+            let _ = self.r.seek(SeekFrom::Start(start));
+            return Err(problem(
+                TailProblemKind::Truncated,
+                format!("the file ends inside a frame header ({n} of 8 bytes)"),
+            ));
+        }
+        let len = u32::from_le_bytes([head[0], head[1], head[2], head[3]]);
+        let crc = u32::from_le_bytes([head[4], head[5], head[6], head[7]]);
+        if len > MAX_FRAME_BYTES {
+            return Err(problem(
+                TailProblemKind::Damaged,
+                format!("frame length {len} is over the limit of {MAX_FRAME_BYTES}"),
+            ));
+        }
+        let mut payload = vec![0u8; len as usize];
+        let got = read_full(&mut self.r, &mut payload)
+            .map_err(|e| problem(TailProblemKind::Damaged, format!("read error: {e}")))?;
+        if got < payload.len() {
+            let _ = self.r.seek(SeekFrom::Start(start));
+            return Err(problem(
+                TailProblemKind::Truncated,
+                format!("the file ends inside a frame ({got} of {len} bytes)"),
+            ));
+        }
+        if crc32fast::hash(&payload) != crc {
+            return Err(problem(
+                TailProblemKind::Damaged,
+                "frame checksum mismatch".into(),
+            ));
+        }
+        let frame = decode(&payload)
+            .map_err(|e| problem(TailProblemKind::Damaged, format!("undecodable frame: {e}")))?;
+        if !matches!(frame, Frame::Footer(_)) {
+            self.hasher.update(&payload);
+        }
+        self.frames += 1;
+        self.offset = start + 8 + u64::from(len);
+        Ok(Some(frame))
+    }
+
+    /// Byte offset of the next frame.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// SHA-256 (hex) of the payloads read so far, footer excluded.
+    pub fn digest_hex(&self) -> String {
+        hex(&self.hasher.clone().finalize())
+    }
+
+    /// Frames read so far (header included).
+    pub fn frames(&self) -> u64 {
+        self.frames
+    }
+}
+
+/// A whole recording in memory, column by column.
+#[derive(Debug, Clone)]
+pub struct Recording {
+    pub path: PathBuf,
+    pub header: Header,
+    /// Sample times, nanoseconds since the start.
+    pub t_ns: Vec<u64>,
+    /// One column per channel of `header.schema`, `NaN` where there was no reading.
+    pub columns: Vec<Vec<f64>>,
+    pub events: Vec<Event>,
+    pub footer: Option<Footer>,
+    /// SHA-256 (hex) over every intact frame before the footer.
+    pub digest: String,
+    /// What went wrong at the end, if anything; everything before it is here.
+    pub tail: Option<TailProblem>,
+    /// Bytes of intact frames (from the start of the file).
+    pub bytes: u64,
+    pub frames: u64,
+}
+
+impl Recording {
+    /// Loads the recording at `path`.
+    pub fn open(path: &Path) -> Result<Self, RecordingError> {
+        let file = File::open(path).map_err(|source| RecordingError::Io {
+            path: path.to_owned(),
+            source,
+        })?;
+        Self::from_reader(BufReader::with_capacity(1 << 20, file), path)
+    }
+
+    /// Loads a recording held in memory (used by the fuzzer and the tests).
+    pub fn from_bytes(bytes: &[u8], path: &Path) -> Result<Self, RecordingError> {
+        Self::from_reader(Cursor::new(bytes), path)
+    }
+
+    /// Loads a recording from any seekable reader.
+    pub fn from_reader(r: impl Read + Seek, path: &Path) -> Result<Self, RecordingError> {
+        let (mut reader, header) = FrameReader::open(r, path)?;
+        let channels = header.schema.len();
+        let mut rec = Recording {
+            path: path.to_owned(),
+            columns: vec![Vec::new(); channels],
+            header,
+            t_ns: Vec::new(),
+            events: Vec::new(),
+            footer: None,
+            digest: String::new(),
+            tail: None,
+            bytes: 0,
+            frames: 0,
+        };
+        loop {
+            let at = reader.offset();
+            let frame = match reader.next_frame() {
+                Ok(Some(f)) => f,
+                Ok(None) => break,
+                Err(p) => {
+                    rec.tail = Some(p);
+                    break;
+                }
+            };
+            let damaged = |reason: String| TailProblem {
+                kind: TailProblemKind::Damaged,
+                offset: at,
+                reason,
+            };
+            if rec.footer.is_some() {
+                rec.tail = Some(damaged("data after the footer".into()));
+                break;
+            }
+            match frame {
+                Frame::Samples(block) => {
+                    if block.channels as usize != channels {
+                        rec.tail = Some(damaged(format!(
+                            "a block of {} channels in a recording of {channels}",
+                            block.channels
+                        )));
+                        break;
+                    }
+                    let before = rec.t_ns.len();
+                    let result = block.decode(|_, t, v| {
+                        rec.t_ns.push(t);
+                        for (col, &x) in rec.columns.iter_mut().zip(v) {
+                            col.push(x);
+                        }
+                    });
+                    if let Err(e) = result {
+                        rec.t_ns.truncate(before);
+                        rec.columns.iter_mut().for_each(|c| c.truncate(before));
+                        rec.tail = Some(damaged(e));
+                        break;
+                    }
+                }
+                Frame::Event(e) => rec.events.push(e),
+                Frame::Digest(_) => {}
+                Frame::Header(_) => {
+                    rec.tail = Some(damaged("a second header".into()));
+                    break;
+                }
+                Frame::Footer(f) => rec.footer = Some(f),
+            }
+            rec.bytes = reader.offset();
+        }
+        rec.frames = reader.frames();
+        rec.digest = reader.digest_hex();
+        if rec.bytes == 0 {
+            rec.bytes = reader.offset();
+        }
+        if rec.tail.is_none() {
+            match &rec.footer {
+                None => {
+                    rec.tail = Some(TailProblem {
+                        kind: TailProblemKind::Truncated,
+                        offset: reader.offset(),
+                        reason:
+                            "the recording ends without a footer: the run did not finish cleanly"
+                                .into(),
+                    });
+                }
+                Some(f) if f.digest != rec.digest => {
+                    rec.tail = Some(TailProblem {
+                        kind: TailProblemKind::Damaged,
+                        offset: reader.offset(),
+                        reason: format!(
+                            "the footer's digest {} does not match the frames' {}",
+                            f.digest, rec.digest
+                        ),
+                    });
+                }
+                Some(_) => {}
+            }
+        }
+        Ok(rec)
+    }
+
+    /// Samples held.
+    pub fn len(&self) -> usize {
+        self.t_ns.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.t_ns.is_empty()
+    }
+
+    /// True when the recording did not end cleanly with an intact footer.
+    pub fn is_truncated(&self) -> bool {
+        self.tail.is_some()
+    }
+
+    /// Seconds from the first sample to the last.
+    pub fn duration_s(&self) -> f64 {
+        match (self.t_ns.first(), self.t_ns.last()) {
+            (Some(a), Some(b)) => b.saturating_sub(*a) as f64 / 1e9,
+            _ => 0.0,
+        }
+    }
+
+    /// The values of the channel called `name`.
+    pub fn channel(&self, name: &str) -> Option<&[f64]> {
+        let i = self.header.schema.index_of(name)?;
+        self.columns.get(i).map(Vec::as_slice)
+    }
+
+    /// Sample `i` as a [`Sample`] (sequence numbers are not kept in memory:
+    /// `seq` is the index).
+    pub fn sample(&self, i: usize) -> Option<Sample> {
+        let t = *self.t_ns.get(i)?;
+        let values: Vec<f64> = self.columns.iter().map(|c| c[i]).collect();
+        Some(Sample::from_values(i as u64, t, &values))
+    }
+}

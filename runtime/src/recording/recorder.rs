@@ -1,0 +1,117 @@
+//! [`Recorder`]: the consumer end of a telemetry stream, writing a recording
+//! on its own observer thread.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crossbeam_channel::{Receiver, Sender, TrySendError, select};
+
+use super::{Event, RecordingError, RecordingWriter, WriteSummary};
+use crate::telemetry::Sample;
+use crate::telemetry::alloc::mark_observer_thread;
+
+/// Live figures of a running recorder.
+#[derive(Debug, Default)]
+pub struct RecorderStats {
+    pub samples: AtomicU64,
+    pub bytes: AtomicU64,
+    /// Events refused because the event queue was full.
+    pub events_dropped: AtomicU64,
+}
+
+/// What a finished recorder wrote, and what writing cost.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct RecorderSummary {
+    #[serde(flatten)]
+    pub write: WriteSummary,
+    /// CPU time the recorder thread used, in nanoseconds (0 where unknown).
+    pub cpu_ns: u64,
+}
+
+/// Writes every sample of `samples`, and the events sent to it, into a
+/// recording until told to finish.
+#[derive(Debug)]
+pub struct Recorder {
+    events: Sender<Event>,
+    control: Sender<String>,
+    thread: JoinHandle<Result<RecorderSummary, RecordingError>>,
+    stats: Arc<RecorderStats>,
+}
+
+impl Recorder {
+    /// Starts the `flatline-recorder` thread.
+    pub fn spawn(mut writer: RecordingWriter, samples: Receiver<Sample>) -> std::io::Result<Self> {
+        let (events, event_rx) = crossbeam_channel::bounded::<Event>(4096);
+        let (control, control_rx) = crossbeam_channel::bounded::<String>(1);
+        let stats = Arc::new(RecorderStats::default());
+        let st = stats.clone();
+        let thread = std::thread::Builder::new()
+            .name("flatline-recorder".into())
+            .spawn(move || {
+                mark_observer_thread();
+                let cpu0 = crate::arena::sys::thread_cpu_ns();
+                let tick = crossbeam_channel::tick(Duration::from_millis(100));
+                let mut samples_open = true;
+                let end = loop {
+                    select! {
+                        recv(samples) -> s => match s {
+                            Ok(s) => writer.push_sample(&s)?,
+                            // The sampler has stopped; wait for the end reason.
+                            Err(_) => { samples_open = false; break control_rx.recv().unwrap_or_else(|_| "completed".into()); }
+                        },
+                        recv(event_rx) -> e => if let Ok(e) = e { writer.push_event(e)? },
+                        recv(control_rx) -> end => break end.unwrap_or_else(|_| "completed".into()),
+                        recv(tick) -> _ => writer.tick()?,
+                    }
+                    st.samples.store(writer.samples(), Relaxed);
+                    st.bytes.store(writer.bytes_written(), Relaxed);
+                };
+                // Whatever is still queued belongs to the recording.
+                if samples_open {
+                    for s in samples.try_iter() {
+                        writer.push_sample(&s)?;
+                    }
+                }
+                for e in event_rx.try_iter() {
+                    writer.push_event(e)?;
+                }
+                let write = writer.finish(&end)?;
+                st.samples.store(write.samples, Relaxed);
+                st.bytes.store(write.bytes, Relaxed);
+                let cpu_ns = crate::arena::sys::thread_cpu_ns().saturating_sub(cpu0);
+                Ok(RecorderSummary { write, cpu_ns })
+            })?;
+        Ok(Self {
+            events,
+            control,
+            thread,
+            stats,
+        })
+    }
+
+    /// Queues an event; never blocks (a full queue drops it and counts it).
+    pub fn event(&self, e: Event) {
+        if let Err(TrySendError::Full(_)) = self.events.try_send(e) {
+            self.stats.events_dropped.fetch_add(1, Relaxed);
+        }
+    }
+
+    pub fn stats(&self) -> &RecorderStats {
+        &self.stats
+    }
+
+    /// Writes what is queued and the footer with `end` as the reason, and
+    /// returns what was written. Stop the sampler first, so that every sample
+    /// it produced is in the channel.
+    pub fn finish(self, end: &str) -> Result<RecorderSummary, RecordingError> {
+        let _ = self.control.send(end.to_owned());
+        match self.thread.join() {
+            Ok(r) => r,
+            Err(_) => Err(RecordingError::Encode(
+                "the recorder thread panicked".into(),
+            )),
+        }
+    }
+}

@@ -1,0 +1,263 @@
+//! Writing a recording, on the consumer side of the telemetry channel.
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use sha2::{Digest, Sha256};
+
+use super::codec::{Frame, SampleBlock, encode};
+use super::{DigestMark, Event, FORMAT_VERSION, Footer, Header, MAGIC, RecordingError};
+use crate::telemetry::Sample;
+
+/// Longest a sample waits in memory before its block is written and flushed
+/// to the operating system: a process killed with SIGKILL loses at most this
+/// much (plus what was still in the channel).
+pub const BLOCK_AGE: Duration = Duration::from_millis(500);
+/// Most samples in one block.
+pub const BLOCK_SAMPLES: usize = 256;
+/// How often a running digest mark is written.
+pub const DIGEST_EVERY: Duration = Duration::from_secs(60);
+
+/// What a finished recording holds.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct WriteSummary {
+    pub path: PathBuf,
+    pub bytes: u64,
+    pub frames: u64,
+    pub samples: u64,
+    pub events: u64,
+    pub digest: String,
+}
+
+/// Appends frames to a new recording file.
+#[derive(Debug)]
+pub struct RecordingWriter {
+    path: PathBuf,
+    out: BufWriter<File>,
+    hasher: Sha256,
+    channels: usize,
+    frames: u64,
+    samples: u64,
+    events: u64,
+    bytes: u64,
+    last_t_ns: u64,
+    pending: Vec<Sample>,
+    pending_since: Option<Instant>,
+    dirty: bool,
+    last_flush: Instant,
+    last_digest: Instant,
+}
+
+fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> RecordingError + '_ {
+    move |source| RecordingError::Io {
+        path: path.to_owned(),
+        source,
+    }
+}
+
+impl RecordingWriter {
+    /// Creates `path` and writes the magic, the version and `header`.
+    /// Refuses to overwrite an existing file unless `force`, and names a
+    /// missing folder rather than creating it.
+    pub fn create(path: &Path, header: &Header, force: bool) -> Result<Self, RecordingError> {
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_owned(),
+            _ => PathBuf::from("."),
+        };
+        if !dir.is_dir() {
+            return Err(RecordingError::MissingFolder {
+                path: path.to_owned(),
+                dir,
+            });
+        }
+        let mut opts = OpenOptions::new();
+        opts.write(true);
+        if force {
+            opts.create(true).truncate(true);
+        } else {
+            opts.create_new(true);
+        }
+        let file = opts.open(path).map_err(|source| {
+            if source.kind() == std::io::ErrorKind::AlreadyExists {
+                RecordingError::Exists {
+                    path: path.to_owned(),
+                }
+            } else {
+                RecordingError::Io {
+                    path: path.to_owned(),
+                    source,
+                }
+            }
+        })?;
+        let mut w = Self {
+            path: path.to_owned(),
+            out: BufWriter::with_capacity(64 << 10, file),
+            hasher: Sha256::new(),
+            channels: header.schema.len(),
+            frames: 0,
+            samples: 0,
+            events: 0,
+            bytes: 0,
+            last_t_ns: 0,
+            pending: Vec::with_capacity(BLOCK_SAMPLES),
+            pending_since: None,
+            dirty: false,
+            last_flush: Instant::now(),
+            last_digest: Instant::now(),
+        };
+        let mut head = [0u8; 12];
+        head[..8].copy_from_slice(&MAGIC);
+        head[8..].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+        w.out.write_all(&head).map_err(io_err(path))?;
+        w.bytes = head.len() as u64;
+        w.write_frame(&Frame::Header(header.clone()))?;
+        w.flush()?;
+        Ok(w)
+    }
+
+    fn write_frame(&mut self, frame: &Frame) -> Result<(), RecordingError> {
+        let payload = encode(frame).map_err(RecordingError::Encode)?;
+        let len = u32::try_from(payload.len())
+            .ok()
+            .filter(|&l| l <= super::MAX_FRAME_BYTES)
+            .ok_or_else(|| {
+                RecordingError::Encode(format!(
+                    "a frame of {} bytes is over the limit",
+                    payload.len()
+                ))
+            })?;
+        let mut head = [0u8; 8];
+        head[..4].copy_from_slice(&len.to_le_bytes());
+        head[4..].copy_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+        self.out.write_all(&head).map_err(io_err(&self.path))?;
+        self.out.write_all(&payload).map_err(io_err(&self.path))?;
+        if !matches!(frame, Frame::Footer(_)) {
+            self.hasher.update(&payload);
+        }
+        self.frames += 1;
+        self.bytes += 8 + payload.len() as u64;
+        self.dirty = true;
+        Ok(())
+    }
+
+    fn write_pending(&mut self) -> Result<(), RecordingError> {
+        if let Some(block) = SampleBlock::encode(&self.pending, self.channels) {
+            self.write_frame(&Frame::Samples(block))?;
+            self.pending.clear();
+            self.pending_since = None;
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Queues a sample; writes its block when it is full or old enough.
+    pub fn push_sample(&mut self, s: &Sample) -> Result<(), RecordingError> {
+        if s.values().len() != self.channels {
+            return Err(RecordingError::SchemaMismatch {
+                expected: self.channels,
+                got: s.values().len(),
+            });
+        }
+        self.pending.push(*s);
+        self.pending_since.get_or_insert_with(Instant::now);
+        self.samples += 1;
+        self.last_t_ns = self.last_t_ns.max(s.t_ns);
+        if self.pending.len() >= BLOCK_SAMPLES {
+            self.write_pending()?;
+        }
+        self.tick()
+    }
+
+    /// Writes an event (after the samples queued before it).
+    pub fn push_event(&mut self, e: Event) -> Result<(), RecordingError> {
+        self.write_pending()?;
+        self.last_t_ns = self.last_t_ns.max(e.t_ns);
+        self.write_frame(&Frame::Event(e))?;
+        self.events += 1;
+        self.tick()
+    }
+
+    /// Time-based duties; call at least a few times a second even when no
+    /// sample arrives: writes an aged block, flushes, marks the digest.
+    pub fn tick(&mut self) -> Result<(), RecordingError> {
+        if self.pending_since.is_some_and(|t| t.elapsed() >= BLOCK_AGE) {
+            self.write_pending()?;
+        }
+        if self.last_digest.elapsed() >= DIGEST_EVERY {
+            self.write_pending()?;
+            let mark = DigestMark {
+                frames: self.frames,
+                digest: self.digest_hex(),
+            };
+            self.write_frame(&Frame::Digest(mark))?;
+            self.last_digest = Instant::now();
+        }
+        if self.dirty && self.last_flush.elapsed() >= BLOCK_AGE {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Hands everything written so far to the operating system.
+    pub fn flush(&mut self) -> Result<(), RecordingError> {
+        self.out.flush().map_err(io_err(&self.path))?;
+        self.dirty = false;
+        self.last_flush = Instant::now();
+        Ok(())
+    }
+
+    /// SHA-256 (hex) of every frame payload written so far.
+    pub fn digest_hex(&self) -> String {
+        hex(&self.hasher.clone().finalize())
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Bytes written so far (queued samples not counted).
+    pub fn bytes_written(&self) -> u64 {
+        self.bytes
+    }
+
+    pub fn samples(&self) -> u64 {
+        self.samples
+    }
+
+    /// Writes what is queued and the footer, and syncs the file to disk.
+    pub fn finish(mut self, end: &str) -> Result<WriteSummary, RecordingError> {
+        self.write_pending()?;
+        let digest = self.digest_hex();
+        let footer = Footer {
+            frames: self.frames,
+            samples: self.samples,
+            events: self.events,
+            digest: digest.clone(),
+            duration_ns: self.last_t_ns,
+            end: end.to_owned(),
+        };
+        self.write_frame(&Frame::Footer(footer))?;
+        self.flush()?;
+        self.out.get_ref().sync_all().map_err(io_err(&self.path))?;
+        Ok(WriteSummary {
+            path: self.path.clone(),
+            bytes: self.bytes,
+            frames: self.frames,
+            samples: self.samples,
+            events: self.events,
+            digest,
+        })
+    }
+}
+
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    bytes
+        .iter()
+        .fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
+            let _ = write!(s, "{b:02x}");
+            s
+        })
+}
