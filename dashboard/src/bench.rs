@@ -5,9 +5,9 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use clap::Parser;
-use flatline_runtime::telemetry::alloc::mark_observer_thread;
+use flatline_runtime::recording::Recording;
 use flatline_runtime::telemetry::work::WorkProgress;
-use flatline_runtime::telemetry::{self, SamplerConfig, SamplerExit};
+use flatline_runtime::telemetry::{SamplerConfig, SamplerExit};
 use flatline_runtime::workload::ingest::{
     self, Corpus, CorpusSource, FillStats, IngestBenchConfig,
 };
@@ -16,6 +16,7 @@ use serde::Serialize;
 
 use crate::cli::{BenchCommand, IngestArgs, Ops1bArgs};
 use crate::fmt::{nanos, thousands};
+use crate::session::Session;
 
 /// Checksums of `ops1b` from a fresh ring, known independently (C reference).
 const KNOWN_OPS1B: [(u64, u64); 2] = [
@@ -59,11 +60,15 @@ struct TelemetrySummary {
     dropped: u64,
     /// Allocation calls of the sampler thread after its first few ticks.
     sampler_steady_allocs: Option<f64>,
+    /// Size of the (temporary) recording the samples went into.
+    recording_bytes: u64,
+    /// CPU time the recorder thread used.
+    recorder_cpu_ns: u64,
     unavailable: BTreeMap<String, String>,
 }
 
-/// Runs `run` with the sampler at `hz` (none at 0), draining the channel
-/// into a counting sink on an observer thread.
+/// Runs `run` with the sampler at `hz` (none at 0), recording the stream
+/// into a temporary recording that is read back (to report on it) and removed.
 fn with_telemetry<R>(
     hz: f64,
     progress: &Arc<WorkProgress>,
@@ -72,50 +77,52 @@ fn with_telemetry<R>(
     if hz == 0.0 {
         return Ok((run()?, None));
     }
-    let tel = telemetry::start(SamplerConfig {
-        hz,
-        progress: Some(progress.clone()),
-        ..SamplerConfig::default()
-    })
-    .context("starting telemetry")?;
-    let allocs_idx = tel.schema.index_of("telemetry.sampler_allocs");
-    let samples = tel.samples;
-    let sink = std::thread::Builder::new()
-        .name("flatline-sink".into())
-        .spawn(move || {
-            mark_observer_thread();
-            let (mut n, mut early, mut last) = (0u64, None, None);
-            for s in samples {
-                let allocs = allocs_idx.and_then(|i| s.get(i));
-                if n == 5 {
-                    early = allocs;
-                }
-                last = allocs;
-                n += 1;
-            }
-            (n, early.zip(last).map(|(a, b)| b - a))
-        })
-        .context("starting the telemetry sink")?;
+    let dir = tempfile::tempdir().context("creating a temporary folder for the recording")?;
+    let path = dir.path().join("bench.flr");
+    let mut config = BTreeMap::new();
+    config.insert("hz".into(), hz.to_string());
+    let session = Session::start(
+        "bench",
+        SamplerConfig {
+            hz,
+            progress: Some(progress.clone()),
+            ..SamplerConfig::default()
+        },
+        config,
+        &path,
+        false,
+    )?;
     let out = run();
-    let dropped = tel.sampler.dropped();
-    let exit = tel.sampler.stop();
-    let (samples, sampler_steady_allocs) = sink
-        .join()
-        .map_err(|_| anyhow::anyhow!("the telemetry sink panicked"))?;
-    if exit != SamplerExit::Stopped {
-        anyhow::bail!("telemetry ended early: {exit:?}");
+    let channels = session.schema.len();
+    let unavailable = session
+        .unavailable
+        .iter()
+        .map(|u| (u.probe.clone(), u.reason.clone()))
+        .collect();
+    let end = session.finish("completed")?;
+    if end.exit != SamplerExit::Stopped {
+        anyhow::bail!("telemetry ended early: {:?}", end.exit);
     }
+    // Read the recording back: it must be whole, and it tells whether the
+    // sampler allocated after its first few ticks.
+    let rec = Recording::open(&path).context("reading back the bench recording")?;
+    if let Some(t) = &rec.tail {
+        anyhow::bail!("the bench recording is not whole: {t}");
+    }
+    let sampler_steady_allocs = rec
+        .channel("telemetry.sampler_allocs")
+        .filter(|c| c.len() > 5)
+        .map(|c| c[c.len() - 1] - c[5]);
+    let w = &end.recorder.write;
     let summary = TelemetrySummary {
         hz,
-        channels: tel.schema.len(),
-        samples,
-        dropped,
+        channels,
+        samples: w.samples,
+        dropped: end.dropped,
         sampler_steady_allocs,
-        unavailable: tel
-            .unavailable
-            .into_iter()
-            .map(|u| (u.probe, u.reason))
-            .collect(),
+        recording_bytes: w.bytes,
+        recorder_cpu_ns: end.recorder.cpu_ns,
+        unavailable,
     };
     Ok((out?, Some(summary)))
 }

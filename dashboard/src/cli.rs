@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 use flatline_runtime::workload::ingest::DEFAULT_CORPUS_TOKENS;
 
 #[derive(Debug, Parser)]
@@ -24,6 +24,84 @@ pub enum Command {
     /// Time a reference workload and print its figures beside its baseline.
     #[command(subcommand)]
     Bench(BenchCommand),
+    /// Run the built-in workloads headless for a while with telemetry, write a
+    /// recording and print its receipt.
+    Soak(SoakArgs),
+    /// Print the receipt of a recording.
+    Report(ReportArgs),
+    /// Turn a training job's step-log CSV into a recording.
+    Import(ImportArgs),
+    /// Write a recording's samples as CSV.
+    Export(ExportArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum WorkloadArg {
+    Ops1b,
+    Ingest,
+    Both,
+    Idle,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct SoakArgs {
+    /// How long to run, in seconds.
+    #[arg(long, value_parser = seconds)]
+    pub seconds: f64,
+    /// Which workload to run.
+    #[arg(long, value_enum, default_value_t = WorkloadArg::Both)]
+    pub workload: WorkloadArg,
+    /// Telemetry samples per second.
+    #[arg(long, default_value_t = 100.0, value_parser = positive_rate)]
+    pub hz: f64,
+    /// Pace ingest like a training loop: one batch per step of MS milliseconds,
+    /// recording a step event each time.
+    #[arg(long, value_name = "MS", value_parser = seconds)]
+    pub step_ms: Option<f64>,
+    /// Where to write the recording (default: recordings/soak-<UTC time>.flr).
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Overwrite FILE if it exists.
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ReportArgs {
+    /// The recording.
+    pub file: PathBuf,
+    #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
+    pub format: ReportFormat,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ImportArgs {
+    /// The step-log CSV (a header row of column names, one row per step).
+    pub csv: PathBuf,
+    /// The recording to write.
+    #[arg(long, value_name = "FILE")]
+    pub out: PathBuf,
+    /// Overwrite FILE if it exists.
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ExportArgs {
+    /// The recording.
+    pub file: PathBuf,
+    /// The CSV to write.
+    #[arg(long, value_name = "OUT")]
+    pub csv: PathBuf,
+    /// Overwrite OUT if it exists.
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -80,6 +158,23 @@ pub struct IngestArgs {
     /// Print one JSON object instead of the table.
     #[arg(long)]
     pub json: bool,
+}
+
+/// A positive duration or count of seconds (milliseconds for --step-ms).
+fn seconds(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v > 0.0 && v.is_finite() => Ok(v),
+        Ok(_) => Err("must be a positive number".into()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// A sampling rate above 0, up to 10 kHz.
+fn positive_rate(s: &str) -> Result<f64, String> {
+    match rate(s)? {
+        0.0 => Err("must be above 0".into()),
+        hz => Ok(hz),
+    }
 }
 
 /// A sampling rate: 0 (off) or up to 10 kHz.
@@ -147,6 +242,22 @@ mod tests {
             &["flatline", "bench", "ops1b", "--telemetry-hz", "-1"],
             &["flatline", "bench", "ops1b", "--telemetry-hz", "1e9"],
             &["flatline", "bench", "ingest", "--telemetry-hz", "fast"],
+            &["flatline", "soak"],
+            &["flatline", "soak", "--seconds", "0"],
+            &[
+                "flatline",
+                "soak",
+                "--seconds",
+                "5",
+                "--workload",
+                "everything",
+            ],
+            &["flatline", "soak", "--seconds", "5", "--hz", "0"],
+            &["flatline", "soak", "--seconds", "5", "--step-ms", "-1"],
+            &["flatline", "report"],
+            &["flatline", "report", "x.flr", "--format", "pdf"],
+            &["flatline", "import", "a.csv"],
+            &["flatline", "export", "a.flr"],
             &["flatline", "--frobnicate"],
         ] {
             assert!(Cli::try_parse_from(args).is_err(), "{args:?} was accepted");

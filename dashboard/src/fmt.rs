@@ -1,5 +1,7 @@
 //! Number formatting for people.
 
+use flatline_runtime::telemetry::Unit;
+
 /// `1234567` → `"1,234,567"`.
 pub fn thousands(n: u64) -> String {
     let digits = n.to_string();
@@ -27,9 +29,74 @@ pub fn nanos(ns: u64) -> String {
     }
 }
 
+/// A byte count in MiB or GiB (binary units, named), or plain bytes when small.
+pub fn bytes(b: f64) -> String {
+    let a = b.abs();
+    if a >= (1u64 << 30) as f64 {
+        format!("{:.2} GiB", b / (1u64 << 30) as f64)
+    } else if a >= (1u64 << 20) as f64 {
+        format!("{:.2} MiB", b / (1u64 << 20) as f64)
+    } else if a >= 1024.0 {
+        format!("{:.1} KiB", b / 1024.0)
+    } else {
+        format!("{b:.0} B")
+    }
+}
+
+/// A value of a channel, in a unit a person reads at a glance.
+pub fn value(v: f64, unit: Unit) -> String {
+    if v.is_nan() {
+        return "–".into();
+    }
+    match unit {
+        Unit::Bytes => bytes(v),
+        Unit::Mebibytes => format!("{v:.2} MiB"),
+        Unit::Nanoseconds if v >= 0.0 => nanos(v.round() as u64),
+        Unit::Microseconds if v >= 0.0 => nanos((v * 1e3).round() as u64),
+        Unit::Milliseconds if v >= 0.0 => nanos((v * 1e6).round() as u64),
+        Unit::Seconds => format!("{v:.2} s"),
+        Unit::Percent => format!("{v:.1} %"),
+        Unit::Celsius => format!("{v:.0} °C"),
+        Unit::PerSecond => format!("{}/s", compact(v)),
+        Unit::Count if v.fract() == 0.0 && v.abs() < 1e15 => {
+            let s = thousands(v.abs() as u64);
+            if v < 0.0 { format!("-{s}") } else { s }
+        }
+        _ => compact(v),
+    }
+}
+
+/// A plain number with 4 significant digits, k/M/G suffixed when large.
+pub fn compact(v: f64) -> String {
+    let a = v.abs();
+    if a >= 1e9 {
+        format!("{:.2}G", v / 1e9)
+    } else if a >= 1e6 {
+        format!("{:.2}M", v / 1e6)
+    } else if a >= 1e4 {
+        format!("{:.1}k", v / 1e3)
+    } else if a >= 100.0 || v.fract() == 0.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.4}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn values_carry_their_unit() {
+        assert_eq!(value(1_359_151_104.0, Unit::Bytes), "1.27 GiB");
+        assert_eq!(value(4_300_800.0, Unit::Bytes), "4.10 MiB");
+        assert_eq!(value(204.27, Unit::Mebibytes), "204.27 MiB");
+        assert_eq!(value(52.28, Unit::Microseconds), "52.28 µs");
+        assert_eq!(value(123_456.0, Unit::Count), "123,456");
+        assert_eq!(value(f64::NAN, Unit::Bytes), "–");
+        assert_eq!(value(411_600_000.0, Unit::PerSecond), "411.60M/s");
+        assert_eq!(value(2.8973, Unit::Number), "2.8973");
+    }
 
     #[test]
     fn groups_thousands() {

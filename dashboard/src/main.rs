@@ -6,7 +6,11 @@ use clap::Parser;
 
 mod bench;
 mod cli;
+mod convert;
 mod fmt;
+mod report;
+mod session;
+mod soak;
 
 // Every allocation of the process goes through the counter, so the benches can
 // prove their timed loops allocate nothing.
@@ -18,6 +22,10 @@ fn main() -> ExitCode {
     let result = match cli.command {
         None => bench::run_default(),
         Some(cli::Command::Bench(args)) => bench::run(args),
+        Some(cli::Command::Soak(args)) => soak::run(&args),
+        Some(cli::Command::Report(args)) => report::run(&args),
+        Some(cli::Command::Import(args)) => convert::import(&args),
+        Some(cli::Command::Export(args)) => convert::export(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -83,7 +83,7 @@ mod tests {
         let h = HostFacts::collect(None);
         assert!(h.cores >= 1);
         assert!(h.mem_total_bytes > 0);
-        assert!(h.os.starts_with(std::env::consts::OS));
+        assert!(!h.os.is_empty());
         assert!(h.summary().contains(&h.kernel));
     }
 }

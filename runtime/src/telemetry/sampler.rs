@@ -121,8 +121,10 @@ pub struct Telemetry {
     pub sampler: Sampler,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Shared {
+    /// Time zero of every sample's `t_ns`.
+    start: Instant,
     produced: AtomicU64,
     dropped: AtomicU64,
     stop_slow: AtomicBool,
@@ -142,6 +144,12 @@ impl Sampler {
     /// Samples sent so far.
     pub fn produced(&self) -> u64 {
         self.shared.produced.load(Ordering::Relaxed)
+    }
+
+    /// Nanoseconds since time zero of the samples' `t_ns`: use it to stamp
+    /// events so they line up with the samples.
+    pub fn elapsed_ns(&self) -> u64 {
+        u64::try_from(self.shared.start.elapsed().as_nanos()).unwrap_or(u64::MAX)
     }
 
     /// Samples dropped so far because the channel was full.
@@ -350,7 +358,13 @@ pub fn start(config: SamplerConfig) -> Result<Telemetry, TelemetryError> {
 
     let (tx, rx) = crossbeam_channel::bounded(config.capacity);
     let (control_tx, control_rx) = crossbeam_channel::bounded(1);
-    let shared = Arc::new(Shared::default());
+    let shared = Arc::new(Shared {
+        start: Instant::now(),
+        produced: AtomicU64::new(0),
+        dropped: AtomicU64::new(0),
+        stop_slow: AtomicBool::new(false),
+        target_gone: AtomicBool::new(false),
+    });
     let slots = Arc::new(SlowSlots::new(slow_range.len()));
 
     let slow_handle = if slow.is_empty() {
@@ -446,8 +460,8 @@ struct FastLoop {
 impl FastLoop {
     fn run(mut self, tx: &Sender<Sample>, control: &Receiver<()>) -> SamplerExit {
         mark_observer_thread();
-        let start = Instant::now();
-        let mut next = start;
+        let start = self.shared.start;
+        let mut next = Instant::now();
         let mut seq = 0u64;
         let mut slow_seen = 0u64;
         loop {

@@ -4,6 +4,7 @@
 //! timed touch only memory that already exists. The tests prove it by
 //! counting allocator calls.
 
+pub mod driver;
 pub mod ingest;
 pub mod ops1b;
 mod rng;

@@ -1,0 +1,111 @@
+//! A recorded telemetry session: sampler → channel → recorder → file.
+//! Shared by `soak`, `bench --telemetry-hz` and (later) `live` and `watch`.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use flatline_runtime::recording::{
+    Event, EventKind, FORMAT_VERSION, Header, HostFacts, Recorder, RecorderSummary, RecordingWriter,
+};
+use flatline_runtime::telemetry::{self, SamplerConfig, SamplerExit, Schema, Unavailable};
+
+pub struct Session {
+    pub schema: Schema,
+    pub unavailable: Vec<Unavailable>,
+    sampler: telemetry::Sampler,
+    recorder: Recorder,
+}
+
+/// How a session ended.
+pub struct SessionEnd {
+    pub recorder: RecorderSummary,
+    pub exit: SamplerExit,
+    pub dropped: u64,
+}
+
+impl Session {
+    /// Starts telemetry with `cfg` and records it to `out`.
+    pub fn start(
+        source: &str,
+        cfg: SamplerConfig,
+        config: BTreeMap<String, String>,
+        out: &Path,
+        force: bool,
+    ) -> Result<Self> {
+        let tel = telemetry::start(cfg).context("starting telemetry")?;
+        let header = Header {
+            format_version: FORMAT_VERSION,
+            tool_version: env!("CARGO_PKG_VERSION").into(),
+            started_unix_ms: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as u64),
+            source: source.into(),
+            command_line: std::env::args().collect(),
+            config,
+            host: HostFacts::collect(tel.gpu.clone()),
+            schema: tel.schema.clone(),
+            unavailable: tel.unavailable.clone(),
+            notes: Vec::new(),
+        };
+        let writer = RecordingWriter::create(out, &header, force)?;
+        let recorder = Recorder::spawn(writer, tel.samples).context("starting the recorder")?;
+        Ok(Self {
+            schema: tel.schema,
+            unavailable: tel.unavailable,
+            sampler: tel.sampler,
+            recorder,
+        })
+    }
+
+    /// Records an event, stamped now on the samples' clock.
+    pub fn event(&self, kind: EventKind) {
+        self.recorder.event(Event {
+            t_ns: self.sampler.elapsed_ns(),
+            kind,
+        });
+    }
+
+    pub fn samples_written(&self) -> u64 {
+        self.recorder
+            .stats()
+            .samples
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    pub fn bytes_written(&self) -> u64 {
+        self.recorder
+            .stats()
+            .bytes
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    pub fn dropped(&self) -> u64 {
+        self.sampler.dropped()
+    }
+
+    /// True once the sampler has ended on its own (the watched process exited).
+    pub fn sampler_finished(&self) -> bool {
+        self.sampler.is_finished()
+    }
+
+    /// Stops the sampler, then writes the rest and the footer.
+    pub fn finish(self, end: &str) -> Result<SessionEnd> {
+        let dropped = self.sampler.dropped();
+        let exit = self.sampler.stop();
+        let end = match exit {
+            SamplerExit::TargetExited { .. } => "target exited",
+            SamplerExit::Panicked => "sampler failed",
+            _ => end,
+        };
+        let recorder = self
+            .recorder
+            .finish(end)
+            .context("finishing the recording")?;
+        Ok(SessionEnd {
+            recorder,
+            exit,
+            dropped,
+        })
+    }
+}

@@ -1,0 +1,186 @@
+//! `flatline soak`: the built-in workloads, headless, for a while, recorded.
+
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use flatline_runtime::recording::EventKind;
+use flatline_runtime::telemetry::SamplerConfig;
+use flatline_runtime::telemetry::alloc::mark_observer_thread;
+use flatline_runtime::telemetry::work::WorkProgress;
+use flatline_runtime::workload::driver::{Driver, DriverConfig, Workload};
+use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::cli::{SoakArgs, WorkloadArg};
+use crate::fmt::bytes;
+use crate::session::Session;
+
+impl From<WorkloadArg> for Workload {
+    fn from(w: WorkloadArg) -> Self {
+        match w {
+            WorkloadArg::Ops1b => Workload::Ops1b,
+            WorkloadArg::Ingest => Workload::Ingest,
+            WorkloadArg::Both => Workload::Both,
+            WorkloadArg::Idle => Workload::Idle,
+        }
+    }
+}
+
+/// `recordings/<prefix>-<UTC time>.flr`, creating `recordings/` if needed.
+pub fn default_path(prefix: &str) -> Result<PathBuf> {
+    let dir = PathBuf::from("recordings");
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let now = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
+        .to_string()
+        .replace(':', "-");
+    Ok(dir.join(format!("{prefix}-{now}.flr")))
+}
+
+/// Ctrl-C (and SIGTERM) set this flag instead of killing the process.
+pub fn interrupt_flag() -> Result<Arc<AtomicBool>> {
+    let flag = Arc::new(AtomicBool::new(false));
+    let f = flag.clone();
+    ctrlc::set_handler(move || f.store(true, Ordering::Relaxed))
+        .context("installing the Ctrl-C handler")?;
+    Ok(flag)
+}
+
+pub fn run(args: &SoakArgs) -> Result<()> {
+    let out = match &args.out {
+        Some(p) => p.clone(),
+        None => default_path("soak")?,
+    };
+    let workload = Workload::from(args.workload);
+    let step = args.step_ms.map(|ms| Duration::from_secs_f64(ms / 1e3));
+    let progress = WorkProgress::new();
+    let driver_cfg = DriverConfig {
+        workload,
+        step,
+        ..DriverConfig::default()
+    };
+    let mut config = BTreeMap::new();
+    config.insert("workload".into(), workload.name().into());
+    config.insert("seconds".into(), args.seconds.to_string());
+    config.insert("hz".into(), args.hz.to_string());
+    if let Some(ms) = args.step_ms {
+        config.insert("step_ms".into(), ms.to_string());
+    }
+    if matches!(workload, Workload::Ingest | Workload::Both) {
+        config.insert("batch".into(), driver_cfg.batch.to_string());
+        config.insert("block".into(), driver_cfg.block.to_string());
+        config.insert("corpus_tokens".into(), driver_cfg.corpus_tokens.to_string());
+    }
+    // The workload's memory (ring, corpus, batch buffers) is allocated before
+    // telemetry starts: the recording shows the run, not its set-up.
+    let mut driver =
+        Driver::new(driver_cfg, progress.clone()).context("setting up the workload")?;
+    // From here on this thread only sets up telemetry, draws and waits; the
+    // workload runs on its own thread. As an observer, this thread's
+    // allocations (host facts, the writer's buffer, the progress bar's text)
+    // stay out of alloc.*.
+    mark_observer_thread();
+    let session = Session::start(
+        "soak",
+        SamplerConfig {
+            hz: args.hz,
+            progress: Some(progress),
+            ..SamplerConfig::default()
+        },
+        config,
+        &out,
+        args.force,
+    )?;
+    let stop = interrupt_flag()?;
+    session.event(EventKind::Phase(workload.name().into()));
+
+    let total = Duration::from_secs_f64(args.seconds);
+    let bar = if std::io::stderr().is_terminal() {
+        let bar = ProgressBar::new(total.as_millis() as u64);
+        bar.set_style(
+            ProgressStyle::with_template(
+                "{spinner} {elapsed_precise} [{wide_bar}] {percent}%  {msg}",
+            )
+            .expect("a valid template"),
+        );
+        bar
+    } else {
+        ProgressBar::hidden()
+    };
+    let start = Instant::now();
+    let result = std::thread::scope(|scope| -> Result<&'static str> {
+        let work = std::thread::Builder::new()
+            .name("flatline-workload".into())
+            .spawn_scoped(scope, || -> Result<&'static str> {
+                loop {
+                    let elapsed = start.elapsed();
+                    if elapsed >= total {
+                        return Ok("completed");
+                    }
+                    if stop.load(Ordering::Relaxed) {
+                        return Ok("interrupted");
+                    }
+                    if session.sampler_finished() {
+                        return Ok("completed");
+                    }
+                    let slice = (total - elapsed).min(Duration::from_millis(100));
+                    driver
+                        .run_slice(slice, &mut |step, tokens| {
+                            session.event(EventKind::Step {
+                                step,
+                                tokens: Some(tokens),
+                            })
+                        })
+                        .context("running the workload")?;
+                }
+            })
+            .context("starting the workload thread")?;
+        while !work.is_finished() {
+            std::thread::sleep(Duration::from_millis(200));
+            bar.set_position(start.elapsed().as_millis() as u64);
+            bar.set_message(format!(
+                "{} samples, {}, {} dropped",
+                session.samples_written(),
+                bytes(session.bytes_written() as f64),
+                session.dropped()
+            ));
+        }
+        work.join()
+            .map_err(|_| anyhow::anyhow!("the workload thread panicked"))?
+    });
+    bar.finish_and_clear();
+    let wall = start.elapsed();
+    let ended_by = match &result {
+        Ok(e) => *e,
+        Err(_) => "workload failed",
+    };
+    let end = session.finish(ended_by)?;
+    result?;
+    if ended_by == "interrupted" {
+        eprintln!("flatline: interrupted; the recording is complete up to now");
+    }
+    let rec = crate::report::open(&out)?;
+    print!("{}", crate::report::text_report(&rec));
+    let w = &end.recorder.write;
+    let per_hour = w.bytes as f64 * 3600.0 / wall.as_secs_f64().max(1e-3);
+    println!(
+        "\n  wrote {} ({} samples, {} dropped) in {:.1} s: {} per hour at {} Hz",
+        w.path.display(),
+        w.samples,
+        end.dropped,
+        wall.as_secs_f64(),
+        bytes(per_hour),
+        args.hz
+    );
+    if end.recorder.cpu_ns > 0 {
+        println!(
+            "  recording cost: {:.3} s of CPU on the recorder thread = {:.2} % of one core",
+            end.recorder.cpu_ns as f64 / 1e9,
+            100.0 * end.recorder.cpu_ns as f64 / wall.as_nanos() as f64
+        );
+    }
+    Ok(())
+}

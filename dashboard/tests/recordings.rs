@@ -1,0 +1,278 @@
+//! soak, report, import and export, as a user runs them.
+
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+fn flatline(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_flatline"))
+        .args(args)
+        .output()
+        .expect("the flatline binary runs")
+}
+
+fn ok(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout.clone()).unwrap()
+}
+
+fn report(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&ok(&flatline(&[
+        "report",
+        path.to_str().unwrap(),
+        "--format",
+        "json",
+    ])))
+    .unwrap()
+}
+
+fn fails(out: &Output, needle: &str) {
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "stdout: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(needle), "{needle:?} not in {err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+}
+
+#[test]
+fn a_soak_writes_a_recording_and_prints_its_receipt() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("soak.flr");
+    let o = out.to_str().unwrap();
+    let text = ok(&flatline(&[
+        "soak",
+        "--seconds",
+        "1.5",
+        "--workload",
+        "idle",
+        "--hz",
+        "50",
+        "--out",
+        o,
+    ]));
+    assert!(
+        text.contains("digest sha256:") && text.contains("mem.rss"),
+        "{text}"
+    );
+    assert!(text.contains("per hour at 50 Hz"), "{text}");
+    let v = report(&out);
+    let r = &v["recording"];
+    assert_eq!(r["format_version"], 1);
+    assert_eq!(r["truncated"], false);
+    assert_eq!(r["end"], "completed");
+    assert_eq!(r["digest"].as_str().unwrap().len(), 64);
+    let samples = r["samples"].as_u64().unwrap();
+    // 75 in the timed 1.5 s, plus the ticks while the recording is set up and finished.
+    assert!(
+        (60..=110).contains(&samples),
+        "{samples} samples in 1.5 s at 50 Hz"
+    );
+    assert!((r["duration_s"].as_f64().unwrap() - 1.5).abs() < 0.6, "{r}");
+    let rss = &v["channels"]["mem.rss"];
+    assert_eq!(rss["unit"], "bytes");
+    assert_eq!(rss["samples"].as_u64(), Some(samples));
+    assert!(rss["min"].as_f64().unwrap() > 1e6 && rss["max"].as_f64() >= rss["min"].as_f64());
+    assert!(v["host"]["cores"].as_u64().unwrap() >= 1);
+    assert!(v["unavailable"].is_object());
+
+    // Never a silent overwrite; --force overwrites.
+    fails(
+        &flatline(&["soak", "--seconds", "1", "--out", o]),
+        "already exists",
+    );
+    ok(&flatline(&[
+        "soak",
+        "--seconds",
+        "0.5",
+        "--workload",
+        "idle",
+        "--out",
+        o,
+        "--force",
+    ]));
+    let missing = dir.path().join("nope/soak.flr");
+    fails(
+        &flatline(&["soak", "--seconds", "1", "--out", missing.to_str().unwrap()]),
+        "does not exist",
+    );
+}
+
+#[test]
+fn paced_ingest_records_steps_and_tokens() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("paced.flr");
+    ok(&flatline(&[
+        "soak",
+        "--seconds",
+        "1",
+        "--workload",
+        "ingest",
+        "--step-ms",
+        "100",
+        "--hz",
+        "50",
+        "--out",
+        out.to_str().unwrap(),
+    ]));
+    let v = report(&out);
+    let steps = v["channels"]["work.steps"]["last"].as_f64().unwrap();
+    assert!(
+        (7.0..=11.0).contains(&steps),
+        "{steps} steps of 100 ms in 1 s"
+    );
+    assert_eq!(
+        v["channels"]["work.tokens"]["last"].as_f64().unwrap(),
+        steps * 64.0 * 256.0
+    );
+    assert!(
+        v["recording"]["events"].as_u64().unwrap() >= 8,
+        "a step event per step, and the phase"
+    );
+}
+
+#[test]
+fn a_killed_soak_keeps_all_but_the_last_second() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("killed.flr");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_flatline"))
+        .args([
+            "soak",
+            "--seconds",
+            "60",
+            "--workload",
+            "idle",
+            "--hz",
+            "100",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while !out.exists() && t0.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_secs(3));
+    child.kill().unwrap(); // SIGKILL: no chance to write a footer
+    let killed_ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as f64;
+    child.wait().unwrap();
+
+    let o = flatline(&["report", out.to_str().unwrap(), "--format", "json"]);
+    assert!(o.status.success(), "a truncated recording still reports");
+    assert!(String::from_utf8_lossy(&o.stderr).contains("truncated"));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let r = &v["recording"];
+    assert_eq!(r["truncated"], true);
+    let started = r["started_unix_ms"].as_f64().unwrap();
+    let kept_until = started + r["duration_s"].as_f64().unwrap() * 1e3;
+    let lost_ms = killed_ms - kept_until;
+    assert!(lost_ms <= 1000.0, "lost the last {lost_ms:.0} ms");
+    assert!(r["samples"].as_u64().unwrap() >= 150, "{r}");
+}
+
+#[test]
+fn bad_recordings_are_one_line_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let junk = dir.path().join("junk.flr");
+    std::fs::write(&junk, b"this is not a recording at all").unwrap();
+    fails(
+        &flatline(&["report", junk.to_str().unwrap()]),
+        "not a flatline recording",
+    );
+    fails(&flatline(&["report", "/nonexistent/x.flr"]), "No such file");
+    let empty = dir.path().join("empty.flr");
+    std::fs::write(&empty, b"").unwrap();
+    fails(
+        &flatline(&["report", empty.to_str().unwrap()]),
+        "not a flatline recording",
+    );
+}
+
+#[test]
+fn a_step_log_imports_reports_and_exports() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/step_log.csv");
+    let out = dir.path().join("log.flr");
+    let o = flatline(&[
+        "import",
+        csv.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let text = ok(&o);
+    assert!(text.contains("imported 20 rows of 11 channels"), "{text}");
+    assert!(String::from_utf8_lossy(&o.stderr).contains("fnv1a_hash is text"));
+    let v = report(&out);
+    assert_eq!(v["recording"]["source"], "import");
+    let rss = &v["channels"]["log.vm_rss_mb"];
+    assert_eq!(rss["unit"], "mebibytes");
+    assert_eq!(rss["first"], 1296.2);
+    assert!((v["recording"]["duration_s"].as_f64().unwrap() - 3.0).abs() < 0.5);
+
+    let back = dir.path().join("back.csv");
+    let text = ok(&flatline(&[
+        "export",
+        out.to_str().unwrap(),
+        "--csv",
+        back.to_str().unwrap(),
+    ]));
+    assert!(text.contains("wrote 20 rows"), "{text}");
+    let exported = std::fs::read_to_string(&back).unwrap();
+    assert!(exported.starts_with("t_s,log.step,log.loss,"), "{exported}");
+    assert!(
+        exported
+            .lines()
+            .nth(1)
+            .unwrap()
+            .starts_with("0.000000,0,2.8973,52.28,")
+    );
+    fails(
+        &flatline(&[
+            "export",
+            out.to_str().unwrap(),
+            "--csv",
+            back.to_str().unwrap(),
+        ]),
+        "already exists",
+    );
+
+    let ragged = dir.path().join("ragged.csv");
+    std::fs::write(&ragged, "step,loss\n0,1.0\n1\n").unwrap();
+    let o = flatline(&[
+        "import",
+        ragged.to_str().unwrap(),
+        "--out",
+        dir.path().join("r.flr").to_str().unwrap(),
+    ]);
+    fails(&o, "line 3");
+}
+
+#[test]
+fn bench_telemetry_goes_into_a_recording() {
+    let o = ok(&flatline(&[
+        "bench",
+        "ops1b",
+        "--ops",
+        "200000000",
+        "--telemetry-hz",
+        "100",
+        "--json",
+    ]));
+    let v: serde_json::Value = serde_json::from_str(&o).unwrap();
+    let t = &v["telemetry"];
+    assert!(t["recording_bytes"].as_u64().unwrap() > 1000, "{t}");
+    assert!(t["samples"].as_u64().unwrap() >= 20, "{t}");
+}

@@ -1,0 +1,270 @@
+//! Runs the built-in workloads in time slices, for soaks and the live view.
+//!
+//! Everything is built in [`Driver::new`]; [`Driver::run_slice`] then works
+//! for a given time without touching the heap, publishing progress through a
+//! [`WorkProgress`] as it goes.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::ingest::{BatchArena, Corpus, IngestError, OffsetSampler};
+use super::ops1b::Ring;
+use crate::telemetry::work::WorkProgress;
+
+/// Which workload a run drives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Workload {
+    /// The ring arena, in rounds of a million operations.
+    Ops1b,
+    /// Batch ingestion, batch after batch (or one batch per step when paced).
+    Ingest,
+    /// Both, alternating; when paced, ops1b fills the time between steps.
+    Both,
+    /// Nothing: the telemetry of an idle process, as a baseline.
+    Idle,
+}
+
+impl Workload {
+    pub fn name(self) -> &'static str {
+        match self {
+            Workload::Ops1b => "ops1b",
+            Workload::Ingest => "ingest",
+            Workload::Both => "both",
+            Workload::Idle => "idle",
+        }
+    }
+}
+
+/// Settings of a [`Driver`].
+#[derive(Debug, Clone)]
+pub struct DriverConfig {
+    pub workload: Workload,
+    /// Pace ingest like a training loop: one batch per step of this length.
+    pub step: Option<Duration>,
+    pub batch: usize,
+    pub block: usize,
+    pub corpus_tokens: usize,
+    pub seed: u64,
+}
+
+impl Default for DriverConfig {
+    fn default() -> Self {
+        Self {
+            workload: Workload::Both,
+            step: None,
+            batch: 64,
+            block: 256,
+            corpus_tokens: super::ingest::DEFAULT_CORPUS_TOKENS,
+            seed: 1337,
+        }
+    }
+}
+
+/// Operations per ops1b round (about 2.5 ms on the build machine).
+const ROUND: u64 = 1 << 20;
+
+struct Ingest {
+    corpus: Corpus,
+    arena: BatchArena,
+    sampler: OffsetSampler,
+    offsets: Vec<u64>,
+}
+
+/// The built-in workloads, ready to run.
+pub struct Driver {
+    cfg: DriverConfig,
+    ring: Option<Ring>,
+    ingest: Option<Ingest>,
+    progress: Arc<WorkProgress>,
+    next_step: Option<Instant>,
+    steps: u64,
+    tokens: u64,
+}
+
+impl std::fmt::Debug for Driver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Driver")
+            .field("cfg", &self.cfg)
+            .field("steps", &self.steps)
+            .finish()
+    }
+}
+
+impl Driver {
+    /// Builds what the workload needs (the ring, the corpus and batch arena).
+    pub fn new(cfg: DriverConfig, progress: Arc<WorkProgress>) -> Result<Self, IngestError> {
+        let wants_ring = matches!(cfg.workload, Workload::Ops1b | Workload::Both);
+        let wants_ingest = matches!(cfg.workload, Workload::Ingest | Workload::Both);
+        let ring = if wants_ring { Some(Ring::new()?) } else { None };
+        let ingest = if wants_ingest {
+            let corpus = Corpus::generate(cfg.corpus_tokens, cfg.seed.wrapping_add(1));
+            Some(Ingest {
+                sampler: OffsetSampler::new(corpus.len(), cfg.block, cfg.seed)?,
+                arena: BatchArena::new(cfg.batch, cfg.block)?,
+                offsets: vec![0; cfg.batch],
+                corpus,
+            })
+        } else {
+            None
+        };
+        Ok(Self {
+            cfg,
+            ring,
+            ingest,
+            progress,
+            next_step: None,
+            steps: 0,
+            tokens: 0,
+        })
+    }
+
+    pub fn config(&self) -> &DriverConfig {
+        &self.cfg
+    }
+
+    /// Steps completed (paced ingest only).
+    pub fn steps(&self) -> u64 {
+        self.steps
+    }
+
+    fn batch(&mut self) -> Result<(), IngestError> {
+        let Some(ing) = self.ingest.as_mut() else {
+            return Ok(());
+        };
+        ing.sampler.draw(&mut ing.offsets);
+        let t0 = Instant::now();
+        ing.arena.fill(ing.corpus.tokens(), &ing.offsets)?;
+        std::hint::black_box(ing.arena.x());
+        self.progress.record_batch(t0.elapsed().as_nanos() as u64);
+        Ok(())
+    }
+
+    fn round(&mut self) {
+        if let Some(ring) = self.ring.as_mut() {
+            std::hint::black_box(ring.run_observed(ROUND, Some(&self.progress)));
+        }
+    }
+
+    /// Works for about `budget`; `on_step(step, tokens_so_far)` is called
+    /// after each paced step. Allocates nothing.
+    pub fn run_slice(
+        &mut self,
+        budget: Duration,
+        on_step: &mut dyn FnMut(u64, u64),
+    ) -> Result<(), IngestError> {
+        let end = Instant::now() + budget;
+        if let Some(step) = self.cfg.step.filter(|_| self.ingest.is_some()) {
+            let mut next = *self.next_step.get_or_insert_with(Instant::now);
+            loop {
+                let now = Instant::now();
+                if now >= next {
+                    self.batch()?;
+                    let tokens = (self.cfg.batch * self.cfg.block) as u64;
+                    self.steps += 1;
+                    self.tokens += tokens;
+                    self.progress.record_step(tokens);
+                    on_step(self.steps, self.tokens);
+                    next += step;
+                    if next < now {
+                        next = now + step; // fell behind: do not burst to catch up
+                    }
+                    self.next_step = Some(next);
+                    continue;
+                }
+                if now >= end {
+                    return Ok(());
+                }
+                // The rest of the step is the GPU's: idle, or ops1b for `both`.
+                if self.ring.is_some() {
+                    self.round();
+                } else {
+                    std::thread::sleep(next.min(end) - now);
+                }
+            }
+        }
+        match self.cfg.workload {
+            Workload::Idle => std::thread::sleep(budget),
+            Workload::Ops1b => {
+                while Instant::now() < end {
+                    self.round();
+                }
+            }
+            Workload::Ingest | Workload::Both => {
+                while Instant::now() < end {
+                    self.round();
+                    // About as long in ingest as the round took (~2.5 ms of batches).
+                    for _ in 0..256 {
+                        self.batch()?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::telemetry::alloc;
+
+    fn small(workload: Workload, step: Option<Duration>) -> DriverConfig {
+        DriverConfig {
+            workload,
+            step,
+            batch: 8,
+            block: 32,
+            corpus_tokens: 100_000,
+            seed: 1,
+        }
+    }
+
+    #[test]
+    fn slices_do_the_work_without_allocating() {
+        for w in [
+            Workload::Ops1b,
+            Workload::Ingest,
+            Workload::Both,
+            Workload::Idle,
+        ] {
+            let progress = WorkProgress::new();
+            let mut d = Driver::new(small(w, None), progress.clone()).unwrap();
+            let (r, n) = alloc::count_thread_allocs(|| {
+                d.run_slice(Duration::from_millis(30), &mut |_, _| {})
+            });
+            r.unwrap();
+            assert_eq!(n, Some(0), "{w:?}");
+            let ops = progress.ops() > 0;
+            let batches = progress.batches() > 0;
+            match w {
+                Workload::Ops1b => assert!(ops && !batches),
+                Workload::Ingest | Workload::Both => {
+                    assert!(ops == (w == Workload::Both) && batches)
+                }
+                Workload::Idle => assert!(!ops && !batches),
+            }
+        }
+    }
+
+    #[test]
+    fn paced_ingest_takes_one_batch_per_step() {
+        let progress = WorkProgress::new();
+        let mut d = Driver::new(
+            small(Workload::Ingest, Some(Duration::from_millis(10))),
+            progress.clone(),
+        )
+        .unwrap();
+        let mut seen = Vec::new();
+        d.run_slice(Duration::from_millis(105), &mut |s, t| seen.push((s, t)))
+            .unwrap();
+        // Steps at 0, 10, …, 100 ms: 11, give or take scheduling.
+        assert!((6..=12).contains(&seen.len()), "{} steps", seen.len());
+        assert_eq!(seen[0], (1, 256));
+        assert_eq!(progress.batches(), seen.len() as u64);
+        assert_eq!(
+            (progress.steps(), progress.tokens()),
+            (seen.len() as u64, 256 * seen.len() as u64)
+        );
+    }
+}
