@@ -91,6 +91,7 @@ fn with_telemetry<R>(
         config,
         &path,
         false,
+        false,
     )?;
     let out = run();
     let channels = session.schema.len();

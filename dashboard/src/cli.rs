@@ -64,6 +64,10 @@ pub struct SoakArgs {
     /// Overwrite FILE if it exists.
     #[arg(long)]
     pub force: bool,
+    /// Record "redacted" instead of this machine's host name (for recordings
+    /// you will share).
+    #[arg(long)]
+    pub redact_host: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -32,6 +32,7 @@ impl Session {
         config: BTreeMap<String, String>,
         out: &Path,
         force: bool,
+        redact_host: bool,
     ) -> Result<Self> {
         let tel = telemetry::start(cfg).context("starting telemetry")?;
         let header = Header {
@@ -43,7 +44,11 @@ impl Session {
             source: source.into(),
             command_line: std::env::args().collect(),
             config,
-            host: HostFacts::collect(tel.gpu.clone()),
+            host: if redact_host {
+                HostFacts::collect(tel.gpu.clone()).redacted()
+            } else {
+                HostFacts::collect(tel.gpu.clone())
+            },
             schema: tel.schema.clone(),
             unavailable: tel.unavailable.clone(),
             notes: Vec::new(),

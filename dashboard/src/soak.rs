@@ -93,6 +93,7 @@ pub fn run(args: &SoakArgs) -> Result<()> {
         config,
         &out,
         args.force,
+        args.redact_host,
     )?;
     let stop = interrupt_flag()?;
     session.event(EventKind::Phase(workload.name().into()));

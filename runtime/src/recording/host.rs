@@ -40,17 +40,20 @@ impl HostFacts {
         };
         Self {
             hostname: unknown(System::host_name()),
-            os: format!(
-                "{} ({})",
-                std::env::consts::OS,
-                unknown(System::long_os_version())
-            ),
+            os: System::long_os_version().unwrap_or_else(|_| std::env::consts::OS.into()),
             kernel: unknown(System::kernel_version()),
             cpu_model,
             cores: std::thread::available_parallelism().map_or(0, |n| n.get() as u32),
             mem_total_bytes,
             gpu,
         }
+    }
+
+    /// The same facts without the machine's name, for recordings that will be
+    /// shared.
+    pub fn redacted(mut self) -> Self {
+        self.hostname = "redacted".into();
+        self
     }
 
     /// One line for captions and receipts.
