@@ -14,7 +14,7 @@ use flatline_runtime::workload::ingest::{
 use flatline_runtime::workload::ops1b::{self, RING_SLOTS};
 use serde::Serialize;
 
-use crate::cli::{BenchCommand, IngestArgs, Ops1bArgs};
+use crate::cli::{AnalysisBenchArgs, BenchCommand, IngestArgs, Ops1bArgs};
 use crate::fmt::{nanos, thousands};
 use crate::session::Session;
 
@@ -28,6 +28,7 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
     match cmd {
         BenchCommand::Ops1b(args) => run_ops1b(&args),
         BenchCommand::Ingest(args) => run_ingest(&args),
+        BenchCommand::Analysis(args) => run_analysis(&args),
     }
 }
 
@@ -267,4 +268,64 @@ fn allocs(n: Option<f64>) -> String {
         Some(n) => format!("{n:.2}"),
         None => "not counted".into(),
     }
+}
+
+/// Times `analysis::analyze` on one synthetic channel: a staircase of
+/// 256 KiB steps every 50 s with 4 KiB of noise, sampled at 100 Hz.
+fn run_analysis(args: &AnalysisBenchArgs) -> Result<()> {
+    use flatline_runtime::analysis::{Context, analyze};
+    use flatline_runtime::workload::SplitMix64;
+    let mut rng = SplitMix64::new(42);
+    let t: Vec<f64> = (0..args.points).map(|i| i as f64 / 100.0).collect();
+    let v: Vec<f64> = (0..args.points)
+        .map(|i| {
+            let noise = (rng.below(8193) as f64 - 4096.0).round();
+            1.3e9 + 262_144.0 * (i / 5000) as f64 + noise
+        })
+        .collect();
+    let mut times = Vec::with_capacity(args.runs);
+    let mut last = None;
+    for _ in 0..args.runs {
+        let t0 = std::time::Instant::now();
+        let a = analyze(&t, &v, &Context::default());
+        times.push(t0.elapsed().as_nanos() as u64);
+        last = Some(a);
+    }
+    times.sort_unstable();
+    let median_ns = times[times.len() / 2];
+    let a = last.expect("at least one run");
+    if args.json {
+        let v = serde_json::json!({
+            "workload": "analysis",
+            "points": args.points,
+            "runs": args.runs,
+            "median_ns": median_ns,
+            "min_ns": times[0],
+            "max_ns": times[times.len() - 1],
+            "verdict": a.verdict,
+            "jumps": a.jumps,
+            "quantum": a.quantum,
+        });
+        println!("{v}");
+        return Ok(());
+    }
+    println!(
+        "analysis  one channel of {} points ({:.1} h at 100 Hz), {} runs",
+        thousands(args.points as u64),
+        args.points as f64 / 360_000.0,
+        args.runs
+    );
+    println!(
+        "  median {}   min {}   max {}",
+        nanos(median_ns),
+        nanos(times[0]),
+        nanos(times[times.len() - 1])
+    );
+    println!(
+        "  verdict {} with {} jumps of {}",
+        a.verdict.as_str(),
+        a.jumps,
+        a.quantum.map_or("–".into(), |q| format!("{q:.0} bytes"))
+    );
+    Ok(())
 }

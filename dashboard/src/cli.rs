@@ -73,6 +73,7 @@ pub struct SoakArgs {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ReportFormat {
     Text,
+    Md,
     Json,
 }
 
@@ -82,6 +83,9 @@ pub struct ReportArgs {
     pub file: PathBuf,
     #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
     pub format: ReportFormat,
+    /// Seconds at the start left out of the analysis (default: the first 10 %).
+    #[arg(long, value_name = "S", value_parser = non_negative)]
+    pub warmup_s: Option<f64>,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -115,6 +119,21 @@ pub enum BenchCommand {
     /// nanoGPT-style batch token ingestion: the zero-allocation arena beside an
     /// allocating per-sample loader.
     Ingest(IngestArgs),
+    /// Drift analysis of one synthetic channel (a noisy staircase at 100 Hz).
+    Analysis(AnalysisBenchArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct AnalysisBenchArgs {
+    /// Points in the channel (360,000: one hour at 100 Hz).
+    #[arg(long, default_value_t = 360_000, value_parser = positive)]
+    pub points: usize,
+    /// Timed runs; the median is reported.
+    #[arg(long, default_value_t = 9, value_parser = positive)]
+    pub runs: usize,
+    /// Print one JSON object instead of the table.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -169,6 +188,14 @@ fn seconds(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(v) if v > 0.0 && v.is_finite() => Ok(v),
         Ok(_) => Err("must be a positive number".into()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+fn non_negative(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v >= 0.0 && v.is_finite() => Ok(v),
+        Ok(_) => Err("must be zero or more".into()),
         Err(e) => Err(e.to_string()),
     }
 }
@@ -260,6 +287,7 @@ mod tests {
             &["flatline", "soak", "--seconds", "5", "--step-ms", "-1"],
             &["flatline", "report"],
             &["flatline", "report", "x.flr", "--format", "pdf"],
+            &["flatline", "report", "x.flr", "--warmup-s", "-5"],
             &["flatline", "import", "a.csv"],
             &["flatline", "export", "a.flr"],
             &["flatline", "--frobnicate"],

@@ -29,6 +29,23 @@ pub fn nanos(ns: u64) -> String {
     }
 }
 
+/// A span of seconds in the largest unit that keeps it readable.
+pub fn duration(s: f64) -> String {
+    if !s.is_finite() {
+        return "–".into();
+    }
+    let a = s.abs();
+    if a >= 2.0 * 86_400.0 {
+        format!("{:.1} d", s / 86_400.0)
+    } else if a >= 2.0 * 3600.0 {
+        format!("{:.1} h", s / 3600.0)
+    } else if a >= 120.0 {
+        format!("{:.1} min", s / 60.0)
+    } else {
+        format!("{s:.1} s")
+    }
+}
+
 /// A byte count in MiB or GiB (binary units, named), or plain bytes when small.
 pub fn bytes(b: f64) -> String {
     let a = b.abs();
@@ -50,7 +67,7 @@ pub fn value(v: f64, unit: Unit) -> String {
     }
     match unit {
         Unit::Bytes => bytes(v),
-        Unit::Mebibytes => format!("{v:.2} MiB"),
+        Unit::Mebibytes => bytes(v * 1_048_576.0),
         Unit::Nanoseconds if v >= 0.0 => nanos(v.round() as u64),
         Unit::Microseconds if v >= 0.0 => nanos((v * 1e3).round() as u64),
         Unit::Milliseconds if v >= 0.0 => nanos((v * 1e6).round() as u64),
@@ -87,10 +104,19 @@ mod tests {
     use super::*;
 
     #[test]
+    fn durations_pick_a_unit() {
+        assert_eq!(duration(45.0), "45.0 s");
+        assert_eq!(duration(600.0), "10.0 min");
+        assert_eq!(duration(3.0 * 86_400.0), "3.0 d");
+        assert_eq!(duration(f64::INFINITY), "–");
+    }
+
+    #[test]
     fn values_carry_their_unit() {
         assert_eq!(value(1_359_151_104.0, Unit::Bytes), "1.27 GiB");
         assert_eq!(value(4_300_800.0, Unit::Bytes), "4.10 MiB");
-        assert_eq!(value(204.27, Unit::Mebibytes), "204.27 MiB");
+        assert_eq!(value(204.25, Unit::Mebibytes), "204.25 MiB");
+        assert_eq!(value(0.00033, Unit::Mebibytes), "346 B");
         assert_eq!(value(52.28, Unit::Microseconds), "52.28 µs");
         assert_eq!(value(123_456.0, Unit::Count), "123,456");
         assert_eq!(value(f64::NAN, Unit::Bytes), "–");

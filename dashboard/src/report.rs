@@ -1,13 +1,16 @@
-//! `flatline report`: what a recording holds, as text or JSON.
+//! `flatline report`: the receipt of a recording, as text, Markdown or JSON.
 
+use std::fmt::Write as _;
 use std::path::Path;
 
-use anyhow::{Context, Result};
+use anyhow::{Context as _, Result};
+use flatline_runtime::analysis::{self, ChannelAnalysis, Context, Verdict};
 use flatline_runtime::recording::{Recording, TailProblemKind};
+use flatline_runtime::telemetry::{ChannelSpec, Unit};
 use serde_json::{Map, Value, json};
 
 use crate::cli::{ReportArgs, ReportFormat};
-use crate::fmt::{bytes, value};
+use crate::fmt::{bytes, duration, value};
 
 /// First, last, min and max of the readings of one channel (NaN skipped).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -41,26 +44,107 @@ pub fn channel_stats(col: &[f64]) -> ChannelStats {
     st
 }
 
+/// One channel of a receipt.
+pub struct Row<'a> {
+    pub spec: &'a ChannelSpec,
+    pub stats: ChannelStats,
+    pub analysis: ChannelAnalysis,
+}
+
+/// The ceiling a channel cannot pass, where the recording knows it.
+fn limit_of(rec: &Recording, name: &str, unit: Unit) -> Option<f64> {
+    if unit == Unit::Bytes && name.starts_with("mem.") && rec.header.host.mem_total_bytes > 0 {
+        return Some(rec.header.host.mem_total_bytes as f64);
+    }
+    let gpu = name.strip_prefix("gpu")?;
+    let (index, what) = gpu.split_once('.')?;
+    if what == "used" || what == "proc_used" {
+        let total = rec.channel(&format!("gpu{index}.total"))?;
+        return total.iter().rev().copied().find(|v| !v.is_nan());
+    }
+    None
+}
+
+/// Analyses every channel of a recording.
+pub fn analyse(rec: &Recording, warmup_s: Option<f64>) -> Vec<Row<'_>> {
+    let t: Vec<f64> = rec.t_ns.iter().map(|&t| t as f64 / 1e9).collect();
+    let steps = rec
+        .channel("work.steps")
+        .or_else(|| rec.channel("log.step"));
+    let tokens = rec
+        .channel("work.tokens")
+        .or_else(|| rec.channel("log.tokens"));
+    // An axis that never moves is no axis.
+    fn moving(c: Option<&[f64]>) -> Option<&[f64]> {
+        c.filter(|c| {
+            let s = channel_stats(c);
+            s.samples > 0 && s.max > s.min
+        })
+    }
+    let (steps, tokens) = (moving(steps), moving(tokens));
+    rec.header
+        .schema
+        .channels
+        .iter()
+        .zip(&rec.columns)
+        .map(|(spec, col)| {
+            let ctx = Context {
+                warmup_s,
+                steps,
+                tokens,
+                limit: limit_of(rec, &spec.name, spec.unit),
+            };
+            Row {
+                spec,
+                stats: channel_stats(col),
+                analysis: analysis::analyze(&t, col, &ctx),
+            }
+        })
+        .collect()
+}
+
 fn num(v: f64) -> Value {
     if v.is_finite() { json!(v) } else { Value::Null }
 }
 
-/// The JSON receipt of issue #4's contract.
-pub fn json_report(rec: &Recording) -> Value {
+fn opt(v: Option<f64>) -> Value {
+    v.map_or(Value::Null, num)
+}
+
+/// The JSON receipt.
+pub fn json_report(rec: &Recording, rows: &[Row<'_>]) -> Value {
     let h = &rec.header;
     let mut channels = Map::new();
-    for (spec, col) in h.schema.channels.iter().zip(&rec.columns) {
-        let st = channel_stats(col);
+    for r in rows {
+        let (st, a) = (&r.stats, &r.analysis);
         channels.insert(
-            spec.name.clone(),
+            r.spec.name.clone(),
             json!({
-                "unit": spec.unit,
-                "group": spec.group,
+                "unit": r.spec.unit,
+                "group": r.spec.group,
                 "samples": st.samples,
                 "first": num(st.first),
                 "last": num(st.last),
                 "min": num(st.min),
                 "max": num(st.max),
+                "verdict": a.verdict,
+                "confidence": num(a.confidence),
+                "baseline": num(a.baseline),
+                "final": num(a.final_value),
+                "drift": num(a.drift),
+                "drift_per_step": opt(a.drift_per_step),
+                "drift_per_token": opt(a.drift_per_token),
+                "slope_per_s": num(a.slope_per_s),
+                "slope_per_step": opt(a.slope_per_step),
+                "noise": num(a.noise),
+                "jumps": a.jumps,
+                "quantum": opt(a.quantum),
+                "longest_flat_s": num(a.longest_flat_s),
+                "projection_24h": num(a.projection_24h),
+                "limit": opt(a.limit),
+                "time_to_limit_s": opt(a.time_to_limit_s),
+                "warmup_s": num(a.warmup_s),
+                "analysed_points": a.points,
             }),
         );
     }
@@ -94,30 +178,92 @@ pub fn json_report(rec: &Recording) -> Value {
     })
 }
 
-/// The terminal receipt.
-pub fn text_report(rec: &Recording) -> String {
-    use std::fmt::Write as _;
-    let h = &rec.header;
-    let mut s = String::new();
-    let _ = writeln!(s, "recording  {}", rec.path.display());
-    let end = match (&rec.footer, &rec.tail) {
+fn started(rec: &Recording) -> String {
+    humantime::format_rfc3339_seconds(
+        std::time::UNIX_EPOCH + std::time::Duration::from_millis(rec.header.started_unix_ms),
+    )
+    .to_string()
+}
+
+fn ending(rec: &Recording) -> String {
+    match (&rec.footer, &rec.tail) {
         (_, Some(t)) => format!("{t}"),
         (Some(f), None) => format!("ended: {}", f.end),
         (None, None) => "no footer".into(),
+    }
+}
+
+/// Steps and tokens over the run, where the recording has them.
+fn training_axes(rec: &Recording) -> Option<String> {
+    let last = |name: &str| {
+        rec.channel(name)
+            .map(channel_stats)
+            .map(|s| s.max)
+            .filter(|v| v.is_finite())
     };
+    let steps = last("work.steps").or_else(|| last("log.step"));
+    let tokens = last("work.tokens").or_else(|| last("log.tokens"));
+    match (steps, tokens) {
+        (None, None) => None,
+        (s, t) => Some(format!(
+            "{} steps{}",
+            s.map_or("?".into(), |s| crate::fmt::thousands(s as u64)),
+            t.map_or(String::new(), |t| format!(
+                ", {} tokens",
+                crate::fmt::thousands(t as u64)
+            ))
+        )),
+    }
+}
+
+/// `+1.25 MiB` / `-3` / `0`: a change, signed, in the channel's unit.
+fn change(v: f64, unit: Unit) -> String {
+    if v.is_nan() {
+        return "–".into();
+    }
+    if v == 0.0 {
+        return "0".into();
+    }
+    let s = value(v.abs(), unit);
+    if v > 0.0 {
+        format!("+{s}")
+    } else {
+        format!("-{s}")
+    }
+}
+
+fn jumps_cell(a: &ChannelAnalysis, unit: Unit) -> String {
+    match (a.jumps, a.quantum) {
+        (0, _) => "0".into(),
+        (n, Some(q)) => format!("{n} × {}", value(q, unit)),
+        (n, None) => n.to_string(),
+    }
+}
+
+fn eta(a: &ChannelAnalysis) -> String {
+    match a.time_to_limit_s {
+        Some(s) => duration(s),
+        None => "–".into(),
+    }
+}
+
+/// The terminal receipt.
+pub fn text_report(rec: &Recording, rows: &[Row<'_>]) -> String {
+    let h = &rec.header;
+    let mut s = String::new();
+    let _ = writeln!(s, "recording  {}", rec.path.display());
     let _ = writeln!(
         s,
-        "  {} from {}, flatline {}, format v{}; {:.1} s, {} samples, {} events, {}; {end}",
+        "  {} from {}, flatline {}, format v{}; {:.1} s, {} samples, {} events, {}; {}",
         h.source,
-        humantime::format_rfc3339_seconds(
-            std::time::UNIX_EPOCH + std::time::Duration::from_millis(h.started_unix_ms)
-        ),
+        started(rec),
         h.tool_version,
         h.format_version,
         rec.duration_s(),
         rec.len(),
         rec.events.len(),
         bytes(rec.bytes as f64),
+        ending(rec)
     );
     let _ = writeln!(s, "  digest sha256:{}", rec.digest);
     if h.host != Default::default() {
@@ -127,30 +273,145 @@ pub fn text_report(rec: &Recording) -> String {
         let cfg: Vec<String> = h.config.iter().map(|(k, v)| format!("{k}={v}")).collect();
         let _ = writeln!(s, "  config {}", cfg.join(" "));
     }
+    if let Some(axes) = training_axes(rec) {
+        let _ = writeln!(s, "  training {axes}");
+    }
     for n in &h.notes {
         let _ = writeln!(s, "  note: {n}");
     }
+    let warm = rows.first().map_or(0.0, |r| r.analysis.warmup_s);
+    let _ = writeln!(s, "  analysis after a warm-up of {warm:.1} s");
     let _ = writeln!(
         s,
-        "\n  {:<26}{:>8}{:>16}{:>16}{:>16}{:>16}",
-        "channel", "samples", "first", "last", "min", "max"
+        "\n  {:<26}{:>11} {:>14}{:>14}{:>14}{:>16}{:>18}{:>16}{:>12}",
+        "channel",
+        "verdict",
+        "baseline",
+        "final",
+        "drift",
+        "slope/s",
+        "jumps × quantum",
+        "24 h",
+        "to limit"
     );
-    for (spec, col) in h.schema.channels.iter().zip(&rec.columns) {
-        let st = channel_stats(col);
-        let f = |v| value(v, spec.unit);
+    for r in rows {
+        let (a, u) = (&r.analysis, r.spec.unit);
         let _ = writeln!(
             s,
-            "  {:<26}{:>8}{:>16}{:>16}{:>16}{:>16}",
-            spec.name,
-            st.samples,
-            f(st.first),
-            f(st.last),
-            f(st.min),
-            f(st.max)
+            "  {:<26}{:>11} {:>14}{:>14}{:>14}{:>16}{:>18}{:>16}{:>12}",
+            r.spec.name,
+            a.verdict.as_str(),
+            value(a.baseline, u),
+            value(a.final_value, u),
+            change(a.drift, u),
+            change(a.slope_per_s, u),
+            jumps_cell(a, u),
+            change(a.projection_24h, u),
+            eta(a),
         );
     }
     for u in &h.unavailable {
         let _ = writeln!(s, "  unavailable: {}: {}", u.probe, u.reason);
+    }
+    s
+}
+
+/// The Markdown receipt, for an RFC or an issue.
+pub fn md_report(rec: &Recording, rows: &[Row<'_>]) -> String {
+    let h = &rec.header;
+    let mut s = String::new();
+    let name = rec.path.file_name().map_or_else(
+        || rec.path.display().to_string(),
+        |n| n.to_string_lossy().into(),
+    );
+    let _ = writeln!(s, "# Drift receipt: `{name}`\n");
+    let _ = writeln!(s, "| | |\n|---|---|");
+    let _ = writeln!(
+        s,
+        "| recording | `{}` ({}, format v{}) |",
+        rec.path.display(),
+        bytes(rec.bytes as f64),
+        h.format_version
+    );
+    let _ = writeln!(s, "| digest | `sha256:{}` |", rec.digest);
+    let _ = writeln!(
+        s,
+        "| source | {} with flatline {} |",
+        h.source, h.tool_version
+    );
+    let _ = writeln!(s, "| started | {} |", started(rec));
+    let _ = writeln!(
+        s,
+        "| duration | {:.1} s, {} samples, {} events |",
+        rec.duration_s(),
+        rec.len(),
+        rec.events.len()
+    );
+    let _ = writeln!(s, "| end | {} |", ending(rec));
+    if let Some(axes) = training_axes(rec) {
+        let _ = writeln!(s, "| training | {axes} |");
+    }
+    if h.host != Default::default() {
+        let _ = writeln!(s, "| host | {} |", h.host.summary());
+    }
+    if !h.config.is_empty() {
+        let cfg: Vec<String> = h.config.iter().map(|(k, v)| format!("`{k}={v}`")).collect();
+        let _ = writeln!(s, "| configuration | {} |", cfg.join(" "));
+    }
+    if !h.command_line.is_empty() {
+        let _ = writeln!(s, "| command | `{}` |", h.command_line.join(" "));
+    }
+    let warm = rows.first().map_or(0.0, |r| r.analysis.warmup_s);
+    let _ = writeln!(
+        s,
+        "\nAnalysis after a warm-up of {warm:.1} s. Verdicts: `flat` (within 1 % of its level, no trend), `staircase` (discrete jumps with flat runs between), `linear` (steady growth), `noisy` (varying without trend). Every trend is projected to 24 hours, staircases included.\n"
+    );
+    let _ = writeln!(
+        s,
+        "| channel | verdict | baseline | final | drift | drift/step | slope/s | jumps × quantum | longest flat | 24 h projection | time to limit |"
+    );
+    let _ = writeln!(s, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for r in rows {
+        let (a, u) = (&r.analysis, r.spec.unit);
+        let per_step = a.drift_per_step.map_or("–".into(), |d| change(d, u));
+        let _ = writeln!(
+            s,
+            "| `{}` | {} ({:.0} %) | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            r.spec.name,
+            a.verdict.as_str(),
+            a.confidence * 100.0,
+            value(a.baseline, u),
+            value(a.final_value, u),
+            change(a.drift, u),
+            per_step,
+            change(a.slope_per_s, u),
+            jumps_cell(a, u),
+            duration(a.longest_flat_s),
+            change(a.projection_24h, u),
+            eta(a),
+        );
+    }
+    if !h.unavailable.is_empty() {
+        let _ = writeln!(s, "\nUnavailable probes:\n");
+        for u in &h.unavailable {
+            let _ = writeln!(s, "- `{}`: {}", u.probe, u.reason);
+        }
+    }
+    for n in &h.notes {
+        let _ = writeln!(s, "\nNote: {n}");
+    }
+    let growing: Vec<&str> = rows
+        .iter()
+        .filter(|r| matches!(r.analysis.verdict, Verdict::Linear | Verdict::Staircase))
+        .filter(|r| matches!(r.spec.unit, Unit::Bytes | Unit::Mebibytes))
+        .map(|r| r.spec.name.as_str())
+        .collect();
+    if !growing.is_empty() {
+        let _ = writeln!(
+            s,
+            "\nMemory channels that grow (linear or staircase): {}.",
+            growing.join(", ")
+        );
     }
     s
 }
@@ -176,9 +437,14 @@ pub fn open(path: &Path) -> Result<Recording> {
 
 pub fn run(args: &ReportArgs) -> Result<()> {
     let rec = open(&args.file)?;
+    let rows = analyse(&rec, args.warmup_s);
     match args.format {
-        ReportFormat::Json => println!("{}", serde_json::to_string_pretty(&json_report(&rec))?),
-        ReportFormat::Text => print!("{}", text_report(&rec)),
+        ReportFormat::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&json_report(&rec, &rows))?
+        ),
+        ReportFormat::Md => print!("{}", md_report(&rec, &rows)),
+        ReportFormat::Text => print!("{}", text_report(&rec, &rows)),
     }
     Ok(())
 }
@@ -203,5 +469,12 @@ mod tests {
         let none = channel_stats(&[f64::NAN]);
         assert_eq!(none.samples, 0);
         assert!(none.first.is_nan());
+    }
+
+    #[test]
+    fn changes_are_signed_in_their_unit() {
+        assert_eq!(change(1.5 * 1048576.0, Unit::Bytes), "+1.50 MiB");
+        assert_eq!(change(-0.25, Unit::Mebibytes), "-256.0 KiB");
+        assert_eq!(change(0.0, Unit::Bytes), "0");
     }
 }

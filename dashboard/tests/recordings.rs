@@ -276,3 +276,66 @@ fn bench_telemetry_goes_into_a_recording() {
     assert!(t["recording_bytes"].as_u64().unwrap() > 1000, "{t}");
     assert!(t["samples"].as_u64().unwrap() >= 20, "{t}");
 }
+
+#[test]
+fn receipts_carry_the_analysis_in_every_format() {
+    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("../recordings/golden/v1.flr");
+    let g = golden.to_str().unwrap();
+    let md = ok(&flatline(&["report", g, "--format", "md"]));
+    assert!(md.starts_with("# Drift receipt: `v1.flr`"), "{md}");
+    assert!(md.contains("sha256:5c54b06eac4f42418ee5f37394ebdfea1791e3660bf9411281b8e16f8b9afe09"));
+    assert!(
+        md.contains("| `mem.rss` |") && md.contains("24 h projection"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| training | 15 steps, 245,760 tokens |"),
+        "{md}"
+    );
+
+    let v = report(&golden);
+    for (name, c) in v["channels"].as_object().unwrap() {
+        let verdict = c["verdict"].as_str().unwrap();
+        assert!(
+            ["flat", "staircase", "linear", "noisy", "insufficient"].contains(&verdict),
+            "{name}: {verdict}"
+        );
+        for key in [
+            "confidence",
+            "baseline",
+            "final",
+            "drift",
+            "slope_per_s",
+            "longest_flat_s",
+            "projection_24h",
+        ] {
+            assert!(c.get(key).is_some(), "{name} lacks {key}");
+        }
+        assert!(c["jumps"].is_u64(), "{name}");
+    }
+    assert_eq!(
+        v["channels"]["work.steps"]["verdict"], "linear",
+        "one step every 200 ms"
+    );
+    assert_eq!(v["channels"]["mem.swap"]["verdict"], "flat");
+    assert!(
+        v["channels"]["mem.rss"]["limit"].as_f64().unwrap() > 1e9,
+        "RAM is the limit"
+    );
+
+    let text = ok(&flatline(&["report", g]));
+    assert!(
+        text.contains("jumps × quantum") && text.contains("analysis after a warm-up of 0.3 s"),
+        "{text}"
+    );
+    let v: serde_json::Value = serde_json::from_str(&ok(&flatline(&[
+        "report",
+        g,
+        "--format",
+        "json",
+        "--warmup-s",
+        "1",
+    ])))
+    .unwrap();
+    assert_eq!(v["channels"]["mem.rss"]["warmup_s"], 1.0);
+}

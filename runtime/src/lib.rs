@@ -17,8 +17,10 @@
 //!   `/proc`, NVML, sysinfo) and streams it as [`telemetry::Sample`]s.
 //! * [`recording`] writes and reads crash-safe recordings of those samples,
 //!   and converts step-log CSVs.
+//! * [`analysis`] tells flat from staircase from leak, with a 24-hour projection.
 
 // The only opt-in to `unsafe` in the workspace (the workspace lints deny it).
+pub mod analysis;
 #[allow(unsafe_code)]
 pub mod arena;
 pub mod recording;

@@ -1,0 +1,263 @@
+use super::*;
+use crate::workload::SplitMix64;
+
+/// Approximately normal noise (sum of 12 uniforms), reproducible.
+struct Noise(SplitMix64);
+
+impl Noise {
+    fn new(seed: u64) -> Self {
+        Self(SplitMix64::new(seed))
+    }
+    fn next(&mut self, sigma: f64) -> f64 {
+        let s: f64 = (0..12)
+            .map(|_| (self.0.next_u64() >> 11) as f64 / (1u64 << 53) as f64)
+            .sum();
+        (s - 6.0) * sigma
+    }
+}
+
+/// `n` points at `hz`, values from `f(i, t)`.
+fn series(n: usize, hz: f64, mut f: impl FnMut(usize, f64) -> f64) -> (Vec<f64>, Vec<f64>) {
+    let t: Vec<f64> = (0..n).map(|i| i as f64 / hz).collect();
+    let v = t.iter().enumerate().map(|(i, &t)| f(i, t)).collect();
+    (t, v)
+}
+
+fn run(t: &[f64], v: &[f64]) -> ChannelAnalysis {
+    analyze(t, v, &Context::default())
+}
+
+#[test]
+fn flat_with_noise_is_flat() {
+    let mut noise = Noise::new(1);
+    let (t, v) = series(20_000, 100.0, |_, _| 1e9 + noise.next(1e5));
+    let a = run(&t, &v);
+    assert_eq!(a.verdict, Verdict::Flat, "{a:?}");
+    assert_eq!(a.jumps, 0);
+    assert!(a.drift.abs() < 1e5 && a.projection_24h.abs() < 1e8, "{a:?}");
+    // A noiseless constant too.
+    let (t, v) = series(1000, 10.0, |_, _| 42.0);
+    let a = run(&t, &v);
+    assert_eq!(
+        (a.verdict, a.drift, a.slope_per_s),
+        (Verdict::Flat, 0.0, 0.0)
+    );
+}
+
+#[test]
+fn steady_growth_is_linear_with_the_right_slope() {
+    let mut noise = Noise::new(2);
+    // 1 MiB/s on 1 GiB with 64 KiB of noise, 10 minutes at 10 Hz.
+    let (t, v) = series(6000, 10.0, |_, t| {
+        (1u64 << 30) as f64 + 1048576.0 * t + noise.next(65536.0)
+    });
+    let a = run(&t, &v);
+    assert_eq!(a.verdict, Verdict::Linear, "{a:?}");
+    assert!(
+        (a.slope_per_s / 1048576.0 - 1.0).abs() < 0.01,
+        "{}",
+        a.slope_per_s
+    );
+    assert!((a.projection_24h / (1048576.0 * 86400.0) - 1.0).abs() < 0.01);
+    assert!(a.confidence > 0.9, "{}", a.confidence);
+    // Noiseless page-by-page growth, every sample: linear, not a staircase.
+    let (t, v) = series(5000, 100.0, |i, _| 1e8 + 4096.0 * 3.0 * i as f64);
+    let a = run(&t, &v);
+    assert_eq!(a.verdict, Verdict::Linear, "{a:?}");
+    assert!((a.slope_per_s - 4096.0 * 3.0 * 100.0).abs() < 1.0);
+}
+
+#[test]
+fn staircases_of_several_quanta_and_spacings() {
+    let cases = [
+        // (quantum, samples between steps, noise sigma, base)
+        (4096.0, 50, 0.0, 1e9),
+        (262_144.0, 200, 0.0, 1.3e9),
+        (2_097_152.0, 1000, 1000.0, 4e9),
+        (0.25, 300, 0.0, 1296.2), // an imported _mb column: the seed's sub-arena steps
+        (1.0, 700, 0.01, 204.0),
+    ];
+    for (k, (q, every, sigma, base)) in cases.into_iter().enumerate() {
+        let mut noise = Noise::new(10 + k as u64);
+        // Steps of one or two quanta, the level never coming back down.
+        let (t, v) = series(10_000, 100.0, |i, _| {
+            let steps = i / every;
+            base + q * (steps + steps / 3) as f64 + noise.next(sigma)
+        });
+        let a = run(&t, &v);
+        assert_eq!(a.verdict, Verdict::Staircase, "case {k}: {a:?}");
+        let q_found = a.quantum.unwrap_or_else(|| panic!("case {k}: no quantum"));
+        assert!(
+            (q_found / q - 1.0).abs() < 0.05,
+            "case {k}: quantum {q_found} for {q}"
+        );
+        let expected_jumps = (9000..10_000).step_by(every).count(); // roughly: after warm-up
+        assert!(a.jumps >= expected_jumps, "case {k}: {} jumps", a.jumps);
+        assert!(
+            a.longest_flat_s >= (every as f64 / 100.0) * 0.9,
+            "case {k}: {}",
+            a.longest_flat_s
+        );
+        assert!(a.projection_24h > 0.0, "a staircase is growth too");
+    }
+}
+
+#[test]
+fn a_single_step_is_a_one_jump_staircase() {
+    let (t, v) = series(2000, 10.0, |i, _| if i < 1500 { 100.0 } else { 164.0 });
+    let a = run(&t, &v);
+    assert_eq!(a.verdict, Verdict::Staircase, "{a:?}");
+    assert_eq!((a.jumps, a.quantum), (1, Some(64.0)));
+    assert_eq!(
+        a.jump_list[0],
+        Jump {
+            t_s: 150.0,
+            size: 64.0
+        }
+    );
+    assert_eq!(a.drift, 64.0);
+    assert!(
+        (a.longest_flat_s - (150.0 - 20.0)).abs() < 0.2,
+        "{}",
+        a.longest_flat_s
+    );
+}
+
+#[test]
+fn a_jump_spread_over_two_samples_is_one_jump() {
+    let (t, v) = series(1000, 10.0, |i, _| match i {
+        0..=599 => 10.0,
+        600 => 11.0,
+        _ => 12.0,
+    });
+    let a = run(&t, &v);
+    assert_eq!(
+        (a.verdict, a.jumps, a.quantum),
+        (Verdict::Staircase, 1, Some(2.0))
+    );
+}
+
+#[test]
+fn a_sawtooth_is_noisy_not_growth() {
+    // Grows for 10 s, drops back: a collector's rhythm.
+    let (t, v) = series(20_000, 100.0, |i, _| 5e8 + 1e6 * (i % 1000) as f64);
+    let a = run(&t, &v);
+    assert_eq!(a.verdict, Verdict::Noisy, "{a:?}");
+    assert!(a.drift.abs() < 2e8);
+}
+
+#[test]
+fn a_two_level_flicker_is_noisy() {
+    let mut r = SplitMix64::new(5);
+    let (t, v) = series(
+        5000,
+        100.0,
+        |_, _| if r.below(2) == 0 { 100.0 } else { 110.0 },
+    );
+    let a = run(&t, &v);
+    assert_eq!(a.verdict, Verdict::Noisy, "{a:?}");
+    // Rare flips between two levels: many jumps, but they cancel out.
+    let (t, v) = series(
+        5000,
+        100.0,
+        |i, _| if (i / 400) % 2 == 0 { 100.0 } else { 110.0 },
+    );
+    let a = run(&t, &v);
+    assert_eq!(a.verdict, Verdict::Noisy, "{a:?}");
+}
+
+#[test]
+fn too_few_points_say_so() {
+    let a = run(&[0.0, 1.0, 2.0], &[1.0, 2.0, 3.0]);
+    assert_eq!(a.verdict, Verdict::Insufficient);
+    assert_eq!(a.points, 2, "the first point falls in the warm-up");
+    let a = run(&[], &[]);
+    assert_eq!((a.verdict, a.points), (Verdict::Insufficient, 0));
+}
+
+#[test]
+fn gaps_are_skipped_and_the_warm_up_is_honoured() {
+    // A start-up ramp in the first 10 %, then flat, with every third reading missing.
+    let (t, v) = series(3000, 10.0, |i, _| {
+        if i % 3 == 1 {
+            f64::NAN
+        } else if i < 250 {
+            i as f64 * 1000.0
+        } else {
+            250_000.0
+        }
+    });
+    let a = run(&t, &v);
+    assert_eq!(a.verdict, Verdict::Flat, "{a:?}");
+    assert_eq!(a.points, 1800);
+    let a = analyze(
+        &t,
+        &v,
+        &Context {
+            warmup_s: Some(0.0),
+            ..Context::default()
+        },
+    );
+    assert_ne!(
+        a.verdict,
+        Verdict::Flat,
+        "without the warm-up the ramp counts"
+    );
+}
+
+#[test]
+fn drift_per_step_and_token_and_time_to_a_limit() {
+    let (t, v) = series(1000, 10.0, |_, t| 1000.0 + 2.0 * t); // +2 per second
+    let steps: Vec<f64> = t.iter().map(|t| (t * 5.0).floor()).collect(); // 5 steps/s
+    let tokens: Vec<f64> = steps.iter().map(|s| s * 1000.0).collect();
+    let ctx = Context {
+        warmup_s: Some(0.0),
+        steps: Some(&steps),
+        tokens: Some(&tokens),
+        limit: Some(2000.0),
+    };
+    let a = analyze(&t, &v, &ctx);
+    assert_eq!(a.verdict, Verdict::Linear);
+    assert!((a.drift_per_step.unwrap() - 0.4).abs() < 0.01, "{a:?}");
+    assert!((a.drift_per_token.unwrap() - 0.0004).abs() < 1e-5);
+    assert!((a.slope_per_step.unwrap() - 0.4).abs() < 0.01);
+    // From the final level (the median of the last 5 %) to the limit, at 2/s.
+    assert!((a.final_value - 1195.0).abs() < 0.2, "{}", a.final_value);
+    let want = (2000.0 - a.final_value) / 2.0;
+    assert!(
+        (a.time_to_limit_s.unwrap() - want).abs() < 0.5,
+        "{:?}",
+        a.time_to_limit_s
+    );
+}
+
+#[test]
+fn the_tracker_agrees_with_the_whole_series_and_stays_bounded() {
+    let mut noise = Noise::new(7);
+    let (t, v) = series(200_000, 100.0, |i, _| {
+        1e9 + 262_144.0 * (i / 5000) as f64 + noise.next(100.0)
+    });
+    let whole = run(&t, &v);
+    let mut tr = Tracker::new(4096);
+    for (&ti, &vi) in t.iter().zip(&v) {
+        tr.push(ti, vi, f64::NAN, f64::NAN);
+    }
+    assert!(tr.len() <= 4096 && tr.len() >= 2048, "{}", tr.len());
+    assert_eq!(tr.seen(), 200_000);
+    let live = tr.analyze(None, None);
+    assert_eq!(
+        (whole.verdict, live.verdict),
+        (Verdict::Staircase, Verdict::Staircase)
+    );
+    for q in [whole.quantum, live.quantum] {
+        assert!((q.unwrap() / 262_144.0 - 1.0).abs() < 0.002, "{q:?}");
+    }
+    assert!(
+        (live.drift - whole.drift).abs() < 1000.0,
+        "{} vs {}",
+        live.drift,
+        whole.drift
+    );
+    // The final level is a median over the last 5 %, which here spans two steps.
+    assert!((live.final_value - whole.final_value).abs() <= 262_144.0 + 1000.0);
+}
