@@ -1,10 +1,18 @@
 #!/usr/bin/env bash
-# System packages flatline's build and tests need on a fresh Debian/Ubuntu machine.
-# None yet: the runtime and the CLI build from crates.io alone. When the dashboard
-# lands, its headless screenshot tests will add xvfb here.
+# System packages flatline needs beyond a Rust toolchain, on Debian/Ubuntu.
+# Building needs none (graphics libraries are loaded at run time). Running the
+# dashboard on a headless machine, and the screenshot smoke test in CI, need a
+# virtual X display: xvfb (with xauth for xvfb-run). Mesa's GL/EGL libraries
+# draw the window and the egui_kittest snapshots; they ship with the base image
+# of the project's machines and are listed here for machines without them.
 set -euo pipefail
-packages=()
-if [ ${#packages[@]} -gt 0 ]; then
-  apt-get update
-  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${packages[@]}"
+packages=(xvfb xauth libegl1 libgl1-mesa-dri)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
+  $SUDO apt-get update
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends "${missing[@]}"
 fi

@@ -4,7 +4,6 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use clap::Parser;
 use flatline_runtime::recording::Recording;
 use flatline_runtime::telemetry::work::WorkProgress;
 use flatline_runtime::telemetry::{SamplerConfig, SamplerExit};
@@ -29,27 +28,8 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
         BenchCommand::Ops1b(args) => run_ops1b(&args),
         BenchCommand::Ingest(args) => run_ingest(&args),
         BenchCommand::Analysis(args) => run_analysis(&args),
+        BenchCommand::Ui(args) => crate::ui::bench::run(&args),
     }
-}
-
-/// What bare `flatline` does until the dashboard exists: both benches with defaults.
-pub fn run_default() -> Result<()> {
-    eprintln!(
-        "flatline: the live dashboard is not built yet; running `flatline bench ops1b` and \
-         `flatline bench ingest` with their defaults instead (see `flatline --help`).\n"
-    );
-    // The defaults come from the grammar itself, so they cannot drift apart.
-    for argv in [
-        ["flatline", "bench", "ops1b"],
-        ["flatline", "bench", "ingest"],
-    ] {
-        let cli = crate::cli::Cli::try_parse_from(argv).context("parsing the default bench")?;
-        if let Some(crate::cli::Command::Bench(cmd)) = cli.command {
-            run(cmd)?;
-            println!();
-        }
-    }
-    Ok(())
 }
 
 /// What the telemetry saw while a bench ran.

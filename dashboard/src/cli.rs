@@ -21,6 +21,10 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Open the dashboard on the built-in workloads (what bare `flatline` does).
+    Live(LiveArgs),
+    /// Open a recording in the dashboard; with --screenshot, save a PNG and exit.
+    Replay(ReplayArgs),
     /// Time a reference workload and print its figures beside its baseline.
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -33,6 +37,60 @@ pub enum Command {
     Import(ImportArgs),
     /// Write a recording's samples as CSV.
     Export(ExportArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct LiveArgs {
+    /// Which workload to run.
+    #[arg(long, value_enum, default_value_t = WorkloadArg::Both)]
+    pub workload: WorkloadArg,
+    /// Telemetry samples per second.
+    #[arg(long, default_value_t = 100.0, value_parser = positive_rate)]
+    pub hz: f64,
+    /// Record from the start into FILE (recording can also be switched on in the window).
+    #[arg(long, value_name = "FILE")]
+    pub record: Option<PathBuf>,
+}
+
+impl Default for LiveArgs {
+    fn default() -> Self {
+        Self {
+            workload: WorkloadArg::Both,
+            hz: 100.0,
+            record: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ReplayArgs {
+    /// The recording.
+    pub file: PathBuf,
+    /// Keep reading the file as another process writes it.
+    #[arg(long, conflicts_with = "screenshot")]
+    pub follow: bool,
+    /// Render the whole recording, save this PNG and exit.
+    #[arg(long, value_name = "PNG")]
+    pub screenshot: Option<PathBuf>,
+    /// Window size, WIDTHxHEIGHT.
+    #[arg(long, value_name = "WxH", default_value = "1600x1000", value_parser = size)]
+    pub size: [f32; 2],
+}
+
+fn size(s: &str) -> Result<[f32; 2], String> {
+    let (w, h) = s
+        .split_once(['x', 'X'])
+        .ok_or("expected WIDTHxHEIGHT, e.g. 1600x1000")?;
+    let p = |v: &str| {
+        v.trim()
+            .parse::<u32>()
+            .ok()
+            .filter(|v| (200..=8192).contains(v))
+    };
+    match (p(w), p(h)) {
+        (Some(w), Some(h)) => Ok([w as f32, h as f32]),
+        _ => Err("each side must be a whole number of pixels from 200 to 8192".into()),
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -121,6 +179,22 @@ pub enum BenchCommand {
     Ingest(IngestArgs),
     /// Drift analysis of one synthetic channel (a noisy staircase at 100 Hz).
     Analysis(AnalysisBenchArgs),
+    /// The dashboard's CPU cost per frame (egui pass and tessellation, headless)
+    /// on a synthetic recording, the time to open one, and the live store's memory.
+    Ui(UiBenchArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct UiBenchArgs {
+    /// Length of the synthetic recording, in hours at 100 Hz.
+    #[arg(long, default_value_t = 1.0, value_parser = seconds)]
+    pub hours: f64,
+    /// Timed frames (after the warm-up frames that fill the analysis cache).
+    #[arg(long, default_value_t = 30, value_parser = positive)]
+    pub frames: usize,
+    /// Print one JSON object instead of the table.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -290,6 +364,18 @@ mod tests {
             &["flatline", "report", "x.flr", "--warmup-s", "-5"],
             &["flatline", "import", "a.csv"],
             &["flatline", "export", "a.flr"],
+            &["flatline", "replay"],
+            &["flatline", "replay", "a.flr", "--size", "big"],
+            &["flatline", "replay", "a.flr", "--size", "10x10"],
+            &[
+                "flatline",
+                "replay",
+                "a.flr",
+                "--follow",
+                "--screenshot",
+                "a.png",
+            ],
+            &["flatline", "live", "--hz", "0"],
             &["flatline", "--frobnicate"],
         ] {
             assert!(Cli::try_parse_from(args).is_err(), "{args:?} was accepted");

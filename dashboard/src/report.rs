@@ -45,6 +45,7 @@ pub fn channel_stats(col: &[f64]) -> ChannelStats {
 }
 
 /// One channel of a receipt.
+#[derive(Debug)]
 pub struct Row<'a> {
     pub spec: &'a ChannelSpec,
     pub stats: ChannelStats,

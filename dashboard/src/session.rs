@@ -10,6 +10,7 @@ use flatline_runtime::recording::{
 };
 use flatline_runtime::telemetry::{self, SamplerConfig, SamplerExit, Schema, Unavailable};
 
+#[derive(Debug)]
 pub struct Session {
     pub schema: Schema,
     pub unavailable: Vec<Unavailable>,
@@ -18,6 +19,7 @@ pub struct Session {
 }
 
 /// How a session ended.
+#[derive(Debug)]
 pub struct SessionEnd {
     pub recorder: RecorderSummary,
     pub exit: SamplerExit,

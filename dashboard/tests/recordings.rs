@@ -339,3 +339,21 @@ fn receipts_carry_the_analysis_in_every_format() {
     .unwrap();
     assert_eq!(v["channels"]["mem.rss"]["warmup_s"], 1.0);
 }
+
+#[test]
+fn the_window_needs_a_display_and_says_how_to_get_one() {
+    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("../recordings/golden/v1.flr");
+    for args in [
+        vec!["replay", golden.to_str().unwrap()],
+        vec!["live"],
+        vec![],
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_flatline"))
+            .args(&args)
+            .env_remove("DISPLAY")
+            .env_remove("WAYLAND_DISPLAY")
+            .output()
+            .unwrap();
+        fails(&out, "xvfb-run");
+    }
+}

@@ -9,7 +9,7 @@
 //!
 //! * **baseline** and **final**: medians of the first and last 5 % of the
 //!   points (at least 5); **drift** = final − baseline.
-//! * **slope**: Theil–Sen (median of pairwise slopes) over at most 1000
+//! * **slope**: Theil–Sen (median of pairwise slopes) over at most 400
 //!   evenly spaced points: single jumps and outliers barely move it.
 //! * **noise**: 1.4826 × the median absolute deviation of the step-to-step
 //!   differences, i.e. the standard deviation of the differences that robust
@@ -130,7 +130,7 @@ pub struct ChannelAnalysis {
     pub time_to_limit_s: Option<f64>,
 }
 
-const MAX_THEIL_SEN_POINTS: usize = 1000;
+const MAX_THEIL_SEN_POINTS: usize = 400;
 const MAX_JUMP_LIST: usize = 1000;
 const DAY_S: f64 = 86_400.0;
 

@@ -1,0 +1,38 @@
+//! The `flatline` command line and desktop dashboard.
+//!
+//! The binary (`src/main.rs`) installs the counting allocator and calls
+//! [`run`]; everything else lives here so the tests can drive it.
+
+pub mod bench;
+pub mod cli;
+pub mod convert;
+pub mod fmt;
+pub mod report;
+pub mod session;
+pub mod soak;
+pub mod ui;
+pub mod window;
+
+use std::process::ExitCode;
+
+/// Runs the command line and turns any error into one line on stderr.
+pub fn run(cli: cli::Cli) -> ExitCode {
+    let result = match cli.command {
+        None => window::live(&cli::LiveArgs::default()),
+        Some(cli::Command::Live(args)) => window::live(&args),
+        Some(cli::Command::Replay(args)) => window::replay(&args),
+        Some(cli::Command::Bench(args)) => bench::run(args),
+        Some(cli::Command::Soak(args)) => soak::run(&args),
+        Some(cli::Command::Report(args)) => report::run(&args),
+        Some(cli::Command::Import(args)) => convert::import(&args),
+        Some(cli::Command::Export(args)) => convert::export(&args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            // `{:#}` puts anyhow's context chain on one line: "opening corpus x: No such file".
+            eprintln!("flatline: error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,195 @@
+//! `flatline bench ui`: what a frame of the dashboard costs the CPU (the
+//! egui pass plus tessellation, headless, as kittest runs it) with all the
+//! default plots over a whole synthetic recording; how long opening a
+//! recording takes; and how much memory a long live session holds.
+
+use std::time::Instant;
+
+use anyhow::{Context as _, Result};
+use eframe::egui;
+use flatline_runtime::recording::{FORMAT_VERSION, Header, HostFacts, RecordingWriter};
+use flatline_runtime::telemetry::{ChannelSpec, Group, Sample, Schema, Unit};
+
+use super::{Dashboard, ReplaySource, Settings, StaticSource, Store};
+use crate::cli::UiBenchArgs;
+use crate::fmt::{bytes, nanos};
+
+/// The channels of a soak that the default view plots, plus the rest of a
+/// typical schema, 34 in all.
+fn schema() -> Schema {
+    let mut ch: Vec<ChannelSpec> = [
+        ("mem.rss", Unit::Bytes, Group::Memory),
+        ("mem.vm_data", Unit::Bytes, Group::Memory),
+        ("mem.vm_pte", Unit::Bytes, Group::Memory),
+        ("alloc.live", Unit::Bytes, Group::Allocator),
+        ("malloc.arena", Unit::Bytes, Group::Malloc),
+        ("malloc.mmap", Unit::Bytes, Group::Malloc),
+        ("work.ops_per_s", Unit::PerSecond, Group::Workload),
+        ("ingest.fill_ns_p50", Unit::Nanoseconds, Group::Workload),
+    ]
+    .into_iter()
+    .map(|(n, u, g)| ChannelSpec::new(n, u, g))
+    .collect();
+    for i in 0..26 {
+        ch.push(ChannelSpec::new(
+            format!("extra.{i}"),
+            Unit::Count,
+            Group::Telemetry,
+        ));
+    }
+    Schema { channels: ch }
+}
+
+/// Sample `i` at 100 Hz: staircases, a noisy rate and counters.
+fn sample(i: u64, n: usize) -> Sample {
+    let noise = ((i.wrapping_mul(2_654_435_761) >> 7) % 1000) as f64;
+    let vals: Vec<f64> = (0..n)
+        .map(|c| match c {
+            0 => 1.3e9 + 262_144.0 * (i / 30_000) as f64,
+            1 => 2.9e9 + 1_048_576.0 * (i / 200_000) as f64,
+            2 => 4_300_800.0,
+            3 => 36e6,
+            4 => 950_272.0 + 4096.0 * (i / 90_000) as f64,
+            5 => 40e6,
+            6 => 4.1e8 + noise * 1e5,
+            7 => 9000.0 + noise,
+            _ => (i / (c as u64)) as f64,
+        })
+        .collect();
+    Sample::from_values(i, i * 10_000_000, &vals)
+}
+
+fn frame(ctx: &egui::Context, dash: &mut Dashboard) -> u64 {
+    let input = egui::RawInput {
+        screen_rect: Some(egui::Rect::from_min_size(
+            egui::Pos2::ZERO,
+            egui::vec2(1600.0, 1000.0),
+        )),
+        ..Default::default()
+    };
+    let t0 = Instant::now();
+    let out = ctx.run_ui(input, |ui| dash.show(ui));
+    let prims = ctx.tessellate(out.shapes, out.pixels_per_point);
+    std::hint::black_box(prims);
+    t0.elapsed().as_nanos() as u64
+}
+
+pub fn run(args: &UiBenchArgs) -> Result<()> {
+    let schema = schema();
+    let n = schema.len();
+    let samples = (args.hours * 360_000.0) as u64;
+
+    // Frames over a whole recording held in memory.
+    let t0 = Instant::now();
+    let mut store = Store::new(schema.clone(), usize::MAX);
+    store.t = (0..samples).map(|i| i as f64 / 100.0).collect();
+    let columns: Vec<Vec<f64>> = {
+        let mut cols = vec![Vec::with_capacity(samples as usize); n];
+        for i in 0..samples {
+            for (c, v) in cols.iter_mut().zip(sample(i, n).values()) {
+                c.push(*v);
+            }
+        }
+        cols
+    };
+    store.series = columns
+        .into_iter()
+        .map(super::Series::from_values)
+        .collect();
+    let build = t0.elapsed();
+    let src = StaticSource::new("bench", &store);
+    let mut dash = Dashboard::new(Box::new(src), store, Settings::default());
+    let ctx = egui::Context::default();
+    for _ in 0..20 {
+        frame(&ctx, &mut dash); // fills the analysis cache, six channels a frame
+    }
+    let mut times: Vec<u64> = (0..args.frames).map(|_| frame(&ctx, &mut dash)).collect();
+    times.sort_unstable();
+    let (median, p95, max) = (
+        times[times.len() / 2],
+        times[times.len() * 95 / 100],
+        times[times.len() - 1],
+    );
+
+    // Opening a recording of the same length from disk (1 h at most: the file
+    // of a longer one is not needed to know the per-hour cost).
+    let open_hours = args.hours.min(1.0);
+    let dir = tempfile::tempdir().context("creating a temporary folder")?;
+    let path = dir.path().join("bench.flr");
+    let header = Header {
+        format_version: FORMAT_VERSION,
+        tool_version: env!("CARGO_PKG_VERSION").into(),
+        started_unix_ms: 0,
+        source: "bench".into(),
+        command_line: vec![],
+        config: Default::default(),
+        host: HostFacts::default(),
+        schema: schema.clone(),
+        unavailable: vec![],
+        notes: vec![],
+    };
+    let mut w = RecordingWriter::create(&path, &header, false)?;
+    for i in 0..(open_hours * 360_000.0) as u64 {
+        w.push_sample(&sample(i, n))?;
+    }
+    let file_bytes = w.finish("completed")?.bytes;
+    let t0 = Instant::now();
+    let (_src, opened) = ReplaySource::open(&path)?;
+    let open_ns = t0.elapsed().as_nanos() as u64;
+    drop(opened);
+
+    // A live store fed far past its cap stays at its cap.
+    let live_samples = 8 * super::LIVE_CAP as u64;
+    let mut live = Store::new(schema.clone(), super::LIVE_CAP);
+    for i in 0..live_samples {
+        live.push(&sample(i, n));
+    }
+    let live_bytes = live.heap_bytes();
+
+    if args.json {
+        let v = serde_json::json!({
+            "workload": "ui",
+            "hours": args.hours,
+            "channels": n,
+            "samples": samples,
+            "frames": args.frames,
+            "frame_ns_median": median,
+            "frame_ns_p95": p95,
+            "frame_ns_max": max,
+            "store_build_ns": build.as_nanos() as u64,
+            "open_hours": open_hours,
+            "open_file_bytes": file_bytes,
+            "open_ns": open_ns,
+            "live_samples_fed": live_samples,
+            "live_store_samples": live.len(),
+            "live_store_bytes": live_bytes,
+        });
+        println!("{v}");
+        return Ok(());
+    }
+    println!(
+        "ui  {:.1} h at 100 Hz: {} samples × {n} channels, default plots over the whole range, 1600×1000",
+        args.hours,
+        crate::fmt::thousands(samples)
+    );
+    println!(
+        "  frame (egui pass + tessellation, CPU): median {}   p95 {}   max {}   ({} frames)",
+        nanos(median),
+        nanos(p95),
+        nanos(max),
+        args.frames
+    );
+    println!(
+        "  opening a {open_hours:.1} h recording ({}): {}",
+        bytes(file_bytes as f64),
+        nanos(open_ns)
+    );
+    println!(
+        "  live store after {} samples: {} kept, {} of arrays (bounded by its cap of {})",
+        crate::fmt::thousands(live_samples),
+        crate::fmt::thousands(live.len() as u64),
+        bytes(live_bytes as f64),
+        crate::fmt::thousands(super::LIVE_CAP as u64)
+    );
+    Ok(())
+}

@@ -1,0 +1,306 @@
+//! The desktop dashboard: eframe window, egui_plot plots.
+//!
+//! State ([`Dashboard`]: source, store, settings) is kept apart from drawing
+//! (`view`), and drawing only reads the [`Store`], never the source. The
+//! whole UI is drawn into one `egui::Ui`, so the tests drive exactly the code
+//! the window runs (`egui_kittest`).
+
+pub mod bench;
+mod source;
+mod store;
+mod view;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use anyhow::{Context as _, Result, bail};
+use eframe::egui;
+
+pub use source::{LiveSource, Meta, ReplaySource, Source, StaticSource, Timeline};
+pub use store::{Series, Store};
+
+/// Samples a live session keeps at full resolution before thinning its older
+/// history (131,072: about 22 minutes at 100 Hz).
+pub const LIVE_CAP: usize = 1 << 17;
+
+/// What the user chose, kept between runs (eframe storage).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Settings {
+    /// Channels drawn in the plots.
+    pub selected: BTreeSet<String>,
+    /// Draw value − baseline instead of the value.
+    pub drift: bool,
+    /// Training step on the x axis (when the data has steps).
+    pub x_steps: bool,
+    pub dark: bool,
+    /// Show the verdict cards.
+    pub cards: bool,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        let selected = [
+            "mem.rss",
+            "mem.vm_data",
+            "mem.vm_pte",
+            "alloc.live",
+            "malloc.arena",
+            "malloc.mmap",
+            "gpu0.used",
+            "gpu0.proc_used",
+            "work.ops_per_s",
+            "ingest.fill_ns_p50",
+            "log.vm_rss_mb",
+            "log.vm_data_mb",
+            "log.vram_alloc_mb",
+            "log.vram_reserved_mb",
+        ]
+        .into_iter()
+        .map(String::from)
+        .collect();
+        Self {
+            selected,
+            drift: false,
+            x_steps: false,
+            dark: true,
+            cards: true,
+        }
+    }
+}
+
+/// A screenshot being taken: a few frames to settle, then the capture.
+#[derive(Debug)]
+struct Capture {
+    path: PathBuf,
+    settle_frames: u32,
+    requested: bool,
+    exit_after: bool,
+}
+
+/// Outcome of a screenshot, shared with the command line.
+pub type ShotResult = Arc<Mutex<Option<Result<PathBuf, String>>>>;
+
+/// The dashboard's state.
+pub struct Dashboard {
+    pub source: Box<dyn Source>,
+    pub store: Store,
+    pub settings: Settings,
+    /// Where the browser looks for recordings.
+    pub recordings_dir: PathBuf,
+    pub browser_open: bool,
+    pub notice: Option<(String, Instant)>,
+    capture: Option<Capture>,
+    shot_image: Arc<Mutex<Option<Arc<egui::ColorImage>>>>,
+    pub shot_result: ShotResult,
+    /// Set when the user asked for a screenshot this frame (tests read it).
+    pub screenshots_requested: u32,
+}
+
+impl std::fmt::Debug for Dashboard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Dashboard")
+            .field("source", &self.source.meta().label)
+            .field("samples", &self.store.len())
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Dashboard {
+    pub fn new(source: Box<dyn Source>, store: Store, settings: Settings) -> Self {
+        Self {
+            source,
+            store,
+            settings,
+            recordings_dir: PathBuf::from("recordings"),
+            browser_open: false,
+            notice: None,
+            capture: None,
+            shot_image: Arc::default(),
+            shot_result: Arc::default(),
+            screenshots_requested: 0,
+        }
+    }
+
+    /// Opens a recording in place of the current source.
+    pub fn open_recording(&mut self, path: &Path) -> Result<()> {
+        let (src, store) = ReplaySource::open(path)?;
+        self.source = Box::new(src);
+        self.store = store;
+        self.browser_open = false;
+        self.say(format!("opened {}", path.display()));
+        Ok(())
+    }
+
+    fn say(&mut self, msg: String) {
+        self.notice = Some((msg, Instant::now()));
+    }
+
+    /// Asks for a screenshot of the full view into `path`; with `exit_after`
+    /// the window closes once it is written.
+    pub fn screenshot_to(&mut self, path: PathBuf, exit_after: bool) {
+        self.screenshots_requested += 1;
+        self.capture = Some(Capture {
+            path,
+            settle_frames: 3,
+            requested: false,
+            exit_after,
+        });
+    }
+
+    /// True while a screenshot is being prepared (hover effects are off).
+    pub fn capturing(&self) -> bool {
+        self.capture.is_some()
+    }
+
+    /// Samples the views draw: all of them live, up to the playhead in replay.
+    pub fn visible_len(&mut self) -> usize {
+        match self.source.timeline() {
+            Some(tl) => {
+                let t = tl.playhead_s;
+                self.store.len_until(t)
+            }
+            None => self.store.len(),
+        }
+    }
+
+    /// Draws the whole dashboard into `ui` (one frame).
+    pub fn show(&mut self, ui: &mut egui::Ui) {
+        let ctx = ui.ctx().clone();
+        ctx.set_theme(if self.settings.dark {
+            egui::Theme::Dark
+        } else {
+            egui::Theme::Light
+        });
+        self.source.poll(&mut self.store);
+        // A screenshot waits for every analysis; a normal frame does a few.
+        self.store.begin_frame(if self.capture.is_some() {
+            usize::MAX
+        } else {
+            6
+        });
+        self.run_capture(&ctx);
+        view::draw(self, ui);
+        ctx.request_repaint_after(std::time::Duration::from_millis(100));
+    }
+
+    fn run_capture(&mut self, ctx: &egui::Context) {
+        let Some(cap) = self.capture.as_mut() else {
+            return;
+        };
+        let taken = self.shot_image.lock().expect("screenshot lock").take();
+        if let Some(img) = taken {
+            let path = cap.path.clone();
+            let exit_after = cap.exit_after;
+            self.capture = None;
+            let result = save_png(&img, &path)
+                .map(|()| path.clone())
+                .map_err(|e| format!("{e:#}"));
+            match &result {
+                Ok(p) => self.say(format!("screenshot saved to {}", p.display())),
+                Err(e) => self.say(format!("screenshot failed: {e}")),
+            }
+            *self.shot_result.lock().expect("result lock") = Some(result);
+            if exit_after {
+                ctx.send_viewport_cmd(egui::ViewportCommand::Close);
+            }
+            return;
+        }
+        if cap.settle_frames > 0 {
+            cap.settle_frames -= 1;
+            ctx.request_repaint();
+            return;
+        }
+        if !cap.requested {
+            cap.requested = true;
+            let slot = self.shot_image.clone();
+            let repaint = ctx.clone();
+            ctx.request_screenshot(move |img| {
+                *slot.lock().expect("screenshot lock") = Some(img);
+                repaint.request_repaint();
+            });
+        }
+    }
+}
+
+/// Writes an egui image as PNG.
+pub fn save_png(img: &egui::ColorImage, path: &Path) -> Result<()> {
+    let [w, h] = img.size;
+    let bytes: Vec<u8> = img.pixels.iter().flat_map(|c| c.to_array()).collect();
+    image::save_buffer(
+        path,
+        &bytes,
+        w as u32,
+        h as u32,
+        image::ExtendedColorType::Rgba8,
+    )
+    .with_context(|| format!("writing {}", path.display()))
+}
+
+/// The eframe application around a [`Dashboard`].
+#[derive(Debug)]
+pub struct App {
+    pub dash: Dashboard,
+}
+
+const SETTINGS_KEY: &str = "flatline-settings";
+
+impl eframe::App for App {
+    fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut eframe::Frame) {
+        self.dash.show(ui);
+    }
+
+    fn save(&mut self, storage: &mut dyn eframe::Storage) {
+        eframe::set_value(storage, SETTINGS_KEY, &self.dash.settings);
+    }
+}
+
+/// Fails with advice when no display can be reached.
+pub fn check_display() -> Result<()> {
+    if cfg!(target_os = "linux")
+        && std::env::var_os("DISPLAY").is_none()
+        && std::env::var_os("WAYLAND_DISPLAY").is_none()
+    {
+        bail!(
+            "no display: neither DISPLAY nor WAYLAND_DISPLAY is set; on a headless machine run it under a virtual \
+             display, e.g. `xvfb-run -a flatline …` (apt-get install xvfb)"
+        );
+    }
+    Ok(())
+}
+
+/// Opens the window on a dashboard and runs until it closes.
+pub fn run_window(
+    title: &str,
+    size: [f32; 2],
+    make: impl FnOnce(Settings) -> Dashboard + 'static,
+) -> Result<()> {
+    check_display()?;
+    let options = eframe::NativeOptions {
+        viewport: egui::ViewportBuilder::default()
+            .with_title(title)
+            .with_inner_size(size),
+        persist_window: false,
+        ..Default::default()
+    };
+    eframe::run_native(
+        "flatline",
+        options,
+        Box::new(move |cc| {
+            let settings = cc
+                .storage
+                .and_then(|s| eframe::get_value::<Settings>(s, SETTINGS_KEY))
+                .unwrap_or_default();
+            Ok(Box::new(App {
+                dash: make(settings),
+            }))
+        }),
+    )
+    .map_err(|e| {
+        anyhow::anyhow!(
+            "cannot open the window: {e} (on a headless machine use `xvfb-run -a flatline …`)"
+        )
+    })
+}

@@ -1,0 +1,487 @@
+//! Where the dashboard's data comes from: the built-in workloads live, or a
+//! recording (finished, or still being written and followed). The views only
+//! see the [`Store`]; the top bar asks a source what it can do.
+
+use std::fs::File;
+use std::io::BufReader;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, Result};
+use crossbeam_channel::Receiver;
+use flatline_runtime::recording::{
+    Event, EventKind, FORMAT_VERSION, Frame, FrameReader, Header, HostFacts, Recording,
+    RecordingWriter, TailProblemKind,
+};
+use flatline_runtime::telemetry::alloc::mark_observer_thread;
+use flatline_runtime::telemetry::work::WorkProgress;
+use flatline_runtime::telemetry::{self, Sample, SamplerConfig};
+use flatline_runtime::workload::driver::{Driver, DriverConfig, Workload};
+
+use super::store::Store;
+
+/// What a caption and a top bar say about a source.
+#[derive(Debug, Clone, Default)]
+pub struct Meta {
+    /// "live: both at 100 Hz", "replay: soak.flr".
+    pub label: String,
+    pub host: String,
+    pub file: Option<PathBuf>,
+    pub digest: Option<String>,
+}
+
+/// Play position through a recording.
+#[derive(Debug, Clone)]
+pub struct Timeline {
+    pub playhead_s: f64,
+    pub start_s: f64,
+    pub end_s: f64,
+    pub playing: bool,
+    pub speed: f64,
+    last_tick: Option<Instant>,
+}
+
+impl Timeline {
+    fn new(start_s: f64, end_s: f64) -> Self {
+        Self {
+            playhead_s: end_s,
+            start_s,
+            end_s,
+            playing: false,
+            speed: 1.0,
+            last_tick: None,
+        }
+    }
+
+    /// Advances the playhead by the wall time since the last call × speed.
+    pub fn tick(&mut self) {
+        let now = Instant::now();
+        if self.playing {
+            if let Some(last) = self.last_tick {
+                let dt = now.duration_since(last).as_secs_f64() * self.speed;
+                self.playhead_s = (self.playhead_s + dt).min(self.end_s);
+            }
+            if self.playhead_s >= self.end_s {
+                self.playing = false;
+            }
+        }
+        self.last_tick = Some(now);
+    }
+
+    /// Starts playing; from the start if the playhead is at the end.
+    pub fn play(&mut self) {
+        if self.playhead_s >= self.end_s {
+            self.playhead_s = self.start_s;
+        }
+        self.playing = true;
+        self.last_tick = None;
+    }
+
+    pub fn pause(&mut self) {
+        self.playing = false;
+    }
+
+    pub fn seek(&mut self, t_s: f64) {
+        self.playhead_s = t_s.clamp(self.start_s, self.end_s);
+    }
+}
+
+/// Where the data comes from.
+pub trait Source {
+    fn meta(&self) -> Meta;
+    /// One word or two: "running", "paused", "following", "ended".
+    fn status(&self) -> String;
+    /// Moves new data into the store.
+    fn poll(&mut self, store: &mut Store);
+    /// Samples the sampler could not deliver.
+    fn dropped(&self) -> u64 {
+        0
+    }
+    /// The playhead, for sources that can be replayed.
+    fn timeline(&mut self) -> Option<&mut Timeline> {
+        None
+    }
+    /// Workload and recording controls, for a live source.
+    fn live(&mut self) -> Option<&mut LiveSource> {
+        None
+    }
+}
+
+/// The built-in workloads, run in this process with telemetry streaming in.
+pub struct LiveSource {
+    workload: Workload,
+    hz: f64,
+    samples: Receiver<Sample>,
+    events: Receiver<Event>,
+    sampler: telemetry::Sampler,
+    running: Arc<AtomicBool>,
+    quit: Arc<AtomicBool>,
+    worker: Option<JoinHandle<Result<()>>>,
+    header: Header,
+    writer: Option<RecordingWriter>,
+    error: Option<String>,
+}
+
+impl std::fmt::Debug for LiveSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LiveSource")
+            .field("workload", &self.workload)
+            .field("hz", &self.hz)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LiveSource {
+    /// Builds the workload, starts telemetry and the workload thread.
+    pub fn start(workload: Workload, hz: f64) -> Result<(Self, Store)> {
+        let progress = WorkProgress::new();
+        let mut driver = Driver::new(
+            DriverConfig {
+                workload,
+                ..DriverConfig::default()
+            },
+            progress.clone(),
+        )
+        .context("setting up the workload")?;
+        let tel = telemetry::start(SamplerConfig {
+            hz,
+            progress: Some(progress),
+            ..SamplerConfig::default()
+        })
+        .context("starting telemetry")?;
+        let mut config = std::collections::BTreeMap::new();
+        config.insert("workload".into(), workload.name().into());
+        config.insert("hz".into(), hz.to_string());
+        let header = Header {
+            format_version: FORMAT_VERSION,
+            tool_version: env!("CARGO_PKG_VERSION").into(),
+            started_unix_ms: 0,
+            source: "live".into(),
+            command_line: std::env::args().collect(),
+            config,
+            host: HostFacts::collect(tel.gpu.clone()),
+            schema: tel.schema.clone(),
+            unavailable: tel.unavailable.clone(),
+            notes: Vec::new(),
+        };
+        let (ev_tx, ev_rx) = crossbeam_channel::bounded(4096);
+        let running = Arc::new(AtomicBool::new(true));
+        let quit = Arc::new(AtomicBool::new(false));
+        let (r, q) = (running.clone(), quit.clone());
+        let started = Instant::now();
+        let worker = std::thread::Builder::new()
+            .name("flatline-workload".into())
+            .spawn(move || -> Result<()> {
+                let _ = ev_tx.try_send(Event {
+                    t_ns: 0,
+                    kind: EventKind::Phase(workload.name().into()),
+                });
+                while !q.load(Ordering::Relaxed) {
+                    if r.load(Ordering::Relaxed) {
+                        driver.run_slice(Duration::from_millis(50), &mut |step, tokens| {
+                            let _ = ev_tx.try_send(Event {
+                                t_ns: started.elapsed().as_nanos() as u64,
+                                kind: EventKind::Step {
+                                    step,
+                                    tokens: Some(tokens),
+                                },
+                            });
+                        })?;
+                    } else {
+                        std::thread::sleep(Duration::from_millis(50));
+                    }
+                }
+                Ok(())
+            })
+            .context("starting the workload thread")?;
+        let store = Store::new(tel.schema.clone(), super::LIVE_CAP);
+        Ok((
+            Self {
+                workload,
+                hz,
+                samples: tel.samples,
+                events: ev_rx,
+                sampler: tel.sampler,
+                running,
+                quit,
+                worker: Some(worker),
+                header,
+                writer: None,
+                error: None,
+            },
+            store,
+        ))
+    }
+
+    pub fn workload_running(&self) -> bool {
+        self.running.load(Ordering::Relaxed)
+    }
+
+    /// Pauses or resumes the workload (telemetry keeps streaming).
+    pub fn set_workload_running(&mut self, on: bool) {
+        self.running.store(on, Ordering::Relaxed);
+    }
+
+    /// The recording being written, and its size so far.
+    pub fn recording(&self) -> Option<(&Path, u64)> {
+        self.writer.as_ref().map(|w| (w.path(), w.bytes_written()))
+    }
+
+    /// Starts writing everything from now on to `path`.
+    pub fn start_recording(&mut self, path: &Path) -> Result<()> {
+        let mut header = self.header.clone();
+        header.started_unix_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        self.writer = Some(RecordingWriter::create(path, &header, false)?);
+        Ok(())
+    }
+
+    /// Finishes the recording, if one is being written.
+    pub fn stop_recording(&mut self) -> Result<Option<PathBuf>> {
+        match self.writer.take() {
+            Some(w) => Ok(Some(w.finish("stopped")?.path)),
+            None => Ok(None),
+        }
+    }
+}
+
+impl Drop for LiveSource {
+    fn drop(&mut self) {
+        self.quit.store(true, Ordering::Relaxed);
+        if let Some(w) = self.worker.take() {
+            let _ = w.join();
+        }
+        if let Some(w) = self.writer.take() {
+            let _ = w.finish("window closed");
+        }
+    }
+}
+
+impl Source for LiveSource {
+    fn meta(&self) -> Meta {
+        Meta {
+            label: format!("live: {} at {} Hz", self.workload.name(), self.hz),
+            host: self.header.host.summary(),
+            file: self.writer.as_ref().map(|w| w.path().to_owned()),
+            digest: self.writer.as_ref().map(RecordingWriter::digest_hex),
+        }
+    }
+
+    fn status(&self) -> String {
+        if let Some(e) = &self.error {
+            return format!("error: {e}");
+        }
+        if self.worker.as_ref().is_some_and(JoinHandle::is_finished) {
+            return "workload stopped".into();
+        }
+        if self.workload_running() {
+            "running"
+        } else {
+            "paused"
+        }
+        .into()
+    }
+
+    fn poll(&mut self, store: &mut Store) {
+        mark_observer_thread();
+        for s in self.samples.try_iter() {
+            store.push(&s);
+            if let Some(w) = self.writer.as_mut()
+                && let Err(e) = w.push_sample(&s)
+            {
+                self.error = Some(e.to_string());
+            }
+        }
+        for e in self.events.try_iter() {
+            if let Some(w) = self.writer.as_mut() {
+                let _ = w.push_event(e.clone());
+            }
+            store.events.push(e);
+        }
+        if let Some(w) = self.writer.as_mut() {
+            let _ = w.tick();
+        }
+    }
+
+    fn dropped(&self) -> u64 {
+        self.sampler.dropped()
+    }
+
+    fn live(&mut self) -> Option<&mut LiveSource> {
+        Some(self)
+    }
+}
+
+/// A recording on disk, optionally followed while another process writes it.
+#[derive(Debug)]
+pub struct ReplaySource {
+    path: PathBuf,
+    header: Header,
+    digest: String,
+    timeline: Timeline,
+    follow: Option<FrameReader<BufReader<File>>>,
+    status: String,
+}
+
+impl ReplaySource {
+    /// Loads a whole recording.
+    pub fn open(path: &Path) -> Result<(Self, Store)> {
+        let rec = Recording::open(path).with_context(|| format!("opening {}", path.display()))?;
+        let store = Store::from_recording(&rec);
+        let (start, end) = (
+            store.t.first().copied().unwrap_or(0.0),
+            store.t.last().copied().unwrap_or(0.0),
+        );
+        let status = match &rec.tail {
+            None => "ended".into(),
+            Some(t) if t.kind == TailProblemKind::Truncated => "truncated".into(),
+            Some(t) => format!("damaged at byte {}", t.offset),
+        };
+        Ok((
+            Self {
+                path: path.to_owned(),
+                digest: rec.digest.clone(),
+                header: rec.header,
+                timeline: Timeline::new(start, end),
+                follow: None,
+                status,
+            },
+            store,
+        ))
+    }
+
+    /// Opens a recording that may still be growing and keeps reading it.
+    pub fn follow(path: &Path) -> Result<(Self, Store)> {
+        let file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
+        let (reader, header) = FrameReader::open(BufReader::new(file), path)?;
+        let store = Store::new(header.schema.clone(), usize::MAX);
+        let mut src = Self {
+            path: path.to_owned(),
+            digest: String::new(),
+            header,
+            timeline: Timeline::new(0.0, 0.0),
+            follow: Some(reader),
+            status: "following".into(),
+        };
+        let mut store = store;
+        src.poll(&mut store);
+        Ok((src, store))
+    }
+
+    fn read_new(&mut self, store: &mut Store) {
+        let Some(reader) = self.follow.as_mut() else {
+            return;
+        };
+        loop {
+            match reader.next_frame() {
+                Ok(Some(Frame::Samples(block))) => {
+                    let _ = block.decode(|seq, t, v| store.push(&Sample::from_values(seq, t, v)));
+                }
+                Ok(Some(Frame::Event(e))) => store.events.push(e),
+                Ok(Some(Frame::Footer(f))) => {
+                    self.status = format!("ended: {}", f.end);
+                    self.digest = f.digest;
+                    self.follow = None;
+                    break;
+                }
+                Ok(Some(_)) => {}
+                // The writer has not finished the next frame yet: ask again later.
+                Ok(None) => break,
+                Err(p) if p.kind == TailProblemKind::Truncated => break,
+                Err(p) => {
+                    self.status = format!("damaged at byte {}", p.offset);
+                    self.follow = None;
+                    break;
+                }
+            }
+        }
+        if let Some(r) = &self.follow {
+            self.digest = r.digest_hex();
+        }
+    }
+}
+
+impl Source for ReplaySource {
+    fn meta(&self) -> Meta {
+        let name = self.path.file_name().map_or_else(
+            || self.path.display().to_string(),
+            |n| n.to_string_lossy().into(),
+        );
+        Meta {
+            label: format!("replay: {name}"),
+            host: self.header.host.summary(),
+            file: Some(self.path.clone()),
+            digest: Some(self.digest.clone()),
+        }
+    }
+
+    fn status(&self) -> String {
+        if self.timeline.playing {
+            format!("playing at {}×", self.timeline.speed)
+        } else {
+            self.status.clone()
+        }
+    }
+
+    fn poll(&mut self, store: &mut Store) {
+        if self.follow.is_some() {
+            let at_end = self.timeline.playhead_s >= self.timeline.end_s;
+            self.read_new(store);
+            self.timeline.start_s = store.t.first().copied().unwrap_or(0.0);
+            self.timeline.end_s = store.t.last().copied().unwrap_or(0.0);
+            if at_end {
+                self.timeline.playhead_s = self.timeline.end_s;
+            }
+        }
+        self.timeline.tick();
+    }
+
+    fn timeline(&mut self) -> Option<&mut Timeline> {
+        Some(&mut self.timeline)
+    }
+}
+
+/// Data already in memory (benchmarks and tests): a timeline, nothing to poll.
+#[derive(Debug)]
+pub struct StaticSource {
+    label: String,
+    timeline: Timeline,
+}
+
+impl StaticSource {
+    pub fn new(label: &str, store: &Store) -> Self {
+        let (start, end) = (
+            store.t.first().copied().unwrap_or(0.0),
+            store.t.last().copied().unwrap_or(0.0),
+        );
+        Self {
+            label: label.into(),
+            timeline: Timeline::new(start, end),
+        }
+    }
+}
+
+impl Source for StaticSource {
+    fn meta(&self) -> Meta {
+        Meta {
+            label: self.label.clone(),
+            ..Meta::default()
+        }
+    }
+
+    fn status(&self) -> String {
+        "in memory".into()
+    }
+
+    fn poll(&mut self, _store: &mut Store) {
+        self.timeline.tick();
+    }
+
+    fn timeline(&mut self) -> Option<&mut Timeline> {
+        Some(&mut self.timeline)
+    }
+}

@@ -1,0 +1,350 @@
+//! The dashboard's data store: every channel's values with a min/max pyramid
+//! for drawing, a bounded memory for long live sessions, and a live analysis
+//! per channel.
+
+use std::time::{Duration, Instant};
+
+use flatline_runtime::analysis::{ChannelAnalysis, Tracker};
+use flatline_runtime::recording::{Event, Recording};
+use flatline_runtime::telemetry::{Sample, Schema};
+
+/// Points per bucket from one pyramid level to the next.
+const FAN: usize = 8;
+
+/// One channel's values and its min/max pyramid: level `k` holds the min and
+/// max of each run of `FAN^(k+1)` raw values, so drawing any range costs
+/// about as many buckets as the plot has pixel columns, however long the run.
+#[derive(Debug, Clone, Default)]
+pub struct Series {
+    pub raw: Vec<f64>,
+    levels: Vec<Vec<[f64; 2]>>,
+}
+
+fn merge(a: [f64; 2], b: [f64; 2]) -> [f64; 2] {
+    // f64::min/max ignore NaN, so missing readings never hide real ones.
+    [a[0].min(b[0]), a[1].max(b[1])]
+}
+
+impl Series {
+    pub fn from_values(values: Vec<f64>) -> Self {
+        let mut s = Series {
+            raw: values,
+            levels: Vec::new(),
+        };
+        s.rebuild();
+        s
+    }
+
+    /// Recomputes the pyramid from the raw values.
+    pub fn rebuild(&mut self) {
+        self.levels.clear();
+        let mut below: Vec<[f64; 2]> = self.raw.iter().map(|&v| [v, v]).collect();
+        while below.len() > FAN {
+            let level: Vec<[f64; 2]> = below
+                .chunks(FAN)
+                .map(|c| c.iter().copied().fold([f64::NAN, f64::NAN], merge))
+                .collect();
+            self.levels.push(level.clone());
+            below = level;
+        }
+    }
+
+    /// Appends a value, updating the pyramid in place.
+    pub fn push(&mut self, v: f64) {
+        self.raw.push(v);
+        let mut idx = self.raw.len() - 1;
+        let mut val = [v, v];
+        for k in 0.. {
+            idx /= FAN;
+            if self.levels.len() == k {
+                if self.raw.len() <= FAN.pow(k as u32 + 1) {
+                    break;
+                }
+                self.levels.push(Vec::new());
+            }
+            let level = &mut self.levels[k];
+            if idx < level.len() {
+                level[idx] = merge(level[idx], val);
+                val = level[idx];
+            } else {
+                level.push(val);
+            }
+        }
+        // Levels created late start partway: fill them from scratch once.
+        if self
+            .levels
+            .iter()
+            .enumerate()
+            .any(|(k, l)| l.len() != self.raw.len().div_ceil(FAN.pow(k as u32 + 1)))
+        {
+            self.rebuild();
+        }
+    }
+
+    /// Min/max buckets over raw indices `[i0, i1)`, at the coarsest level that
+    /// still gives at least `want` buckets: `(first raw index, [min, max])`.
+    pub fn buckets(&self, i0: usize, i1: usize, want: usize) -> Vec<(usize, [f64; 2])> {
+        let i1 = i1.min(self.raw.len());
+        if i0 >= i1 {
+            return Vec::new();
+        }
+        let n = i1 - i0;
+        let mut level: Option<usize> = None;
+        for k in 0..self.levels.len() {
+            if n / FAN.pow(k as u32 + 1) >= want.max(1) {
+                level = Some(k);
+            }
+        }
+        match level {
+            None => (i0..i1).map(|i| (i, [self.raw[i], self.raw[i]])).collect(),
+            Some(k) => {
+                let size = FAN.pow(k as u32 + 1);
+                (i0 / size..i1.div_ceil(size))
+                    .filter_map(|b| self.levels[k].get(b).map(|mm| (b * size, *mm)))
+                    .collect()
+            }
+        }
+    }
+
+    /// Keeps every other value (a decimated history for long live sessions).
+    fn thin(&mut self, keep_from: usize) {
+        let mut i = 0;
+        self.raw.retain(|_| {
+            i += 1;
+            i > keep_from || i % 2 == 1
+        });
+    }
+}
+
+/// Everything a view draws, whatever the source.
+#[derive(Debug)]
+pub struct Store {
+    pub schema: Schema,
+    /// Sample times, seconds since the start.
+    pub t: Vec<f64>,
+    pub series: Vec<Series>,
+    pub events: Vec<Event>,
+    trackers: Vec<Tracker>,
+    analyses: Vec<Option<ChannelAnalysis>>,
+    /// When each analysis was made, and how many readings it had seen.
+    analysed: Vec<Option<(Instant, u64)>>,
+    /// Analyses still allowed this frame (see [`Store::begin_frame`]).
+    budget: usize,
+    steps_idx: Option<usize>,
+    tokens_idx: Option<usize>,
+    /// Most samples kept in memory; beyond it the older part is thinned.
+    cap: usize,
+    pub limits: Vec<Option<f64>>,
+}
+
+impl Store {
+    /// An empty store for a live stream, holding at most `cap` samples.
+    pub fn new(schema: Schema, cap: usize) -> Self {
+        let n = schema.len();
+        let steps_idx = schema
+            .index_of("work.steps")
+            .or_else(|| schema.index_of("log.step"));
+        let tokens_idx = schema
+            .index_of("work.tokens")
+            .or_else(|| schema.index_of("log.tokens"));
+        Self {
+            schema,
+            t: Vec::new(),
+            series: vec![Series::default(); n],
+            events: Vec::new(),
+            trackers: vec![Tracker::default(); n],
+            analyses: vec![None; n],
+            analysed: vec![None; n],
+            budget: usize::MAX,
+            steps_idx,
+            tokens_idx,
+            cap: cap.max(1024),
+            limits: vec![None; n],
+        }
+    }
+
+    /// A store holding a whole recording.
+    pub fn from_recording(rec: &Recording) -> Self {
+        let mut s = Self::new(rec.header.schema.clone(), usize::MAX);
+        s.t = rec.t_ns.iter().map(|&t| t as f64 / 1e9).collect();
+        s.series = rec
+            .columns
+            .iter()
+            .map(|c| Series::from_values(c.clone()))
+            .collect();
+        s.events = rec.events.clone();
+        for (i, spec) in s.schema.channels.iter().enumerate() {
+            if spec.name.starts_with("mem.") && rec.header.host.mem_total_bytes > 0 {
+                s.limits[i] = Some(rec.header.host.mem_total_bytes as f64);
+            }
+        }
+        s.feed_trackers(0);
+        s
+    }
+
+    fn feed_trackers(&mut self, from: usize) {
+        for i in from..self.t.len() {
+            let step = self.steps_idx.map_or(f64::NAN, |c| self.series[c].raw[i]);
+            let tok = self.tokens_idx.map_or(f64::NAN, |c| self.series[c].raw[i]);
+            for (tr, s) in self.trackers.iter_mut().zip(&self.series) {
+                tr.push(self.t[i], s.raw[i], step, tok);
+            }
+        }
+    }
+
+    /// Appends live samples.
+    pub fn push(&mut self, sample: &Sample) {
+        let t = sample.t_s();
+        if self.t.last().is_some_and(|&last| t < last) {
+            return; // out of order: never happens with one sampler, but never corrupt the axis
+        }
+        // Thin before the arrays would grow past the cap, so their capacity stays at it.
+        if self.t.len() >= self.cap {
+            self.thin();
+        }
+        self.t.push(t);
+        for (s, &v) in self.series.iter_mut().zip(sample.values()) {
+            s.push(v);
+        }
+        let from = self.t.len() - 1;
+        self.feed_trackers(from);
+    }
+
+    /// Halves the resolution of the older three quarters of the history.
+    fn thin(&mut self) {
+        let keep_from = self.t.len() * 3 / 4;
+        let mut i = 0;
+        self.t.retain(|_| {
+            i += 1;
+            i > keep_from || i % 2 == 1
+        });
+        for s in &mut self.series {
+            s.thin(keep_from);
+            s.rebuild();
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.t.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.t.is_empty()
+    }
+
+    /// Samples at or before `t_s`.
+    pub fn len_until(&self, t_s: f64) -> usize {
+        self.t.partition_point(|&t| t <= t_s)
+    }
+
+    /// Starts a frame: at most `budget` analyses are recomputed in it, so
+    /// that dozens of channels going stale together never stall one frame.
+    pub fn begin_frame(&mut self, budget: usize) {
+        self.budget = budget;
+    }
+
+    /// The analysis of channel `i`, recomputed when it is over a second old
+    /// and new readings came in (and this frame's budget allows).
+    pub fn analysis(&mut self, i: usize) -> Option<&ChannelAnalysis> {
+        let tr = self.trackers.get(i)?;
+        let stale = match self.analysed[i] {
+            None => true,
+            Some((at, seen)) => seen != tr.seen() && at.elapsed() >= Duration::from_secs(1),
+        };
+        if stale && self.budget > 0 && !tr.is_empty() {
+            self.budget -= 1;
+            self.analyses[i] = Some(tr.analyze(None, self.limits[i]));
+            self.analysed[i] = Some((Instant::now(), tr.seen()));
+        }
+        self.analyses[i].as_ref()
+    }
+
+    /// Bytes held by the store's arrays (for the memory figure of long sessions).
+    pub fn heap_bytes(&self) -> usize {
+        let series: usize = self
+            .series
+            .iter()
+            .map(|s| {
+                s.raw.capacity() * 8 + s.levels.iter().map(|l| l.capacity() * 16).sum::<usize>()
+            })
+            .sum();
+        self.t.capacity() * 8 + series
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn brute(raw: &[f64], i0: usize, i1: usize) -> [f64; 2] {
+        raw[i0..i1]
+            .iter()
+            .fold([f64::NAN, f64::NAN], |a, &v| merge(a, [v, v]))
+    }
+
+    #[test]
+    fn the_pyramid_matches_brute_force_min_max() {
+        let raw: Vec<f64> = (0..10_000)
+            .map(|i| ((i * 7919) % 1000) as f64 - if i % 97 == 0 { 5000.0 } else { 0.0 })
+            .collect();
+        let built = Series::from_values(raw.clone());
+        let mut pushed = Series::default();
+        for &v in &raw {
+            pushed.push(v);
+        }
+        assert_eq!(
+            built.levels, pushed.levels,
+            "incremental and batch pyramids agree"
+        );
+        for (i0, i1, want) in [
+            (0, 10_000, 100),
+            (123, 9_876, 50),
+            (5000, 5100, 500),
+            (0, 10_000, 1),
+        ] {
+            let b = built.buckets(i0, i1, want);
+            assert!(
+                b.len() >= want.min(i1 - i0) && b.len() <= (i1 - i0),
+                "{} buckets",
+                b.len()
+            );
+            // Every bucket's min/max is the true min/max over its raw span.
+            for w in b.windows(2) {
+                let (a, next) = (w[0].0.max(i0), w[1].0);
+                let span = brute(&raw, a, next);
+                assert!(w[0].1[0] <= span[0] && w[0].1[1] >= span[1]);
+            }
+            // And the envelope keeps the extremes of the whole range.
+            let lo = b.iter().map(|x| x.1[0]).fold(f64::INFINITY, f64::min);
+            let hi = b.iter().map(|x| x.1[1]).fold(f64::NEG_INFINITY, f64::max);
+            let all = brute(&raw, i0, i1);
+            assert!(lo <= all[0] && hi >= all[1]);
+        }
+    }
+
+    #[test]
+    fn a_long_live_session_stays_bounded() {
+        let schema = Schema {
+            channels: vec![flatline_runtime::telemetry::ChannelSpec::new(
+                "mem.rss",
+                flatline_runtime::telemetry::Unit::Bytes,
+                flatline_runtime::telemetry::Group::Memory,
+            )],
+        };
+        let mut store = Store::new(schema, 10_000);
+        for i in 0..200_000u64 {
+            store.push(&Sample::from_values(
+                i,
+                i * 10_000_000,
+                &[1e9 + (i / 1000) as f64 * 4096.0],
+            ));
+        }
+        assert!(store.len() <= 10_000, "{}", store.len());
+        assert!(store.len() >= 5_000);
+        assert_eq!(store.t.last().copied(), Some(1999.99));
+        assert!(store.t.windows(2).all(|w| w[0] < w[1]));
+        let a = store.analysis(0).unwrap();
+        assert_eq!(a.verdict, flatline_runtime::analysis::Verdict::Staircase);
+        assert!(store.heap_bytes() < 2 << 20, "{}", store.heap_bytes());
+    }
+}

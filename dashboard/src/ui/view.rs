@@ -1,0 +1,579 @@
+//! Drawing. Reads the store and the settings; changes only settings and the
+//! source's controls in answer to clicks.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use eframe::egui::{self, Color32, RichText};
+use egui_plot::{Legend, Line, Plot, PlotPoint, PlotPoints, Points};
+use flatline_runtime::analysis::{ChannelAnalysis, Verdict};
+use flatline_runtime::telemetry::{Group, Unit};
+
+use super::Dashboard;
+use crate::fmt::{bytes, value};
+
+pub fn draw(d: &mut Dashboard, ui: &mut egui::Ui) {
+    let visible = d.visible_len();
+    top_bar(d, ui);
+    caption(d, ui, visible);
+    if d.source.timeline().is_some() {
+        timeline(d, ui);
+    }
+    channels(d, ui, visible);
+    if d.settings.cards {
+        cards(d, ui);
+    }
+    egui::CentralPanel::default().show(ui, |ui| plots(d, ui, visible));
+    if d.browser_open {
+        browser(d, ui);
+    }
+    if let Some((msg, at)) = &d.notice
+        && at.elapsed().as_secs() < 6
+        && !d.capturing()
+    {
+        let msg = msg.clone();
+        egui::Area::new(egui::Id::unique("flatline-notice"))
+            .anchor(egui::Align2::CENTER_BOTTOM, [0.0, -60.0])
+            .show(ui.ctx(), |ui| {
+                egui::Frame::popup(ui.style()).show(ui, |ui| ui.label(msg));
+            });
+    }
+}
+
+fn top_bar(d: &mut Dashboard, ui: &mut egui::Ui) {
+    egui::Panel::top("top").show(ui, |ui| {
+        ui.horizontal_wrapped(|ui| {
+            let meta = d.source.meta();
+            ui.label(RichText::new("flatline").strong());
+            ui.separator();
+            ui.label(&meta.label);
+            ui.label(RichText::new(d.source.status()).italics());
+            ui.separator();
+            let t = d.store.t.last().copied().unwrap_or(0.0)
+                - d.store.t.first().copied().unwrap_or(0.0);
+            ui.label(format!("{:.1} s", t.max(0.0)));
+            ui.label(format!(
+                "{} samples",
+                crate::fmt::thousands(d.store.len() as u64)
+            ));
+            ui.label(format!("{} dropped", d.source.dropped()));
+            if let Some(live) = d.source.live()
+                && let Some((path, size)) = live.recording()
+            {
+                let name = path
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                ui.label(
+                    RichText::new(format!("REC {name} {}", bytes(size as f64))).color(Color32::RED),
+                );
+            }
+            ui.separator();
+            let mut notice = None;
+            if let Some(live) = d.source.live() {
+                let running = live.workload_running();
+                if ui
+                    .button(if running {
+                        "Stop workload"
+                    } else {
+                        "Start workload"
+                    })
+                    .clicked()
+                {
+                    live.set_workload_running(!running);
+                }
+                let recording = live.recording().is_some();
+                if ui
+                    .button(if recording {
+                        "Stop recording"
+                    } else {
+                        "Record"
+                    })
+                    .clicked()
+                {
+                    notice = Some(if recording {
+                        match live.stop_recording() {
+                            Ok(Some(p)) => format!("recording saved to {}", p.display()),
+                            Ok(None) => String::new(),
+                            Err(e) => format!("recording failed: {e:#}"),
+                        }
+                    } else {
+                        match crate::soak::default_path("live")
+                            .and_then(|p| live.start_recording(&p).map(|()| p))
+                        {
+                            Ok(p) => format!("recording to {}", p.display()),
+                            Err(e) => format!("cannot record: {e:#}"),
+                        }
+                    });
+                }
+            }
+            if ui.button("Screenshot").clicked() {
+                let name = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
+                    .to_string()
+                    .replace(':', "-");
+                d.screenshot_to(PathBuf::from(format!("flatline-{name}.png")), false);
+            }
+            if ui.button("Open recording…").clicked() {
+                d.browser_open = !d.browser_open;
+            }
+            ui.separator();
+            ui.toggle_value(&mut d.settings.drift, "Drift");
+            let has_steps = d.store.schema.index_of("work.steps").is_some()
+                || d.store.schema.index_of("log.step").is_some();
+            if has_steps {
+                ui.toggle_value(&mut d.settings.x_steps, "x: step");
+            }
+            ui.toggle_value(&mut d.settings.cards, "Verdicts");
+            if ui
+                .button(if d.settings.dark { "Light" } else { "Dark" })
+                .clicked()
+            {
+                d.settings.dark = !d.settings.dark;
+            }
+            if let Some(n) = notice.filter(|n| !n.is_empty()) {
+                d.notice = Some((n, std::time::Instant::now()));
+            }
+        });
+    });
+}
+
+/// The strip that ties a picture to its recording.
+fn caption(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
+    let meta = d.source.meta();
+    let t0 = d.store.t.first().copied().unwrap_or(0.0);
+    let t1 = visible
+        .checked_sub(1)
+        .and_then(|i| d.store.t.get(i))
+        .copied()
+        .unwrap_or(t0);
+    let file = meta.file.as_ref().map_or("(not recorded)".into(), |p| {
+        p.file_name().map_or_else(
+            || p.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        )
+    });
+    let digest = meta
+        .digest
+        .as_deref()
+        .filter(|d| !d.is_empty())
+        .unwrap_or("–");
+    egui::Panel::bottom("caption").show(ui, |ui| {
+        ui.horizontal_wrapped(|ui| {
+            let small = |s: String| RichText::new(s).small().monospace();
+            ui.label(small(format!("flatline {}", env!("CARGO_PKG_VERSION"))));
+            ui.label(small(format!("file {file}")));
+            ui.label(small(format!("t {t0:.1}–{t1:.1} s")));
+            ui.label(small(format!("sha256:{digest}")));
+            ui.label(small(format!("host {}", meta.host)));
+        });
+    });
+}
+
+fn timeline(d: &mut Dashboard, ui: &mut egui::Ui) {
+    let next_event = {
+        let tl_t = d.source.timeline().map_or(0.0, |t| t.playhead_s);
+        d.store
+            .events
+            .iter()
+            .map(|e| e.t_ns as f64 / 1e9)
+            .find(|&t| t > tl_t + 1e-9)
+    };
+    let Some(tl) = d.source.timeline() else {
+        return;
+    };
+    egui::Panel::bottom("timeline").show(ui, |ui| {
+        ui.horizontal(|ui| {
+            if ui.button("Start").clicked() {
+                tl.seek(tl.start_s);
+            }
+            if tl.playing {
+                if ui.button("Pause").clicked() {
+                    tl.pause();
+                }
+            } else if ui.button("Play").clicked() {
+                tl.play();
+            }
+            egui::ComboBox::from_label("speed")
+                .selected_text(format!("{}×", tl.speed))
+                .show_ui(ui, |ui| {
+                    for s in [1.0, 10.0, 100.0, 1000.0] {
+                        ui.selectable_value(&mut tl.speed, s, format!("{s}×"));
+                    }
+                });
+            if ui
+                .add_enabled(next_event.is_some(), egui::Button::new("Next event"))
+                .clicked()
+                && let Some(t) = next_event
+            {
+                tl.seek(t);
+            }
+            if ui.button("End").clicked() {
+                tl.seek(tl.end_s);
+                tl.pause();
+            }
+            let (lo, hi) = (tl.start_s, tl.end_s.max(tl.start_s + 1e-9));
+            ui.spacing_mut().slider_width = (ui.available_width() - 120.0).max(100.0);
+            ui.add(egui::Slider::new(&mut tl.playhead_s, lo..=hi).text("playhead (s)"));
+        });
+    });
+}
+
+fn group_name(g: Group) -> &'static str {
+    match g {
+        Group::Memory => "Memory and page tables",
+        Group::Allocator => "Allocator",
+        Group::Malloc => "glibc malloc",
+        Group::Gpu => "GPU",
+        Group::Workload => "Workload",
+        Group::System => "Process and system",
+        Group::StepLog => "Step log",
+        Group::Telemetry => "Telemetry",
+    }
+}
+
+fn verdict_color(v: Verdict) -> Color32 {
+    match v {
+        Verdict::Flat => Color32::from_rgb(60, 170, 90),
+        Verdict::Staircase => Color32::from_rgb(220, 160, 40),
+        Verdict::Linear => Color32::from_rgb(220, 70, 60),
+        Verdict::Noisy => Color32::from_rgb(120, 140, 200),
+        Verdict::Insufficient => Color32::GRAY,
+    }
+}
+
+fn badge(ui: &mut egui::Ui, a: Option<&ChannelAnalysis>) {
+    let Some(a) = a else { return };
+    let c = verdict_color(a.verdict);
+    ui.label(
+        RichText::new(a.verdict.as_str())
+            .small()
+            .color(Color32::BLACK)
+            .background_color(c),
+    );
+}
+
+fn channels(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
+    egui::Panel::left("channels")
+        .resizable(true)
+        .default_size(330.0)
+        .show(ui, |ui| {
+            egui::ScrollArea::vertical().show(ui, |ui| {
+                let mut groups: BTreeMap<u8, Vec<usize>> = BTreeMap::new();
+                for (i, c) in d.store.schema.channels.iter().enumerate() {
+                    groups.entry(c.group as u8).or_default().push(i);
+                }
+                for idx in groups.values() {
+                    let group = d.store.schema.channels[idx[0]].group;
+                    egui::CollapsingHeader::new(group_name(group))
+                        .default_open(!matches!(group, Group::Telemetry | Group::System))
+                        .show(ui, |ui| {
+                            for &i in idx {
+                                channel_row(d, ui, i, visible);
+                            }
+                        });
+                }
+            });
+        });
+}
+
+fn channel_row(d: &mut Dashboard, ui: &mut egui::Ui, i: usize, visible: usize) {
+    let spec = d.store.schema.channels[i].clone();
+    let current = d.store.series[i].raw[..visible.min(d.store.series[i].raw.len())]
+        .iter()
+        .rev()
+        .copied()
+        .find(|v| !v.is_nan());
+    let analysis = d.store.analysis(i).cloned();
+    ui.horizontal(|ui| {
+        let mut on = d.settings.selected.contains(&spec.name);
+        if ui.checkbox(&mut on, &spec.name).changed() {
+            if on {
+                d.settings.selected.insert(spec.name.clone());
+            } else {
+                d.settings.selected.remove(&spec.name);
+            }
+        }
+        ui.with_layout(egui::Layout::right_to_left(egui::Align::Center), |ui| {
+            badge(ui, analysis.as_ref());
+            if let Some(a) = &analysis
+                && a.drift != 0.0
+                && a.drift.is_finite()
+            {
+                let sign = if a.drift > 0.0 { "+" } else { "-" };
+                ui.label(
+                    RichText::new(format!("{sign}{}", value(a.drift.abs(), spec.unit))).small(),
+                );
+            }
+            ui.label(
+                RichText::new(current.map_or("–".into(), |v| value(v, spec.unit))).monospace(),
+            );
+        });
+    });
+}
+
+fn cards(d: &mut Dashboard, ui: &mut egui::Ui) {
+    let selected: Vec<usize> = (0..d.store.schema.len())
+        .filter(|&i| {
+            d.settings
+                .selected
+                .contains(&d.store.schema.channels[i].name)
+        })
+        .collect();
+    egui::Panel::right("verdicts")
+        .resizable(true)
+        .default_size(250.0)
+        .show(ui, |ui| {
+            ui.heading("Verdicts");
+            ui.label(RichText::new("updated once a second, after a 10 % warm-up").small());
+            egui::ScrollArea::vertical().show(ui, |ui| {
+                for i in selected {
+                    let spec = d.store.schema.channels[i].clone();
+                    let Some(a) = d.store.analysis(i).cloned() else {
+                        continue;
+                    };
+                    let u = spec.unit;
+                    egui::Frame::group(ui.style()).show(ui, |ui| {
+                        ui.set_width(ui.available_width());
+                        ui.horizontal(|ui| {
+                            ui.label(RichText::new(&spec.name).strong());
+                            badge(ui, Some(&a));
+                            ui.label(
+                                RichText::new(format!("{:.0} %", a.confidence * 100.0)).small(),
+                            );
+                        });
+                        let signed = |v: f64| {
+                            if v == 0.0 || !v.is_finite() {
+                                "0".to_string()
+                            } else {
+                                format!("{}{}", if v > 0.0 { "+" } else { "-" }, value(v.abs(), u))
+                            }
+                        };
+                        ui.label(format!(
+                            "drift {}   slope {}/s",
+                            signed(a.drift),
+                            signed(a.slope_per_s)
+                        ));
+                        let jumps = match a.quantum {
+                            Some(q) if a.jumps > 0 => {
+                                format!("{} jumps × {}", a.jumps, value(q, u))
+                            }
+                            _ => format!("{} jumps", a.jumps),
+                        };
+                        ui.label(format!(
+                            "{jumps}, longest flat {}",
+                            crate::fmt::duration(a.longest_flat_s)
+                        ));
+                        let eta = a.time_to_limit_s.map_or(String::new(), |s| {
+                            format!(", limit in {}", crate::fmt::duration(s))
+                        });
+                        ui.label(format!("24 h: {}{eta}", signed(a.projection_24h)));
+                    });
+                }
+            });
+        });
+}
+
+/// How a unit is drawn on a plot axis: scale and label.
+fn axis_unit(u: Unit) -> (f64, &'static str) {
+    match u {
+        Unit::Bytes => (1.0 / 1_048_576.0, "MiB"),
+        Unit::Mebibytes => (1.0, "MiB"),
+        Unit::Nanoseconds => (1e-3, "µs"),
+        Unit::Microseconds => (1.0, "µs"),
+        Unit::Milliseconds => (1.0, "ms"),
+        Unit::Seconds => (1.0, "s"),
+        Unit::Percent => (1.0, "%"),
+        Unit::Celsius => (1.0, "°C"),
+        Unit::PerSecond => (1e-6, "M/s"),
+        Unit::Count => (1.0, "count"),
+        Unit::Number => (1.0, ""),
+    }
+}
+
+/// Points for one channel over samples `[0, visible)`: at most about two per
+/// pixel column (min and max of each bucket).
+pub fn decimate(
+    d: &Dashboard,
+    ch: usize,
+    visible: usize,
+    columns: usize,
+    baseline: f64,
+    scale: f64,
+) -> Vec<PlotPoint> {
+    let x_axis: Option<&[f64]> = if d.settings.x_steps {
+        ["work.steps", "log.step"]
+            .into_iter()
+            .find_map(|n| d.store.schema.index_of(n))
+            .map(|i| &d.store.series[i].raw[..])
+    } else {
+        None
+    };
+    let x_of = |i: usize| match x_axis {
+        Some(xs) => xs.get(i).copied().unwrap_or(f64::NAN),
+        None => d.store.t[i],
+    };
+    let mut out = Vec::with_capacity(columns * 2 + 2);
+    for (i, [lo, hi]) in d.store.series[ch].buckets(0, visible, columns) {
+        let x = x_of(i);
+        if x.is_nan() || lo.is_nan() {
+            continue;
+        }
+        out.push(PlotPoint::new(x, (lo - baseline) * scale));
+        if hi != lo {
+            out.push(PlotPoint::new(x, (hi - baseline) * scale));
+        }
+    }
+    out
+}
+
+fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
+    // One plot per (group, unit) among the chosen channels, in schema order.
+    let mut panels: Vec<((Group, Unit), Vec<usize>)> = Vec::new();
+    for (i, c) in d.store.schema.channels.iter().enumerate() {
+        if !d.settings.selected.contains(&c.name) {
+            continue;
+        }
+        match panels.iter_mut().find(|(k, _)| *k == (c.group, c.unit)) {
+            Some((_, v)) => v.push(i),
+            None => panels.push(((c.group, c.unit), vec![i])),
+        }
+    }
+    if panels.is_empty() {
+        ui.centered_and_justified(|ui| ui.label("Choose channels on the left to plot them."));
+        return;
+    }
+    let link = egui::Id::unique("flatline-x");
+    // Each plot has a title line and spacing above it.
+    let height =
+        ((ui.available_height() - 34.0 * panels.len() as f32) / panels.len() as f32).max(80.0);
+    let columns = ui.available_width().max(100.0) as usize;
+    let capturing = d.capturing();
+    let x_label = if d.settings.x_steps {
+        "step"
+    } else {
+        "time (s)"
+    };
+    egui::ScrollArea::vertical().show(ui, |ui| {
+        for ((group, unit), chans) in panels {
+            let (scale, label) = axis_unit(unit);
+            let title = if d.settings.drift {
+                format!("{} drift ({label})", group_name(group))
+            } else {
+                format!("{} ({label})", group_name(group))
+            };
+            let mut lines = Vec::new();
+            for &ch in &chans {
+                let name = d.store.schema.channels[ch].name.clone();
+                let analysis = d.store.analysis(ch).cloned();
+                let baseline = if d.settings.drift {
+                    analysis
+                        .as_ref()
+                        .map(|a| a.baseline)
+                        .filter(|b| b.is_finite())
+                        .unwrap_or(0.0)
+                } else {
+                    0.0
+                };
+                let pts = decimate(d, ch, visible, columns, baseline, scale);
+                // Jumps found by the analysis, marked on the line (time axis only).
+                let marks: Vec<[f64; 2]> = match (&analysis, d.settings.x_steps) {
+                    (Some(a), false) => a
+                        .jump_list
+                        .iter()
+                        .filter_map(|j| {
+                            let idx = d.store.t[..visible].partition_point(|&t| t < j.t_s);
+                            let v = *d.store.series[ch].raw.get(idx)?;
+                            (!v.is_nan()).then_some([j.t_s, (v - baseline) * scale])
+                        })
+                        .collect(),
+                    _ => Vec::new(),
+                };
+                lines.push((name, pts, marks));
+            }
+            if lines.iter().all(|(_, p, _)| p.is_empty()) {
+                continue; // nothing to draw yet (a channel this workload does not feed)
+            }
+            // A flat line should look flat: show at least ±1 % of the level, the
+            // band the analysis calls flat, so a few bytes do not fill the plot.
+            let (lo, hi) = lines
+                .iter()
+                .flat_map(|(_, p, _)| p.iter().map(|p| p.y))
+                .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), y| {
+                    (a.min(y), b.max(y))
+                });
+            let mid = (lo + hi) / 2.0;
+            let band = if lo.is_finite() && !d.settings.drift && (hi - lo) < 0.02 * mid.abs() {
+                Some((mid - 0.01 * mid.abs(), mid + 0.01 * mid.abs()))
+            } else {
+                None
+            };
+            ui.label(RichText::new(title).strong());
+            Plot::new(("plot", group as u8, unit as u8))
+                .height(height)
+                .link_axis(link, [true, false])
+                .link_cursor(link, [true, false])
+                .show_crosshair(!capturing)
+                .show_x(!capturing)
+                .show_y(!capturing)
+                .legend(Legend::default())
+                .x_axis_label(x_label)
+                .include_y(band.map_or(f64::NAN, |b| b.0))
+                .include_y(band.map_or(f64::NAN, |b| b.1))
+                .show(ui, |pui| {
+                    for (name, pts, marks) in lines {
+                        let has_marks = !marks.is_empty();
+                        pui.line(Line::new(name.clone(), PlotPoints::Owned(pts)));
+                        if has_marks {
+                            pui.points(Points::new(format!("{name} jumps"), marks).radius(3.0));
+                        }
+                    }
+                });
+        }
+    });
+}
+
+fn browser(d: &mut Dashboard, ui: &mut egui::Ui) {
+    let mut open = d.browser_open;
+    let mut chosen = None;
+    egui::Window::new("Open recording")
+        .open(&mut open)
+        .show(ui.ctx(), |ui| {
+            ui.label(format!("Recordings in {}/:", d.recordings_dir.display()));
+            let mut files: Vec<PathBuf> = std::fs::read_dir(&d.recordings_dir)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| {
+                    p.extension()
+                        .is_some_and(|e| e == flatline_runtime::recording::EXTENSION)
+                })
+                .collect();
+            files.sort();
+            if files.is_empty() {
+                ui.label("(none here; pass a file: flatline replay FILE)");
+            }
+            for f in files {
+                let size = std::fs::metadata(&f).map(|m| m.len()).unwrap_or(0);
+                let name = f
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                if ui
+                    .button(format!("{name}  ({})", bytes(size as f64)))
+                    .clicked()
+                {
+                    chosen = Some(f);
+                }
+            }
+        });
+    d.browser_open = open;
+    if let Some(path) = chosen
+        && let Err(e) = d.open_recording(&path)
+    {
+        d.notice = Some((
+            format!("cannot open {}: {e:#}", path.display()),
+            std::time::Instant::now(),
+        ));
+    }
+}

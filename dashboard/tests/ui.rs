@@ -1,0 +1,162 @@
+//! The real dashboard code, driven headless with egui_kittest: open a
+//! recording, toggle a channel, scrub, switch to drift, press screenshot.
+
+use std::path::{Path, PathBuf};
+
+use eframe::egui::accesskit::Role;
+use egui_kittest::Harness;
+use egui_kittest::kittest::Queryable;
+use flatline_dashboard::ui::{Dashboard, ReplaySource, Settings};
+
+fn golden() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../recordings/golden/v1.flr")
+}
+
+/// The channel list's checkbox (plot legends have checkboxes of the same name,
+/// drawn after the side panel).
+fn channel_box<'h>(h: &'h Harness<'static, Dashboard>, name: &'h str) -> egui_kittest::Node<'h> {
+    h.get_all_by_role_and_label(Role::CheckBox, name)
+        .next()
+        .expect("a checkbox")
+}
+
+fn harness(path: &Path) -> Harness<'static, Dashboard> {
+    let (src, store) = ReplaySource::open(path).unwrap();
+    let dash = Dashboard::new(Box::new(src), store, Settings::default());
+    let mut h = Harness::builder()
+        .with_size([1600.0, 1000.0])
+        .build_ui_state(|ui, d: &mut Dashboard| d.show(ui), dash);
+    // The analyses are spread over frames, six channels each: let them all land.
+    h.run_steps(8);
+    h
+}
+
+#[test]
+fn a_recording_opens_with_its_channels_plots_and_caption() {
+    let h = harness(&golden());
+    assert_eq!(h.state().store.len(), 61);
+    // Channel list, plot titles, timeline and the caption strip are all there.
+    channel_box(&h, "mem.rss");
+    h.get_by_label("Memory and page tables (MiB)");
+    h.get_by_label("Play");
+    h.get_by_label("sha256:5c54b06eac4f42418ee5f37394ebdfea1791e3660bf9411281b8e16f8b9afe09");
+    h.get_by_label("file v1.flr");
+    h.get_by_label("t 0.0–3.0 s");
+}
+
+#[test]
+fn toggling_a_channel_changes_what_is_plotted() {
+    let mut h = harness(&golden());
+    assert!(!h.state().settings.selected.contains("mem.swap"));
+    channel_box(&h, "mem.swap").click();
+    h.run_steps(2);
+    assert!(h.state().settings.selected.contains("mem.swap"));
+    channel_box(&h, "mem.rss").click();
+    h.run_steps(2);
+    assert!(!h.state().settings.selected.contains("mem.rss"));
+}
+
+#[test]
+fn the_timeline_scrubs_plays_and_jumps() {
+    let mut h = harness(&golden());
+    let end = h.state_mut().source.timeline().unwrap().end_s;
+    assert_eq!(
+        h.state_mut().visible_len(),
+        61,
+        "opens on the whole recording"
+    );
+    h.get_by_label("Start").click();
+    h.run_steps(2);
+    let tl = h.state_mut().source.timeline().unwrap().clone();
+    assert_eq!(tl.playhead_s, tl.start_s);
+    assert_eq!(h.state_mut().visible_len(), 1);
+    // Next event: the first step, 200 ms in.
+    h.get_by_label("Next event").click();
+    h.run_steps(2);
+    let t = h.state_mut().source.timeline().unwrap().playhead_s;
+    assert!(t > tl.start_s && t < 0.5, "{t}");
+    h.get_by_label("Play").click();
+    h.run_steps(2);
+    assert!(h.state_mut().source.timeline().unwrap().playing);
+    h.get_by_label("End").click();
+    h.run_steps(2);
+    let tl = h.state_mut().source.timeline().unwrap().clone();
+    assert!(!tl.playing);
+    assert_eq!(tl.playhead_s, end);
+}
+
+#[test]
+fn drift_mode_and_screenshot_are_one_click_away() {
+    let mut h = harness(&golden());
+    assert!(!h.state().settings.drift);
+    h.get_by_label("Drift").click();
+    h.run_steps(2);
+    assert!(h.state().settings.drift);
+    h.get_by_label("Memory and page tables drift (MiB)");
+    h.get_by_label("Screenshot").click();
+    h.run_steps(1);
+    assert_eq!(h.state().screenshots_requested, 1);
+    assert!(h.state().capturing());
+}
+
+#[test]
+fn the_recordings_browser_lists_and_opens_files() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(golden(), dir.path().join("copy.flr")).unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "not a recording").unwrap();
+    let mut h = harness(&golden());
+    h.state_mut().recordings_dir = dir.path().to_owned();
+    h.get_by_label("Open recording…").click();
+    h.run_steps(2);
+    assert!(h.state().browser_open);
+    h.get_by_label_contains("copy.flr").click();
+    h.run_steps(2);
+    assert!(!h.state().browser_open);
+    assert!(h.state().source.meta().label.contains("copy.flr"));
+}
+
+/// Pictures of the main views. A missing or changed picture fails the test
+/// and writes `*.new.png`; after looking at it, accept it with
+/// `UPDATE_SNAPSHOTS=1 cargo test -p flatline --test ui`.
+#[test]
+fn snapshots_of_the_main_views() {
+    let mut h = harness(&golden());
+    h.snapshot("replay_golden");
+    h.get_by_label("Drift").click();
+    h.run_steps(2);
+    h.snapshot("replay_golden_drift");
+}
+
+#[test]
+fn live_data_streams_in_and_recording_switches_on_and_off() {
+    use flatline_dashboard::ui::LiveSource;
+    use flatline_runtime::workload::driver::Workload;
+    let (mut src, store) = LiveSource::start(Workload::Ops1b, 50.0).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("live.flr");
+    src.start_recording(&path).unwrap();
+    let dash = Dashboard::new(Box::new(src), store, Settings::default());
+    let mut h = Harness::builder()
+        .with_size([1600.0, 1000.0])
+        .build_ui_state(|ui, d: &mut Dashboard| d.show(ui), dash);
+    for _ in 0..10 {
+        std::thread::sleep(std::time::Duration::from_millis(60));
+        h.run_steps(1);
+    }
+    let n = h.state().store.len();
+    assert!(n >= 15, "{n} samples after 0.6 s at 50 Hz");
+    h.get_by_label_contains("REC live.flr");
+    h.get_by_label("Stop workload").click();
+    h.run_steps(1);
+    assert!(!h.state_mut().source.live().unwrap().workload_running());
+    h.get_by_label("Stop recording").click();
+    h.run_steps(1);
+    assert!(h.state_mut().source.live().unwrap().recording().is_none());
+    let rec = flatline_runtime::recording::Recording::open(&path).unwrap();
+    assert!(rec.tail.is_none(), "a finished recording: {:?}", rec.tail);
+    assert!(rec.len() >= 15 && rec.channel("work.ops").is_some());
+    if let Ok(out) = std::env::var("FLATLINE_SAVE_LIVE_PNG") {
+        // For a person to look at: FLATLINE_SAVE_LIVE_PNG=/tmp/live.png cargo test …
+        h.render().unwrap().save(out).unwrap();
+    }
+}
