@@ -160,3 +160,47 @@ fn live_data_streams_in_and_recording_switches_on_and_off() {
         h.render().unwrap().save(out).unwrap();
     }
 }
+
+#[test]
+fn follow_shows_a_recording_while_a_soak_writes_it() {
+    use flatline_dashboard::ui::Source;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("growing.flr");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_flatline"))
+        .args([
+            "soak",
+            "--seconds",
+            "3",
+            "--workload",
+            "idle",
+            "--hz",
+            "50",
+            "--out",
+            path.to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    let (mut src, mut store) = loop {
+        match ReplaySource::follow(&path) {
+            Ok(opened) => break opened,
+            Err(_) if t0.elapsed().as_secs() < 10 => {
+                std::thread::sleep(std::time::Duration::from_millis(50))
+            }
+            Err(e) => panic!("{e:#}"),
+        }
+    };
+    assert!(src.status().starts_with("following"));
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    src.poll(&mut store);
+    let mid = store.len();
+    assert!(mid >= 20, "{mid} samples after 1.5 s at 50 Hz");
+    assert!(child.wait().unwrap().success());
+    src.poll(&mut store);
+    assert_eq!(src.status(), "ended: completed");
+    let whole = flatline_runtime::recording::Recording::open(&path).unwrap();
+    assert_eq!(store.len(), whole.len());
+    assert!(store.len() > mid);
+    assert_eq!(src.meta().digest.as_deref(), Some(whole.digest.as_str()));
+}
