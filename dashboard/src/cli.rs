@@ -31,6 +31,8 @@ pub enum Command {
     /// Run the built-in workloads headless for a while with telemetry, write a
     /// recording and print its receipt.
     Soak(SoakArgs),
+    /// Watch a running process (a training job) by PID, or start one after `--`.
+    Watch(WatchArgs),
     /// Print the receipt of a recording.
     Report(ReportArgs),
     /// Turn a training job's step-log CSV into a recording.
@@ -91,6 +93,41 @@ fn size(s: &str) -> Result<[f32; 2], String> {
         (Some(w), Some(h)) => Ok([w as f32, h as f32]),
         _ => Err("each side must be a whole number of pixels from 200 to 8192".into()),
     }
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct WatchArgs {
+    /// The process to watch.
+    #[arg(long, conflicts_with = "command")]
+    pub pid: Option<u32>,
+    /// The job's step log, tailed as it grows: CSV with a header row, or JSON
+    /// lines. Waited for if it does not exist yet.
+    #[arg(long, value_name = "FILE")]
+    pub log: Option<PathBuf>,
+    /// How long to wait for the step log's first line.
+    #[arg(long, value_name = "S", default_value_t = 120.0, value_parser = seconds)]
+    pub log_wait_s: f64,
+    /// Samples per second.
+    #[arg(long, default_value_t = 10.0, value_parser = positive_rate)]
+    pub hz: f64,
+    /// Stop after this many seconds (default: when the process exits).
+    #[arg(long, value_parser = seconds)]
+    pub seconds: Option<f64>,
+    /// No window: record, then print the receipt.
+    #[arg(long)]
+    pub headless: bool,
+    /// Keep a recording here (headless default: recordings/watch-<pid>-<UTC time>.flr).
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Overwrite FILE if it exists.
+    #[arg(long)]
+    pub force: bool,
+    /// Record "redacted" instead of this machine's host name.
+    #[arg(long)]
+    pub redact_host: bool,
+    /// A command to start and watch; flatline exits with its exit code.
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -376,6 +413,9 @@ mod tests {
                 "a.png",
             ],
             &["flatline", "live", "--hz", "0"],
+            &["flatline", "watch", "--pid", "12", "--", "sleep", "1"],
+            &["flatline", "watch", "--pid", "x"],
+            &["flatline", "watch", "--pid", "1", "--hz", "0"],
             &["flatline", "--frobnicate"],
         ] {
             assert!(Cli::try_parse_from(args).is_err(), "{args:?} was accepted");

@@ -11,12 +11,24 @@ pub mod report;
 pub mod session;
 pub mod soak;
 pub mod ui;
+pub mod watch;
 pub mod window;
 
 use std::process::ExitCode;
 
 /// Runs the command line and turns any error into one line on stderr.
 pub fn run(cli: cli::Cli) -> ExitCode {
+    if let Some(cli::Command::Watch(args)) = &cli.command {
+        return match watch::run(args) {
+            // A started command's exit code is flatline's.
+            Ok(Some(code)) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
+            Ok(None) => ExitCode::SUCCESS,
+            Err(err) => {
+                eprintln!("flatline: error: {err:#}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let result = match cli.command {
         None => window::live(&cli::LiveArgs::default()),
         Some(cli::Command::Live(args)) => window::live(&args),
@@ -26,6 +38,7 @@ pub fn run(cli: cli::Cli) -> ExitCode {
         Some(cli::Command::Report(args)) => report::run(&args),
         Some(cli::Command::Import(args)) => convert::import(&args),
         Some(cli::Command::Export(args)) => convert::export(&args),
+        Some(cli::Command::Watch(_)) => unreachable!("handled above"),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use flatline_runtime::recording::{
     Event, EventKind, FORMAT_VERSION, Header, HostFacts, Recorder, RecorderSummary, RecordingWriter,
 };
-use flatline_runtime::telemetry::{self, SamplerConfig, SamplerExit, Schema, Unavailable};
+use flatline_runtime::telemetry::{self, Probe, SamplerConfig, SamplerExit, Schema, Unavailable};
 
 #[derive(Debug)]
 pub struct Session {
@@ -36,7 +36,20 @@ impl Session {
         force: bool,
         redact_host: bool,
     ) -> Result<Self> {
-        let tel = telemetry::start(cfg).context("starting telemetry")?;
+        Self::start_with(source, cfg, Vec::new(), config, out, force, redact_host)
+    }
+
+    /// As [`Session::start`], with extra probes (a watched job's step log).
+    pub fn start_with(
+        source: &str,
+        cfg: SamplerConfig,
+        extra: Vec<Box<dyn Probe>>,
+        config: BTreeMap<String, String>,
+        out: &Path,
+        force: bool,
+        redact_host: bool,
+    ) -> Result<Self> {
+        let tel = telemetry::start_with(cfg, extra).context("starting telemetry")?;
         let header = Header {
             format_version: FORMAT_VERSION,
             tool_version: env!("CARGO_PKG_VERSION").into(),

@@ -18,7 +18,7 @@ use std::time::Instant;
 use anyhow::{Context as _, Result, bail};
 use eframe::egui;
 
-pub use source::{LiveSource, Meta, ReplaySource, Source, StaticSource, Timeline};
+pub use source::{LiveSource, Meta, ReplaySource, Source, StaticSource, Timeline, WatchSource};
 pub use store::{Series, Store};
 
 /// Samples a live session keeps at full resolution before thinning its older

@@ -485,3 +485,155 @@ impl Source for StaticSource {
         Some(&mut self.timeline)
     }
 }
+
+/// Another process, watched by PID, with its step log if it has one.
+pub struct WatchSource {
+    pid: u32,
+    hz: f64,
+    host: String,
+    samples: Receiver<Sample>,
+    steps: Receiver<(u64, Option<u64>)>,
+    sampler: telemetry::Sampler,
+    writer: Option<RecordingWriter>,
+    exited: bool,
+}
+
+impl std::fmt::Debug for WatchSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WatchSource")
+            .field("pid", &self.pid)
+            .finish_non_exhaustive()
+    }
+}
+
+impl WatchSource {
+    /// Starts sampling `pid` (with `extra` probes, e.g. its step log), and
+    /// records to `out` if given.
+    pub fn start(
+        pid: u32,
+        cfg: SamplerConfig,
+        extra: Vec<Box<dyn telemetry::Probe>>,
+        steps: Receiver<(u64, Option<u64>)>,
+        out: Option<&Path>,
+        force: bool,
+        redact_host: bool,
+    ) -> Result<(Self, Store)> {
+        let hz = cfg.hz;
+        let tel = telemetry::start_with(cfg, extra).context("starting telemetry")?;
+        let host = HostFacts::collect(tel.gpu.clone());
+        let host = if redact_host { host.redacted() } else { host };
+        let writer = match out {
+            Some(path) => {
+                let mut config = std::collections::BTreeMap::new();
+                config.insert("pid".into(), pid.to_string());
+                config.insert("hz".into(), hz.to_string());
+                let header = Header {
+                    format_version: FORMAT_VERSION,
+                    tool_version: env!("CARGO_PKG_VERSION").into(),
+                    started_unix_ms: std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .map_or(0, |d| d.as_millis() as u64),
+                    source: "watch".into(),
+                    command_line: std::env::args().collect(),
+                    config,
+                    host: host.clone(),
+                    schema: tel.schema.clone(),
+                    unavailable: tel.unavailable.clone(),
+                    notes: Vec::new(),
+                };
+                Some(RecordingWriter::create(path, &header, force)?)
+            }
+            None => None,
+        };
+        let mut store = Store::new(tel.schema.clone(), super::LIVE_CAP);
+        if host.mem_total_bytes > 0 {
+            for (i, c) in tel.schema.channels.iter().enumerate() {
+                if c.name.starts_with("mem.") {
+                    store.limits[i] = Some(host.mem_total_bytes as f64);
+                }
+            }
+        }
+        Ok((
+            Self {
+                pid,
+                hz,
+                host: host.summary(),
+                samples: tel.samples,
+                steps,
+                sampler: tel.sampler,
+                writer,
+                exited: false,
+            },
+            store,
+        ))
+    }
+}
+
+impl Source for WatchSource {
+    fn meta(&self) -> Meta {
+        Meta {
+            label: format!("watch: pid {} at {} Hz", self.pid, self.hz),
+            host: self.host.clone(),
+            file: self.writer.as_ref().map(|w| w.path().to_owned()),
+            digest: self.writer.as_ref().map(RecordingWriter::digest_hex),
+        }
+    }
+
+    fn status(&self) -> String {
+        if self.exited {
+            "process exited"
+        } else {
+            "watching"
+        }
+        .into()
+    }
+
+    fn poll(&mut self, store: &mut Store) {
+        mark_observer_thread();
+        for s in self.samples.try_iter() {
+            store.push(&s);
+            if let Some(w) = self.writer.as_mut() {
+                let _ = w.push_sample(&s);
+            }
+        }
+        for (step, tokens) in self.steps.try_iter() {
+            let e = Event {
+                t_ns: self.sampler.elapsed_ns(),
+                kind: EventKind::Step { step, tokens },
+            };
+            if let Some(w) = self.writer.as_mut() {
+                let _ = w.push_event(e.clone());
+            }
+            store.events.push(e);
+        }
+        if !self.exited && self.sampler.is_finished() {
+            self.exited = true;
+            let e = Event {
+                t_ns: self.sampler.elapsed_ns(),
+                kind: EventKind::TargetExited { pid: self.pid },
+            };
+            if let Some(w) = self.writer.as_mut() {
+                let _ = w.push_event(e.clone());
+            }
+            store.events.push(e);
+            if let Some(w) = self.writer.take() {
+                let _ = w.finish("target exited");
+            }
+        }
+        if let Some(w) = self.writer.as_mut() {
+            let _ = w.tick();
+        }
+    }
+
+    fn dropped(&self) -> u64 {
+        self.sampler.dropped()
+    }
+}
+
+impl Drop for WatchSource {
+    fn drop(&mut self) {
+        if let Some(w) = self.writer.take() {
+            let _ = w.finish("window closed");
+        }
+    }
+}

@@ -18,12 +18,15 @@ pub mod gpu;
 pub mod malloc;
 pub mod procfs;
 pub mod sampler;
+pub mod steplog;
 pub mod system;
 pub mod work;
 
 use serde::{Deserialize, Serialize};
 
-pub use sampler::{Sampler, SamplerConfig, SamplerExit, Target, Telemetry, TelemetryError, start};
+pub use sampler::{
+    Sampler, SamplerConfig, SamplerExit, Target, Telemetry, TelemetryError, start, start_with,
+};
 
 /// Most channels one [`Sample`] can carry.
 pub const MAX_CHANNELS: usize = 128;

@@ -278,6 +278,15 @@ const OWN_CHANNELS: [(&str, Unit); 3] = [
 /// Opens every probe that works here, starts the sampler threads, and
 /// returns the stream.
 pub fn start(config: SamplerConfig) -> Result<Telemetry, TelemetryError> {
+    start_with(config, Vec::new())
+}
+
+/// As [`start`], with more probes read on the fast thread after the built-in
+/// ones (a watched job's step log, say).
+pub fn start_with(
+    config: SamplerConfig,
+    extra: Vec<Box<dyn Probe>>,
+) -> Result<Telemetry, TelemetryError> {
     if !(config.hz > 0.0 && config.hz <= 10_000.0) {
         return Err(TelemetryError::BadRate(config.hz));
     }
@@ -326,6 +335,7 @@ pub fn start(config: SamplerConfig) -> Result<Telemetry, TelemetryError> {
     if let Some(progress) = &config.progress {
         fast.push(Box::new(WorkProbe::new(progress.clone())));
     }
+    fast.extend(extra);
     if config.system || !has_proc {
         match SysProbe::new(pid, !has_proc) {
             Ok(p) => slow.push(Box::new(p)),

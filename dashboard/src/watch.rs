@@ -1,0 +1,205 @@
+//! `flatline watch`: another process, by PID or started here, with its own
+//! step log, in the dashboard or headless.
+
+use std::collections::BTreeMap;
+use std::process::{Child, Command};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, Result, bail};
+use flatline_runtime::recording::EventKind;
+use flatline_runtime::telemetry::steplog::StepLog;
+use flatline_runtime::telemetry::{Probe, SamplerConfig, SamplerExit, Target};
+
+use crate::cli::WatchArgs;
+use crate::fmt::bytes;
+use crate::session::Session;
+
+/// The watched process: one we were pointed at, or one we started.
+struct Watched {
+    pid: u32,
+    child: Option<Child>,
+}
+
+impl Watched {
+    fn alive(&mut self) -> bool {
+        match &mut self.child {
+            Some(c) => matches!(c.try_wait(), Ok(None)),
+            None => {
+                std::path::Path::new(&format!("/proc/{}", self.pid)).exists()
+                    || !cfg!(target_os = "linux")
+            }
+        }
+    }
+
+    /// The started command's exit code (after waiting for it), if we started one.
+    fn exit_code(&mut self) -> Option<i32> {
+        let status = self.child.as_mut()?.wait().ok()?;
+        Some(status.code().unwrap_or_else(|| {
+            // Killed by a signal: the shell's convention, 128 + signal.
+            #[cfg(unix)]
+            {
+                use std::os::unix::process::ExitStatusExt;
+                128 + status.signal().unwrap_or(0)
+            }
+            #[cfg(not(unix))]
+            {
+                1
+            }
+        }))
+    }
+}
+
+fn start_target(args: &WatchArgs) -> Result<Watched> {
+    match (args.pid, args.command.split_first()) {
+        (Some(pid), None) => Ok(Watched { pid, child: None }),
+        (None, Some((prog, rest))) => {
+            let child = Command::new(prog)
+                .args(rest)
+                .spawn()
+                .with_context(|| format!("starting {prog}"))?;
+            Ok(Watched {
+                pid: child.id(),
+                child: Some(child),
+            })
+        }
+        (None, None) => bail!("say what to watch: --pid PID, or a command after `--`"),
+        (Some(_), Some(_)) => bail!("give either --pid or a command after `--`, not both"),
+    }
+}
+
+/// The step-log probe, waiting for the log's first line if needed.
+fn step_log(
+    args: &WatchArgs,
+    target: &mut Watched,
+    steps: crossbeam_channel::Sender<(u64, Option<u64>)>,
+) -> Result<Option<StepLog>> {
+    let Some(path) = &args.log else {
+        return Ok(None);
+    };
+    if !path.exists() {
+        eprintln!("flatline: waiting for {} …", path.display());
+    }
+    let log = StepLog::wait_for(path, Duration::from_secs_f64(args.log_wait_s), || {
+        target.alive()
+    })?;
+    Ok(Some(log.with_steps(steps)))
+}
+
+fn config(args: &WatchArgs, pid: u32) -> BTreeMap<String, String> {
+    let mut c = BTreeMap::new();
+    c.insert("pid".into(), pid.to_string());
+    c.insert("hz".into(), args.hz.to_string());
+    if let Some(l) = &args.log {
+        c.insert("log".into(), l.display().to_string());
+    }
+    if !args.command.is_empty() {
+        c.insert("command".into(), args.command.join(" "));
+    }
+    c
+}
+
+fn sampler_config(args: &WatchArgs, pid: u32) -> SamplerConfig {
+    SamplerConfig {
+        hz: args.hz,
+        target: Target::Pid(pid),
+        ..SamplerConfig::default()
+    }
+}
+
+/// Runs the watch; returns the started command's exit code, if one was started.
+pub fn run(args: &WatchArgs) -> Result<Option<i32>> {
+    if !args.headless {
+        crate::ui::check_display()?;
+    }
+    let mut target = start_target(args)?;
+    let (steps_tx, steps_rx) = crossbeam_channel::bounded(4096);
+    let log = match step_log(args, &mut target, steps_tx) {
+        Ok(l) => l,
+        Err(e) => {
+            // Never leave a started command running behind an error.
+            if let Some(c) = target.child.as_mut() {
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+            return Err(e);
+        }
+    };
+    let log_stats = log.as_ref().map(StepLog::stats);
+    let extra: Vec<Box<dyn Probe>> = log
+        .into_iter()
+        .map(|l| Box::new(l) as Box<dyn Probe>)
+        .collect();
+    if !args.headless {
+        let (src, store) = crate::ui::WatchSource::start(
+            target.pid,
+            sampler_config(args, target.pid),
+            extra,
+            steps_rx,
+            args.out.as_deref(),
+            args.force,
+            args.redact_host,
+        )?;
+        crate::ui::run_window(
+            &format!("flatline — watching {}", target.pid),
+            [1600.0, 1000.0],
+            move |settings| crate::ui::Dashboard::new(Box::new(src), store, settings),
+        )?;
+        return Ok(target.exit_code());
+    }
+
+    let out = match &args.out {
+        Some(p) => p.clone(),
+        None => crate::soak::default_path(&format!("watch-{}", target.pid))?,
+    };
+    let session = Session::start_with(
+        "watch",
+        sampler_config(args, target.pid),
+        extra,
+        config(args, target.pid),
+        &out,
+        args.force,
+        args.redact_host,
+    )?;
+    flatline_runtime::telemetry::alloc::mark_observer_thread();
+    let stop = crate::soak::interrupt_flag()?;
+    let start = Instant::now();
+    let limit = args.seconds.map(Duration::from_secs_f64);
+    let ended_by = loop {
+        std::thread::sleep(Duration::from_millis(100));
+        for (step, tokens) in steps_rx.try_iter() {
+            session.event(EventKind::Step { step, tokens });
+        }
+        if session.sampler_finished() {
+            session.event(EventKind::TargetExited { pid: target.pid });
+            break "target exited";
+        }
+        if stop.load(Ordering::Relaxed) {
+            break "interrupted";
+        }
+        if limit.is_some_and(|l| start.elapsed() >= l) {
+            break "completed";
+        }
+    };
+    let end = session.finish(ended_by)?;
+    let rec = crate::report::open(&out)?;
+    let rows = crate::report::analyse(&rec, None);
+    print!("{}", crate::report::text_report(&rec, &rows));
+    if let Some(st) = log_stats {
+        println!(
+            "  step log: {} rows, {} that did not parse",
+            st.rows.load(Ordering::Relaxed),
+            st.bad_rows.load(Ordering::Relaxed)
+        );
+    }
+    if let SamplerExit::TargetExited { pid } = end.exit {
+        println!("  process {pid} exited; the recording covers it to the end");
+    }
+    println!(
+        "\n  wrote {} ({} samples, {})",
+        out.display(),
+        end.recorder.write.samples,
+        bytes(end.recorder.write.bytes as f64)
+    );
+    Ok(target.exit_code())
+}

@@ -1,0 +1,180 @@
+//! `flatline watch` against small helper processes whose memory behaviour is
+//! known: the numbers must be right.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+const HELPER: &str = r#"
+import sys, time
+mode, secs = sys.argv[1], float(sys.argv[2])
+log = open(sys.argv[3], "w") if len(sys.argv) > 3 else None
+if log:
+    log.write("step,tokens,loss\n"); log.flush()
+keep, t0, step = [], time.time(), 0
+while time.time() - t0 < secs:
+    if mode == "linear":
+        keep.append(b"\x01" * (1 << 20)); time.sleep(0.1)    # 10 MiB/s
+    elif mode == "steps":
+        keep.append(b"\x01" * (4 << 20)); time.sleep(1.0)    # 4 MiB, then flat
+    else:
+        time.sleep(0.1)
+    if log:
+        step += 1; log.write("%d,%d,%.3f\n" % (step, step * 16384, 3.0 / step)); log.flush()
+"#;
+
+fn flatline(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_flatline"))
+        .args(args)
+        .output()
+        .expect("flatline runs")
+}
+
+/// Watches the helper in `mode` for `secs` at 20 Hz and returns the JSON receipt.
+fn watch(dir: &Path, mode: &str, secs: &str, log: bool) -> serde_json::Value {
+    let out = dir.join(format!("{mode}.flr"));
+    let log_path = dir.join(format!("{mode}.csv"));
+    let mut args = vec![
+        "watch",
+        "--headless",
+        "--hz",
+        "20",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    if log {
+        args.extend(["--log", log_path.to_str().unwrap()]);
+    }
+    args.extend(["--", "python3", "-c", HELPER, mode, secs]);
+    if log {
+        args.push(log_path.to_str().unwrap());
+    }
+    let o = flatline(&args);
+    assert!(
+        o.status.success(),
+        "stderr: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("exited"),
+        "the receipt notes the exit: {text}"
+    );
+    let r = flatline(&["report", out.to_str().unwrap(), "--format", "json"]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    serde_json::from_slice(&r.stdout).unwrap()
+}
+
+#[test]
+fn steady_growth_is_linear_with_the_true_slope() {
+    let dir = tempfile::tempdir().unwrap();
+    let v = watch(dir.path(), "linear", "4", false);
+    let rss = &v["channels"]["mem.rss"];
+    assert_eq!(rss["verdict"], "linear", "{rss}");
+    let slope = rss["slope_per_s"].as_f64().unwrap();
+    let truth = 10.0 * 1048576.0;
+    assert!(
+        (slope / truth - 1.0).abs() < 0.10,
+        "slope {slope:.0} B/s against {truth:.0}"
+    );
+    assert_eq!(v["recording"]["end"], "target exited");
+}
+
+#[test]
+fn equal_steps_are_a_staircase_with_their_quantum() {
+    let dir = tempfile::tempdir().unwrap();
+    let v = watch(dir.path(), "steps", "5.5", false);
+    let rss = &v["channels"]["mem.rss"];
+    assert_eq!(rss["verdict"], "staircase", "{rss}");
+    let q = rss["quantum"].as_f64().unwrap();
+    assert!((q / (4.0 * 1048576.0) - 1.0).abs() < 0.05, "quantum {q}");
+    assert!(rss["jumps"].as_u64().unwrap() >= 3, "{rss}");
+}
+
+#[test]
+fn a_process_that_does_not_grow_is_flat_and_its_log_is_tailed() {
+    let dir = tempfile::tempdir().unwrap();
+    let v = watch(dir.path(), "flat", "3", true);
+    assert_eq!(
+        v["channels"]["mem.rss"]["verdict"], "flat",
+        "{}",
+        v["channels"]["mem.rss"]
+    );
+    let step = &v["channels"]["log.step"];
+    assert!(step["max"].as_f64().unwrap() >= 20.0, "{step}");
+    assert_eq!(v["channels"]["log.tokens"]["unit"], "count");
+    assert!(
+        v["recording"]["events"].as_u64().unwrap() >= 20,
+        "a step event per row, and the exit"
+    );
+    assert_eq!(v["recording"]["source"], "watch");
+}
+
+#[test]
+fn rss_agrees_with_ps_within_one_percent() {
+    use flatline_runtime::telemetry::Probe;
+    use flatline_runtime::telemetry::procfs::{ProcProbe, ProcTarget};
+    let mut child = Command::new("python3")
+        .args([
+            "-c",
+            "import time; a = b'\\x01' * (64 << 20); time.sleep(30)",
+        ])
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    let mut probe = ProcProbe::new(ProcTarget::Pid(child.id())).unwrap();
+    let rss_idx = probe
+        .channels()
+        .iter()
+        .position(|c| c.name == "mem.rss")
+        .unwrap();
+    let mut out = vec![f64::NAN; probe.channels().len()];
+    probe.read(&mut out).unwrap();
+    let ps = Command::new("ps")
+        .args(["-o", "rss=", "-p", &child.id().to_string()])
+        .output()
+        .unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let ps_kib: f64 = String::from_utf8_lossy(&ps.stdout).trim().parse().unwrap();
+    let ours_kib = out[rss_idx] / 1024.0;
+    assert!(ps_kib > 64.0 * 1024.0, "{ps_kib}");
+    assert!(
+        (ours_kib / ps_kib - 1.0).abs() < 0.01,
+        "flatline {ours_kib} KiB, ps {ps_kib} KiB"
+    );
+}
+
+#[test]
+fn bad_targets_are_one_line_errors_and_exit_codes_pass_through() {
+    let o = flatline(&["watch", "--headless", "--pid", "4999999"]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("cannot watch process 4999999") && err.lines().count() == 1,
+        "{err}"
+    );
+    let o = flatline(&["watch", "--headless"]);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--pid PID, or a command after `--`"));
+    let o = flatline(&["watch", "--headless", "--", "/nonexistent/trainer"]);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("starting /nonexistent/trainer"));
+
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("exit.flr");
+    let o = flatline(&[
+        "watch",
+        "--headless",
+        "--out",
+        out.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        "sleep 0.5; exit 3",
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(out.exists());
+}
