@@ -13,7 +13,7 @@ if log:
 keep, t0, step = [], time.time(), 0
 while time.time() - t0 < secs:
     if mode == "linear":
-        keep.append(b"\x01" * (1 << 20)); time.sleep(0.1)    # 10 MiB/s
+        keep.append(b"\x01" * (256 << 10)); time.sleep(0.025)  # 10 MiB/s, a change in every 50 ms sample
     elif mode == "steps":
         keep.append(b"\x01" * (4 << 20)); time.sleep(1.0)    # 4 MiB, then flat
     else:
