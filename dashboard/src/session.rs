@@ -6,7 +6,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 use flatline_runtime::recording::{
-    Event, EventKind, FORMAT_VERSION, Header, HostFacts, Recorder, RecorderSummary, RecordingWriter,
+    Event, EventKind, Header, HostFacts, Recorder, RecorderSummary, RecordingWriter,
 };
 use flatline_runtime::telemetry::{self, Probe, SamplerConfig, SamplerExit, Schema, Unavailable};
 
@@ -50,24 +50,15 @@ impl Session {
         redact_host: bool,
     ) -> Result<Self> {
         let tel = telemetry::start_with(cfg, extra).context("starting telemetry")?;
-        let header = Header {
-            format_version: FORMAT_VERSION,
-            tool_version: env!("CARGO_PKG_VERSION").into(),
-            started_unix_ms: std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_millis() as u64),
-            source: source.into(),
-            command_line: std::env::args().collect(),
+        let host = HostFacts::collect(tel.gpu.clone());
+        let host = if redact_host { host.redacted() } else { host };
+        let header = Header::new(
+            source,
+            tel.schema.clone(),
+            host,
             config,
-            host: if redact_host {
-                HostFacts::collect(tel.gpu.clone()).redacted()
-            } else {
-                HostFacts::collect(tel.gpu.clone())
-            },
-            schema: tel.schema.clone(),
-            unavailable: tel.unavailable.clone(),
-            notes: Vec::new(),
-        };
+            tel.unavailable.clone(),
+        );
         let writer = RecordingWriter::create(out, &header, force)?;
         let recorder = Recorder::spawn(writer, tel.samples).context("starting the recorder")?;
         Ok(Self {

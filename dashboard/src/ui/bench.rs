@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use anyhow::{Context as _, Result};
 use eframe::egui;
-use flatline_runtime::recording::{FORMAT_VERSION, Header, HostFacts, RecordingWriter};
+use flatline_runtime::recording::{Header, HostFacts, RecordingWriter};
 use flatline_runtime::telemetry::{ChannelSpec, Group, Sample, Schema, Unit};
 
 use super::{Dashboard, ReplaySource, Settings, StaticSource, Store};
@@ -116,18 +116,13 @@ pub fn run(args: &UiBenchArgs) -> Result<()> {
     let open_hours = args.hours.min(1.0);
     let dir = tempfile::tempdir().context("creating a temporary folder")?;
     let path = dir.path().join("bench.flr");
-    let header = Header {
-        format_version: FORMAT_VERSION,
-        tool_version: env!("CARGO_PKG_VERSION").into(),
-        started_unix_ms: 0,
-        source: "bench".into(),
-        command_line: vec![],
-        config: Default::default(),
-        host: HostFacts::default(),
-        schema: schema.clone(),
-        unavailable: vec![],
-        notes: vec![],
-    };
+    let header = Header::new(
+        "bench",
+        schema.clone(),
+        HostFacts::default(),
+        Default::default(),
+        vec![],
+    );
     let mut w = RecordingWriter::create(&path, &header, false)?;
     for i in 0..(open_hours * 360_000.0) as u64 {
         w.push_sample(&sample(i, n))?;

@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, Result};
 use crossbeam_channel::Receiver;
 use flatline_runtime::recording::{
-    Event, EventKind, FORMAT_VERSION, Frame, FrameReader, Header, HostFacts, Recording,
-    RecordingWriter, TailProblemKind,
+    Event, EventKind, Frame, FrameReader, Header, HostFacts, Recording, RecordingWriter,
+    TailProblemKind,
 };
 use flatline_runtime::telemetry::alloc::mark_observer_thread;
 use flatline_runtime::telemetry::work::WorkProgress;
@@ -155,18 +155,13 @@ impl LiveSource {
         let mut config = std::collections::BTreeMap::new();
         config.insert("workload".into(), workload.name().into());
         config.insert("hz".into(), hz.to_string());
-        let header = Header {
-            format_version: FORMAT_VERSION,
-            tool_version: env!("CARGO_PKG_VERSION").into(),
-            started_unix_ms: 0,
-            source: "live".into(),
-            command_line: std::env::args().collect(),
+        let header = Header::new(
+            "live",
+            tel.schema.clone(),
+            HostFacts::collect(tel.gpu.clone()),
             config,
-            host: HostFacts::collect(tel.gpu.clone()),
-            schema: tel.schema.clone(),
-            unavailable: tel.unavailable.clone(),
-            notes: Vec::new(),
-        };
+            tel.unavailable.clone(),
+        );
         let (ev_tx, ev_rx) = crossbeam_channel::bounded(4096);
         let running = Arc::new(AtomicBool::new(true));
         let quit = Arc::new(AtomicBool::new(false));
@@ -232,10 +227,15 @@ impl LiveSource {
 
     /// Starts writing everything from now on to `path`.
     pub fn start_recording(&mut self, path: &Path) -> Result<()> {
-        let mut header = self.header.clone();
-        header.started_unix_ms = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as u64);
+        // The recording starts now, not when the window opened.
+        let h = &self.header;
+        let header = Header::new(
+            &h.source,
+            h.schema.clone(),
+            h.host.clone(),
+            h.config.clone(),
+            h.unavailable.clone(),
+        );
         self.writer = Some(RecordingWriter::create(path, &header, false)?);
         Ok(())
     }
@@ -527,20 +527,13 @@ impl WatchSource {
                 let mut config = std::collections::BTreeMap::new();
                 config.insert("pid".into(), pid.to_string());
                 config.insert("hz".into(), hz.to_string());
-                let header = Header {
-                    format_version: FORMAT_VERSION,
-                    tool_version: env!("CARGO_PKG_VERSION").into(),
-                    started_unix_ms: std::time::SystemTime::now()
-                        .duration_since(std::time::UNIX_EPOCH)
-                        .map_or(0, |d| d.as_millis() as u64),
-                    source: "watch".into(),
-                    command_line: std::env::args().collect(),
+                let header = Header::new(
+                    "watch",
+                    tel.schema.clone(),
+                    host.clone(),
                     config,
-                    host: host.clone(),
-                    schema: tel.schema.clone(),
-                    unavailable: tel.unavailable.clone(),
-                    notes: Vec::new(),
-                };
+                    tel.unavailable.clone(),
+                );
                 Some(RecordingWriter::create(path, &header, force)?)
             }
             None => None,

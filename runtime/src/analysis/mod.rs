@@ -25,7 +25,8 @@
 //! * **verdict**:
 //!   `staircase` when there are jumps, they are sparse (at most 20 % of
 //!   the points change), they mostly go one way and they explain at least
-//!   half of the drift; else `linear` when the trend over the run (slope ×
+//!   half of the drift (jumps inside the final 5 % window are listed but do
+//!   not decide: a process that exits frees its memory there); else `linear` when the trend over the run (slope ×
 //!   duration) is larger than three times the robust scatter around the
 //!   fitted line; else `flat` when the middle 90 % of the values spans at most 1 % of
 //!   their level; else `noisy`. Fewer than 8 points: `insufficient`.
@@ -301,7 +302,6 @@ pub fn analyze(t_s: &[f64], v: &[f64], ctx: &Context<'_>) -> ChannelAnalysis {
         }
     }
     out.jumps = jumps.len();
-    out.quantum = quantum_of(&jumps.iter().map(|j| j.size).collect::<Vec<_>>());
     let mut edges: Vec<f64> = Vec::with_capacity(jumps.len() + 2);
     edges.push(t[0]);
     edges.extend(jumps.iter().map(|j| j.t_s));
@@ -330,11 +330,17 @@ pub fn analyze(t_s: &[f64], v: &[f64], ctx: &Context<'_>) -> ChannelAnalysis {
     };
     let tolerance = (level * 0.01).max(resolution);
 
-    let net: f64 = jumps.iter().map(|j| j.size).sum();
-    let gross: f64 = jumps.iter().map(|j| j.size.abs()).sum();
+    // Jumps inside the final window are listed but do not decide the verdict:
+    // `final` is their median anyway, and a watched process that exits frees
+    // its memory in its last samples.
+    let final_from = t[n - w];
+    let deciding = || jumps.iter().filter(|j| j.t_s < final_from);
+    out.quantum = quantum_of(&deciding().map(|j| j.size).collect::<Vec<_>>());
+    let net: f64 = deciding().map(|j| j.size).sum();
+    let gross: f64 = deciding().map(|j| j.size.abs()).sum();
     let changing = changes as f64 / d.len() as f64;
     let growth = out.drift.abs();
-    let (verdict, confidence) = if !jumps.is_empty()
+    let (verdict, confidence) = if deciding().next().is_some()
         && changing <= 0.2
         && net.abs() >= 0.6 * gross
         && growth > resolution

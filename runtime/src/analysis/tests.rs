@@ -261,3 +261,13 @@ fn the_tracker_agrees_with_the_whole_series_and_stays_bounded() {
     // The final level is a median over the last 5 %, which here spans two steps.
     assert!((live.final_value - whole.final_value).abs() <= 262_144.0 + 1000.0);
 }
+
+#[test]
+fn a_release_in_the_last_samples_does_not_decide_the_verdict() {
+    // 4 MiB steps, then the process exits and frees everything in its last sample.
+    let (t, mut v) = series(2000, 20.0, |i, _| 1e7 + 4_194_304.0 * (i / 300) as f64);
+    *v.last_mut().unwrap() = 1e6;
+    let a = run(&t, &v);
+    assert_eq!(a.verdict, Verdict::Staircase, "{a:?}");
+    assert!((a.quantum.unwrap() / 4_194_304.0 - 1.0).abs() < 0.01);
+}

@@ -82,6 +82,33 @@ pub struct Header {
     pub notes: Vec<String>,
 }
 
+impl Header {
+    /// A header for a recording that starts now, made by this process: this
+    /// format version and tool version, the wall clock, the command line.
+    pub fn new(
+        source: &str,
+        schema: Schema,
+        host: HostFacts,
+        config: BTreeMap<String, String>,
+        unavailable: Vec<Unavailable>,
+    ) -> Self {
+        Self {
+            format_version: FORMAT_VERSION,
+            tool_version: env!("CARGO_PKG_VERSION").into(),
+            started_unix_ms: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as u64),
+            source: source.into(),
+            command_line: std::env::args().collect(),
+            config,
+            host,
+            schema,
+            unavailable,
+            notes: Vec::new(),
+        }
+    }
+}
+
 /// Something that happened at a moment of a run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Event {
