@@ -46,6 +46,7 @@ impl Default for Settings {
             "mem.vm_data",
             "mem.vm_pte",
             "alloc.live",
+            "alloc.rate",
             "malloc.arena",
             "malloc.mmap",
             "gpu0.used",

@@ -374,8 +374,10 @@ fn cards(d: &mut Dashboard, ui: &mut egui::Ui) {
 }
 
 /// How a unit is drawn on a plot axis: scale and label.
-fn axis_unit(u: Unit) -> (f64, &'static str) {
+fn axis_unit(g: Group, u: Unit) -> (f64, &'static str) {
     match u {
+        // Operation rates run to hundreds of millions; allocation rates do not.
+        Unit::PerSecond if g != Group::Workload => (1.0, "/s"),
         Unit::Bytes => (1.0 / 1_048_576.0, "MiB"),
         Unit::Mebibytes => (1.0, "MiB"),
         Unit::Nanoseconds => (1e-3, "µs"),
@@ -455,7 +457,7 @@ fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
     };
     egui::ScrollArea::vertical().show(ui, |ui| {
         for ((group, unit), chans) in panels {
-            let (scale, label) = axis_unit(unit);
+            let (scale, label) = axis_unit(group, unit);
             let title = if d.settings.drift {
                 format!("{} drift ({label})", group_name(group))
             } else {

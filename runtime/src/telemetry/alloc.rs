@@ -43,16 +43,19 @@ pub fn count_thread_allocs<R>(f: impl FnOnce() -> R) -> (R, Option<u64>) {
     (out, installed.then_some(n))
 }
 
-/// `alloc.*` channels from the counting allocator, plus the observers' own
-/// allocation calls as `telemetry.allocs`.
+/// `alloc.*` channels from the counting allocator (with `alloc.rate`, the
+/// allocation calls per second over the last interval), plus the observers'
+/// own allocation calls as `telemetry.allocs`.
 #[derive(Debug)]
-pub struct AllocProbe(());
+pub struct AllocProbe {
+    last: Option<(u64, std::time::Instant)>,
+}
 
 impl AllocProbe {
     /// Works only where the counting allocator is this process's global allocator.
     pub fn new() -> Result<Self, Unavailable> {
         if is_installed() {
-            Ok(Self(()))
+            Ok(Self { last: None })
         } else {
             Err(Unavailable::new(
                 "alloc",
@@ -73,17 +76,27 @@ impl Probe for AllocProbe {
             ChannelSpec::new("alloc.peak", Unit::Bytes, Group::Allocator),
             ChannelSpec::new("alloc.count", Unit::Count, Group::Allocator),
             ChannelSpec::new("alloc.frees", Unit::Count, Group::Allocator),
+            ChannelSpec::new("alloc.rate", Unit::PerSecond, Group::Allocator),
             ChannelSpec::new("telemetry.allocs", Unit::Count, Group::Telemetry),
         ]
     }
 
     fn read(&mut self, out: &mut [f64]) -> Result<(), ProbeError> {
         let s = stats();
+        let now = std::time::Instant::now();
+        let rate = match self.last {
+            Some((n, at)) if now > at => {
+                s.allocs.saturating_sub(n) as f64 / now.duration_since(at).as_secs_f64()
+            }
+            _ => f64::NAN,
+        };
+        self.last = Some((s.allocs, now));
         out.copy_from_slice(&[
             s.live_bytes as f64,
             s.peak_bytes as f64,
             s.allocs as f64,
             s.frees as f64,
+            rate,
             s.observer_allocs as f64,
         ]);
         Ok(())
@@ -99,7 +112,17 @@ mod tests {
         let mut p = AllocProbe::new().expect("installed in the test binary");
         let mut out = vec![f64::NAN; p.channels().len()];
         p.read(&mut out).unwrap();
+        assert!(out[4].is_nan(), "no rate before a second reading");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let burst: Vec<Box<u64>> = (0..1000).map(Box::new).collect();
+        p.read(&mut out).unwrap();
+        drop(burst);
         assert!(out.iter().all(|v| v.is_finite()));
+        assert!(
+            out[4] >= 1000.0 / 1.0,
+            "1000 allocations in well under a second: {}",
+            out[4]
+        );
         // Other tests allocate concurrently: only what holds whatever they do.
         assert!(out[0] > 0.0 && out[1] > 0.0 && out[2] > 0.0);
     }
