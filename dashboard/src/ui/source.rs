@@ -89,6 +89,33 @@ impl Timeline {
     }
 }
 
+/// Moves new samples into the store and, while recording, into the file.
+/// Returns the first write error, if any.
+fn take_samples(
+    rx: &Receiver<Sample>,
+    store: &mut Store,
+    writer: &mut Option<RecordingWriter>,
+) -> Option<String> {
+    let mut error = None;
+    for s in rx.try_iter() {
+        store.push(&s);
+        if let Some(Err(e)) = writer.as_mut().map(|w| w.push_sample(&s)) {
+            error.get_or_insert(e.to_string());
+        }
+    }
+    error
+}
+
+/// Adds an event to the store and, while recording, to the file.
+fn add_event(e: Event, store: &mut Store, writer: &mut Option<RecordingWriter>) -> Option<String> {
+    let error = writer
+        .as_mut()
+        .and_then(|w| w.push_event(e.clone()).err())
+        .map(|e| e.to_string());
+    store.events.push(e);
+    error
+}
+
 /// Where the data comes from.
 pub trait Source {
     fn meta(&self) -> Meta;
@@ -288,22 +315,15 @@ impl Source for LiveSource {
 
     fn poll(&mut self, store: &mut Store) {
         mark_observer_thread();
-        for s in self.samples.try_iter() {
-            store.push(&s);
-            if let Some(w) = self.writer.as_mut()
-                && let Err(e) = w.push_sample(&s)
-            {
-                self.error = Some(e.to_string());
-            }
-        }
+        let mut errors = vec![take_samples(&self.samples, store, &mut self.writer)];
         for e in self.events.try_iter() {
-            if let Some(w) = self.writer.as_mut() {
-                let _ = w.push_event(e.clone());
-            }
-            store.events.push(e);
+            errors.push(add_event(e, store, &mut self.writer));
         }
         if let Some(w) = self.writer.as_mut() {
-            let _ = w.tick();
+            errors.push(w.tick().err().map(|e| e.to_string()));
+        }
+        if let Some(e) = errors.into_iter().flatten().next() {
+            self.error = Some(e);
         }
     }
 
@@ -496,6 +516,7 @@ pub struct WatchSource {
     sampler: telemetry::Sampler,
     writer: Option<RecordingWriter>,
     exited: bool,
+    error: Option<String>,
 }
 
 impl std::fmt::Debug for WatchSource {
@@ -556,6 +577,7 @@ impl WatchSource {
                 sampler: tel.sampler,
                 writer,
                 exited: false,
+                error: None,
             },
             store,
         ))
@@ -573,6 +595,9 @@ impl Source for WatchSource {
     }
 
     fn status(&self) -> String {
+        if let Some(e) = &self.error {
+            return format!("recording error: {e}");
+        }
         if self.exited {
             "process exited"
         } else {
@@ -583,21 +608,13 @@ impl Source for WatchSource {
 
     fn poll(&mut self, store: &mut Store) {
         mark_observer_thread();
-        for s in self.samples.try_iter() {
-            store.push(&s);
-            if let Some(w) = self.writer.as_mut() {
-                let _ = w.push_sample(&s);
-            }
-        }
+        let mut errors = vec![take_samples(&self.samples, store, &mut self.writer)];
         for (step, tokens) in self.steps.try_iter() {
             let e = Event {
                 t_ns: self.sampler.elapsed_ns(),
                 kind: EventKind::Step { step, tokens },
             };
-            if let Some(w) = self.writer.as_mut() {
-                let _ = w.push_event(e.clone());
-            }
-            store.events.push(e);
+            errors.push(add_event(e, store, &mut self.writer));
         }
         if !self.exited && self.sampler.is_finished() {
             self.exited = true;
@@ -605,16 +622,16 @@ impl Source for WatchSource {
                 t_ns: self.sampler.elapsed_ns(),
                 kind: EventKind::TargetExited { pid: self.pid },
             };
-            if let Some(w) = self.writer.as_mut() {
-                let _ = w.push_event(e.clone());
-            }
-            store.events.push(e);
+            errors.push(add_event(e, store, &mut self.writer));
             if let Some(w) = self.writer.take() {
-                let _ = w.finish("target exited");
+                errors.push(w.finish("target exited").err().map(|e| e.to_string()));
             }
         }
         if let Some(w) = self.writer.as_mut() {
-            let _ = w.tick();
+            errors.push(w.tick().err().map(|e| e.to_string()));
+        }
+        if let Some(e) = errors.into_iter().flatten().next() {
+            self.error = Some(e);
         }
     }
 
