@@ -113,7 +113,12 @@ fn with_telemetry<R>(
 fn json_with(report: &impl Serialize, tel: &Option<TelemetrySummary>) -> Result<String> {
     let mut v = serde_json::to_value(report)?;
     v["telemetry"] = serde_json::to_value(tel)?;
-    Ok(serde_json::to_string(&v)?)
+    // One buffer big enough for any report, so the number of allocation calls
+    // does not depend on how many digits the figures have (bench/heaptrack.sh
+    // compares whole-process counts across run lengths).
+    let mut out = Vec::with_capacity(4096);
+    serde_json::to_writer(&mut out, &v)?;
+    Ok(String::from_utf8(out)?)
 }
 
 fn print_telemetry(tel: &Option<TelemetrySummary>) {
