@@ -128,8 +128,6 @@ pub struct Store {
     analyses: Vec<Option<ChannelAnalysis>>,
     /// When each analysis was made, and how many readings it had seen.
     analysed: Vec<Option<(Instant, u64)>>,
-    /// Analyses still allowed this frame (see [`Store::begin_frame`]).
-    budget: usize,
     steps_idx: Option<usize>,
     tokens_idx: Option<usize>,
     /// Most samples kept in memory; beyond it the older part is thinned.
@@ -155,7 +153,6 @@ impl Store {
             trackers: vec![Tracker::default(); n],
             analyses: vec![None; n],
             analysed: vec![None; n],
-            budget: usize::MAX,
             steps_idx,
             tokens_idx,
             cap: cap.max(1024),
@@ -237,26 +234,30 @@ impl Store {
         self.t.partition_point(|&t| t <= t_s)
     }
 
-    /// Starts a frame: at most `budget` analyses are recomputed in it, so
-    /// that dozens of channels going stale together never stall one frame.
+    /// Starts a frame: recomputes the analyses that are over a second old and
+    /// have new readings, at most `budget` of them, so that dozens of channels
+    /// going stale together never stall one frame.
     pub fn begin_frame(&mut self, budget: usize) {
-        self.budget = budget;
+        let mut budget = budget;
+        for (i, tr) in self.trackers.iter().enumerate() {
+            if budget == 0 {
+                break;
+            }
+            let stale = match self.analysed[i] {
+                None => true,
+                Some((at, seen)) => seen != tr.seen() && at.elapsed() >= Duration::from_secs(1),
+            };
+            if stale && !tr.is_empty() {
+                budget -= 1;
+                self.analyses[i] = Some(tr.analyze(None, self.limits[i]));
+                self.analysed[i] = Some((Instant::now(), tr.seen()));
+            }
+        }
     }
 
-    /// The analysis of channel `i`, recomputed when it is over a second old
-    /// and new readings came in (and this frame's budget allows).
-    pub fn analysis(&mut self, i: usize) -> Option<&ChannelAnalysis> {
-        let tr = self.trackers.get(i)?;
-        let stale = match self.analysed[i] {
-            None => true,
-            Some((at, seen)) => seen != tr.seen() && at.elapsed() >= Duration::from_secs(1),
-        };
-        if stale && self.budget > 0 && !tr.is_empty() {
-            self.budget -= 1;
-            self.analyses[i] = Some(tr.analyze(None, self.limits[i]));
-            self.analysed[i] = Some((Instant::now(), tr.seen()));
-        }
-        self.analyses[i].as_ref()
+    /// The latest analysis of channel `i` (see [`Store::begin_frame`]).
+    pub fn analysis(&self, i: usize) -> Option<&ChannelAnalysis> {
+        self.analyses.get(i).and_then(Option::as_ref)
     }
 
     /// Bytes held by the store's arrays (for the memory figure of long sessions).
@@ -343,6 +344,7 @@ mod tests {
         assert!(store.len() >= 5_000);
         assert_eq!(store.t.last().copied(), Some(1999.99));
         assert!(store.t.windows(2).all(|w| w[0] < w[1]));
+        store.begin_frame(usize::MAX);
         let a = store.analysis(0).unwrap();
         assert_eq!(a.verdict, flatline_runtime::analysis::Verdict::Staircase);
         assert!(store.heap_bytes() < 2 << 20, "{}", store.heap_bytes());

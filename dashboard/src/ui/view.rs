@@ -283,7 +283,7 @@ fn channel_row(d: &mut Dashboard, ui: &mut egui::Ui, i: usize, visible: usize) {
         .rev()
         .copied()
         .find(|v| !v.is_nan());
-    let analysis = d.store.analysis(i).cloned();
+    let analysis = d.store.analysis(i);
     ui.horizontal(|ui| {
         let mut on = d.settings.selected.contains(&spec.name);
         if ui.checkbox(&mut on, &spec.name).changed() {
@@ -294,8 +294,8 @@ fn channel_row(d: &mut Dashboard, ui: &mut egui::Ui, i: usize, visible: usize) {
             }
         }
         ui.with_layout(egui::Layout::right_to_left(egui::Align::Center), |ui| {
-            badge(ui, analysis.as_ref());
-            if let Some(a) = &analysis
+            badge(ui, analysis);
+            if let Some(a) = analysis
                 && a.drift != 0.0
                 && a.drift.is_finite()
             {
@@ -328,7 +328,7 @@ fn cards(d: &mut Dashboard, ui: &mut egui::Ui) {
             egui::ScrollArea::vertical().show(ui, |ui| {
                 for i in selected {
                     let spec = d.store.schema.channels[i].clone();
-                    let Some(a) = d.store.analysis(i).cloned() else {
+                    let Some(a) = d.store.analysis(i) else {
                         continue;
                     };
                     let u = spec.unit;
@@ -336,7 +336,7 @@ fn cards(d: &mut Dashboard, ui: &mut egui::Ui) {
                         ui.set_width(ui.available_width());
                         ui.horizontal(|ui| {
                             ui.label(RichText::new(&spec.name).strong());
-                            badge(ui, Some(&a));
+                            badge(ui, Some(a));
                             ui.label(
                                 RichText::new(format!("{:.0} %", a.confidence * 100.0)).small(),
                             );
@@ -466,7 +466,7 @@ fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
             let mut lines = Vec::new();
             for &ch in &chans {
                 let name = d.store.schema.channels[ch].name.clone();
-                let analysis = d.store.analysis(ch).cloned();
+                let analysis = d.store.analysis(ch);
                 let baseline = if d.settings.drift {
                     analysis
                         .as_ref()
