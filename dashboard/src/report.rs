@@ -5,7 +5,7 @@ use std::path::Path;
 
 use anyhow::{Context as _, Result};
 use flatline_runtime::analysis::{self, ChannelAnalysis, Context, Verdict};
-use flatline_runtime::recording::{Recording, TailProblemKind};
+use flatline_runtime::recording::{HostFacts, Recording, TailProblemKind};
 use flatline_runtime::telemetry::{ChannelSpec, Unit};
 use serde_json::{Map, Value, json};
 
@@ -52,10 +52,16 @@ pub struct Row<'a> {
     pub analysis: ChannelAnalysis,
 }
 
+/// The host's RAM, for the process memory channels (in bytes).
+pub fn ram_limit(name: &str, unit: Unit, host: &HostFacts) -> Option<f64> {
+    (unit == Unit::Bytes && name.starts_with("mem.") && host.mem_total_bytes > 0)
+        .then_some(host.mem_total_bytes as f64)
+}
+
 /// The ceiling a channel cannot pass, where the recording knows it.
 fn limit_of(rec: &Recording, name: &str, unit: Unit) -> Option<f64> {
-    if unit == Unit::Bytes && name.starts_with("mem.") && rec.header.host.mem_total_bytes > 0 {
-        return Some(rec.header.host.mem_total_bytes as f64);
+    if let Some(ram) = ram_limit(name, unit, &rec.header.host) {
+        return Some(ram);
     }
     let gpu = name.strip_prefix("gpu")?;
     let (index, what) = gpu.split_once('.')?;

@@ -560,13 +560,7 @@ impl WatchSource {
             None => None,
         };
         let mut store = Store::new(tel.schema.clone(), super::LIVE_CAP);
-        if host.mem_total_bytes > 0 {
-            for (i, c) in tel.schema.channels.iter().enumerate() {
-                if c.name.starts_with("mem.") {
-                    store.limits[i] = Some(host.mem_total_bytes as f64);
-                }
-            }
-        }
+        store.set_ram_limits(&host);
         Ok((
             Self {
                 pid,

@@ -170,13 +170,16 @@ impl Store {
             .map(|c| Series::from_values(c.clone()))
             .collect();
         s.events = rec.events.clone();
-        for (i, spec) in s.schema.channels.iter().enumerate() {
-            if spec.name.starts_with("mem.") && rec.header.host.mem_total_bytes > 0 {
-                s.limits[i] = Some(rec.header.host.mem_total_bytes as f64);
-            }
-        }
+        s.set_ram_limits(&rec.header.host);
         s.feed_trackers(0);
         s
+    }
+
+    /// The host's RAM as the limit of the process memory channels.
+    pub fn set_ram_limits(&mut self, host: &flatline_runtime::recording::HostFacts) {
+        for (limit, spec) in self.limits.iter_mut().zip(&self.schema.channels) {
+            *limit = crate::report::ram_limit(&spec.name, spec.unit, host);
+        }
     }
 
     fn feed_trackers(&mut self, from: usize) {
