@@ -213,8 +213,10 @@ pub(crate) fn is_installed() -> bool {
 mod tests {
     use super::*;
 
-    // The runtime's test binary installs `CountingAlloc` (see lib.rs); the
-    // per-thread counter keeps these tests independent of tests running beside them.
+    // The runtime's test binary installs `CountingAlloc` (see lib.rs). Tests run
+    // side by side there, all moving the same global counters, so these check only
+    // per-thread counts and figures that never go down. The global counters are
+    // checked to the byte in `tests/alloc_counters.rs`, a binary that runs alone.
 
     #[test]
     fn is_installed_in_the_test_binary() {
@@ -246,44 +248,6 @@ mod tests {
         assert!(after.reallocs > before.reallocs);
         assert!(after.total_bytes - before.total_bytes >= 1000);
         assert!(after.peak_bytes >= 1000);
-    }
-
-    #[test]
-    fn live_bytes_return_after_free() {
-        // Other tests allocate concurrently, so compare a large block against its own
-        // size rather than expecting exact equality of the global counter.
-        const BIG: usize = 8 << 20;
-        let before = stats().live_bytes;
-        let v = std::hint::black_box(vec![0u8; BIG]);
-        let during = stats().live_bytes;
-        drop(v);
-        let after = stats().live_bytes;
-        assert!(during >= before + BIG as u64 / 2, "{before} -> {during}");
-        assert!(after + (BIG as u64 / 2) < during, "{during} -> {after}");
-    }
-
-    #[test]
-    fn observer_threads_are_counted_apart() {
-        // Large blocks, compared against their own size, so that tests running
-        // beside this one cannot make it pass or fail.
-        const BIG: u64 = 8 << 20;
-        std::thread::scope(|s| {
-            s.spawn(|| {
-                mark_observer_thread();
-                let b0 = stats();
-                let v = std::hint::black_box(vec![0u8; BIG as usize]);
-                let b1 = stats();
-                assert!(b1.observer_live_bytes >= b0.observer_live_bytes + BIG / 2);
-                assert!(b1.observer_allocs > b0.observer_allocs);
-                assert!(
-                    b1.live_bytes < b0.live_bytes + BIG / 2,
-                    "not a workload allocation"
-                );
-                drop(v);
-                let b2 = stats();
-                assert!(b2.observer_live_bytes + BIG / 2 < b1.observer_live_bytes);
-            });
-        });
     }
 
     #[test]

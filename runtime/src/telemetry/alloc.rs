@@ -109,22 +109,22 @@ mod tests {
 
     #[test]
     fn the_probe_reads_the_counters() {
+        // Exact figures are checked in `tests/alloc_counters.rs`, where nothing else
+        // runs; here other tests allocate meanwhile, so only bounds that hold anyway.
         let mut p = AllocProbe::new().expect("installed in the test binary");
         let mut out = vec![f64::NAN; p.channels().len()];
+        let start = std::time::Instant::now();
         p.read(&mut out).unwrap();
         assert!(out[4].is_nan(), "no rate before a second reading");
-        std::thread::sleep(std::time::Duration::from_millis(20));
         let burst: Vec<Box<u64>> = (0..1000).map(Box::new).collect();
         p.read(&mut out).unwrap();
+        let outer = start.elapsed().as_secs_f64();
         drop(burst);
         assert!(out.iter().all(|v| v.is_finite()));
-        assert!(
-            out[4] >= 1000.0 / 1.0,
-            "1000 allocations in well under a second: {}",
-            out[4]
-        );
-        // Other tests allocate concurrently: only what holds whatever they do.
-        assert!(out[0] > 0.0 && out[1] > 0.0 && out[2] > 0.0);
+        // At least 1000 calls within at most `outer` seconds, however slow the machine.
+        assert!(out[4] * outer >= 1000.0, "{} /s over {outer} s", out[4]);
+        // (Live and peak are read one after the other, so only their signs are certain.)
+        assert!(out[0] > 0.0 && out[1] > 0.0 && out[2] >= 1000.0);
     }
 
     #[test]
