@@ -180,7 +180,7 @@ fn a_killed_soak_keeps_all_but_the_last_second() {
     let kept_until = started + r["duration_s"].as_f64().unwrap() * 1e3;
     let lost_ms = killed_ms - kept_until;
     assert!(lost_ms <= 1000.0, "lost the last {lost_ms:.0} ms");
-    assert!(r["samples"].as_u64().unwrap() >= 150, "{r}");
+    assert!(r["samples"].as_u64().unwrap() >= 100, "{r}");
 }
 
 #[test]

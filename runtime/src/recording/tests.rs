@@ -390,7 +390,11 @@ fn the_recorder_keeps_every_sample_the_sampler_sent() {
         t_ns: 1,
         kind: EventKind::Phase("idle".into()),
     });
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    // Wait for 20 samples however loaded the machine is (0.1 s unloaded).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while tel.sampler.produced() < 20 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     let produced_before_stop = tel.sampler.produced();
     tel.sampler.stop();
     let summary = rec.finish("completed").unwrap();

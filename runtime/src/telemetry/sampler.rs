@@ -539,6 +539,20 @@ mod tests {
     use super::*;
     use crate::telemetry::alloc;
 
+    /// Receives samples until `enough` holds for them or 20 s pass. Tests wait for
+    /// what they need rather than sleeping a fixed time, so a loaded machine makes
+    /// them slower, not red; the count a test asks for is still checked after.
+    fn collect_until(rx: &Receiver<Sample>, enough: impl Fn(&[Sample]) -> bool) -> Vec<Sample> {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let mut got = Vec::new();
+        while !enough(&got) && Instant::now() < deadline {
+            if let Ok(s) = rx.recv_timeout(Duration::from_millis(50)) {
+                got.push(s);
+            }
+        }
+        got
+    }
+
     fn quiet(hz: f64, capacity: usize) -> SamplerConfig {
         SamplerConfig {
             hz,
@@ -558,14 +572,14 @@ mod tests {
         })
         .unwrap();
         progress.add_ops(12_345);
-        std::thread::sleep(Duration::from_millis(150));
+        let mut got = collect_until(&t.samples, |g| g.len() >= 10);
         let rss = t.schema.index_of("mem.rss").expect("procfs works on Linux");
         let ops = t.schema.index_of("work.ops").unwrap();
         assert!(t.schema.index_of("alloc.live").is_some());
         assert!(t.schema.index_of("telemetry.dropped").is_some());
         assert_eq!(t.sampler.stop(), SamplerExit::Stopped);
-        let got: Vec<Sample> = t.samples.try_iter().collect();
-        assert!(got.len() >= 10, "{} samples in 150 ms at 200 Hz", got.len());
+        got.extend(t.samples.try_iter());
+        assert!(got.len() >= 10, "{} samples", got.len());
         for w in got.windows(2) {
             assert!(w[1].seq > w[0].seq && w[1].t_ns > w[0].t_ns);
         }
@@ -583,16 +597,21 @@ mod tests {
         // receiver drains, one whose receiver never reads.
         let drained = start(quiet(1000.0, 1 << 16)).unwrap();
         let stalled = start(quiet(1000.0, 16)).unwrap();
-        std::thread::sleep(Duration::from_millis(400));
+        // Read the drained one until it has ticked 200 times (0.2 s unloaded).
+        let seen = collect_until(&drained.samples, |g| g.len() >= 200);
+        assert!(seen.len() >= 200, "{} samples", seen.len());
         let d = drained.sampler.produced() + drained.sampler.dropped();
         let (produced, dropped) = (stalled.sampler.produced(), stalled.sampler.dropped());
         let drop_idx = stalled.schema.index_of("telemetry.dropped").unwrap();
         drained.sampler.stop();
         stalled.sampler.stop();
         assert_eq!(produced, 16, "exactly the capacity got through");
+        // A producer that blocked on the full channel would have stopped at 16 or 17
+        // ticks; one that never blocks keeps pace with its drained twin, within what
+        // the scheduler makes of two threads on a busy machine.
         let s = produced + dropped;
         assert!(
-            s * 10 >= d * 8,
+            s * 2 >= d,
             "stalled producer ticked {s} times, drained one {d}"
         );
         assert!(dropped > 0);
@@ -603,7 +622,12 @@ mod tests {
             Some(0.0),
             "drops began after the 16th"
         );
-        let last_seen = drained.samples.try_iter().last().unwrap();
+        let last_seen = drained
+            .samples
+            .try_iter()
+            .last()
+            .or(seen.last().copied())
+            .unwrap();
         assert_eq!(
             last_seen.get(drop_idx),
             Some(0.0),
@@ -620,10 +644,10 @@ mod tests {
         })
         .unwrap();
         let idx = t.schema.index_of("telemetry.sampler_allocs").unwrap();
-        std::thread::sleep(Duration::from_millis(600));
+        let mut got = collect_until(&t.samples, |g| g.len() > 300);
         t.sampler.stop();
-        let got: Vec<Sample> = t.samples.try_iter().collect();
-        assert!(got.len() > 100, "{}", got.len());
+        got.extend(t.samples.try_iter());
+        assert!(got.len() > 300, "{}", got.len());
         // Setting up (thread start, first reads) may allocate; after the first
         // few ticks, not one more call.
         let warm = got[5].get(idx).unwrap();
@@ -667,7 +691,7 @@ mod tests {
     #[cfg(target_os = "linux")]
     fn a_watched_process_that_exits_ends_the_stream() {
         let mut child = std::process::Command::new("sleep")
-            .arg("0.3")
+            .arg("60")
             .spawn()
             .unwrap();
         let t = start(SamplerConfig {
@@ -679,6 +703,9 @@ mod tests {
             t.schema.index_of("alloc.live").is_none(),
             "not this process's allocator"
         );
+        let before = collect_until(&t.samples, |g| g.len() >= 5);
+        assert!(before.len() >= 5, "samples while it ran: {}", before.len());
+        child.kill().unwrap();
         child.wait().unwrap(); // reaped: /proc/<pid> disappears
         let deadline = Instant::now() + Duration::from_secs(5);
         while !t.sampler.is_finished() && Instant::now() < deadline {
@@ -686,7 +713,6 @@ mod tests {
         }
         let pid = child.id();
         assert_eq!(t.sampler.stop(), SamplerExit::TargetExited { pid });
-        assert!(t.samples.try_iter().count() >= 5);
     }
 
     #[test]
@@ -701,14 +727,20 @@ mod tests {
             .schema
             .index_of("sys.mem_total")
             .expect("sysinfo works here");
-        std::thread::sleep(Duration::from_millis(500));
+        let carries = |s: &Sample| s.get(idx).is_some();
+        let mut got = collect_until(&t.samples, |g| g.iter().filter(|s| carries(s)).count() >= 4);
         t.sampler.stop();
-        let got: Vec<Sample> = t.samples.try_iter().collect();
-        let with = got.iter().filter(|s| s.get(idx).is_some()).count();
-        // ~100 fast samples, ~5 slow readings: each reading lands in one sample.
-        assert!(got.len() >= 40, "{}", got.len());
+        got.extend(t.samples.try_iter());
+        let with = got.iter().filter(|s| carries(s)).count();
+        // At 200 Hz and 10 Hz, each slow reading lands in one of ~20 fast samples and
+        // is not repeated in the ones between (which would make nearly all carry it).
         assert!(
-            (2..=8).contains(&with),
+            with >= 4,
+            "{with} of {} samples carry sys.mem_total",
+            got.len()
+        );
+        assert!(
+            with * 2 <= got.len(),
             "{with} of {} samples carry sys.mem_total",
             got.len()
         );
