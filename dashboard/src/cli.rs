@@ -110,7 +110,8 @@ pub struct WatchArgs {
     /// Samples per second.
     #[arg(long, default_value_t = 10.0, value_parser = positive_rate)]
     pub hz: f64,
-    /// Stop after this many seconds (default: when the process exits).
+    /// Stop after this many seconds (default: when the process exits). A
+    /// command started here is stopped too: SIGTERM, then SIGKILL 5 s later.
     #[arg(long, value_parser = seconds)]
     pub seconds: Option<f64>,
     /// No window: record, then print the receipt.
@@ -125,7 +126,8 @@ pub struct WatchArgs {
     /// Record "redacted" instead of this machine's host name.
     #[arg(long)]
     pub redact_host: bool,
-    /// A command to start and watch; flatline exits with its exit code.
+    /// A command to start and watch; flatline exits with its exit code (0 if
+    /// flatline stopped it at --seconds or when the window closed).
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
 }

@@ -15,6 +15,9 @@ use crate::cli::WatchArgs;
 use crate::fmt::bytes;
 use crate::session::Session;
 
+/// How long a started command has to end after SIGTERM before it gets SIGKILL.
+const STOP_GRACE: Duration = Duration::from_secs(5);
+
 /// The watched process: one we were pointed at, or one we started.
 struct Watched {
     pid: u32,
@@ -30,6 +33,42 @@ impl Watched {
                     || !cfg!(target_os = "linux")
             }
         }
+    }
+
+    /// Ends a command we started that is still running when the watch ends (at
+    /// `--seconds`, on Ctrl-C, or when the window closes). It gets `wait_first`
+    /// to end on its own (a Ctrl-C at the terminal reaches it too), then
+    /// SIGTERM, so it can save its state, then SIGKILL after [`STOP_GRACE`]: the
+    /// command lives as long as its watch, as under `timeout`. Returns how it
+    /// was stopped, or `None` when it ended by itself or was not ours.
+    fn stop_started(&mut self, wait_first: Duration) -> Option<String> {
+        let child = self.child.as_mut()?;
+        let until = Instant::now() + wait_first;
+        loop {
+            if !matches!(child.try_wait(), Ok(None)) {
+                return None;
+            }
+            if Instant::now() >= until {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let pid = child.id();
+        if flatline_runtime::arena::sys::terminate(pid).is_ok() {
+            let deadline = Instant::now() + STOP_GRACE;
+            while Instant::now() < deadline {
+                if let Ok(Some(status)) = child.try_wait() {
+                    return Some(format!("stopped process {pid} with SIGTERM ({status})"));
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        let _ = child.kill();
+        let status = child.wait().ok()?;
+        Some(format!(
+            "stopped process {pid} with SIGKILL ({status}), {} s after SIGTERM",
+            STOP_GRACE.as_secs()
+        ))
     }
 
     /// The started command's exit code (after waiting for it), if we started one.
@@ -107,7 +146,8 @@ fn sampler_config(args: &WatchArgs, pid: u32) -> SamplerConfig {
     }
 }
 
-/// Runs the watch; returns the started command's exit code, if one was started.
+/// Runs the watch; returns the started command's exit code, if one was started
+/// and ended on its own (0 when flatline stopped it because the watch ended).
 pub fn run(args: &WatchArgs) -> Result<Option<i32>> {
     if !args.headless {
         crate::ui::check_display()?;
@@ -145,6 +185,10 @@ pub fn run(args: &WatchArgs) -> Result<Option<i32>> {
             [1600.0, 1000.0],
             move |settings| crate::ui::Dashboard::new(Box::new(src), store, settings),
         )?;
+        if let Some(how) = target.stop_started(Duration::ZERO) {
+            eprintln!("flatline: the window closed; {how}");
+            return Ok(Some(0));
+        }
         return Ok(target.exit_code());
     }
 
@@ -195,11 +239,29 @@ pub fn run(args: &WatchArgs) -> Result<Option<i32>> {
     if let SamplerExit::TargetExited { pid } = end.exit {
         println!("  process {pid} exited; the recording covers it to the end");
     }
+    let interrupted = ended_by == "interrupted";
+    let stopped = target.stop_started(if interrupted {
+        STOP_GRACE
+    } else {
+        Duration::ZERO
+    });
+    if let Some(how) = &stopped {
+        let why = if interrupted {
+            "interrupted"
+        } else {
+            "--seconds reached"
+        };
+        println!("  {why}: {how}");
+    }
     println!(
         "\n  wrote {} ({} samples, {})",
         out.display(),
         end.recorder.write.samples,
         bytes(end.recorder.write.bytes as f64)
     );
+    if stopped.is_some() {
+        // Stopped by us: the watch did what was asked (130: as interrupted).
+        return Ok(Some(if interrupted { 130 } else { 0 }));
+    }
     Ok(target.exit_code())
 }

@@ -189,3 +189,45 @@ fn bad_targets_are_one_line_errors_and_exit_codes_pass_through() {
     );
     assert!(out.exists());
 }
+
+/// `watch --seconds N -- COMMAND`: the command lives as long as its watch.
+fn watch_for_a_second(dir: &Path, name: &str, script: &str) -> (Output, serde_json::Value) {
+    let out = dir.join(format!("{name}.flr"));
+    let t0 = std::time::Instant::now();
+    let o = flatline(&[
+        "watch",
+        "--headless",
+        "--seconds",
+        "1",
+        "--out",
+        out.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        script,
+    ]);
+    // The command would sleep 30 s: ending well before shows flatline stopped it.
+    assert!(t0.elapsed().as_secs() < 25, "waited for the command");
+    let r = flatline(&["report", out.to_str().unwrap(), "--format", "json"]);
+    (o, serde_json::from_slice(&r.stdout).unwrap())
+}
+
+#[test]
+fn a_started_command_is_stopped_when_the_time_is_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let (o, v) = watch_for_a_second(dir.path(), "term", "exec sleep 30");
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("--seconds reached: stopped process"),
+        "{text}"
+    );
+    assert!(text.contains("with SIGTERM"), "{text}");
+    assert_eq!(v["recording"]["end"], "completed");
+
+    // One that ignores SIGTERM gets SIGKILL after the grace period.
+    let (o, _) = watch_for_a_second(dir.path(), "kill", "trap '' TERM; exec sleep 30");
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    assert!(text.contains("with SIGKILL"), "{text}");
+}

@@ -13,7 +13,8 @@
 //!   path" is a number, not a promise.
 //! * [`map_tokens`]: a read-only memory map of a token file seen as `u16`s.
 //! * [`gather_rows`]: the ingest kernel, dispatched to AVX2 when the CPU has it.
-//! * [`sys`]: the few C library calls (glibc malloc statistics, `sysconf`).
+//! * [`sys`]: the few C library calls (glibc malloc statistics, `sysconf`,
+//!   thread CPU time, `kill` with SIGTERM).
 //!
 //! Every `unsafe` block has a `// SAFETY:` comment saying why it holds; the
 //! tests in each submodule exercise each block and run under Miri

@@ -64,6 +64,30 @@ pub fn thread_cpu_ns() -> u64 {
     0
 }
 
+/// Asks process `pid` to end (`SIGTERM`), as `kill PID` does: a training
+/// script can catch it and save its state, unlike the `SIGKILL` of
+/// [`std::process::Child::kill`].
+#[cfg(target_os = "linux")]
+pub fn terminate(pid: u32) -> std::io::Result<()> {
+    let pid = libc::pid_t::try_from(pid)
+        .ok()
+        .filter(|&p| p > 0)
+        .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
+    // SAFETY: `kill` takes plain integers and touches no memory of ours; a positive
+    // pid names exactly one process (never a group), and SIGTERM is a valid signal.
+    if unsafe { libc::kill(pid, libc::SIGTERM) } == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// Off Linux there is no gentle stop here; callers fall back to `Child::kill`.
+#[cfg(not(target_os = "linux"))]
+pub fn terminate(_pid: u32) -> std::io::Result<()> {
+    Err(std::io::Error::from(std::io::ErrorKind::Unsupported))
+}
+
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
@@ -113,5 +137,24 @@ mod tests {
     fn clock_ticks_are_plausible() {
         let t = clock_ticks_per_second();
         assert!((10..=10_000).contains(&t), "{t}");
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "Miri cannot start processes")]
+    fn terminate_ends_a_process_with_sigterm() {
+        use std::os::unix::process::ExitStatusExt;
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        terminate(child.id()).unwrap();
+        let status = child.wait().unwrap();
+        assert_eq!(status.signal(), Some(libc::SIGTERM));
+        assert_eq!(
+            terminate(0).unwrap_err().kind(),
+            std::io::ErrorKind::InvalidInput,
+            "0 would signal our own process group"
+        );
+        assert!(terminate(u32::MAX).is_err(), "not a pid_t");
     }
 }
