@@ -58,18 +58,22 @@ pub fn ram_limit(name: &str, unit: Unit, host: &HostFacts) -> Option<f64> {
         .then_some(host.mem_total_bytes as f64)
 }
 
+/// The channel whose latest reading bounds this one: a GPU's total memory for
+/// its used memory and for a process's share of it.
+pub fn limit_channel(name: &str) -> Option<String> {
+    let (index, what) = name.strip_prefix("gpu")?.split_once('.')?;
+    (matches!(what, "used" | "proc_used") && index.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| format!("gpu{index}.total"))
+}
+
+/// The latest reading of a channel (gaps skipped).
+pub fn latest(values: &[f64]) -> Option<f64> {
+    values.iter().rev().copied().find(|v| !v.is_nan())
+}
+
 /// The ceiling a channel cannot pass, where the recording knows it.
 fn limit_of(rec: &Recording, name: &str, unit: Unit) -> Option<f64> {
-    if let Some(ram) = ram_limit(name, unit, &rec.header.host) {
-        return Some(ram);
-    }
-    let gpu = name.strip_prefix("gpu")?;
-    let (index, what) = gpu.split_once('.')?;
-    if what == "used" || what == "proc_used" {
-        let total = rec.channel(&format!("gpu{index}.total"))?;
-        return total.iter().rev().copied().find(|v| !v.is_nan());
-    }
-    None
+    ram_limit(name, unit, &rec.header.host).or_else(|| latest(rec.channel(&limit_channel(name)?)?))
 }
 
 /// Analyses every channel of a recording.

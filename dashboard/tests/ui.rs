@@ -148,6 +148,13 @@ fn live_data_streams_in_and_recording_switches_on_and_off() {
     }
     let n = h.state().store.len();
     assert!(n >= 15, "{n} samples after {:?} at 50 Hz", t0.elapsed());
+    let store = &h.state().store;
+    let rss = store.schema.index_of("mem.rss").unwrap();
+    assert!(
+        store.limits[rss].is_some_and(|ram| ram > 1e8),
+        "the host's RAM bounds the live RSS: {:?}",
+        store.limits[rss]
+    );
     h.get_by_label_contains("REC live.flr");
     h.get_by_label("Stop workload").click();
     h.run_steps(1);

@@ -219,7 +219,8 @@ impl LiveSource {
                 Ok(())
             })
             .context("starting the workload thread")?;
-        let store = Store::new(tel.schema.clone(), super::LIVE_CAP);
+        let mut store = Store::new(tel.schema.clone(), super::LIVE_CAP);
+        store.set_ram_limits(&header.host);
         Ok((
             Self {
                 workload,

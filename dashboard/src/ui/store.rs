@@ -132,7 +132,10 @@ pub struct Store {
     tokens_idx: Option<usize>,
     /// Most samples kept in memory; beyond it the older part is thinned.
     cap: usize,
+    /// Fixed ceilings: the host's RAM for the process memory channels.
     pub limits: Vec<Option<f64>>,
+    /// Ceilings read from another channel: a GPU's total for its used memory.
+    limit_from: Vec<Option<usize>>,
 }
 
 impl Store {
@@ -146,7 +149,6 @@ impl Store {
             .index_of("work.tokens")
             .or_else(|| schema.index_of("log.tokens"));
         Self {
-            schema,
             t: Vec::new(),
             series: vec![Series::default(); n],
             events: Vec::new(),
@@ -157,6 +159,12 @@ impl Store {
             tokens_idx,
             cap: cap.max(1024),
             limits: vec![None; n],
+            limit_from: schema
+                .channels
+                .iter()
+                .map(|c| schema.index_of(&crate::report::limit_channel(&c.name)?))
+                .collect(),
+            schema,
         }
     }
 
@@ -252,7 +260,9 @@ impl Store {
             };
             if stale && !tr.is_empty() {
                 budget -= 1;
-                self.analyses[i] = Some(tr.analyze(None, self.limits[i]));
+                let limit = self.limits[i]
+                    .or_else(|| crate::report::latest(&self.series[self.limit_from[i]?].raw));
+                self.analyses[i] = Some(tr.analyze(None, limit));
                 self.analysed[i] = Some((Instant::now(), tr.seen()));
             }
         }
@@ -351,5 +361,39 @@ mod tests {
         let a = store.analysis(0).unwrap();
         assert_eq!(a.verdict, flatline_runtime::analysis::Verdict::Staircase);
         assert!(store.heap_bytes() < 2 << 20, "{}", store.heap_bytes());
+    }
+
+    #[test]
+    fn gpu_memory_is_bounded_by_the_gpus_latest_total() {
+        use flatline_runtime::telemetry::{ChannelSpec, Group, Unit};
+        let ch = |name: &str| ChannelSpec::new(name, Unit::Bytes, Group::Gpu);
+        let schema = Schema {
+            channels: vec![ch("gpu0.used"), ch("gpu0.total"), ch("gpu1.used")],
+        };
+        let mut store = Store::new(schema, 10_000);
+        const GIB: f64 = (1u64 << 30) as f64;
+        // gpu0 fills at 1 GiB/s towards its 80 GiB; its total is read only now and
+        // then (NaN between); gpu1 has no total channel, so no limit.
+        for i in 0..100u64 {
+            let total = if i % 10 == 0 { 80.0 * GIB } else { f64::NAN };
+            let used = 10.0 * GIB + i as f64 * GIB / 10.0;
+            store.push(&Sample::from_values(
+                i,
+                i * 100_000_000,
+                &[used, total, used],
+            ));
+        }
+        store.begin_frame(usize::MAX);
+        let a = store.analysis(0).unwrap();
+        let left = a.time_to_limit_s.expect("gpu0.used has a limit");
+        let want = (80.0 * GIB - a.final_value) / GIB;
+        assert!((left / want - 1.0).abs() < 0.05, "{left} s, want {want} s");
+        assert_eq!(store.analysis(2).unwrap().time_to_limit_s, None);
+        assert_eq!(
+            crate::report::limit_channel("gpu12.proc_used").as_deref(),
+            Some("gpu12.total")
+        );
+        assert_eq!(crate::report::limit_channel("gpux.used"), None);
+        assert_eq!(crate::report::limit_channel("mem.rss"), None);
     }
 }
