@@ -6,6 +6,7 @@
 //! the window runs (`egui_kittest`).
 
 pub mod bench;
+pub mod icon;
 mod source;
 mod store;
 mod view;
@@ -282,7 +283,8 @@ pub fn run_window(
     let options = eframe::NativeOptions {
         viewport: egui::ViewportBuilder::default()
             .with_title(title)
-            .with_inner_size(size),
+            .with_inner_size(size)
+            .with_icon(icon::icon()),
         persist_window: false,
         ..Default::default()
     };
