@@ -93,10 +93,12 @@ fn start_target(args: &WatchArgs) -> Result<Watched> {
     match (args.pid, args.command.split_first()) {
         (Some(pid), None) => Ok(Watched { pid, child: None }),
         (None, Some((prog, rest))) => {
-            let child = Command::new(prog)
-                .args(rest)
-                .spawn()
-                .with_context(|| format!("starting {prog}"))?;
+            let mut cmd = Command::new(prog);
+            cmd.args(rest);
+            // Even if flatline dies without cleaning up (SIGKILL, or Xlib ending the
+            // process when the display goes away), the command does not outlive it.
+            flatline_runtime::arena::sys::end_with_this_process(&mut cmd);
+            let child = cmd.spawn().with_context(|| format!("starting {prog}"))?;
             Ok(Watched {
                 pid: child.id(),
                 child: Some(child),
@@ -180,16 +182,22 @@ pub fn run(args: &WatchArgs) -> Result<Option<i32>> {
             args.force,
             args.redact_host,
         )?;
-        crate::ui::run_window(
+        let shown = crate::ui::run_window(
             &format!("flatline — watching {}", target.pid),
             [1600.0, 1000.0],
             move |settings| crate::ui::Dashboard::new(Box::new(src), store, settings),
-        )?;
-        if let Some(how) = target.stop_started(Duration::ZERO) {
+        );
+        // Closed or failed, the window takes a command we started with it.
+        let stopped = target.stop_started(Duration::ZERO);
+        if let Some(how) = &stopped {
             eprintln!("flatline: the window closed; {how}");
-            return Ok(Some(0));
         }
-        return Ok(target.exit_code());
+        shown?;
+        return Ok(if stopped.is_some() {
+            Some(0)
+        } else {
+            target.exit_code()
+        });
     }
 
     let out = match &args.out {

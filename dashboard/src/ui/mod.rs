@@ -288,22 +288,39 @@ pub fn run_window(
         persist_window: false,
         ..Default::default()
     };
-    eframe::run_native(
-        "flatline",
-        options,
-        Box::new(move |cc| {
-            let settings = cc
-                .storage
-                .and_then(|s| eframe::get_value::<Settings>(s, SETTINGS_KEY))
-                .unwrap_or_default();
-            Ok(Box::new(App {
-                dash: make(settings),
-            }))
-        }),
-    )
-    .map_err(|e| {
-        anyhow::anyhow!(
-            "cannot open the window: {e} (on a headless machine use `xvfb-run -a flatline …`)"
+    // winit panics (an `unwrap` in its X11 backend) when the display goes away
+    // while the window is open. Unwinding drops the dashboard, whose source
+    // finishes any recording with a footer; catching the panic here turns it
+    // into one error line and a normal exit, after which the caller's own
+    // clean-up (a watched command's stop) still runs.
+    let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+        eframe::run_native(
+            "flatline",
+            options,
+            Box::new(move |cc| {
+                let settings = cc
+                    .storage
+                    .and_then(|s| eframe::get_value::<Settings>(s, SETTINGS_KEY))
+                    .unwrap_or_default();
+                Ok(Box::new(App {
+                    dash: make(settings),
+                }))
+            }),
         )
-    })
+    }));
+    match run {
+        Ok(result) => result.map_err(|e| {
+            anyhow::anyhow!(
+                "cannot open the window: {e} (on a headless machine use `xvfb-run -a flatline …`)"
+            )
+        }),
+        Err(panic) => {
+            let why = panic
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| panic.downcast_ref::<&str>().copied())
+                .unwrap_or("no message");
+            anyhow::bail!("the window failed while open (did the display go away?): {why}")
+        }
+    }
 }

@@ -88,6 +88,41 @@ pub fn terminate(_pid: u32) -> std::io::Result<()> {
     Err(std::io::Error::from(std::io::ErrorKind::Unsupported))
 }
 
+/// Ties a command about to be spawned to this process: when the thread that
+/// spawns it ends (so also when the process exits, is killed or crashes),
+/// the command gets SIGTERM from the kernel (`PR_SET_PDEATHSIG`). Spawn from
+/// a thread that lives as long as the command should, such as `main`.
+#[cfg(target_os = "linux")]
+pub fn end_with_this_process(cmd: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    let parent = libc::pid_t::try_from(std::process::id()).unwrap_or(0);
+    let tie = move || {
+        // SAFETY: `prctl(PR_SET_PDEATHSIG, sig)` takes plain integers and touches no
+        // memory of ours.
+        if unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // The parent may have died before the tie was made: then nobody would send
+        // the signal, so refuse to start.
+        // SAFETY: `getppid` has no arguments and cannot fail.
+        if unsafe { libc::getppid() } != parent {
+            return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+        }
+        Ok(())
+    };
+    // SAFETY: the closure runs in the child between fork and exec, where only
+    // async-signal-safe work is allowed: it makes two system calls (prctl and
+    // getppid, both async-signal-safe), allocates nothing (`last_os_error` and
+    // `from_raw_os_error` build an error from an integer) and takes no locks.
+    unsafe {
+        cmd.pre_exec(tie);
+    }
+}
+
+/// Off Linux a started command is not tied to this process.
+#[cfg(not(target_os = "linux"))]
+pub fn end_with_this_process(_cmd: &mut std::process::Command) {}
+
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
@@ -156,5 +191,37 @@ mod tests {
             "0 would signal our own process group"
         );
         assert!(terminate(u32::MAX).is_err(), "not a pid_t");
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "Miri cannot start processes")]
+    fn a_tied_command_ends_when_its_spawning_thread_does() {
+        use std::os::unix::process::ExitStatusExt;
+        // The tie is to the spawning thread, so a short-lived thread stands in for a
+        // flatline that exits or is killed.
+        let mut child = std::thread::spawn(|| {
+            let mut cmd = std::process::Command::new("sleep");
+            cmd.arg("30");
+            end_with_this_process(&mut cmd);
+            cmd.spawn().unwrap()
+        })
+        .join()
+        .unwrap();
+        let status = child.wait().unwrap();
+        assert_eq!(status.signal(), Some(libc::SIGTERM), "{status}");
+
+        // Untied, the same command outlives its spawning thread.
+        let mut untied = std::thread::spawn(|| {
+            std::process::Command::new("sleep")
+                .arg("30")
+                .spawn()
+                .unwrap()
+        })
+        .join()
+        .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        assert!(untied.try_wait().unwrap().is_none(), "still running");
+        untied.kill().unwrap();
+        untied.wait().unwrap();
     }
 }
