@@ -168,6 +168,14 @@ impl Dashboard {
         }
     }
 
+    /// Moves new data from the source into the store (and, while recording,
+    /// into the file). The window calls this from `App::logic`, which eframe
+    /// runs even while the window is minimized or covered and nothing is
+    /// drawn: a live recording must not stall because nobody is looking.
+    pub fn tick(&mut self) {
+        self.source.poll(&mut self.store);
+    }
+
     /// Draws the whole dashboard into `ui` (one frame).
     pub fn show(&mut self, ui: &mut egui::Ui) {
         let ctx = ui.ctx().clone();
@@ -176,7 +184,7 @@ impl Dashboard {
         } else {
             egui::Theme::Light
         });
-        self.source.poll(&mut self.store);
+        self.tick();
         // A screenshot waits for every analysis; a normal frame does a few.
         self.store.begin_frame(if self.capture.is_some() {
             usize::MAX
@@ -250,6 +258,13 @@ pub struct App {
 const SETTINGS_KEY: &str = "flatline-settings";
 
 impl eframe::App for App {
+    fn logic(&mut self, ctx: &egui::Context, _frame: &mut eframe::Frame) {
+        self.dash.tick();
+        // Keeps logic running at 10 Hz while the window is hidden (eframe calls it
+        // only after a repaint request); `show` asks the same while it is drawn.
+        ctx.request_repaint_after(std::time::Duration::from_millis(100));
+    }
+
     fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut eframe::Frame) {
         self.dash.show(ui);
     }
