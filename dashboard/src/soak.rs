@@ -40,12 +40,16 @@ pub fn default_path(prefix: &str) -> Result<PathBuf> {
     Ok(dir.join(format!("{prefix}-{now}.flr")))
 }
 
-/// Ctrl-C (and SIGTERM) set this flag instead of killing the process.
+/// Ctrl-C (SIGINT) and SIGTERM set this flag instead of ending the process,
+/// so a recording can be finished with its footer. SIGHUP is left alone: a
+/// soak started under `nohup` must survive the terminal closing.
 pub fn interrupt_flag() -> Result<Arc<AtomicBool>> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
     let flag = Arc::new(AtomicBool::new(false));
-    let f = flag.clone();
-    ctrlc::set_handler(move || f.store(true, Ordering::Relaxed))
-        .context("installing the Ctrl-C handler")?;
+    for signal in [SIGINT, SIGTERM] {
+        signal_hook::flag::register(signal, flag.clone())
+            .with_context(|| format!("installing a handler for signal {signal}"))?;
+    }
     Ok(flag)
 }
 

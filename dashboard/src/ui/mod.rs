@@ -13,6 +13,7 @@ mod view;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -253,6 +254,8 @@ pub fn save_png(img: &egui::ColorImage, path: &Path) -> Result<()> {
 #[derive(Debug)]
 pub struct App {
     pub dash: Dashboard,
+    /// Set by Ctrl-C or SIGTERM: close the window the normal way.
+    pub interrupted: Arc<AtomicBool>,
 }
 
 const SETTINGS_KEY: &str = "flatline-settings";
@@ -260,6 +263,9 @@ const SETTINGS_KEY: &str = "flatline-settings";
 impl eframe::App for App {
     fn logic(&mut self, ctx: &egui::Context, _frame: &mut eframe::Frame) {
         self.dash.tick();
+        if self.interrupted.load(Ordering::Relaxed) {
+            ctx.send_viewport_cmd(egui::ViewportCommand::Close);
+        }
         // Keeps logic running at 10 Hz while the window is hidden (eframe calls it
         // only after a repaint request); `show` asks the same while it is drawn.
         ctx.request_repaint_after(std::time::Duration::from_millis(100));
@@ -317,8 +323,13 @@ pub fn run_window(
                     .storage
                     .and_then(|s| eframe::get_value::<Settings>(s, SETTINGS_KEY))
                     .unwrap_or_default();
+                // Ctrl-C at the terminal (or SIGTERM) closes the window as its close
+                // button does, so a recording in progress gets its footer instead of
+                // being cut off. `App::logic` sees the flag within 100 ms.
+                let interrupted = crate::soak::interrupt_flag()?;
                 Ok(Box::new(App {
                     dash: make(settings),
+                    interrupted,
                 }))
             }),
         )
