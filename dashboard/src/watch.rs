@@ -187,16 +187,23 @@ pub fn run(args: &WatchArgs) -> Result<Option<i32>> {
             [1600.0, 1000.0],
             move |settings| crate::ui::Dashboard::new(Box::new(src), store, settings),
         );
-        // Closed or failed, the window takes a command we started with it.
-        let stopped = target.stop_started(Duration::ZERO);
+        // Closed or failed, the window takes a command we started with it. After a
+        // Ctrl-C, which the command got too, it first has time to end on its own
+        // (a trainer may be saving a checkpoint).
+        let by_signal = matches!(shown, Ok(crate::ui::Closed::BySignal));
+        let stopped = target.stop_started(if by_signal {
+            STOP_GRACE
+        } else {
+            Duration::ZERO
+        });
         if let Some(how) = &stopped {
             eprintln!("flatline: the window closed; {how}");
         }
         shown?;
-        return Ok(if stopped.is_some() {
-            Some(0)
-        } else {
-            target.exit_code()
+        return Ok(match (&stopped, by_signal) {
+            (Some(_), true) => Some(130),
+            (Some(_), false) => Some(0),
+            (None, _) => target.exit_code(),
         });
     }
 

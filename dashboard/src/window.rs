@@ -13,7 +13,8 @@ pub fn live(args: &LiveArgs) -> Result<()> {
     }
     ui::run_window("flatline — live", [1600.0, 1000.0], move |settings| {
         Dashboard::new(Box::new(src), store, settings)
-    })
+    })?;
+    Ok(())
 }
 
 pub fn replay(args: &ReplayArgs) -> Result<()> {
@@ -27,9 +28,12 @@ pub fn replay(args: &ReplayArgs) -> Result<()> {
     };
     let name = args.file.display().to_string();
     match &args.screenshot {
-        None => ui::run_window(&format!("flatline — {name}"), args.size, move |settings| {
-            Dashboard::new(src, store, settings)
-        }),
+        None => {
+            ui::run_window(&format!("flatline — {name}"), args.size, move |settings| {
+                Dashboard::new(src, store, settings)
+            })?;
+            Ok(())
+        }
         Some(png) => {
             // Evidence is made with the default view, whatever this user last chose.
             let mut dash = Dashboard::new(src, store, Settings::default());

@@ -294,13 +294,27 @@ pub fn check_display() -> Result<()> {
     Ok(())
 }
 
+/// How the window ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Closed {
+    /// Its close button, or the dashboard itself (after a screenshot).
+    ByUser,
+    /// Ctrl-C at the terminal, or SIGTERM.
+    BySignal,
+}
+
 /// Opens the window on a dashboard and runs until it closes.
 pub fn run_window(
     title: &str,
     size: [f32; 2],
     make: impl FnOnce(Settings) -> Dashboard + 'static,
-) -> Result<()> {
+) -> Result<Closed> {
     check_display()?;
+    // Ctrl-C at the terminal (or SIGTERM) closes the window as its close button
+    // does, so a recording in progress gets its footer instead of being cut off.
+    // `App::logic` sees the flag within 100 ms.
+    let interrupted = crate::soak::interrupt_flag()?;
+    let flag = interrupted.clone();
     let options = eframe::NativeOptions {
         viewport: egui::ViewportBuilder::default()
             .with_title(title)
@@ -323,23 +337,19 @@ pub fn run_window(
                     .storage
                     .and_then(|s| eframe::get_value::<Settings>(s, SETTINGS_KEY))
                     .unwrap_or_default();
-                // Ctrl-C at the terminal (or SIGTERM) closes the window as its close
-                // button does, so a recording in progress gets its footer instead of
-                // being cut off. `App::logic` sees the flag within 100 ms.
-                let interrupted = crate::soak::interrupt_flag()?;
                 Ok(Box::new(App {
                     dash: make(settings),
-                    interrupted,
+                    interrupted: flag,
                 }))
             }),
         )
     }));
     match run {
-        Ok(result) => result.map_err(|e| {
-            anyhow::anyhow!(
-                "cannot open the window: {e} (on a headless machine use `xvfb-run -a flatline …`)"
-            )
-        }),
+        Ok(Ok(())) if interrupted.load(Ordering::Relaxed) => Ok(Closed::BySignal),
+        Ok(Ok(())) => Ok(Closed::ByUser),
+        Ok(Err(e)) => bail!(
+            "cannot open the window: {e} (on a headless machine use `xvfb-run -a flatline …`)"
+        ),
         Err(panic) => {
             let why = panic
                 .downcast_ref::<String>()
