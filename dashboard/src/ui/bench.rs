@@ -68,6 +68,7 @@ fn frame(ctx: &egui::Context, dash: &mut Dashboard) -> u64 {
         ..Default::default()
     };
     let t0 = Instant::now();
+    dash.tick();
     let out = ctx.run_ui(input, |ui| dash.show(ui));
     let prims = ctx.tessellate(out.shapes, out.pixels_per_point);
     std::hint::black_box(prims);

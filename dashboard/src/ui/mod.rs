@@ -171,13 +171,16 @@ impl Dashboard {
 
     /// Moves new data from the source into the store (and, while recording,
     /// into the file). The window calls this from `App::logic`, which eframe
-    /// runs even while the window is minimized or covered and nothing is
-    /// drawn: a live recording must not stall because nobody is looking.
+    /// runs before every frame and also while the window is minimized or
+    /// covered and nothing is drawn: a live recording must not stall because
+    /// nobody is looking. Whoever drives [`Dashboard::show`] without eframe
+    /// (tests, `bench ui`) calls this before it.
     pub fn tick(&mut self) {
         self.source.poll(&mut self.store);
     }
 
-    /// Draws the whole dashboard into `ui` (one frame).
+    /// Draws the whole dashboard into `ui` (one frame); see [`Dashboard::tick`]
+    /// for where the data comes from.
     pub fn show(&mut self, ui: &mut egui::Ui) {
         let ctx = ui.ctx().clone();
         ctx.set_theme(if self.settings.dark {
@@ -185,7 +188,6 @@ impl Dashboard {
         } else {
             egui::Theme::Light
         });
-        self.tick();
         // A screenshot waits for every analysis; a normal frame does a few.
         self.store.begin_frame(if self.capture.is_some() {
             usize::MAX
@@ -194,7 +196,6 @@ impl Dashboard {
         });
         self.run_capture(&ctx);
         view::draw(self, ui);
-        ctx.request_repaint_after(std::time::Duration::from_millis(100));
     }
 
     fn run_capture(&mut self, ctx: &egui::Context) {
@@ -266,8 +267,8 @@ impl eframe::App for App {
         if self.interrupted.load(Ordering::Relaxed) {
             ctx.send_viewport_cmd(egui::ViewportCommand::Close);
         }
-        // Keeps logic running at 10 Hz while the window is hidden (eframe calls it
-        // only after a repaint request); `show` asks the same while it is drawn.
+        // At least 10 frames a second while shown, and logic alone at 10 Hz while
+        // hidden (eframe calls it only after a repaint request).
         ctx.request_repaint_after(std::time::Duration::from_millis(100));
     }
 
