@@ -18,6 +18,20 @@ use crate::session::Session;
 /// How long a started command has to end after SIGTERM before it gets SIGKILL.
 const STOP_GRACE: Duration = Duration::from_secs(5);
 
+/// Whether `child` ends within `limit` (polled every 20 ms; it is not reaped).
+fn exited_within(child: &mut Child, limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    loop {
+        if !matches!(child.try_wait(), Ok(None)) {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// The watched process: one we were pointed at, or one we started.
 struct Watched {
     pid: u32,
@@ -43,25 +57,14 @@ impl Watched {
     /// was stopped, or `None` when it ended by itself or was not ours.
     fn stop_started(&mut self, wait_first: Duration) -> Option<String> {
         let child = self.child.as_mut()?;
-        let until = Instant::now() + wait_first;
-        loop {
-            if !matches!(child.try_wait(), Ok(None)) {
-                return None;
-            }
-            if Instant::now() >= until {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
         let pid = child.id();
-        if flatline_runtime::arena::sys::terminate(pid).is_ok() {
-            let deadline = Instant::now() + STOP_GRACE;
-            while Instant::now() < deadline {
-                if let Ok(Some(status)) = child.try_wait() {
-                    return Some(format!("stopped process {pid} with SIGTERM ({status})"));
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
+        if exited_within(child, wait_first) {
+            return None;
+        }
+        if flatline_runtime::arena::sys::terminate(pid).is_ok() && exited_within(child, STOP_GRACE)
+        {
+            let status = child.wait().ok()?;
+            return Some(format!("stopped process {pid} with SIGTERM ({status})"));
         }
         let _ = child.kill();
         let status = child.wait().ok()?;
