@@ -89,31 +89,80 @@ impl Timeline {
     }
 }
 
-/// Moves new samples into the store and, while recording, into the file.
-/// Returns the first write error, if any.
-fn take_samples(
-    rx: &Receiver<Sample>,
-    store: &mut Store,
-    writer: &mut Option<RecordingWriter>,
-) -> Option<String> {
-    let mut error = None;
-    for s in rx.try_iter() {
-        store.push(&s);
-        if let Some(Err(e)) = writer.as_mut().map(|w| w.push_sample(&s)) {
-            error.get_or_insert(e.to_string());
-        }
-    }
-    error
+/// How a live stream (the built-in workloads, a watched process) reaches the
+/// store and, while recording, the file. Each poll keeps its first write
+/// error; the newest poll that had one sets [`Tee::error`]. A recording still
+/// open when the tee is dropped (the window closed) is finished.
+#[derive(Default)]
+struct Tee {
+    writer: Option<RecordingWriter>,
+    /// The first write error of the poll in progress.
+    pending: Option<String>,
+    error: Option<String>,
 }
 
-/// Adds an event to the store and, while recording, to the file.
-fn add_event(e: Event, store: &mut Store, writer: &mut Option<RecordingWriter>) -> Option<String> {
-    let error = writer
-        .as_mut()
-        .and_then(|w| w.push_event(e.clone()).err())
-        .map(|e| e.to_string());
-    store.events.push(e);
-    error
+impl Tee {
+    fn new(writer: Option<RecordingWriter>) -> Self {
+        Self {
+            writer,
+            pending: None,
+            error: None,
+        }
+    }
+
+    fn note(&mut self, e: impl std::fmt::Display) {
+        self.pending.get_or_insert_with(|| e.to_string());
+    }
+
+    /// Moves new samples into the store and, while recording, into the file.
+    fn samples(&mut self, rx: &Receiver<Sample>, store: &mut Store) {
+        for s in rx.try_iter() {
+            store.push(&s);
+            if let Some(Err(e)) = self.writer.as_mut().map(|w| w.push_sample(&s)) {
+                self.note(e);
+            }
+        }
+    }
+
+    /// Adds an event to the store and, while recording, to the file.
+    fn event(&mut self, e: Event, store: &mut Store) {
+        if let Some(Err(err)) = self.writer.as_mut().map(|w| w.push_event(e.clone())) {
+            self.note(err);
+        }
+        store.events.push(e);
+    }
+
+    /// Ends a poll: lets the writer flush what is due, and shows its error.
+    fn end_poll(&mut self) {
+        if let Some(Err(e)) = self.writer.as_mut().map(RecordingWriter::tick) {
+            self.note(e);
+        }
+        if let Some(e) = self.pending.take() {
+            self.error = Some(e);
+        }
+    }
+
+    /// Finishes the recording, if one is being written, and returns its path.
+    fn finish(&mut self, end: &str) -> Result<Option<PathBuf>> {
+        match self.writer.take() {
+            Some(w) => Ok(Some(w.finish(end)?.path)),
+            None => Ok(None),
+        }
+    }
+
+    fn file(&self) -> Option<PathBuf> {
+        self.writer.as_ref().map(|w| w.path().to_owned())
+    }
+
+    fn digest(&self) -> Option<String> {
+        self.writer.as_ref().map(RecordingWriter::digest_hex)
+    }
+}
+
+impl Drop for Tee {
+    fn drop(&mut self) {
+        let _ = self.finish("window closed");
+    }
 }
 
 /// Where the data comes from.
@@ -148,8 +197,7 @@ pub struct LiveSource {
     quit: Arc<AtomicBool>,
     worker: Option<JoinHandle<Result<()>>>,
     header: Header,
-    writer: Option<RecordingWriter>,
-    error: Option<String>,
+    tee: Tee,
 }
 
 impl std::fmt::Debug for LiveSource {
@@ -232,8 +280,7 @@ impl LiveSource {
                 quit,
                 worker: Some(worker),
                 header,
-                writer: None,
-                error: None,
+                tee: Tee::default(),
             },
             store,
         ))
@@ -250,7 +297,10 @@ impl LiveSource {
 
     /// The recording being written, and its size so far.
     pub fn recording(&self) -> Option<(&Path, u64)> {
-        self.writer.as_ref().map(|w| (w.path(), w.bytes_written()))
+        self.tee
+            .writer
+            .as_ref()
+            .map(|w| (w.path(), w.bytes_written()))
     }
 
     /// Starts writing everything from now on to `path`.
@@ -264,16 +314,13 @@ impl LiveSource {
             h.config.clone(),
             h.unavailable.clone(),
         );
-        self.writer = Some(RecordingWriter::create(path, &header, false)?);
+        self.tee.writer = Some(RecordingWriter::create(path, &header, false)?);
         Ok(())
     }
 
     /// Finishes the recording, if one is being written.
     pub fn stop_recording(&mut self) -> Result<Option<PathBuf>> {
-        match self.writer.take() {
-            Some(w) => Ok(Some(w.finish("stopped")?.path)),
-            None => Ok(None),
-        }
+        self.tee.finish("stopped")
     }
 }
 
@@ -283,9 +330,7 @@ impl Drop for LiveSource {
         if let Some(w) = self.worker.take() {
             let _ = w.join();
         }
-        if let Some(w) = self.writer.take() {
-            let _ = w.finish("window closed");
-        }
+        // Then `tee` finishes the recording, if one is open.
     }
 }
 
@@ -294,13 +339,13 @@ impl Source for LiveSource {
         Meta {
             label: format!("live: {} at {} Hz", self.workload.name(), self.hz),
             host: self.header.host.summary(),
-            file: self.writer.as_ref().map(|w| w.path().to_owned()),
-            digest: self.writer.as_ref().map(RecordingWriter::digest_hex),
+            file: self.tee.file(),
+            digest: self.tee.digest(),
         }
     }
 
     fn status(&self) -> String {
-        if let Some(e) = &self.error {
+        if let Some(e) = &self.tee.error {
             return format!("error: {e}");
         }
         if self.worker.as_ref().is_some_and(JoinHandle::is_finished) {
@@ -316,16 +361,11 @@ impl Source for LiveSource {
 
     fn poll(&mut self, store: &mut Store) {
         mark_observer_thread();
-        let mut errors = vec![take_samples(&self.samples, store, &mut self.writer)];
+        self.tee.samples(&self.samples, store);
         for e in self.events.try_iter() {
-            errors.push(add_event(e, store, &mut self.writer));
+            self.tee.event(e, store);
         }
-        if let Some(w) = self.writer.as_mut() {
-            errors.push(w.tick().err().map(|e| e.to_string()));
-        }
-        if let Some(e) = errors.into_iter().flatten().next() {
-            self.error = Some(e);
-        }
+        self.tee.end_poll();
     }
 
     fn dropped(&self) -> u64 {
@@ -515,9 +555,8 @@ pub struct WatchSource {
     samples: Receiver<Sample>,
     steps: Receiver<(u64, Option<u64>)>,
     sampler: telemetry::Sampler,
-    writer: Option<RecordingWriter>,
+    tee: Tee,
     exited: bool,
-    error: Option<String>,
 }
 
 impl std::fmt::Debug for WatchSource {
@@ -570,9 +609,8 @@ impl WatchSource {
                 samples: tel.samples,
                 steps,
                 sampler: tel.sampler,
-                writer,
+                tee: Tee::new(writer),
                 exited: false,
-                error: None,
             },
             store,
         ))
@@ -584,13 +622,13 @@ impl Source for WatchSource {
         Meta {
             label: format!("watch: pid {} at {} Hz", self.pid, self.hz),
             host: self.host.clone(),
-            file: self.writer.as_ref().map(|w| w.path().to_owned()),
-            digest: self.writer.as_ref().map(RecordingWriter::digest_hex),
+            file: self.tee.file(),
+            digest: self.tee.digest(),
         }
     }
 
     fn status(&self) -> String {
-        if let Some(e) = &self.error {
+        if let Some(e) = &self.tee.error {
             return format!("recording error: {e}");
         }
         if self.exited {
@@ -603,13 +641,13 @@ impl Source for WatchSource {
 
     fn poll(&mut self, store: &mut Store) {
         mark_observer_thread();
-        let mut errors = vec![take_samples(&self.samples, store, &mut self.writer)];
+        self.tee.samples(&self.samples, store);
         for (step, tokens) in self.steps.try_iter() {
             let e = Event {
                 t_ns: self.sampler.elapsed_ns(),
                 kind: EventKind::Step { step, tokens },
             };
-            errors.push(add_event(e, store, &mut self.writer));
+            self.tee.event(e, store);
         }
         if !self.exited && self.sampler.is_finished() {
             self.exited = true;
@@ -617,28 +655,15 @@ impl Source for WatchSource {
                 t_ns: self.sampler.elapsed_ns(),
                 kind: EventKind::TargetExited { pid: self.pid },
             };
-            errors.push(add_event(e, store, &mut self.writer));
-            if let Some(w) = self.writer.take() {
-                errors.push(w.finish("target exited").err().map(|e| e.to_string()));
+            self.tee.event(e, store);
+            if let Err(e) = self.tee.finish("target exited") {
+                self.tee.note(format!("{e:#}"));
             }
         }
-        if let Some(w) = self.writer.as_mut() {
-            errors.push(w.tick().err().map(|e| e.to_string()));
-        }
-        if let Some(e) = errors.into_iter().flatten().next() {
-            self.error = Some(e);
-        }
+        self.tee.end_poll();
     }
 
     fn dropped(&self) -> u64 {
         self.sampler.dropped()
-    }
-}
-
-impl Drop for WatchSource {
-    fn drop(&mut self) {
-        if let Some(w) = self.writer.take() {
-            let _ = w.finish("window closed");
-        }
     }
 }
