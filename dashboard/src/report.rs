@@ -6,7 +6,7 @@ use std::path::Path;
 use anyhow::{Context as _, Result};
 use flatline_runtime::analysis::{self, ChannelAnalysis, Context, Verdict};
 use flatline_runtime::recording::{HostFacts, Recording, TailProblemKind};
-use flatline_runtime::telemetry::{ChannelSpec, Unit};
+use flatline_runtime::telemetry::{ChannelSpec, STEP_CHANNELS, TOKEN_CHANNELS, Unit};
 use serde_json::{Map, Value, json};
 
 use crate::cli::{ReportArgs, ReportFormat};
@@ -79,12 +79,8 @@ fn limit_of(rec: &Recording, name: &str, unit: Unit) -> Option<f64> {
 /// Analyses every channel of a recording.
 pub fn analyse(rec: &Recording, warmup_s: Option<f64>) -> Vec<Row<'_>> {
     let t: Vec<f64> = rec.t_ns.iter().map(|&t| t as f64 / 1e9).collect();
-    let steps = rec
-        .channel("work.steps")
-        .or_else(|| rec.channel("log.step"));
-    let tokens = rec
-        .channel("work.tokens")
-        .or_else(|| rec.channel("log.tokens"));
+    let steps = STEP_CHANNELS.iter().find_map(|n| rec.channel(n));
+    let tokens = TOKEN_CHANNELS.iter().find_map(|n| rec.channel(n));
     // An axis that never moves is no axis.
     fn moving(c: Option<&[f64]>) -> Option<&[f64]> {
         c.filter(|c| {
@@ -212,8 +208,8 @@ fn training_axes(rec: &Recording) -> Option<String> {
             .map(|s| s.max)
             .filter(|v| v.is_finite())
     };
-    let steps = last("work.steps").or_else(|| last("log.step"));
-    let tokens = last("work.tokens").or_else(|| last("log.tokens"));
+    let steps = STEP_CHANNELS.iter().find_map(|n| last(n));
+    let tokens = TOKEN_CHANNELS.iter().find_map(|n| last(n));
     match (steps, tokens) {
         (None, None) => None,
         (s, t) => Some(format!(

@@ -8,6 +8,12 @@ use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
 use flatline_dashboard::ui::{Dashboard, ReplaySource, Settings};
 
+/// One frame as the window runs it: `App::logic` polls, then the ui draws.
+fn frame(ui: &mut eframe::egui::Ui, d: &mut Dashboard) {
+    d.tick();
+    d.show(ui);
+}
+
 fn golden() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../recordings/golden/v1.flr")
 }
@@ -25,13 +31,7 @@ fn harness(path: &Path) -> Harness<'static, Dashboard> {
     let dash = Dashboard::new(Box::new(src), store, Settings::default());
     let mut h = Harness::builder()
         .with_size([1600.0, 1000.0])
-        .build_ui_state(
-            |ui, d: &mut Dashboard| {
-                d.tick();
-                d.show(ui);
-            },
-            dash,
-        );
+        .build_ui_state(frame, dash);
     // The analyses are spread over frames, six channels each: let them all land.
     h.run_steps(8);
     h
@@ -144,13 +144,7 @@ fn live_data_streams_in_and_recording_switches_on_and_off() {
     let dash = Dashboard::new(Box::new(src), store, Settings::default());
     let mut h = Harness::builder()
         .with_size([1600.0, 1000.0])
-        .build_ui_state(
-            |ui, d: &mut Dashboard| {
-                d.tick();
-                d.show(ui);
-            },
-            dash,
-        );
+        .build_ui_state(frame, dash);
     // 0.3 s unloaded; waiting for the samples rather than a fixed time keeps a
     // loaded machine from failing the test.
     let t0 = std::time::Instant::now();

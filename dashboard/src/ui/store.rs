@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use flatline_runtime::analysis::{ChannelAnalysis, Tracker};
 use flatline_runtime::recording::{Event, Recording};
-use flatline_runtime::telemetry::{Sample, Schema};
+use flatline_runtime::telemetry::{STEP_CHANNELS, Sample, Schema, TOKEN_CHANNELS};
 
 /// Points per bucket from one pyramid level to the next.
 const FAN: usize = 8;
@@ -142,12 +142,8 @@ impl Store {
     /// An empty store for a live stream, holding at most `cap` samples.
     pub fn new(schema: Schema, cap: usize) -> Self {
         let n = schema.len();
-        let steps_idx = schema
-            .index_of("work.steps")
-            .or_else(|| schema.index_of("log.step"));
-        let tokens_idx = schema
-            .index_of("work.tokens")
-            .or_else(|| schema.index_of("log.tokens"));
+        let steps_idx = schema.index_of_first(&STEP_CHANNELS);
+        let tokens_idx = schema.index_of_first(&TOKEN_CHANNELS);
         Self {
             t: Vec::new(),
             series: vec![Series::default(); n],

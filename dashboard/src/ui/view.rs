@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use eframe::egui::{self, Color32, RichText};
 use egui_plot::{Legend, Line, Plot, PlotPoint, PlotPoints, Points};
 use flatline_runtime::analysis::{ChannelAnalysis, Verdict};
-use flatline_runtime::telemetry::{Group, Unit};
+use flatline_runtime::telemetry::{Group, STEP_CHANNELS, Unit};
 
 use super::Dashboard;
 use crate::fmt::{bytes, value};
@@ -118,8 +118,7 @@ fn top_bar(d: &mut Dashboard, ui: &mut egui::Ui) {
             }
             ui.separator();
             ui.toggle_value(&mut d.settings.drift, "Drift");
-            let has_steps = d.store.schema.index_of("work.steps").is_some()
-                || d.store.schema.index_of("log.step").is_some();
+            let has_steps = d.store.schema.index_of_first(&STEP_CHANNELS).is_some();
             if has_steps {
                 ui.toggle_value(&mut d.settings.x_steps, "x: step");
             }
@@ -403,9 +402,9 @@ pub fn decimate(
     scale: f64,
 ) -> Vec<PlotPoint> {
     let x_axis: Option<&[f64]> = if d.settings.x_steps {
-        ["work.steps", "log.step"]
-            .into_iter()
-            .find_map(|n| d.store.schema.index_of(n))
+        d.store
+            .schema
+            .index_of_first(&STEP_CHANNELS)
             .map(|i| &d.store.series[i].raw[..])
     } else {
         None

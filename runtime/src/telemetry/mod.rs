@@ -92,6 +92,13 @@ impl ChannelSpec {
     }
 }
 
+/// Channels that count training steps: the built-in workloads' own first,
+/// then a step log's. The first one a stream has is its step axis.
+pub const STEP_CHANNELS: [&str; 2] = ["work.steps", "log.step"];
+
+/// Channels that count training tokens, in the same order.
+pub const TOKEN_CHANNELS: [&str; 2] = ["work.tokens", "log.tokens"];
+
 /// The channels of a stream, in the order of a [`Sample`]'s values.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Schema {
@@ -102,6 +109,11 @@ impl Schema {
     /// Position of the channel called `name`.
     pub fn index_of(&self, name: &str) -> Option<usize> {
         self.channels.iter().position(|c| c.name == name)
+    }
+
+    /// Position of the first of `names` that this schema has (see [`STEP_CHANNELS`]).
+    pub fn index_of_first(&self, names: &[&str]) -> Option<usize> {
+        names.iter().find_map(|n| self.index_of(n))
     }
 
     pub fn len(&self) -> usize {
