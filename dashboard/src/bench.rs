@@ -37,7 +37,11 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
 struct TelemetrySummary {
     hz: f64,
     channels: usize,
+    /// Samples the recorder wrote.
     samples: u64,
+    /// Samples found on reading the recording back (equal to `samples` when
+    /// nothing was lost between the writer and the file).
+    samples_read_back: u64,
     dropped: u64,
     /// Allocation calls of the sampler thread after its first few ticks.
     sampler_steady_allocs: Option<f64>,
@@ -100,6 +104,7 @@ fn with_telemetry<R>(
         hz,
         channels,
         samples: w.samples,
+        samples_read_back: rec.len() as u64,
         dropped: end.dropped,
         sampler_steady_allocs,
         recording_bytes: w.bytes,

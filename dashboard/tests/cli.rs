@@ -1,22 +1,8 @@
 //! The command line as a user meets it: exit codes, JSON shapes, error lines.
 
-use std::process::{Command, Output};
+mod support;
 
-fn flatline(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_flatline"))
-        .args(args)
-        .output()
-        .expect("the flatline binary runs")
-}
-
-fn json(out: &Output) -> serde_json::Value {
-    assert!(
-        out.status.success(),
-        "stderr: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("stdout is one JSON object")
-}
+use support::{flatline, json, ops1b_with_telemetry};
 
 #[test]
 fn ops1b_json_has_the_documented_fields() {
@@ -175,17 +161,18 @@ fn bad_input_is_one_clear_line_and_a_non_zero_exit() {
 
 #[test]
 fn bench_with_telemetry_reports_what_the_sampler_saw() {
-    let v = json(&flatline(&[
+    // Enough ticks for the sampler's steady state (it is judged after its 5th),
+    // however fast the machine gets through the operations.
+    let (v, ops) = ops1b_with_telemetry(200.0, 20);
+    let plain = json(&flatline(&[
         "bench",
         "ops1b",
         "--ops",
-        "300000000",
-        "--telemetry-hz",
-        "200",
+        &ops.to_string(),
         "--json",
     ]));
     assert_eq!(
-        v["checksum"], 7_851_891_676u64,
+        v["checksum"], plain["checksum"],
         "telemetry does not change the work"
     );
     assert_eq!(v["heap_allocs"], 0);
@@ -198,7 +185,5 @@ fn bench_with_telemetry_reports_what_the_sampler_saw() {
     if let Some(reason) = t["unavailable"]["gpu"].as_str() {
         assert!(reason.starts_with("NVML"), "{reason}");
     }
-
-    let v = json(&flatline(&["bench", "ops1b", "--ops", "1000", "--json"]));
-    assert!(v["telemetry"].is_null(), "off by default");
+    assert!(plain["telemetry"].is_null(), "off by default");
 }

@@ -1,46 +1,12 @@
 //! soak, report, import and export, as a user runs them.
 
+mod support;
+
 use std::path::Path;
-use std::process::{Command, Output};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::process::Command;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-fn flatline(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_flatline"))
-        .args(args)
-        .output()
-        .expect("the flatline binary runs")
-}
-
-fn ok(out: &Output) -> String {
-    assert!(
-        out.status.success(),
-        "stderr: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout.clone()).unwrap()
-}
-
-fn report(path: &Path) -> serde_json::Value {
-    serde_json::from_str(&ok(&flatline(&[
-        "report",
-        path.to_str().unwrap(),
-        "--format",
-        "json",
-    ])))
-    .unwrap()
-}
-
-fn fails(out: &Output, needle: &str) {
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "stdout: {}",
-        String::from_utf8_lossy(&out.stdout)
-    );
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains(needle), "{needle:?} not in {err}");
-    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
-}
+use support::{fails, flatline, golden_v1, ok, ops1b_with_telemetry, report, wait_for};
 
 #[test]
 fn a_soak_writes_a_recording_and_prints_its_receipt() {
@@ -70,12 +36,17 @@ fn a_soak_writes_a_recording_and_prints_its_receipt() {
     assert_eq!(r["end"], "completed");
     assert_eq!(r["digest"].as_str().unwrap().len(), 64);
     let samples = r["samples"].as_u64().unwrap();
-    // 75 in the timed 1.5 s, plus the ticks while the recording is set up and finished.
+    // The sampler runs through the whole 1.5 s (and while the file is set up and
+    // finished); its count follows its own clock: never more ticks than the
+    // recording's span allows at 50 Hz, and at most half skipped even when the
+    // machine is busy enough to make it late.
+    let span = r["duration_s"].as_f64().unwrap();
+    assert!(span >= 1.45, "a soak of 1.5 s spans {span} s");
+    let ticks = span * 50.0 + 1.0;
     assert!(
-        (60..=110).contains(&samples),
-        "{samples} samples in 1.5 s at 50 Hz"
+        samples as f64 <= ticks + 0.5 && samples as f64 >= ticks / 2.0,
+        "{samples} samples over {span} s at 50 Hz"
     );
-    assert!((r["duration_s"].as_f64().unwrap() - 1.5).abs() < 0.6, "{r}");
     let rss = &v["channels"]["mem.rss"];
     assert_eq!(rss["unit"], "bytes");
     assert_eq!(rss["samples"].as_u64(), Some(samples));
@@ -124,8 +95,10 @@ fn paced_ingest_records_steps_and_tokens() {
     ]));
     let v = report(&out);
     let steps = v["channels"]["work.steps"]["last"].as_f64().unwrap();
+    // Paced by the clock: one step per 100 ms in the 1 s run (11 at most, from
+    // 0 to 1000 ms), fewer only when the machine makes the loop late.
     assert!(
-        (7.0..=11.0).contains(&steps),
+        (3.0..=11.0).contains(&steps),
         "{steps} steps of 100 ms in 1 s"
     );
     assert_eq!(
@@ -158,11 +131,18 @@ fn a_killed_soak_keeps_all_but_the_last_second() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let t0 = Instant::now();
-    while !out.exists() && t0.elapsed() < Duration::from_secs(10) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    std::thread::sleep(Duration::from_secs(3));
+    // Until a second of samples is on disk (however long the start takes), then
+    // a little more, so the kill lands between two of the recorder's writes.
+    let on_disk = || {
+        let o = flatline(&["report", out.to_str().unwrap(), "--format", "json"]);
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).ok()?;
+        v["recording"]["samples"].as_u64().filter(|&n| n >= 100)
+    };
+    assert!(
+        wait_for(Duration::from_millis(100), on_disk).is_some(),
+        "the soak wrote no second of samples"
+    );
+    std::thread::sleep(Duration::from_millis(700));
     child.kill().unwrap(); // SIGKILL: no chance to write a footer
     let killed_ms = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -262,24 +242,24 @@ fn a_step_log_imports_reports_and_exports() {
 
 #[test]
 fn bench_telemetry_goes_into_a_recording() {
-    let o = ok(&flatline(&[
-        "bench",
-        "ops1b",
-        "--ops",
-        "200000000",
-        "--telemetry-hz",
-        "100",
-        "--json",
-    ]));
-    let v: serde_json::Value = serde_json::from_str(&o).unwrap();
+    // What is checked is the path (sampler -> recorder -> file -> reader), not
+    // how many samples some number of operations makes: the bench grows its
+    // work until 20 samples were taken, however fast the CPU.
+    let (v, _) = ops1b_with_telemetry(100.0, 20);
     let t = &v["telemetry"];
     assert!(t["recording_bytes"].as_u64().unwrap() > 1000, "{t}");
-    assert!(t["samples"].as_u64().unwrap() >= 20, "{t}");
+    let samples = t["samples"].as_u64().unwrap();
+    assert!(samples >= 20, "{t}");
+    assert_eq!(
+        t["samples_read_back"].as_u64(),
+        Some(samples),
+        "every sample written is read back: {t}"
+    );
 }
 
 #[test]
 fn receipts_carry_the_analysis_in_every_format() {
-    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("../recordings/golden/v1.flr");
+    let golden = golden_v1();
     let g = golden.to_str().unwrap();
     let md = ok(&flatline(&["report", g, "--format", "md"]));
     assert!(md.starts_with("# Drift receipt: `v1.flr`"), "{md}");
@@ -342,7 +322,7 @@ fn receipts_carry_the_analysis_in_every_format() {
 
 #[test]
 fn the_window_needs_a_display_and_says_how_to_get_one() {
-    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("../recordings/golden/v1.flr");
+    let golden = golden_v1();
     for args in [
         vec!["replay", golden.to_str().unwrap()],
         vec!["live"],

@@ -1,21 +1,20 @@
 //! The real dashboard code, driven headless with egui_kittest: open a
 //! recording, toggle a channel, scrub, switch to drift, press screenshot.
 
-use std::path::{Path, PathBuf};
+mod support;
+
+use std::path::Path;
 
 use eframe::egui::accesskit::Role;
 use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
 use flatline_dashboard::ui::{Dashboard, ReplaySource, Settings};
+use support::golden_v1;
 
 /// One frame as the window runs it: `App::logic` polls, then the ui draws.
 fn frame(ui: &mut eframe::egui::Ui, d: &mut Dashboard) {
     d.tick();
     d.show(ui);
-}
-
-fn golden() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../recordings/golden/v1.flr")
 }
 
 /// The channel list's checkbox (plot legends have checkboxes of the same name,
@@ -39,7 +38,7 @@ fn harness(path: &Path) -> Harness<'static, Dashboard> {
 
 #[test]
 fn a_recording_opens_with_its_channels_plots_and_caption() {
-    let h = harness(&golden());
+    let h = harness(&golden_v1());
     assert_eq!(h.state().store.len(), 61);
     // Channel list, plot titles, timeline and the caption strip are all there.
     channel_box(&h, "mem.rss");
@@ -52,7 +51,7 @@ fn a_recording_opens_with_its_channels_plots_and_caption() {
 
 #[test]
 fn toggling_a_channel_changes_what_is_plotted() {
-    let mut h = harness(&golden());
+    let mut h = harness(&golden_v1());
     assert!(!h.state().settings.selected.contains("mem.swap"));
     channel_box(&h, "mem.swap").click();
     h.run_steps(2);
@@ -64,7 +63,7 @@ fn toggling_a_channel_changes_what_is_plotted() {
 
 #[test]
 fn the_timeline_scrubs_plays_and_jumps() {
-    let mut h = harness(&golden());
+    let mut h = harness(&golden_v1());
     let end = h.state_mut().source.timeline().unwrap().end_s;
     assert_eq!(
         h.state_mut().visible_len(),
@@ -93,7 +92,7 @@ fn the_timeline_scrubs_plays_and_jumps() {
 
 #[test]
 fn drift_mode_and_screenshot_are_one_click_away() {
-    let mut h = harness(&golden());
+    let mut h = harness(&golden_v1());
     assert!(!h.state().settings.drift);
     h.get_by_label("Drift").click();
     h.run_steps(2);
@@ -108,9 +107,9 @@ fn drift_mode_and_screenshot_are_one_click_away() {
 #[test]
 fn the_recordings_browser_lists_and_opens_files() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::copy(golden(), dir.path().join("copy.flr")).unwrap();
+    std::fs::copy(golden_v1(), dir.path().join("copy.flr")).unwrap();
     std::fs::write(dir.path().join("notes.txt"), "not a recording").unwrap();
-    let mut h = harness(&golden());
+    let mut h = harness(&golden_v1());
     h.state_mut().recordings_dir = dir.path().to_owned();
     h.get_by_label("Open recording…").click();
     h.run_steps(2);
@@ -126,7 +125,7 @@ fn the_recordings_browser_lists_and_opens_files() {
 /// `UPDATE_SNAPSHOTS=1 cargo test -p flatline --test ui`.
 #[test]
 fn snapshots_of_the_main_views() {
-    let mut h = harness(&golden());
+    let mut h = harness(&golden_v1());
     h.snapshot("replay_golden");
     h.get_by_label("Drift").click();
     h.run_steps(2);

@@ -1,8 +1,12 @@
 //! `flatline watch` against small helper processes whose memory behaviour is
 //! known: the numbers must be right.
 
+mod support;
+
 use std::path::Path;
 use std::process::{Command, Output};
+
+use support::flatline;
 
 const HELPER: &str = r#"
 import sys, time
@@ -23,13 +27,6 @@ while time.time() - t0 < secs:
     if log:
         step += 1; log.write("%d,%d,%.3f\n" % (step, step * 16384, 3.0 / step)); log.flush()
 "#;
-
-fn flatline(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_flatline"))
-        .args(args)
-        .output()
-        .expect("flatline runs")
-}
 
 /// Watches the helper in `mode` for `secs` at 20 Hz and returns the JSON receipt.
 fn watch(dir: &Path, mode: &str, secs: &str, log: bool) -> serde_json::Value {

@@ -1,0 +1,133 @@
+//! What the integration tests share: running the `flatline` binary, reading its
+//! output, and waiting for what a test needs.
+//!
+//! # How tests wait
+//!
+//! The suite runs on whatever machine CI lands on: a loaded 2-core box or one
+//! whose CPU does ten times the work in the same time. So no test assumes how
+//! long work takes or how much work fits in a time:
+//!
+//! - A test that needs N samples, steps or rows *waits for them* ([`wait_for`],
+//!   capped at [`PATIENCE`]) and then asserts; it never sleeps a fixed time and
+//!   then counts.
+//! - A test that needs a workload to last long enough for the sampler to see it
+//!   grows the work until it has ([`ops1b_with_telemetry`]), rather than
+//!   picking an op count that "takes about a second".
+//! - Counts that follow the clock (samples of a soak of `--seconds S` at `--hz
+//!   H`) are bounded by what the clock allows, measured in the same run (the
+//!   recording's own duration), never by a fixed figure for an idle machine:
+//!   a late sampler skips ticks, it never adds any.
+//!
+//! The caps only turn a hang into a failure; a run that passes never waits
+//! for them.
+#![allow(dead_code)] // each test binary uses its own share of these helpers
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+/// How long a test waits for something that takes a fraction of a second on
+/// an idle machine before it calls it missing.
+pub const PATIENCE: Duration = Duration::from_secs(20);
+
+/// A shipped recording, by its path under `recordings/`.
+pub fn recording(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../recordings")
+        .join(rel)
+}
+
+/// The format-v1 golden file.
+pub fn golden_v1() -> PathBuf {
+    recording("golden/v1.flr")
+}
+
+/// Runs the `flatline` binary built for these tests.
+pub fn flatline(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_flatline"))
+        .args(args)
+        .output()
+        .expect("the flatline binary runs")
+}
+
+/// Its stdout, after asserting that it succeeded.
+pub fn ok(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "exit {:?}, stderr: {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout.clone()).expect("stdout is UTF-8")
+}
+
+/// Its stdout as one JSON object, after asserting that it succeeded.
+pub fn json(out: &Output) -> serde_json::Value {
+    serde_json::from_str(&ok(out)).expect("stdout is one JSON object")
+}
+
+/// `flatline report PATH --format json`.
+pub fn report(path: &Path) -> serde_json::Value {
+    json(&flatline(&[
+        "report",
+        path.to_str().unwrap(),
+        "--format",
+        "json",
+    ]))
+}
+
+/// Asserts exit 1 with one line on stderr that contains `needle`.
+pub fn fails(out: &Output, needle: &str) {
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "stdout: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(needle), "{needle:?} not in {err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+}
+
+/// Polls `check` every `every` until it returns `Some` or [`PATIENCE`] runs
+/// out (then `None`). The caller asserts on what it got, so a failure names
+/// what was missing.
+pub fn wait_for<T>(every: Duration, mut check: impl FnMut() -> Option<T>) -> Option<T> {
+    let t0 = Instant::now();
+    loop {
+        if let Some(v) = check() {
+            return Some(v);
+        }
+        if t0.elapsed() >= PATIENCE {
+            return None;
+        }
+        std::thread::sleep(every);
+    }
+}
+
+/// `bench ops1b --telemetry-hz HZ --json`, with four times the operations each
+/// time until the sampler recorded at least `min_samples` (a fast CPU can
+/// finish 3×10⁸ operations in a handful of ticks). Returns the last report and
+/// its op count.
+pub fn ops1b_with_telemetry(hz: f64, min_samples: u64) -> (serde_json::Value, u64) {
+    let mut ops: u64 = 300_000_000;
+    loop {
+        let v = json(&flatline(&[
+            "bench",
+            "ops1b",
+            "--ops",
+            &ops.to_string(),
+            "--telemetry-hz",
+            &hz.to_string(),
+            "--json",
+        ]));
+        let samples = v["telemetry"]["samples"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("telemetry.samples in {v}"));
+        // 3×10⁸ · 4⁴ ≈ 7.7×10¹⁰: minutes even at 0.1 ns/op; give up there.
+        if samples >= min_samples || ops >= 70_000_000_000 {
+            return (v, ops);
+        }
+        ops *= 4;
+    }
+}
