@@ -6,7 +6,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 use flatline_runtime::recording::{
-    Event, EventKind, Header, HostFacts, Recorder, RecorderSummary, RecordingWriter,
+    Event, EventKind, Header, Recorder, RecorderSummary, RecordingWriter,
 };
 use flatline_runtime::telemetry::{self, Probe, SamplerConfig, SamplerExit, Schema, Unavailable};
 
@@ -50,7 +50,7 @@ impl Session {
         redact_host: bool,
     ) -> Result<Self> {
         let tel = telemetry::start_with(cfg, extra).context("starting telemetry")?;
-        let host = HostFacts::collect(tel.gpu.clone());
+        let host = flatline_runtime::recording::host::collect(tel.gpu.clone());
         let host = if redact_host { host.redacted() } else { host };
         let header = Header::new(
             source,

@@ -1,19 +1,25 @@
-//! Any bytes at all through the recording reader: it must return an error or
-//! a recording whose columns line up, never panic, hang or allocate without
-//! bound. Under `cfg(fuzzing)` the reader skips frame checksums, so mutations
-//! reach the MessagePack and sample-block decoders instead of dying at the CRC.
+//! Any bytes at all through the recording reader (format v1 and v2): it must
+//! return an error or a recording whose columns line up, never panic, hang or
+//! allocate without bound. Under `cfg(fuzzing)` the reader skips frame
+//! checksums, so mutations reach the MessagePack, column-block and schema
+//! decoders instead of dying at the CRC.
 #![no_main]
 
 use std::path::Path;
 
-use flatline_runtime::recording::Recording;
+use flatline_format::Recording;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(rec) = Recording::from_bytes(data, Path::new("fuzz.flr")) {
         assert_eq!(rec.columns.len(), rec.header.schema.len());
-        for col in &rec.columns {
+        assert_eq!(rec.lifetimes.len(), rec.header.schema.len());
+        for (i, col) in rec.columns.iter().enumerate() {
             assert_eq!(col.len(), rec.t_ns.len());
+            // A channel carries no value outside its lifetime.
+            for (at, v) in col.iter().enumerate() {
+                assert!(v.is_nan() || rec.is_live(i, at), "channel {i} at {at}");
+            }
         }
         assert!(rec.bytes <= data.len() as u64);
         let _ = rec.duration_s();

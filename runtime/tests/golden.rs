@@ -5,6 +5,7 @@
 use std::path::Path;
 
 use flatline_runtime::recording::{EventKind, Recording};
+use flatline_runtime::telemetry::Kind;
 
 fn golden(name: &str) -> Recording {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -42,7 +43,53 @@ fn format_v1_still_loads() {
             step: i as u64 + 1,
             tokens: Some((i as u64 + 1) * 16_384)
         }));
+    // v1 stored no kinds: the reader infers them from names and units.
+    let kind = |n: &str| rec.header.schema.channels[rec.header.schema.index_of(n).unwrap()].kind;
+    assert_eq!(kind("mem.rss"), Kind::Level);
+    assert_eq!(kind("mem.hwm"), Kind::Peak);
+    assert_eq!(kind("mem.minflt"), Kind::Counter);
+    assert_eq!(kind("proc.cpu"), Kind::Gauge);
+    assert!(
+        rec.lifetimes
+            .iter()
+            .all(|l| l.from == 0 && l.until.is_none())
+    );
     // Slow probes leave gaps between their readings; they must read back as gaps.
     let sys = rec.channel("sys.mem_total").unwrap();
     assert!(sys.iter().any(|v| v.is_nan()) && sys.iter().any(|v| !v.is_nan()));
+}
+
+/// `flatline export --csv` of every shipped v1 recording, byte for byte as the
+/// last build that wrote format v1 exported it (SHA-256 of its output).
+#[test]
+fn shipped_v1_recordings_export_the_same_csv_as_before() {
+    use sha2::{Digest, Sha256};
+    let dir = tempfile::tempdir().unwrap();
+    for (file, want) in [
+        (
+            "golden/v1.flr",
+            "c514403558c7330812a9cf10e81a708b0b181a92e213c155ffe6fe64e82b26d4",
+        ),
+        (
+            "sample-soak-both-60s.flr",
+            "27dc27a27a6c419ff9ad5e3e2505b5227565975576cffc24f1facbfacfb16a28",
+        ),
+        (
+            "seed-linux-10min.flr",
+            "ea438bfd295add08a2a94c6b8906bb17992b077330ffac33c3202ca466468912",
+        ),
+    ] {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../recordings")
+            .join(file);
+        let rec = Recording::open(&path).unwrap_or_else(|e| panic!("{file}: {e}"));
+        assert_eq!(rec.header.format_version, 1, "{file}");
+        let out = dir.path().join("out.csv");
+        flatline_runtime::recording::csv::export(&rec, &out, true).unwrap();
+        let got: String = Sha256::digest(std::fs::read(&out).unwrap())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        assert_eq!(got, want, "{file}");
+    }
 }

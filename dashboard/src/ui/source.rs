@@ -13,8 +13,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, Result};
 use crossbeam_channel::Receiver;
 use flatline_runtime::recording::{
-    Event, EventKind, Frame, FrameReader, Header, HostFacts, Recording, RecordingWriter,
-    TailProblemKind,
+    Event, EventKind, Frame, FrameReader, Header, Recording, RecordingWriter, TailProblemKind,
 };
 use flatline_runtime::telemetry::alloc::mark_observer_thread;
 use flatline_runtime::telemetry::work::WorkProgress;
@@ -233,7 +232,7 @@ impl LiveSource {
         let header = Header::new(
             "live",
             tel.schema.clone(),
-            HostFacts::collect(tel.gpu.clone()),
+            flatline_runtime::recording::host::collect(tel.gpu.clone()),
             config,
             tel.unavailable.clone(),
         );
@@ -442,6 +441,16 @@ impl ReplaySource {
                 Ok(Some(Frame::Samples(block))) => {
                     let _ = block.decode(|seq, t, v| store.push(&Sample::from_values(seq, t, v)));
                 }
+                Ok(Some(Frame::Block(block))) => {
+                    let _ = block.decode(|seq, t, v| store.push(&Sample::from_values(seq, t, v)));
+                }
+                Ok(Some(Frame::Channels(ext))) => {
+                    store.add_channels(&ext.channels, &self.header.host)
+                }
+                Ok(Some(Frame::Ended(end))) => {
+                    let ended: Vec<usize> = end.channels.iter().map(|&c| c as usize).collect();
+                    store.end_channels(&ended);
+                }
                 Ok(Some(Frame::Event(e))) => store.events.push(e),
                 Ok(Some(Frame::Footer(f))) => {
                     self.status = format!("ended: {}", f.end);
@@ -581,7 +590,7 @@ impl WatchSource {
     ) -> Result<(Self, Store)> {
         let hz = cfg.hz;
         let tel = telemetry::start_with(cfg, extra).context("starting telemetry")?;
-        let host = HostFacts::collect(tel.gpu.clone());
+        let host = flatline_runtime::recording::host::collect(tel.gpu.clone());
         let host = if redact_host { host.redacted() } else { host };
         let writer = match out {
             Some(path) => {

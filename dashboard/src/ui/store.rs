@@ -116,6 +116,15 @@ impl Series {
     }
 }
 
+/// For each channel, the channel that bounds it (a GPU's total for its used memory).
+fn limit_sources(schema: &Schema) -> Vec<Option<usize>> {
+    schema
+        .channels
+        .iter()
+        .map(|c| schema.index_of(&crate::report::limit_channel(&c.name)?))
+        .collect()
+}
+
 /// Everything a view draws, whatever the source.
 #[derive(Debug)]
 pub struct Store {
@@ -136,6 +145,8 @@ pub struct Store {
     pub limits: Vec<Option<f64>>,
     /// Ceilings read from another channel: a GPU's total for its used memory.
     limit_from: Vec<Option<usize>>,
+    /// Channels that ended (a process exited): their slots are no longer read.
+    ended: Vec<bool>,
 }
 
 impl Store {
@@ -155,12 +166,41 @@ impl Store {
             tokens_idx,
             cap: cap.max(1024),
             limits: vec![None; n],
-            limit_from: schema
-                .channels
-                .iter()
-                .map(|c| schema.index_of(&crate::report::limit_channel(&c.name)?))
-                .collect(),
+            limit_from: limit_sources(&schema),
+            ended: vec![false; n],
             schema,
+        }
+    }
+
+    /// Channels that join from the next sample on (format v2); the samples so
+    /// far have no value for them.
+    pub fn add_channels(
+        &mut self,
+        specs: &[flatline_runtime::telemetry::ChannelSpec],
+        host: &flatline_runtime::recording::HostFacts,
+    ) {
+        let n = self.t.len();
+        for spec in specs {
+            self.schema.channels.push(spec.clone());
+            self.series.push(Series::from_values(vec![f64::NAN; n]));
+            self.trackers.push(Tracker::default());
+            self.analyses.push(None);
+            self.analysed.push(None);
+            self.ended.push(false);
+            self.limits
+                .push(crate::report::ram_limit(&spec.name, spec.unit, host));
+        }
+        self.limit_from = limit_sources(&self.schema);
+        self.steps_idx = self.schema.index_of_first(&STEP_CHANNELS);
+        self.tokens_idx = self.schema.index_of_first(&TOKEN_CHANNELS);
+    }
+
+    /// Channels (by position) that carry no more values.
+    pub fn end_channels(&mut self, positions: &[usize]) {
+        for &i in positions {
+            if let Some(e) = self.ended.get_mut(i) {
+                *e = true;
+            }
         }
     }
 
@@ -207,8 +247,8 @@ impl Store {
             self.thin();
         }
         self.t.push(t);
-        for (s, &v) in self.series.iter_mut().zip(sample.values()) {
-            s.push(v);
+        for ((s, &v), &ended) in self.series.iter_mut().zip(sample.values()).zip(&self.ended) {
+            s.push(if ended { f64::NAN } else { v });
         }
         let from = self.t.len() - 1;
         self.feed_trackers(from);

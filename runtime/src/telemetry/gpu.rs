@@ -23,11 +23,7 @@ const PER_DEVICE: [(&str, Unit); 5] = [
 ];
 
 /// What NVML says about the GPUs, for a recording's host facts.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct GpuFacts {
-    pub driver: String,
-    pub devices: Vec<String>,
-}
+pub use flatline_format::GpuFacts;
 
 pub struct GpuProbe {
     nvml: Nvml,

@@ -7,10 +7,11 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use super::codec::{Frame, decode};
-use super::writer::hex;
-use super::{Event, Footer, Header, MAGIC, MAX_FRAME_BYTES, READABLE_VERSIONS, RecordingError};
-use crate::telemetry::Sample;
+use crate::codec::{Frame, decode};
+use crate::{
+    Event, Footer, Header, MAGIC, MAX_FRAME_BYTES, READABLE_VERSIONS, RecordingError, Sample,
+    check_new_channels, hex,
+};
 
 /// How the tail of a recording went bad.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -47,6 +48,7 @@ impl std::fmt::Display for TailProblem {
 #[derive(Debug)]
 pub struct FrameReader<R> {
     r: R,
+    version: u32,
     offset: u64,
     hasher: Sha256,
     frames: u64,
@@ -97,6 +99,7 @@ impl<R: Read + Seek> FrameReader<R> {
         }
         let mut reader = Self {
             r,
+            version,
             offset: 12,
             hasher: Sha256::new(),
             frames: 0,
@@ -106,7 +109,11 @@ impl<R: Read + Seek> FrameReader<R> {
             reason,
         };
         match reader.next_frame() {
-            Ok(Some(Frame::Header(h))) if h.format_version == version => Ok((reader, h)),
+            Ok(Some(Frame::Header(h))) if h.format_version == version => {
+                check_new_channels(&crate::Schema::default(), &h.schema.channels)
+                    .map_err(|e| bad(format!("its schema: {e}")))?;
+                Ok((reader, h))
+            }
             Ok(Some(Frame::Header(h))) => Err(bad(format!(
                 "the header says version {}, the file {version}",
                 h.format_version
@@ -174,6 +181,11 @@ impl<R: Read + Seek> FrameReader<R> {
         Ok(Some(frame))
     }
 
+    /// The file's format version.
+    pub fn version(&self) -> u32 {
+        self.version
+    }
+
     /// Byte offset of the next frame.
     pub fn offset(&self) -> u64 {
         self.offset
@@ -190,11 +202,25 @@ impl<R: Read + Seek> FrameReader<R> {
     }
 }
 
+/// When a channel carried values: from sample index `from` (0 for the
+/// header's channels, later for channels added mid-recording) until `until`
+/// (exclusive), if it ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Lifetime {
+    pub from: usize,
+    pub until: Option<usize>,
+}
+
 /// A whole recording in memory, column by column.
 #[derive(Debug, Clone)]
 pub struct Recording {
     pub path: PathBuf,
+    /// The header as written, except that `schema` holds every channel of the
+    /// recording: those added mid-recording follow the header's own, in the
+    /// order they were added (see `lifetimes`).
     pub header: Header,
+    /// One per channel of `header.schema`.
+    pub lifetimes: Vec<Lifetime>,
     /// Sample times, nanoseconds since the start.
     pub t_ns: Vec<u64>,
     /// One column per channel of `header.schema`, `NaN` where there was no reading.
@@ -232,6 +258,13 @@ impl Recording {
         let mut rec = Recording {
             path: path.to_owned(),
             columns: vec![Vec::new(); channels],
+            lifetimes: vec![
+                Lifetime {
+                    from: 0,
+                    until: None
+                };
+                channels
+            ],
             header,
             t_ns: Vec::new(),
             events: Vec::new(),
@@ -260,36 +293,38 @@ impl Recording {
                 rec.tail = Some(damaged("data after the footer".into()));
                 break;
             }
-            match frame {
-                Frame::Samples(block) => {
-                    if block.channels as usize != channels {
-                        rec.tail = Some(damaged(format!(
-                            "a block of {} channels in a recording of {channels}",
-                            block.channels
-                        )));
-                        break;
-                    }
-                    let before = rec.t_ns.len();
-                    let result = block.decode(|_, t, v| {
-                        rec.t_ns.push(t);
-                        for (col, &x) in rec.columns.iter_mut().zip(v) {
-                            col.push(x);
-                        }
-                    });
-                    if let Err(e) = result {
-                        rec.t_ns.truncate(before);
-                        rec.columns.iter_mut().for_each(|c| c.truncate(before));
-                        rec.tail = Some(damaged(e));
-                        break;
-                    }
+            let applied = match frame {
+                Frame::Samples(block) if reader.version() == 1 => {
+                    let n = block.channels as usize;
+                    rec.push_rows(n, |row| block.decode(row))
                 }
-                Frame::Event(e) => rec.events.push(e),
-                Frame::Digest(_) => {}
-                Frame::Header(_) => {
-                    rec.tail = Some(damaged("a second header".into()));
-                    break;
+                Frame::Block(block) if reader.version() >= 2 => {
+                    let n = block.channels();
+                    rec.push_rows(n, |row| block.decode(row))
                 }
-                Frame::Footer(f) => rec.footer = Some(f),
+                Frame::Samples(_) | Frame::Block(_) => Err(format!(
+                    "a sample block of another format version than the file's {}",
+                    reader.version()
+                )),
+                Frame::Channels(_) | Frame::Ended(_) if reader.version() < 2 => {
+                    Err("a schema change in a format v1 file".into())
+                }
+                Frame::Channels(ext) => rec.add_channels(ext),
+                Frame::Ended(end) => rec.end_channels(&end),
+                Frame::Event(e) => {
+                    rec.events.push(e);
+                    Ok(())
+                }
+                Frame::Digest(_) => Ok(()),
+                Frame::Header(_) => Err("a second header".into()),
+                Frame::Footer(f) => {
+                    rec.footer = Some(f);
+                    Ok(())
+                }
+            };
+            if let Err(e) = applied {
+                rec.tail = Some(damaged(e));
+                break;
             }
             rec.bytes = reader.offset();
         }
@@ -323,6 +358,85 @@ impl Recording {
             }
         }
         Ok(rec)
+    }
+
+    /// Appends the rows a block decodes to; a block of another width than
+    /// the schema's, or one that does not decode, adds nothing.
+    fn push_rows(
+        &mut self,
+        width: usize,
+        decode: impl FnOnce(&mut dyn FnMut(u64, u64, &[f64])) -> Result<(), String>,
+    ) -> Result<(), String> {
+        let channels = self.columns.len();
+        if width != channels {
+            return Err(format!(
+                "a block of {width} channels in a recording of {channels}"
+            ));
+        }
+        let before = self.t_ns.len();
+        let (t_ns, columns, lifetimes) = (&mut self.t_ns, &mut self.columns, &self.lifetimes);
+        let result = decode(&mut |_, t, v| {
+            let i = t_ns.len();
+            t_ns.push(t);
+            for ((col, life), &x) in columns.iter_mut().zip(lifetimes).zip(v) {
+                // An ended channel's slot is not read: it carries no value.
+                col.push(if life.until.is_some_and(|u| i >= u) {
+                    f64::NAN
+                } else {
+                    x
+                });
+            }
+        });
+        if result.is_err() {
+            self.t_ns.truncate(before);
+            self.columns.iter_mut().for_each(|c| c.truncate(before));
+        }
+        result
+    }
+
+    fn add_channels(&mut self, ext: crate::SchemaExtension) -> Result<(), String> {
+        let n = self.t_ns.len();
+        if ext.at != n as u64 {
+            return Err(format!(
+                "channels added at sample {} after {n} samples",
+                ext.at
+            ));
+        }
+        check_new_channels(&self.header.schema, &ext.channels)?;
+        for spec in ext.channels {
+            self.header.schema.channels.push(spec);
+            self.columns.push(vec![f64::NAN; n]);
+            self.lifetimes.push(Lifetime {
+                from: n,
+                until: None,
+            });
+        }
+        Ok(())
+    }
+
+    fn end_channels(&mut self, end: &crate::ChannelsEnded) -> Result<(), String> {
+        let n = self.t_ns.len();
+        if end.at != n as u64 {
+            return Err(format!(
+                "channels ended at sample {} after {n} samples",
+                end.at
+            ));
+        }
+        for &i in &end.channels {
+            match self.lifetimes.get_mut(i as usize) {
+                Some(life) if life.until.is_none() => life.until = Some(n),
+                Some(_) => return Err(format!("channel {i} ended twice")),
+                None => return Err(format!("no channel {i} to end")),
+            }
+        }
+        Ok(())
+    }
+
+    /// True while channel `i` is live at sample index `at`.
+    pub fn is_live(&self, i: usize, at: usize) -> bool {
+        self.lifetimes
+            .get(i)
+            .is_some_and(|l| at >= l.from && l.until.is_none_or(|u| at < u))
     }
 
     /// Samples held.

@@ -7,9 +7,11 @@ use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 
-use super::codec::{Frame, SampleBlock, encode};
-use super::{DigestMark, Event, FORMAT_VERSION, Footer, Header, MAGIC, RecordingError};
-use crate::telemetry::Sample;
+use crate::codec::{ChannelsEnded, ColumnBlock, Frame, SchemaExtension, encode};
+use crate::{
+    ChannelSpec, DigestMark, Event, FORMAT_VERSION, Footer, Header, MAGIC, MAX_CHANNELS,
+    RecordingError, Sample, Schema, check_new_channels, hex,
+};
 
 /// Longest a sample waits in memory before its block is written and flushed
 /// to the operating system: a process killed with SIGKILL loses at most this
@@ -37,7 +39,11 @@ pub struct RecordingWriter {
     path: PathBuf,
     out: BufWriter<File>,
     hasher: Sha256,
-    channels: usize,
+    /// Every channel so far, ended ones included (a sample carries a value
+    /// slot for each).
+    schema: Schema,
+    /// Which channels have ended.
+    ended: Vec<bool>,
     frames: u64,
     samples: u64,
     events: u64,
@@ -58,7 +64,8 @@ fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> RecordingError + '_ {
 }
 
 impl RecordingWriter {
-    /// Creates `path` and writes the magic, the version and `header`.
+    /// Creates `path` and writes the magic, the version and `header` (whose
+    /// `format_version` must be this build's [`FORMAT_VERSION`]).
     /// Refuses to overwrite an existing file unless `force`, and names a
     /// missing folder rather than creating it.
     pub fn create(path: &Path, header: &Header, force: bool) -> Result<Self, RecordingError> {
@@ -72,6 +79,14 @@ impl RecordingWriter {
                 dir,
             });
         }
+        if header.format_version != FORMAT_VERSION {
+            return Err(RecordingError::Encode(format!(
+                "this build writes format version {FORMAT_VERSION}, not {}",
+                header.format_version
+            )));
+        }
+        check_new_channels(&Schema::default(), &header.schema.channels)
+            .map_err(RecordingError::BadSchema)?;
         let mut opts = OpenOptions::new();
         opts.write(true);
         if force {
@@ -95,7 +110,8 @@ impl RecordingWriter {
             path: path.to_owned(),
             out: BufWriter::with_capacity(64 << 10, file),
             hasher: Sha256::new(),
-            channels: header.schema.len(),
+            schema: header.schema.clone(),
+            ended: vec![false; header.schema.len()],
             frames: 0,
             samples: 0,
             events: 0,
@@ -143,8 +159,8 @@ impl RecordingWriter {
     }
 
     fn write_pending(&mut self) -> Result<(), RecordingError> {
-        if let Some(block) = SampleBlock::encode(&self.pending, self.channels) {
-            self.write_frame(&Frame::Samples(block))?;
+        if let Some(block) = ColumnBlock::encode(&self.pending, self.schema.len()) {
+            self.write_frame(&Frame::Block(block))?;
             self.pending.clear();
             self.pending_since = None;
             self.flush()?;
@@ -154,9 +170,9 @@ impl RecordingWriter {
 
     /// Queues a sample; writes its block when it is full or old enough.
     pub fn push_sample(&mut self, s: &Sample) -> Result<(), RecordingError> {
-        if s.values().len() != self.channels {
+        if s.values().len() != self.schema.len() {
             return Err(RecordingError::SchemaMismatch {
-                expected: self.channels,
+                expected: self.schema.len(),
                 got: s.values().len(),
             });
         }
@@ -168,6 +184,69 @@ impl RecordingWriter {
             self.write_pending()?;
         }
         self.tick()
+    }
+
+    /// Adds channels from the next sample on: every sample pushed after this
+    /// carries values for them, after the existing ones. Refuses names that
+    /// are taken, empty or too long, and schemas over the format's limit.
+    pub fn add_channels(&mut self, channels: &[ChannelSpec]) -> Result<(), RecordingError> {
+        check_new_channels(&self.schema, channels).map_err(RecordingError::BadSchema)?;
+        if self.schema.len() + channels.len() > MAX_CHANNELS {
+            return Err(RecordingError::BadSchema(format!(
+                "{} channels do not fit in a sample of {MAX_CHANNELS}",
+                self.schema.len() + channels.len()
+            )));
+        }
+        if channels.is_empty() {
+            return Ok(());
+        }
+        self.write_pending()?;
+        self.write_frame(&Frame::Channels(SchemaExtension {
+            at: self.samples,
+            channels: channels.to_vec(),
+        }))?;
+        self.schema.channels.extend_from_slice(channels);
+        self.ended.resize(self.schema.len(), false);
+        self.tick()
+    }
+
+    /// Ends the channels at these positions from the next sample on: samples
+    /// keep their slots, and whatever is in them is no longer read.
+    pub fn end_channels(&mut self, positions: &[usize]) -> Result<(), RecordingError> {
+        let mut ending = Vec::with_capacity(positions.len());
+        for &i in positions {
+            match self.ended.get(i) {
+                None => {
+                    return Err(RecordingError::BadSchema(format!(
+                        "no channel at position {i} to end"
+                    )));
+                }
+                Some(true) => {
+                    return Err(RecordingError::BadSchema(format!(
+                        "channel {} has ended already",
+                        self.schema.channels[i].name
+                    )));
+                }
+                Some(false) => ending.push(i as u32),
+            }
+        }
+        if ending.is_empty() {
+            return Ok(());
+        }
+        self.write_pending()?;
+        self.write_frame(&Frame::Ended(ChannelsEnded {
+            at: self.samples,
+            channels: ending,
+        }))?;
+        for &i in positions {
+            self.ended[i] = true;
+        }
+        self.tick()
+    }
+
+    /// Every channel so far, ended ones included.
+    pub fn schema(&self) -> &Schema {
+        &self.schema
     }
 
     /// Writes an event (after the samples queued before it).
@@ -250,14 +329,4 @@ impl RecordingWriter {
             digest,
         })
     }
-}
-
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write as _;
-    bytes
-        .iter()
-        .fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
-            let _ = write!(s, "{b:02x}");
-            s
-        })
 }

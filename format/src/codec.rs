@@ -1,4 +1,5 @@
-//! Frames and the delta coding of sample values.
+//! Frames, and the coding of sample values: v1's row-major deltas
+//! ([`SampleBlock`]) and v2's columns ([`ColumnBlock`], in `columns.rs`).
 
 use std::fmt;
 
@@ -6,8 +7,10 @@ use serde::de::{self, SeqAccess, Visitor};
 use serde::ser::SerializeSeq;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::{DigestMark, Event, Footer, Header};
-use crate::telemetry::Sample;
+use crate::{ChannelSpec, DigestMark, Event, Footer, Header, MAX_CHANNELS, Sample};
+
+mod columns;
+pub use columns::ColumnBlock;
 
 /// One frame's payload.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -15,13 +18,36 @@ use crate::telemetry::Sample;
 #[allow(clippy::large_enum_variant)] // frames are built and dropped one at a time
 pub enum Frame {
     Header(Header),
+    /// A v1 sample block.
     Samples(SampleBlock),
     Event(Event),
     Digest(DigestMark),
     Footer(Footer),
+    /// A v2 sample block.
+    Block(ColumnBlock),
+    /// v2: channels that join the schema.
+    Channels(SchemaExtension),
+    /// v2: channels that carry no more values.
+    Ended(ChannelsEnded),
 }
 
-/// Consecutive samples of one stream.
+/// Channels that join the schema from sample index `at` on (the number of
+/// samples written before this frame). Earlier samples have no value for them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SchemaExtension {
+    pub at: u64,
+    pub channels: Vec<ChannelSpec>,
+}
+
+/// Channels (by position in the schema) that end at sample index `at`: from
+/// there on they carry no values, because what they measured is gone.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChannelsEnded {
+    pub at: u64,
+    pub channels: Vec<u32>,
+}
+
+/// Consecutive samples of one stream (format v1).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SampleBlock {
     /// Values per sample (the schema's channel count when written).
@@ -106,7 +132,7 @@ impl SampleBlock {
         if self.dseq.len() != self.dt_ns.len() {
             return Err("sample block: seq and time lengths differ".into());
         }
-        if ch == 0 || ch > crate::telemetry::MAX_CHANNELS {
+        if ch == 0 || ch > MAX_CHANNELS {
             return Err(format!("sample block: {ch} channels"));
         }
         if self.values.0.len() != n * ch {
@@ -227,19 +253,19 @@ impl<'de> Deserialize<'de> for Tokens {
 }
 
 /// Encodes a frame's payload.
-pub(crate) fn encode(frame: &Frame) -> Result<Vec<u8>, String> {
+pub fn encode(frame: &Frame) -> Result<Vec<u8>, String> {
     rmp_serde::to_vec_named(frame).map_err(|e| e.to_string())
 }
 
 /// Decodes a frame's payload.
-pub(crate) fn decode(payload: &[u8]) -> Result<Frame, String> {
+pub fn decode(payload: &[u8]) -> Result<Frame, String> {
     rmp_serde::from_slice(payload).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::workload::SplitMix64;
+    use crate::tests::SplitMix64;
 
     fn roundtrip(samples: &[Sample], ch: usize) -> Vec<(u64, u64, Vec<f64>)> {
         let block = SampleBlock::encode(samples, ch).unwrap();

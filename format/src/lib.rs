@@ -1,0 +1,166 @@
+//! flatline-format: the data of a flatline recording and nothing else.
+//!
+//! Samples, channel schemas, events, and the `.flr` file format that holds
+//! them: codec, writer and reader. Its dependencies are serde, rmp-serde,
+//! crc32fast, sha2 and thiserror; it never depends on a probe (NVML,
+//! sysinfo), a channel crate or a GUI, so the runtime, the dashboard and the
+//! fuzzer can all use it and CI checks that it stays that small.
+//!
+//! # File format
+//!
+//! ```text
+//! magic    8 bytes  "FLATLINE"
+//! version  4 bytes  u32 little-endian (1 or 2)
+//! frames   each:    length u32 LE | CRC-32 of the payload u32 LE | payload
+//! ```
+//!
+//! Every payload is one MessagePack [`Frame`] (rmp-serde, structs as maps so
+//! later versions can add fields). The first frame is the [`Header`]: channel
+//! schema, host facts, the run's configuration and command line, the tool
+//! version and the wall-clock start. Then, in time order: sample blocks (each
+//! at most half a second of samples, flushed to the OS when written), events,
+//! and every minute a digest mark. A run that ends cleanly writes a
+//! [`Footer`] last.
+//!
+//! The digest is SHA-256 over the payloads of every frame before the footer,
+//! in order: it names exactly the recording a receipt or screenshot came
+//! from. The footer carries it, and a reader recomputes it.
+//!
+//! A reader returns every complete frame and, if the tail went bad, where and
+//! how: `truncated` (the file ends inside a frame, or without a footer) or
+//! `damaged` (bad checksum, a frame over [`MAX_FRAME_BYTES`], a payload that
+//! does not decode, a schema change it refuses). Bad magic or an unknown
+//! version is an error naming both.
+//!
+//! ## Version 1
+//!
+//! Sample blocks ([`SampleBlock`]) are row-major: per sample, per channel, a
+//! whole number (|v| ≤ 2^53) after a whole number is stored as the integer
+//! difference, anything else as itself, `NaN` as nil. The schema is fixed by
+//! the header; channels carry no kind (the reader infers it, see [`Kind`]).
+//!
+//! ## Version 2
+//!
+//! - **Column blocks** ([`ColumnBlock`]): per channel, the values as first or
+//!   second differences (whichever the writer found shorter for that block),
+//!   with runs of equal codes collapsed into one `[count, code]` pair. A
+//!   channel that does not change in a block costs a few bytes, whatever the
+//!   rate; a counter that rises steadily costs about as little. `NaN` is nil
+//!   and does not break the differences. Every value reads back bit for bit
+//!   (except that −0 reads as 0). Blocks are independent of each other.
+//! - **Channels added mid-recording** ([`Frame::Channels`]): new channels from
+//!   sample index `at` on; earlier samples read as absent (`NaN`) for them.
+//! - **Channels that end** ([`Frame::Ended`]): from sample index `at` on the
+//!   channel carries no values, and the reader records that it ended (a
+//!   process exited) rather than went quiet. An ended channel keeps its
+//!   position; a channel never comes back under the same position.
+//! - **Kinds** in the schema: every [`ChannelSpec`] says whether it is a
+//!   `level`, `peak`, `counter` or `gauge`.
+//!
+//! Hostile input is bounded: a frame over [`MAX_FRAME_BYTES`] is refused
+//! before anything is allocated for it, a schema over [`MAX_SCHEMA_CHANNELS`]
+//! channels or a name over [`MAX_NAME_BYTES`] bytes is refused, and no list
+//! length read from a frame is trusted beyond what the frame can hold.
+
+mod codec;
+mod header;
+mod reader;
+mod sample;
+mod schema;
+mod writer;
+
+pub use codec::{ChannelsEnded, ColumnBlock, Frame, SampleBlock, SchemaExtension};
+pub use header::{DigestMark, Event, EventKind, Footer, GpuFacts, Header, HostFacts};
+pub use reader::{FrameReader, Lifetime, Recording, TailProblem, TailProblemKind};
+pub use sample::{MAX_CHANNELS, Sample};
+pub use schema::{
+    ChannelSpec, Group, Kind, MAX_NAME_BYTES, STEP_CHANNELS, Schema, TOKEN_CHANNELS, Unavailable,
+    Unit,
+};
+pub use writer::{BLOCK_AGE, BLOCK_SAMPLES, DIGEST_EVERY, RecordingWriter, WriteSummary};
+
+use std::path::PathBuf;
+
+/// The first 8 bytes of every recording.
+pub const MAGIC: [u8; 8] = *b"FLATLINE";
+/// The format version this build writes.
+pub const FORMAT_VERSION: u32 = 2;
+/// Versions this build reads.
+pub const READABLE_VERSIONS: &[u32] = &[1, 2];
+/// A frame longer than this is damage, never an allocation.
+pub const MAX_FRAME_BYTES: u32 = 16 << 20;
+/// Most channels a recording may have over its whole life (ended ones count).
+pub const MAX_SCHEMA_CHANNELS: usize = 4096;
+/// File name extension of recordings.
+pub const EXTENSION: &str = "flr";
+
+/// What can go wrong with a recording as a whole.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordingError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: not a flatline recording (starts with {found:02x?}, expected \"FLATLINE\")")]
+    BadMagic { path: PathBuf, found: Vec<u8> },
+    #[error(
+        "{path}: recording format version {found} is not supported by this flatline (reads {supported:?})"
+    )]
+    UnsupportedVersion {
+        path: PathBuf,
+        found: u32,
+        supported: &'static [u32],
+    },
+    #[error("{path}: the header is unreadable: {reason}")]
+    BadHeader { path: PathBuf, reason: String },
+    #[error("{path} already exists (pass --force to overwrite it)")]
+    Exists { path: PathBuf },
+    #[error("cannot create {path}: the folder {} does not exist", dir.display())]
+    MissingFolder { path: PathBuf, dir: PathBuf },
+    #[error("a sample has {got} values but the schema has {expected} channels")]
+    SchemaMismatch { expected: usize, got: usize },
+    #[error("bad schema change: {0}")]
+    BadSchema(String),
+    #[error("cannot encode a frame: {0}")]
+    Encode(String),
+}
+
+/// Checks channels about to join a schema of `existing` channels: names
+/// present, not too long, not taken, and the total within
+/// [`MAX_SCHEMA_CHANNELS`].
+pub fn check_new_channels(existing: &Schema, add: &[ChannelSpec]) -> Result<(), String> {
+    if existing.len() + add.len() > MAX_SCHEMA_CHANNELS {
+        return Err(format!(
+            "{} channels would exceed the limit of {MAX_SCHEMA_CHANNELS}",
+            existing.len() + add.len()
+        ));
+    }
+    for (i, c) in add.iter().enumerate() {
+        if c.name.is_empty() || c.name.len() > MAX_NAME_BYTES {
+            return Err(format!(
+                "a channel name of {} bytes (1 to {MAX_NAME_BYTES})",
+                c.name.len()
+            ));
+        }
+        if existing.index_of(&c.name).is_some() || add[..i].iter().any(|o| o.name == c.name) {
+            return Err(format!("channel {} appears twice", c.name));
+        }
+    }
+    Ok(())
+}
+
+/// Lowercase hex of `bytes`.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    bytes
+        .iter()
+        .fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
+            let _ = write!(s, "{b:02x}");
+            s
+        })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,432 @@
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use crate::*;
+
+/// A small random source for tests (xorshift64*).
+pub(crate) struct SplitMix64(u64);
+
+impl SplitMix64 {
+    pub(crate) fn new(seed: u64) -> Self {
+        Self(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+
+    pub(crate) fn next_u64(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    pub(crate) fn below(&mut self, bound: u64) -> u64 {
+        ((u128::from(self.next_u64()) * u128::from(bound)) >> 64) as u64
+    }
+}
+
+pub(crate) fn header(channels: usize) -> Header {
+    Header {
+        format_version: FORMAT_VERSION,
+        tool_version: "test".into(),
+        started_unix_ms: 1_700_000_000_000,
+        source: "test".into(),
+        command_line: vec!["flatline".into(), "test".into()],
+        config: BTreeMap::from([("hz".into(), "100".into())]),
+        host: HostFacts::default(),
+        schema: Schema {
+            channels: (0..channels)
+                .map(|i| ChannelSpec::new(format!("c{i}"), Unit::Bytes, Group::Memory))
+                .collect(),
+        },
+        unavailable: vec![Unavailable::new("gpu", "no driver")],
+        notes: vec![],
+    }
+}
+
+pub(crate) fn sample(i: u64, channels: usize) -> Sample {
+    let vals: Vec<f64> = (0..channels)
+        .map(|c| match c {
+            0 => 1e9 + (i / 50) as f64 * 262_144.0,
+            1 => i as f64 * 0.5,
+            2 if i.is_multiple_of(7) => f64::NAN,
+            _ => (i * c as u64) as f64,
+        })
+        .collect();
+    Sample::from_values(i, i * 10_000_000, &vals)
+}
+
+/// A finished recording of `n` samples (with an event every 100) as bytes.
+pub(crate) fn recording_bytes(dir: &Path, n: u64, channels: usize) -> (Vec<u8>, WriteSummary) {
+    let path = dir.join("r.flr");
+    let mut w = RecordingWriter::create(&path, &header(channels), true).unwrap();
+    for i in 0..n {
+        w.push_sample(&sample(i, channels)).unwrap();
+        if i % 100 == 99 {
+            w.push_event(Event {
+                t_ns: i * 10_000_000,
+                kind: EventKind::Step {
+                    step: i / 100,
+                    tokens: Some(i * 16_384),
+                },
+            })
+            .unwrap();
+        }
+    }
+    let summary = w.finish("completed").unwrap();
+    (std::fs::read(&path).unwrap(), summary)
+}
+
+pub(crate) fn load(bytes: &[u8]) -> Result<Recording, RecordingError> {
+    Recording::from_bytes(bytes, Path::new("mem.flr"))
+}
+
+#[test]
+fn a_finished_recording_reads_back_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let (bytes, summary) = recording_bytes(dir.path(), 1000, 5);
+    let rec = load(&bytes).unwrap();
+    assert_eq!(rec.tail, None);
+    assert_eq!(rec.len(), 1000);
+    assert_eq!(rec.header, header(5));
+    assert_eq!(rec.events.len(), 10);
+    assert_eq!(
+        rec.events[3].kind,
+        EventKind::Step {
+            step: 3,
+            tokens: Some(399 * 16_384)
+        }
+    );
+    let footer = rec.footer.as_ref().unwrap();
+    assert_eq!(
+        (footer.samples, footer.events, footer.end.as_str()),
+        (1000, 10, "completed")
+    );
+    assert_eq!(rec.digest, summary.digest);
+    assert_eq!(rec.digest.len(), 64);
+    assert_eq!(summary.bytes, bytes.len() as u64);
+    for i in [0usize, 1, 7, 499, 999] {
+        let want = sample(i as u64, 5);
+        let got = rec.sample(i).unwrap();
+        assert_eq!(got.t_ns, want.t_ns);
+        for (a, b) in want.values().iter().zip(got.values()) {
+            assert!(
+                a == b || (a.is_nan() && b.is_nan()),
+                "sample {i}: {a} vs {b}"
+            );
+        }
+    }
+    assert_eq!(rec.channel("c1").unwrap()[10], 5.0);
+    assert!((rec.duration_s() - 9.99).abs() < 1e-9);
+}
+
+#[test]
+fn a_cut_at_any_byte_keeps_every_complete_frame_before_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (bytes, _) = recording_bytes(dir.path(), 600, 3);
+    let full = load(&bytes).unwrap();
+    let mut last_len = 0;
+    let mut header_end = None;
+    for cut in 0..bytes.len() {
+        match load(&bytes[..cut]) {
+            Err(RecordingError::BadMagic { .. }) => assert!(cut < 8, "cut {cut}"),
+            Err(RecordingError::BadHeader { .. }) => assert!(header_end.is_none(), "cut {cut}"),
+            Err(e) => panic!("cut {cut}: {e}"),
+            Ok(rec) => {
+                header_end.get_or_insert(cut);
+                let tail = rec.tail.as_ref().expect("a cut file is never complete");
+                assert_eq!(tail.kind, TailProblemKind::Truncated, "cut {cut}: {tail}");
+                assert!(rec.len() >= last_len, "cut {cut}: samples went down");
+                last_len = rec.len();
+                // Whatever loaded is exactly the start of the full recording.
+                assert_eq!(rec.t_ns[..], full.t_ns[..rec.len()]);
+                assert!(rec.bytes <= cut as u64);
+            }
+        }
+    }
+    assert_eq!(last_len, 600, "only the footer was missing at the last cut");
+}
+
+#[test]
+fn damage_is_reported_where_it_starts_and_what_precedes_it_loads() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut bytes, _) = recording_bytes(dir.path(), 1000, 4);
+    let full = load(&bytes).unwrap();
+    let at = bytes.len() / 2;
+    bytes[at] ^= 0x40;
+    let rec = load(&bytes).unwrap();
+    let tail = rec.tail.clone().unwrap();
+    assert_eq!(tail.kind, TailProblemKind::Damaged);
+    assert!(tail.offset <= at as u64, "{tail}");
+    assert!(tail.reason.contains("checksum"), "{tail}");
+    assert!(rec.len() > 100 && rec.len() < 1000, "{}", rec.len());
+    assert_eq!(rec.t_ns[..], full.t_ns[..rec.len()]);
+}
+
+#[test]
+fn an_absurd_frame_length_is_damage_not_an_allocation() {
+    let dir = tempfile::tempdir().unwrap();
+    let (bytes, _) = recording_bytes(dir.path(), 10, 2);
+    // A frame header that claims 4 GiB: the reader must refuse it before
+    // allocating anything for its payload.
+    let mut evil = bytes.clone();
+    evil.extend_from_slice(&u32::MAX.to_le_bytes());
+    evil.extend_from_slice(&[0; 4]);
+    let rec = load(&evil).unwrap();
+    let tail = rec.tail.clone().unwrap();
+    assert_eq!(tail.kind, TailProblemKind::Damaged);
+    assert!(tail.reason.contains("over the limit"), "{tail}");
+    assert_eq!(tail.offset, bytes.len() as u64);
+    assert_eq!(rec.len(), 10);
+}
+
+#[test]
+fn frames_after_the_footer_are_damage() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut bytes, _) = recording_bytes(dir.path(), 10, 2);
+    let copy = bytes.clone();
+    bytes.extend_from_slice(&copy[12..]); // the header frame again, and more
+    let rec = load(&bytes).unwrap();
+    assert_eq!(rec.len(), 10);
+    assert!(rec.tail.unwrap().reason.contains("after the footer"));
+}
+
+#[test]
+fn bad_magic_and_unknown_versions_are_named() {
+    let err = load(b"PK\x03\x04 this is a zip file").unwrap_err();
+    let msg = err.to_string();
+    assert!(matches!(err, RecordingError::BadMagic { .. }));
+    assert!(
+        msg.contains("not a flatline recording") && msg.contains("FLATLINE"),
+        "{msg}"
+    );
+    let mut v99 = MAGIC.to_vec();
+    v99.extend_from_slice(&99u32.to_le_bytes());
+    let msg = load(&v99).unwrap_err().to_string();
+    assert!(
+        msg.contains("version 99") && msg.contains("[1, 2]"),
+        "{msg}"
+    );
+    assert!(matches!(load(b""), Err(RecordingError::BadMagic { .. })));
+}
+
+#[test]
+fn never_overwrites_silently_and_names_a_missing_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.flr");
+    std::fs::write(&path, b"precious").unwrap();
+    let err = RecordingWriter::create(&path, &header(1), false).unwrap_err();
+    assert!(matches!(err, RecordingError::Exists { .. }), "{err}");
+    assert_eq!(std::fs::read(&path).unwrap(), b"precious");
+    RecordingWriter::create(&path, &header(1), true).unwrap();
+    let missing = dir.path().join("no/such/dir/b.flr");
+    let err = RecordingWriter::create(&missing, &header(1), false).unwrap_err();
+    assert!(err.to_string().contains("does not exist"), "{err}");
+}
+
+#[test]
+fn samples_reach_the_disk_within_the_block_age_while_the_writer_lives() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("live.flr");
+    let mut w = RecordingWriter::create(&path, &header(2), false).unwrap();
+    for i in 0..30 {
+        w.push_sample(&sample(i, 2)).unwrap();
+    }
+    std::thread::sleep(writer::BLOCK_AGE);
+    w.tick().unwrap();
+    // Another reader, as after a SIGKILL: the writer has not finished.
+    let rec = Recording::open(&path).unwrap();
+    assert_eq!(rec.len(), 30);
+    assert_eq!(rec.tail.unwrap().kind, TailProblemKind::Truncated);
+    drop(w);
+}
+
+#[test]
+fn a_schema_mismatch_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = RecordingWriter::create(&dir.path().join("m.flr"), &header(3), false).unwrap();
+    let err = w.push_sample(&sample(0, 2)).unwrap_err();
+    assert!(matches!(
+        err,
+        RecordingError::SchemaMismatch {
+            expected: 3,
+            got: 2
+        }
+    ));
+}
+
+/// Builds a v2 file frame by frame, as a hostile writer could.
+fn raw_file(frames: &[Frame]) -> Vec<u8> {
+    raw_file_of(FORMAT_VERSION, frames)
+}
+
+fn raw_file_of(version: u32, frames: &[Frame]) -> Vec<u8> {
+    let mut out = MAGIC.to_vec();
+    out.extend_from_slice(&version.to_le_bytes());
+    for f in frames {
+        let payload = codec_encode(f);
+        out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+        out.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+        out.extend_from_slice(&payload);
+    }
+    out
+}
+
+fn codec_encode(f: &Frame) -> Vec<u8> {
+    rmp_serde::to_vec_named(f).unwrap()
+}
+
+#[test]
+fn channels_join_and_end_mid_recording() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("grow.flr");
+    let mut w = RecordingWriter::create(&path, &header(2), false).unwrap();
+    for i in 0..10 {
+        w.push_sample(&sample(i, 2)).unwrap();
+    }
+    // A worker appears: two channels from sample 10 on.
+    let worker = [
+        ChannelSpec::new("pid7.rss", Unit::Bytes, Group::Memory).with_label("role", "worker"),
+        ChannelSpec::new("pid7.pss", Unit::Bytes, Group::Memory),
+    ];
+    w.add_channels(&worker).unwrap();
+    assert!(
+        w.push_sample(&sample(10, 2)).is_err(),
+        "the old width is refused"
+    );
+    for i in 10..20 {
+        w.push_sample(&Sample::from_values(
+            i,
+            i * 10_000_000,
+            &[1.0, 2.0, 3e6 + i as f64, 4e6],
+        ))
+        .unwrap();
+    }
+    // It exits at sample 20: its slots stay, their contents are not read.
+    w.end_channels(&[2, 3]).unwrap();
+    assert!(w.end_channels(&[2]).is_err(), "a channel ends once");
+    assert!(w.end_channels(&[9]).is_err(), "no such channel");
+    assert!(
+        w.add_channels(&worker[..1]).is_err(),
+        "a name is never reused"
+    );
+    for i in 20..25 {
+        w.push_sample(&Sample::from_values(
+            i,
+            i * 10_000_000,
+            &[1.0, 2.0, 99.0, 99.0],
+        ))
+        .unwrap();
+    }
+    w.finish("completed").unwrap();
+
+    let rec = Recording::open(&path).unwrap();
+    assert_eq!(rec.tail, None);
+    assert_eq!(rec.len(), 25);
+    assert_eq!(rec.header.schema.len(), 4);
+    assert_eq!(rec.header.schema.channels[2].labels["role"], "worker");
+    assert_eq!(
+        rec.lifetimes[0],
+        Lifetime {
+            from: 0,
+            until: None
+        }
+    );
+    assert_eq!(
+        rec.lifetimes[2],
+        Lifetime {
+            from: 10,
+            until: Some(20)
+        }
+    );
+    let rss = rec.channel("pid7.rss").unwrap();
+    assert!(
+        rss[..10].iter().all(|v| v.is_nan()),
+        "absent before it joined"
+    );
+    assert_eq!(rss[10], 3e6 + 10.0);
+    assert_eq!(rss[19], 3e6 + 19.0);
+    assert!(rss[20..].iter().all(|v| v.is_nan()), "ended, not 99");
+    assert!(rec.is_live(2, 15) && !rec.is_live(2, 5) && !rec.is_live(2, 20));
+    assert_eq!(rec.channel("c1").unwrap()[24], 2.0);
+}
+
+#[test]
+fn hostile_schema_frames_are_refused_without_allocating_them() {
+    let h = header(1);
+    let ok = [Frame::Header(h.clone())];
+    assert!(load(&raw_file(&ok)).is_ok());
+
+    // A name of 1 GB cannot even be a frame: the length is refused first.
+    let mut big = raw_file(&ok);
+    big.extend_from_slice(&(1u32 << 30).to_le_bytes());
+    big.extend_from_slice(&[0; 4]);
+    let rec = load(&big).unwrap();
+    assert!(rec.tail.unwrap().reason.contains("over the limit"));
+
+    // A schema frame that says it holds 10 million channels, in 40 bytes.
+    let mut claim = vec![0x81, 0xa8]; // {"channels": …
+    claim.extend_from_slice(b"channels");
+    claim.push(0x82); // {at, channels}
+    claim.extend_from_slice(&[0xa2, b'a', b't', 0x00]);
+    claim.push(0xa8);
+    claim.extend_from_slice(b"channels");
+    claim.push(0xdd); // array32
+    claim.extend_from_slice(&10_000_000u32.to_be_bytes());
+    let mut file = raw_file(&ok);
+    file.extend_from_slice(&(claim.len() as u32).to_le_bytes());
+    file.extend_from_slice(&crc32fast::hash(&claim).to_le_bytes());
+    file.extend_from_slice(&claim);
+    let rec = load(&file).unwrap();
+    let tail = rec.tail.unwrap();
+    assert_eq!(tail.kind, TailProblemKind::Damaged, "{tail}");
+
+    // Real channels, but too many, a name too long, or a name taken.
+    let spec = |n: String| ChannelSpec::new(n, Unit::Bytes, Group::Memory);
+    let cases = [
+        (
+            (0..MAX_SCHEMA_CHANNELS)
+                .map(|i| spec(format!("x{i}")))
+                .collect::<Vec<_>>(),
+            "exceed",
+        ),
+        (vec![spec("y".repeat(MAX_NAME_BYTES + 1))], "name of"),
+        (vec![spec("c0".into())], "twice"),
+    ];
+    for (channels, what) in cases {
+        let ext = Frame::Channels(SchemaExtension { at: 0, channels });
+        let rec = load(&raw_file(&[Frame::Header(h.clone()), ext])).unwrap();
+        let tail = rec.tail.unwrap();
+        assert!(tail.reason.contains(what), "{what}: {tail}");
+        assert_eq!(rec.header.schema.len(), 1);
+    }
+    // A schema change that does not sit where the samples are.
+    let ext = Frame::Channels(SchemaExtension {
+        at: 5,
+        channels: vec![spec("late".into())],
+    });
+    let rec = load(&raw_file(&[Frame::Header(h.clone()), ext])).unwrap();
+    assert!(rec.tail.unwrap().reason.contains("at sample 5"));
+    // And a header whose own schema is hostile is no recording at all.
+    let mut bad = h;
+    bad.schema.channels.push(spec("c0".into()));
+    let err = load(&raw_file(&[Frame::Header(bad)])).unwrap_err();
+    assert!(err.to_string().contains("twice"), "{err}");
+}
+
+#[test]
+fn a_v1_reader_refuses_v2_and_v1_files_keep_their_rules() {
+    // The v1 reader (flatline 0.1 before format v2) read only version 1: it
+    // refuses this build's files naming the version, as any reader refuses a
+    // version it does not know. Here: the same check with version 3.
+    let dir = tempfile::tempdir().unwrap();
+    let (mut bytes, _) = recording_bytes(dir.path(), 5, 2);
+    assert_eq!(bytes[8..12], 2u32.to_le_bytes());
+    bytes[8..12].copy_from_slice(&3u32.to_le_bytes());
+    let msg = load(&bytes).unwrap_err().to_string();
+    assert!(msg.contains("version 3 is not supported"), "{msg}");
+    // A v2 block in a file that says version 1 is damage, not a guess.
+    let mut h = header(2);
+    h.format_version = 1;
+    let block = Frame::Block(ColumnBlock::encode(&[sample(0, 2)], 2).unwrap());
+    let rec = load(&raw_file_of(1, &[Frame::Header(h), block])).unwrap();
+    assert!(rec.tail.unwrap().reason.contains("another format version"));
+}
