@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use flatline_runtime::recording::Recording;
+use flatline_runtime::recording::{Recording, RecordingSetup};
 use flatline_runtime::telemetry::work::WorkProgress;
 use flatline_runtime::telemetry::{SamplerConfig, SamplerExit};
 use flatline_runtime::workload::ingest::{
@@ -64,18 +64,16 @@ fn with_telemetry<R>(
     }
     let dir = tempfile::tempdir().context("creating a temporary folder for the recording")?;
     let path = dir.path().join("bench.flr");
-    let mut config = BTreeMap::new();
-    config.insert("hz".into(), hz.to_string());
+    let mut setup = RecordingSetup::new("bench");
+    setup.hz(hz);
     let session = Session::start(
-        "bench",
+        setup,
         SamplerConfig {
             hz,
             progress: Some(progress.clone()),
             ..SamplerConfig::default()
         },
-        config,
         &path,
-        false,
         false,
     )?;
     let out = run();

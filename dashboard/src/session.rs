@@ -1,12 +1,13 @@
 //! A recorded telemetry session: sampler → channel → recorder → file.
-//! Shared by `soak`, `bench --telemetry-hz` and (later) `live` and `watch`.
+//! Shared by `soak`, headless `watch` and `bench --telemetry-hz`; the header
+//! comes from the one [`RecordingSetup`] every recording is made with.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use anyhow::{Context, Result};
+use crossbeam_channel::{Receiver, Sender};
 use flatline_runtime::recording::{
-    Event, EventKind, Header, Recorder, RecorderSummary, RecordingWriter,
+    Event, EventKind, Recorder, RecorderSummary, RecordingSetup, event_channel,
 };
 use flatline_runtime::telemetry::{self, Probe, SamplerConfig, SamplerExit, Schema, Unavailable};
 
@@ -27,40 +28,31 @@ pub struct SessionEnd {
 }
 
 impl Session {
-    /// Starts telemetry with `cfg` and records it to `out`.
+    /// Starts telemetry with `cfg` and records it to `out` as `setup` says.
     pub fn start(
-        source: &str,
+        setup: RecordingSetup,
         cfg: SamplerConfig,
-        config: BTreeMap<String, String>,
         out: &Path,
         force: bool,
-        redact_host: bool,
     ) -> Result<Self> {
-        Self::start_with(source, cfg, Vec::new(), config, out, force, redact_host)
+        Self::start_with(setup, cfg, Vec::new(), event_channel(), out, force)
     }
 
-    /// As [`Session::start`], with extra probes (a watched job's step log).
+    /// As [`Session::start`], with extra probes (a watched job's step log)
+    /// and the event queue they already send to (see [`event_channel`]).
     pub fn start_with(
-        source: &str,
+        mut setup: RecordingSetup,
         cfg: SamplerConfig,
         extra: Vec<Box<dyn Probe>>,
-        config: BTreeMap<String, String>,
+        events: (Sender<Event>, Receiver<Event>),
         out: &Path,
         force: bool,
-        redact_host: bool,
     ) -> Result<Self> {
         let tel = telemetry::start_with(cfg, extra).context("starting telemetry")?;
-        let host = flatline_runtime::recording::host::collect(tel.gpu.clone());
-        let host = if redact_host { host.redacted() } else { host };
-        let header = Header::new(
-            source,
-            tel.schema.clone(),
-            host,
-            config,
-            tel.unavailable.clone(),
-        );
-        let writer = RecordingWriter::create(out, &header, force)?;
-        let recorder = Recorder::spawn(writer, tel.samples).context("starting the recorder")?;
+        setup.collect_host(tel.gpu.clone());
+        let writer = setup.create(out, force, &tel.schema, &tel.unavailable)?;
+        let recorder = Recorder::spawn_with_events(writer, tel.samples, events)
+            .context("starting the recorder")?;
         Ok(Self {
             schema: tel.schema,
             unavailable: tel.unavailable,

@@ -1,6 +1,5 @@
 //! `flatline soak`: the built-in workloads, headless, for a while, recorded.
 
-use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -8,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use flatline_runtime::recording::EventKind;
+use flatline_runtime::recording::{EventKind, RecordingSetup};
 use flatline_runtime::telemetry::SamplerConfig;
 use flatline_runtime::telemetry::alloc::mark_observer_thread;
 use flatline_runtime::telemetry::work::WorkProgress;
@@ -66,18 +65,12 @@ pub fn run(args: &SoakArgs) -> Result<()> {
         step,
         ..DriverConfig::default()
     };
-    let mut config = BTreeMap::new();
-    config.insert("workload".into(), workload.name().into());
-    config.insert("seconds".into(), args.seconds.to_string());
-    config.insert("hz".into(), args.hz.to_string());
-    if let Some(ms) = args.step_ms {
-        config.insert("step_ms".into(), ms.to_string());
-    }
-    if matches!(workload, Workload::Ingest | Workload::Both) {
-        config.insert("batch".into(), driver_cfg.batch.to_string());
-        config.insert("block".into(), driver_cfg.block.to_string());
-        config.insert("corpus_tokens".into(), driver_cfg.corpus_tokens.to_string());
-    }
+    let mut setup = RecordingSetup::new("soak");
+    setup.redact_host = args.redact_host;
+    setup
+        .workload(&driver_cfg)
+        .hz(args.hz)
+        .set("seconds", args.seconds);
     // The workload's memory (ring, corpus, batch buffers) is allocated before
     // telemetry starts: the recording shows the run, not its set-up.
     let mut driver =
@@ -88,16 +81,14 @@ pub fn run(args: &SoakArgs) -> Result<()> {
     // stay out of alloc.*.
     mark_observer_thread();
     let session = Session::start(
-        "soak",
+        setup,
         SamplerConfig {
             hz: args.hz,
             progress: Some(progress),
             ..SamplerConfig::default()
         },
-        config,
         &out,
         args.force,
-        args.redact_host,
     )?;
     let stop = interrupt_flag()?;
     session.event(EventKind::Phase(workload.name().into()));

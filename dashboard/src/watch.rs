@@ -1,15 +1,14 @@
 //! `flatline watch`: another process, by PID or started here, with its own
 //! step log, in the dashboard or headless.
 
-use std::collections::BTreeMap;
 use std::process::{Child, Command};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, bail};
-use flatline_runtime::recording::EventKind;
+use flatline_runtime::recording::{Event, EventKind, RecordingSetup, event_channel};
 use flatline_runtime::telemetry::steplog::StepLog;
-use flatline_runtime::telemetry::{Probe, SamplerConfig, SamplerExit, Target};
+use flatline_runtime::telemetry::{Clock, Probe, SamplerConfig, SamplerExit, Target};
 
 use crate::cli::WatchArgs;
 use crate::fmt::bytes;
@@ -112,11 +111,13 @@ fn start_target(args: &WatchArgs) -> Result<Watched> {
     }
 }
 
-/// The step-log probe, waiting for the log's first line if needed.
+/// The step-log probe, waiting for the log's first line if needed; its step
+/// events, stamped on `clock`, go to `steps`.
 fn step_log(
     args: &WatchArgs,
     target: &mut Watched,
-    steps: crossbeam_channel::Sender<(u64, Option<u64>)>,
+    steps: crossbeam_channel::Sender<Event>,
+    clock: Clock,
 ) -> Result<Option<StepLog>> {
     let Some(path) = &args.log else {
         return Ok(None);
@@ -127,26 +128,27 @@ fn step_log(
     let log = StepLog::wait_for(path, Duration::from_secs_f64(args.log_wait_s), || {
         target.alive()
     })?;
-    Ok(Some(log.with_steps(steps)))
+    Ok(Some(log.with_steps(steps, clock)))
 }
 
-fn config(args: &WatchArgs, pid: u32) -> BTreeMap<String, String> {
-    let mut c = BTreeMap::new();
-    c.insert("pid".into(), pid.to_string());
-    c.insert("hz".into(), args.hz.to_string());
-    if let Some(l) = &args.log {
-        c.insert("log".into(), l.display().to_string());
+/// What the recording's header says about this watch, window or headless.
+fn setup(args: &WatchArgs, pid: u32) -> RecordingSetup {
+    let mut setup = RecordingSetup::new("watch");
+    setup.redact_host = args.redact_host;
+    setup
+        .watch(pid, &args.command, args.log.as_deref())
+        .hz(args.hz);
+    if let Some(s) = args.seconds {
+        setup.set("seconds", s);
     }
-    if !args.command.is_empty() {
-        c.insert("command".into(), args.command.join(" "));
-    }
-    c
+    setup
 }
 
-fn sampler_config(args: &WatchArgs, pid: u32) -> SamplerConfig {
+fn sampler_config(args: &WatchArgs, pid: u32, clock: Clock) -> SamplerConfig {
     SamplerConfig {
         hz: args.hz,
         target: Target::Pid(pid),
+        clock: Some(clock),
         ..SamplerConfig::default()
     }
 }
@@ -158,8 +160,12 @@ pub fn run(args: &WatchArgs) -> Result<Option<i32>> {
         crate::ui::check_display()?;
     }
     let mut target = start_target(args)?;
-    let (steps_tx, steps_rx) = crossbeam_channel::bounded(4096);
-    let log = match step_log(args, &mut target, steps_tx) {
+    // One clock for the samples and the log's step events, which go from the
+    // sampler thread straight to whoever records (the recorder thread, or the
+    // window).
+    let clock = Clock::start();
+    let events = event_channel();
+    let log = match step_log(args, &mut target, events.0.clone(), clock) {
         Ok(l) => l,
         Err(e) => {
             // Never leave a started command running behind an error.
@@ -178,12 +184,12 @@ pub fn run(args: &WatchArgs) -> Result<Option<i32>> {
     if !args.headless {
         let (src, store) = crate::ui::WatchSource::start(
             target.pid,
-            sampler_config(args, target.pid),
+            sampler_config(args, target.pid, clock),
             extra,
-            steps_rx,
+            events.1,
+            setup(args, target.pid),
             args.out.as_deref(),
             args.force,
-            args.redact_host,
         )?;
         let shown = crate::ui::run_window(
             &format!("flatline — watching {}", target.pid),
@@ -215,13 +221,12 @@ pub fn run(args: &WatchArgs) -> Result<Option<i32>> {
         None => crate::soak::default_path(&format!("watch-{}", target.pid))?,
     };
     let session = Session::start_with(
-        "watch",
-        sampler_config(args, target.pid),
+        setup(args, target.pid),
+        sampler_config(args, target.pid, clock),
         extra,
-        config(args, target.pid),
+        events,
         &out,
         args.force,
-        args.redact_host,
     )?;
     flatline_runtime::telemetry::alloc::mark_observer_thread();
     let stop = crate::soak::interrupt_flag()?;
@@ -229,9 +234,6 @@ pub fn run(args: &WatchArgs) -> Result<Option<i32>> {
     let limit = args.seconds.map(Duration::from_secs_f64);
     let ended_by = loop {
         std::thread::sleep(Duration::from_millis(100));
-        for (step, tokens) in steps_rx.try_iter() {
-            session.event(EventKind::Step { step, tokens });
-        }
         if session.sampler_finished() {
             session.event(EventKind::TargetExited { pid: target.pid });
             break "target exited";

@@ -170,6 +170,15 @@ fn live_data_streams_in_and_recording_switches_on_and_off() {
     let rec = flatline_runtime::recording::Recording::open(&path).unwrap();
     assert!(rec.tail.is_none(), "a finished recording: {:?}", rec.tail);
     assert!(rec.len() >= 15 && rec.channel("work.ops").is_some());
+    // The header comes from the same setup as a soak's: the workload and the rate.
+    let config: Vec<(&str, &str)> = rec
+        .header
+        .config
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    assert_eq!(config, [("hz", "50"), ("workload", "ops1b")]);
+    assert_eq!(rec.header.source, "live");
     if let Ok(out) = std::env::var("FLATLINE_SAVE_LIVE_PNG") {
         // For a person to look at: FLATLINE_SAVE_LIVE_PNG=/tmp/live.png cargo test …
         h.render().unwrap().save(out).unwrap();

@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, Result};
 use crossbeam_channel::Receiver;
 use flatline_runtime::recording::{
-    Event, EventKind, Frame, FrameReader, Header, Recording, RecordingWriter, TailProblemKind,
+    Event, EventKind, Frame, FrameReader, Header, Recording, RecordingSetup, RecordingWriter,
+    TailProblemKind,
 };
 use flatline_runtime::telemetry::alloc::mark_observer_thread;
 use flatline_runtime::telemetry::work::WorkProgress;
@@ -195,7 +196,10 @@ pub struct LiveSource {
     running: Arc<AtomicBool>,
     quit: Arc<AtomicBool>,
     worker: Option<JoinHandle<Result<()>>>,
-    header: Header,
+    /// How a recording of this session is made (the same fields as `soak`'s).
+    setup: RecordingSetup,
+    schema: telemetry::Schema,
+    unavailable: Vec<telemetry::Unavailable>,
     tee: Tee,
 }
 
@@ -212,47 +216,39 @@ impl LiveSource {
     /// Builds the workload, starts telemetry and the workload thread.
     pub fn start(workload: Workload, hz: f64) -> Result<(Self, Store)> {
         let progress = WorkProgress::new();
-        let mut driver = Driver::new(
-            DriverConfig {
-                workload,
-                ..DriverConfig::default()
-            },
-            progress.clone(),
-        )
-        .context("setting up the workload")?;
+        let driver_cfg = DriverConfig {
+            workload,
+            ..DriverConfig::default()
+        };
+        let mut setup = RecordingSetup::new("live");
+        setup.workload(&driver_cfg).hz(hz);
+        let mut driver =
+            Driver::new(driver_cfg, progress.clone()).context("setting up the workload")?;
         let tel = telemetry::start(SamplerConfig {
             hz,
             progress: Some(progress),
             ..SamplerConfig::default()
         })
         .context("starting telemetry")?;
-        let mut config = std::collections::BTreeMap::new();
-        config.insert("workload".into(), workload.name().into());
-        config.insert("hz".into(), hz.to_string());
-        let header = Header::new(
-            "live",
-            tel.schema.clone(),
-            flatline_runtime::recording::host::collect(tel.gpu.clone()),
-            config,
-            tel.unavailable.clone(),
-        );
+        setup.collect_host(tel.gpu.clone());
         let (ev_tx, ev_rx) = crossbeam_channel::bounded(4096);
         let running = Arc::new(AtomicBool::new(true));
         let quit = Arc::new(AtomicBool::new(false));
         let (r, q) = (running.clone(), quit.clone());
-        let started = Instant::now();
+        // Events are stamped on the samples' clock, so they line up with them.
+        let clock = tel.sampler.clock();
         let worker = std::thread::Builder::new()
             .name("flatline-workload".into())
             .spawn(move || -> Result<()> {
                 let _ = ev_tx.try_send(Event {
-                    t_ns: 0,
+                    t_ns: clock.now_ns(),
                     kind: EventKind::Phase(workload.name().into()),
                 });
                 while !q.load(Ordering::Relaxed) {
                     if r.load(Ordering::Relaxed) {
                         driver.run_slice(Duration::from_millis(50), &mut |step, tokens| {
                             let _ = ev_tx.try_send(Event {
-                                t_ns: started.elapsed().as_nanos() as u64,
+                                t_ns: clock.now_ns(),
                                 kind: EventKind::Step {
                                     step,
                                     tokens: Some(tokens),
@@ -267,7 +263,7 @@ impl LiveSource {
             })
             .context("starting the workload thread")?;
         let mut store = Store::new(tel.schema.clone(), super::LIVE_CAP);
-        store.set_ram_limits(&header.host);
+        store.set_ram_limits(&setup.host);
         Ok((
             Self {
                 workload,
@@ -278,7 +274,9 @@ impl LiveSource {
                 running,
                 quit,
                 worker: Some(worker),
-                header,
+                setup,
+                schema: tel.schema,
+                unavailable: tel.unavailable,
                 tee: Tee::default(),
             },
             store,
@@ -304,16 +302,11 @@ impl LiveSource {
 
     /// Starts writing everything from now on to `path`.
     pub fn start_recording(&mut self, path: &Path) -> Result<()> {
-        // The recording starts now, not when the window opened.
-        let h = &self.header;
-        let header = Header::new(
-            &h.source,
-            h.schema.clone(),
-            h.host.clone(),
-            h.config.clone(),
-            h.unavailable.clone(),
+        // The recording's header says it starts now, not when the window opened.
+        self.tee.writer = Some(
+            self.setup
+                .create(path, false, &self.schema, &self.unavailable)?,
         );
-        self.tee.writer = Some(RecordingWriter::create(path, &header, false)?);
         Ok(())
     }
 
@@ -337,7 +330,7 @@ impl Source for LiveSource {
     fn meta(&self) -> Meta {
         Meta {
             label: format!("live: {} at {} Hz", self.workload.name(), self.hz),
-            host: self.header.host.summary(),
+            host: self.setup.host.summary(),
             file: self.tee.file(),
             digest: self.tee.digest(),
         }
@@ -562,7 +555,7 @@ pub struct WatchSource {
     hz: f64,
     host: String,
     samples: Receiver<Sample>,
-    steps: Receiver<(u64, Option<u64>)>,
+    steps: Receiver<Event>,
     sampler: telemetry::Sampler,
     tee: Tee,
     exited: bool,
@@ -577,44 +570,32 @@ impl std::fmt::Debug for WatchSource {
 }
 
 impl WatchSource {
-    /// Starts sampling `pid` (with `extra` probes, e.g. its step log), and
-    /// records to `out` if given.
+    /// Starts sampling `pid` (with `extra` probes, e.g. its step log, whose
+    /// step events arrive on `steps`), and records to `out` as `setup` says.
+    #[allow(clippy::too_many_arguments)]
     pub fn start(
         pid: u32,
         cfg: SamplerConfig,
         extra: Vec<Box<dyn telemetry::Probe>>,
-        steps: Receiver<(u64, Option<u64>)>,
+        steps: Receiver<Event>,
+        mut setup: RecordingSetup,
         out: Option<&Path>,
         force: bool,
-        redact_host: bool,
     ) -> Result<(Self, Store)> {
         let hz = cfg.hz;
         let tel = telemetry::start_with(cfg, extra).context("starting telemetry")?;
-        let host = flatline_runtime::recording::host::collect(tel.gpu.clone());
-        let host = if redact_host { host.redacted() } else { host };
+        setup.collect_host(tel.gpu.clone());
         let writer = match out {
-            Some(path) => {
-                let mut config = std::collections::BTreeMap::new();
-                config.insert("pid".into(), pid.to_string());
-                config.insert("hz".into(), hz.to_string());
-                let header = Header::new(
-                    "watch",
-                    tel.schema.clone(),
-                    host.clone(),
-                    config,
-                    tel.unavailable.clone(),
-                );
-                Some(RecordingWriter::create(path, &header, force)?)
-            }
+            Some(path) => Some(setup.create(path, force, &tel.schema, &tel.unavailable)?),
             None => None,
         };
         let mut store = Store::new(tel.schema.clone(), super::LIVE_CAP);
-        store.set_ram_limits(&host);
+        store.set_ram_limits(&setup.host);
         Ok((
             Self {
                 pid,
                 hz,
-                host: host.summary(),
+                host: setup.host.summary(),
                 samples: tel.samples,
                 steps,
                 sampler: tel.sampler,
@@ -651,11 +632,8 @@ impl Source for WatchSource {
     fn poll(&mut self, store: &mut Store) {
         mark_observer_thread();
         self.tee.samples(&self.samples, store);
-        for (step, tokens) in self.steps.try_iter() {
-            let e = Event {
-                t_ns: self.sampler.elapsed_ns(),
-                kind: EventKind::Step { step, tokens },
-            };
+        // Step events come stamped with the time their row was read.
+        for e in self.steps.try_iter() {
             self.tee.event(e, store);
         }
         if !self.exited && self.sampler.is_finished() {

@@ -8,10 +8,10 @@
 //! `log.step`, the step axis. Columns whose first value is not a number
 //! (hashes) are skipped, with a note in the recording's header.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use super::{Header, HostFacts, RecordingError, RecordingWriter, WriteSummary};
+use super::{RecordingError, RecordingSetup, RecordingWriter, WriteSummary};
 use crate::telemetry::{ChannelSpec, Group, MAX_CHANNELS, Sample, Schema, Unit};
 
 /// Why a CSV could not be imported or exported.
@@ -180,24 +180,18 @@ pub fn import(
             })
             .collect(),
     };
-    let mut config = BTreeMap::new();
-    config.insert("csv".into(), csv_path.display().to_string());
-    let header = Header {
-        format_version: super::FORMAT_VERSION,
-        tool_version: env!("CARGO_PKG_VERSION").into(),
-        started_unix_ms: std::fs::metadata(csv_path)
-            .and_then(|m| m.modified())
-            .ok()
-            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-            .map_or(0, |d| d.as_millis() as u64),
-        source: "import".into(),
-        command_line,
-        config,
-        host: HostFacts::default(),
-        schema,
-        unavailable: Vec::new(),
-        notes,
-    };
+    // Made elsewhere: the host is unknown, and the run started when the log
+    // was last written (the best the file says).
+    let mut setup = RecordingSetup::new("import");
+    setup.set("csv", csv_path.display());
+    setup.notes = notes;
+    let mut header = setup.header(schema, Vec::new());
+    header.started_unix_ms = std::fs::metadata(csv_path)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_millis() as u64);
+    header.command_line = command_line;
     let mut w = RecordingWriter::create(out, &header, force)?;
     let mut values = vec![0.0; numeric.len()];
     let mut last_t = 0u64;

@@ -9,6 +9,7 @@
 pub mod csv;
 pub mod host;
 mod recorder;
+mod setup;
 
 pub use flatline_format::{
     ChannelsEnded, ColumnBlock, DigestMark, EXTENSION, Event, EventKind, FORMAT_VERSION, Footer,
@@ -16,7 +17,8 @@ pub use flatline_format::{
     Recording, RecordingError, RecordingWriter, SampleBlock, SchemaExtension, TailProblem,
     TailProblemKind, WriteSummary,
 };
-pub use recorder::{Recorder, RecorderStats, RecorderSummary};
+pub use recorder::{EVENT_CAPACITY, Recorder, RecorderStats, RecorderSummary, event_channel};
+pub use setup::RecordingSetup;
 
 #[cfg(test)]
 mod tests;

@@ -30,6 +30,16 @@ pub struct RecorderSummary {
     pub cpu_ns: u64,
 }
 
+/// Most events waiting for the recorder; a full queue drops and counts.
+pub const EVENT_CAPACITY: usize = 4096;
+
+/// The queue of events on their way to a [`Recorder`]. Made before the
+/// recorder, so producers that start first (a step log read on the sampler
+/// thread) can hold a sender and reach the recording directly.
+pub fn event_channel() -> (Sender<Event>, Receiver<Event>) {
+    crossbeam_channel::bounded(EVENT_CAPACITY)
+}
+
 /// Writes every sample of `samples`, and the events sent to it, into a
 /// recording until told to finish.
 #[derive(Debug)]
@@ -41,9 +51,19 @@ pub struct Recorder {
 }
 
 impl Recorder {
-    /// Starts the `flatline-recorder` thread.
-    pub fn spawn(mut writer: RecordingWriter, samples: Receiver<Sample>) -> std::io::Result<Self> {
-        let (events, event_rx) = crossbeam_channel::bounded::<Event>(4096);
+    /// Starts the `flatline-recorder` thread, with an event queue of its own.
+    pub fn spawn(writer: RecordingWriter, samples: Receiver<Sample>) -> std::io::Result<Self> {
+        Self::spawn_with_events(writer, samples, event_channel())
+    }
+
+    /// Starts the `flatline-recorder` thread, writing the events that arrive
+    /// on `events` (see [`event_channel`]) as well as those sent through
+    /// [`Recorder::event`].
+    pub fn spawn_with_events(
+        mut writer: RecordingWriter,
+        samples: Receiver<Sample>,
+        (events, event_rx): (Sender<Event>, Receiver<Event>),
+    ) -> std::io::Result<Self> {
         let (control, control_rx) = crossbeam_channel::bounded::<String>(1);
         let stats = Arc::new(RecorderStats::default());
         let st = stats.clone();

@@ -30,6 +30,34 @@ pub use sampler::{
     Sampler, SamplerConfig, SamplerExit, Target, Telemetry, TelemetryError, start, start_with,
 };
 
+/// The one clock of a telemetry stream: every sample's `t_ns` and every
+/// event's (a step read from a log, a phase, a marker) count nanoseconds from
+/// the same start, so events line up with the samples around them. Cheap to
+/// copy into any thread that stamps events.
+#[derive(Debug, Clone, Copy)]
+pub struct Clock {
+    start: std::time::Instant,
+}
+
+impl Clock {
+    /// A clock whose zero is now.
+    pub fn start() -> Self {
+        Self {
+            start: std::time::Instant::now(),
+        }
+    }
+
+    /// Nanoseconds since the clock's zero.
+    pub fn now_ns(&self) -> u64 {
+        u64::try_from(self.start.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    /// The instant of its zero.
+    pub fn zero(&self) -> std::time::Instant {
+        self.start
+    }
+}
+
 /// Why a probe could not read this time.
 #[derive(Debug, thiserror::Error)]
 pub enum ProbeError {

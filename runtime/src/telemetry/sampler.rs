@@ -32,7 +32,7 @@ use super::procfs::{ProcProbe, ProcTarget};
 use super::system::SysProbe;
 use super::work::{WorkProbe, WorkProgress};
 use super::{
-    ChannelSpec, Group, MAX_CHANNELS, Probe, ProbeError, Sample, Schema, Unavailable, Unit,
+    ChannelSpec, Clock, Group, MAX_CHANNELS, Probe, ProbeError, Sample, Schema, Unavailable, Unit,
 };
 
 /// Which process the telemetry describes.
@@ -69,6 +69,9 @@ pub struct SamplerConfig {
     pub system: bool,
     /// Progress counters of a workload running in this process.
     pub progress: Option<Arc<WorkProgress>>,
+    /// The stream's clock, when something (a step log) must stamp events
+    /// before the sampler starts; by default one starts with the sampler.
+    pub clock: Option<Clock>,
 }
 
 impl Default for SamplerConfig {
@@ -81,6 +84,7 @@ impl Default for SamplerConfig {
             gpu: true,
             system: true,
             progress: None,
+            clock: None,
         }
     }
 }
@@ -149,7 +153,14 @@ impl Sampler {
     /// Nanoseconds since time zero of the samples' `t_ns`: use it to stamp
     /// events so they line up with the samples.
     pub fn elapsed_ns(&self) -> u64 {
-        u64::try_from(self.shared.start.elapsed().as_nanos()).unwrap_or(u64::MAX)
+        self.clock().now_ns()
+    }
+
+    /// The samples' clock, to hand to a thread that stamps events.
+    pub fn clock(&self) -> Clock {
+        Clock {
+            start: self.shared.start,
+        }
     }
 
     /// Samples dropped so far because the channel was full.
@@ -369,7 +380,7 @@ pub fn start_with(
     let (tx, rx) = crossbeam_channel::bounded(config.capacity);
     let (control_tx, control_rx) = crossbeam_channel::bounded(1);
     let shared = Arc::new(Shared {
-        start: Instant::now(),
+        start: config.clock.map_or_else(Instant::now, |c| c.zero()),
         produced: AtomicU64::new(0),
         dropped: AtomicU64::new(0),
         stop_slow: AtomicBool::new(false),

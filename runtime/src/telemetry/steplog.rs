@@ -1,7 +1,8 @@
 //! A training job's own step log, tailed as it grows: CSV with a header row,
 //! or JSON lines (one object per line). Each new row becomes `log.<column>`
-//! values in the next sample, and a step (with its tokens, where the log has
-//! a `tokens` column) for the recording's events.
+//! values in the next sample, and a step event (with its tokens, where the log
+//! has a `tokens` column), stamped on the stream's [`Clock`] when the row was
+//! read, sent straight to whoever records the events.
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
@@ -12,8 +13,9 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::Sender;
 
-use super::{ChannelSpec, Group, Probe, ProbeError};
+use super::{ChannelSpec, Clock, Group, Probe, ProbeError};
 use crate::recording::csv::unit_of;
+use crate::recording::{Event, EventKind};
 
 /// The two layouts a step log may have.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,7 +64,7 @@ pub struct StepLog {
     buf: Vec<u8>,
     step_col: Option<usize>,
     tokens_col: Option<usize>,
-    steps: Option<Sender<(u64, Option<u64>)>>,
+    steps: Option<(Sender<Event>, Clock)>,
     stats: Arc<StepLogStats>,
 }
 
@@ -138,9 +140,10 @@ impl StepLog {
         }
     }
 
-    /// Sends `(step, tokens)` for every row that has a step.
-    pub fn with_steps(mut self, steps: Sender<(u64, Option<u64>)>) -> Self {
-        self.steps = Some(steps);
+    /// Sends a step event for every row that has a step, stamped on `clock`
+    /// when the row is read (never blocking: a full channel loses the event).
+    pub fn with_steps(mut self, steps: Sender<Event>, clock: Clock) -> Self {
+        self.steps = Some((steps, clock));
         self
     }
 
@@ -244,7 +247,7 @@ impl Probe for StepLog {
             }
             self.stats.rows.fetch_add(1, Relaxed);
             out.copy_from_slice(&row);
-            if let (Some(tx), Some(s)) = (&self.steps, self.step_col)
+            if let (Some((tx, clock)), Some(s)) = (&self.steps, self.step_col)
                 && row[s].is_finite()
                 && row[s] >= 0.0
             {
@@ -252,7 +255,13 @@ impl Probe for StepLog {
                     .tokens_col
                     .map(|t| row[t])
                     .filter(|t| t.is_finite() && *t >= 0.0);
-                let _ = tx.try_send((row[s] as u64, tokens.map(|t| t as u64)));
+                let _ = tx.try_send(Event {
+                    t_ns: clock.now_ns(),
+                    kind: EventKind::Step {
+                        step: row[s] as u64,
+                        tokens: tokens.map(|t| t as u64),
+                    },
+                });
             }
         }
         Ok(())
@@ -295,9 +304,10 @@ mod tests {
         writeln!(f, "0,16384,100.5").unwrap();
         f.flush().unwrap();
         let (tx, rx) = crossbeam_channel::unbounded();
+        let clock = Clock::start();
         let mut log = StepLog::wait_for(&path, Duration::from_secs(1), || true)
             .unwrap()
-            .with_steps(tx);
+            .with_steps(tx, clock);
         let names: Vec<String> = log.channels().into_iter().map(|c| c.name).collect();
         assert_eq!(names, ["log.step", "log.tokens", "log.vm_rss_mb"]);
         let mut out = [0.0; 3];
@@ -315,17 +325,28 @@ mod tests {
         assert!(out[0].is_nan());
         writeln!(f, "75\ngarbage\n2,49152,101.0").unwrap();
         f.flush().unwrap();
+        let before = clock.now_ns();
         log.read(&mut out).unwrap();
+        let after = clock.now_ns();
         assert_eq!(out, [2.0, 49152.0, 101.0], "the latest row wins the sample");
         let stats = log.stats();
         assert_eq!(
             (stats.rows.load(Relaxed), stats.bad_rows.load(Relaxed)),
             (3, 1)
         );
-        let steps: Vec<(u64, Option<u64>)> = rx.try_iter().collect();
-        assert_eq!(
-            steps,
-            [(0, Some(16384)), (1, Some(32768)), (2, Some(49152))]
+        let events: Vec<Event> = rx.try_iter().collect();
+        let steps: Vec<EventKind> = events.iter().map(|e| e.kind.clone()).collect();
+        let step = |step, tokens| EventKind::Step {
+            step,
+            tokens: Some(tokens),
+        };
+        assert_eq!(steps, [step(0, 16384), step(1, 32768), step(2, 49152)]);
+        // Stamped when read, on the stream's clock: rows 1 and 2 by the last read.
+        assert!(events[0].t_ns < before);
+        assert!(
+            events[1..]
+                .iter()
+                .all(|e| (before..=after).contains(&e.t_ns))
         );
     }
 
