@@ -4,45 +4,16 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use anyhow::{Context as _, Result};
+use flatline_runtime::analysis::rules::{
+    self, ChannelStats, channel_stats, latest, limit_channel, ram_limit,
+};
 use flatline_runtime::analysis::{self, ChannelAnalysis, Context, Verdict};
-use flatline_runtime::recording::{HostFacts, Recording, TailProblemKind};
-use flatline_runtime::telemetry::{ChannelSpec, STEP_CHANNELS, TOKEN_CHANNELS, Unit};
+use flatline_runtime::recording::{Recording, TailProblemKind};
+use flatline_runtime::telemetry::{ChannelSpec, TOKEN_CHANNELS, Unit};
 use serde_json::{Map, Value, json};
 
 use crate::cli::{ReportArgs, ReportFormat};
 use crate::fmt::{bytes, duration, value};
-
-/// First, last, min and max of the readings of one channel (NaN skipped).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct ChannelStats {
-    pub samples: usize,
-    pub first: f64,
-    pub last: f64,
-    pub min: f64,
-    pub max: f64,
-}
-
-pub fn channel_stats(col: &[f64]) -> ChannelStats {
-    let mut st = ChannelStats {
-        samples: 0,
-        first: f64::NAN,
-        last: f64::NAN,
-        min: f64::NAN,
-        max: f64::NAN,
-    };
-    for &v in col.iter().filter(|v| !v.is_nan()) {
-        if st.samples == 0 {
-            st.first = v;
-            st.min = v;
-            st.max = v;
-        }
-        st.samples += 1;
-        st.last = v;
-        st.min = st.min.min(v);
-        st.max = st.max.max(v);
-    }
-    st
-}
 
 /// One channel of a receipt.
 #[derive(Debug)]
@@ -50,25 +21,6 @@ pub struct Row<'a> {
     pub spec: &'a ChannelSpec,
     pub stats: ChannelStats,
     pub analysis: ChannelAnalysis,
-}
-
-/// The host's RAM, for the process memory channels (in bytes).
-pub fn ram_limit(name: &str, unit: Unit, host: &HostFacts) -> Option<f64> {
-    (unit == Unit::Bytes && name.starts_with("mem.") && host.mem_total_bytes > 0)
-        .then_some(host.mem_total_bytes as f64)
-}
-
-/// The channel whose latest reading bounds this one: a GPU's total memory for
-/// its used memory and for a process's share of it.
-pub fn limit_channel(name: &str) -> Option<String> {
-    let (index, what) = name.strip_prefix("gpu")?.split_once('.')?;
-    (matches!(what, "used" | "proc_used") && index.bytes().all(|b| b.is_ascii_digit()))
-        .then(|| format!("gpu{index}.total"))
-}
-
-/// The latest reading of a channel (gaps skipped).
-pub fn latest(values: &[f64]) -> Option<f64> {
-    values.iter().rev().copied().find(|v| !v.is_nan())
 }
 
 /// The ceiling a channel cannot pass, where the recording knows it.
@@ -79,16 +31,13 @@ fn limit_of(rec: &Recording, name: &str, unit: Unit) -> Option<f64> {
 /// Analyses every channel of a recording.
 pub fn analyse(rec: &Recording, warmup_s: Option<f64>) -> Vec<Row<'_>> {
     let t: Vec<f64> = rec.t_ns.iter().map(|&t| t as f64 / 1e9).collect();
-    let steps = STEP_CHANNELS.iter().find_map(|n| rec.channel(n));
-    let tokens = TOKEN_CHANNELS.iter().find_map(|n| rec.channel(n));
-    // An axis that never moves is no axis.
-    fn moving(c: Option<&[f64]>) -> Option<&[f64]> {
-        c.filter(|c| {
-            let s = channel_stats(c);
-            s.samples > 0 && s.max > s.min
-        })
-    }
-    let (steps, tokens) = (moving(steps), moving(tokens));
+    let column = |i: usize| rec.columns[i].as_slice();
+    let steps = rules::step_axis(&rec.header.schema, column).map(column);
+    // Tokens follow the same rule: a count that never moves is no axis.
+    let tokens = TOKEN_CHANNELS
+        .iter()
+        .find_map(|n| rec.channel(n))
+        .filter(|c| rules::advances(c));
     rec.header
         .schema
         .channels
@@ -208,7 +157,10 @@ fn training_axes(rec: &Recording) -> Option<String> {
             .map(|s| s.max)
             .filter(|v| v.is_finite())
     };
-    let steps = STEP_CHANNELS.iter().find_map(|n| last(n));
+    let column = |i: usize| rec.columns[i].as_slice();
+    let steps = rules::step_axis(&rec.header.schema, column)
+        .map(|i| &rec.header.schema.channels[i].name)
+        .and_then(|n| last(n));
     let tokens = TOKEN_CHANNELS.iter().find_map(|n| last(n));
     match (steps, tokens) {
         (None, None) => None,

@@ -249,9 +249,11 @@ impl RecordingWriter {
         &self.schema
     }
 
-    /// Writes an event (after the samples queued before it).
+    /// Writes an event. Samples still queued stay queued (their block is
+    /// written when full or half a second old, as always): an event every
+    /// step must not cut the stream into blocks of a few samples each. Events
+    /// carry their own time, so a reader never needs them in sample order.
     pub fn push_event(&mut self, e: Event) -> Result<(), RecordingError> {
-        self.write_pending()?;
         self.last_t_ns = self.last_t_ns.max(e.t_ns);
         self.write_frame(&Frame::Event(e))?;
         self.events += 1;

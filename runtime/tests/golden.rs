@@ -63,7 +63,6 @@ fn format_v1_still_loads() {
 /// last build that wrote format v1 exported it (SHA-256 of its output).
 #[test]
 fn shipped_v1_recordings_export_the_same_csv_as_before() {
-    use sha2::{Digest, Sha256};
     let dir = tempfile::tempdir().unwrap();
     for (file, want) in [
         (
@@ -86,10 +85,63 @@ fn shipped_v1_recordings_export_the_same_csv_as_before() {
         assert_eq!(rec.header.format_version, 1, "{file}");
         let out = dir.path().join("out.csv");
         flatline_runtime::recording::csv::export(&rec, &out, true).unwrap();
-        let got: String = Sha256::digest(std::fs::read(&out).unwrap())
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
-        assert_eq!(got, want, "{file}");
+        assert_eq!(sha256_hex(&std::fs::read(&out).unwrap()), want, "{file}");
     }
 }
+
+/// v2: the same soak as v1's golden file, written in column blocks with kinds.
+#[test]
+fn format_v2_still_loads() {
+    let rec = golden("v2.flr");
+    assert_eq!(rec.tail, None, "the golden file is whole");
+    assert_eq!(rec.header.format_version, 2);
+    assert_eq!(rec.header.source, "soak");
+    assert_eq!(rec.header.host.hostname, "redacted");
+    assert_eq!(
+        rec.digest,
+        "b1509bef919ccd3b30cc4a653d064ca2283b4a03b6853f50a5f305cb773a9637"
+    );
+    assert_eq!(
+        (
+            rec.len(),
+            rec.events.len(),
+            rec.header.schema.len(),
+            rec.bytes
+        ),
+        (61, 16, 35, 6606)
+    );
+    assert_eq!(rec.header.config["step_ms"], "200");
+    assert_eq!(rec.header.config["corpus_tokens"], "16671459");
+    assert_eq!(rec.channel("mem.rss").unwrap()[0], 55_922_688.0);
+    assert_eq!(rec.channel("work.steps").unwrap().last(), Some(&15.0));
+    assert_eq!(rec.events[0].kind, EventKind::Phase("ingest".into()));
+    let kind = |n: &str| rec.header.schema.channels[rec.header.schema.index_of(n).unwrap()].kind;
+    assert_eq!(
+        [
+            kind("mem.rss"),
+            kind("alloc.peak"),
+            kind("work.ops"),
+            kind("sys.cpu")
+        ],
+        [Kind::Level, Kind::Peak, Kind::Counter, Kind::Gauge]
+    );
+    let sys = rec.channel("sys.mem_total").unwrap();
+    assert!(sys.iter().any(|v| v.is_nan()) && sys.iter().any(|v| !v.is_nan()));
+    // Every value, checked against the file's own CSV export made when it was written.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("v2.csv");
+    flatline_runtime::recording::csv::export(&rec, &out, true).unwrap();
+    assert_eq!(sha256_hex(&std::fs::read(&out).unwrap()), V2_CSV_SHA256);
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// SHA-256 of `flatline export --csv` of `golden/v2.flr`, taken when the file
+/// was made: any change in how v2 values read back changes it.
+const V2_CSV_SHA256: &str = "205d548c9b67ed2dbad1298e752f8e0c115b2d709ae689d281865255c681b9fa";

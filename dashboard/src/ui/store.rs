@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use flatline_runtime::analysis::{ChannelAnalysis, Tracker};
+use flatline_runtime::analysis::{ChannelAnalysis, Tracker, rules};
 use flatline_runtime::recording::{Event, Recording};
 use flatline_runtime::telemetry::{STEP_CHANNELS, Sample, Schema, TOKEN_CHANNELS};
 
@@ -121,7 +121,7 @@ fn limit_sources(schema: &Schema) -> Vec<Option<usize>> {
     schema
         .channels
         .iter()
-        .map(|c| schema.index_of(&crate::report::limit_channel(&c.name)?))
+        .map(|c| schema.index_of(&rules::limit_channel(&c.name)?))
         .collect()
 }
 
@@ -188,7 +188,7 @@ impl Store {
             self.analysed.push(None);
             self.ended.push(false);
             self.limits
-                .push(crate::report::ram_limit(&spec.name, spec.unit, host));
+                .push(rules::ram_limit(&spec.name, spec.unit, host));
         }
         self.limit_from = limit_sources(&self.schema);
         self.steps_idx = self.schema.index_of_first(&STEP_CHANNELS);
@@ -222,7 +222,7 @@ impl Store {
     /// The host's RAM as the limit of the process memory channels.
     pub fn set_ram_limits(&mut self, host: &flatline_runtime::recording::HostFacts) {
         for (limit, spec) in self.limits.iter_mut().zip(&self.schema.channels) {
-            *limit = crate::report::ram_limit(&spec.name, spec.unit, host);
+            *limit = rules::ram_limit(&spec.name, spec.unit, host);
         }
     }
 
@@ -296,8 +296,8 @@ impl Store {
             };
             if stale && !tr.is_empty() {
                 budget -= 1;
-                let limit = self.limits[i]
-                    .or_else(|| crate::report::latest(&self.series[self.limit_from[i]?].raw));
+                let limit =
+                    self.limits[i].or_else(|| rules::latest(&self.series[self.limit_from[i]?].raw));
                 self.analyses[i] = Some(tr.analyze(None, limit));
                 self.analysed[i] = Some((Instant::now(), tr.seen()));
             }
@@ -425,11 +425,5 @@ mod tests {
         let want = (80.0 * GIB - a.final_value) / GIB;
         assert!((left / want - 1.0).abs() < 0.05, "{left} s, want {want} s");
         assert_eq!(store.analysis(2).unwrap().time_to_limit_s, None);
-        assert_eq!(
-            crate::report::limit_channel("gpu12.proc_used").as_deref(),
-            Some("gpu12.total")
-        );
-        assert_eq!(crate::report::limit_channel("gpux.used"), None);
-        assert_eq!(crate::report::limit_channel("mem.rss"), None);
     }
 }

@@ -37,6 +37,7 @@
 //!   and the time until a known limit (RAM, GPU memory) at that rate. A
 //!   staircase is growth too: it is projected, not explained away.
 
+pub mod rules;
 mod tracker;
 
 use serde::{Deserialize, Serialize};
