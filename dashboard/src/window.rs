@@ -3,7 +3,7 @@
 use anyhow::{Result, bail};
 
 use crate::cli::{LiveArgs, ReplayArgs};
-use crate::ui::{self, Dashboard, LiveSource, ReplaySource, Settings};
+use crate::ui::{self, Dashboard, LiveSource, ReplaySource, Settings, Source};
 
 pub fn live(args: &LiveArgs) -> Result<()> {
     ui::check_display()?;

@@ -64,7 +64,7 @@ fn toggling_a_channel_changes_what_is_plotted() {
 #[test]
 fn the_timeline_scrubs_plays_and_jumps() {
     let mut h = harness(&golden_v1());
-    let end = h.state_mut().source.timeline().unwrap().end_s;
+    let end = h.state().timeline.as_ref().unwrap().end_s;
     assert_eq!(
         h.state_mut().visible_len(),
         61,
@@ -72,20 +72,20 @@ fn the_timeline_scrubs_plays_and_jumps() {
     );
     h.get_by_label("Start").click();
     h.run_steps(2);
-    let tl = h.state_mut().source.timeline().unwrap().clone();
+    let tl = h.state().timeline.as_ref().unwrap().clone();
     assert_eq!(tl.playhead_s, tl.start_s);
     assert_eq!(h.state_mut().visible_len(), 1);
     // Next event: the first step, 200 ms in.
     h.get_by_label("Next event").click();
     h.run_steps(2);
-    let t = h.state_mut().source.timeline().unwrap().playhead_s;
+    let t = h.state().timeline.as_ref().unwrap().playhead_s;
     assert!(t > tl.start_s && t < 0.5, "{t}");
     h.get_by_label("Play").click();
     h.run_steps(2);
-    assert!(h.state_mut().source.timeline().unwrap().playing);
+    assert!(h.state().timeline.as_ref().unwrap().playing);
     h.get_by_label("End").click();
     h.run_steps(2);
-    let tl = h.state_mut().source.timeline().unwrap().clone();
+    let tl = h.state().timeline.as_ref().unwrap().clone();
     assert!(!tl.playing);
     assert_eq!(tl.playhead_s, end);
 }
@@ -112,12 +112,27 @@ fn the_recordings_browser_lists_and_opens_files() {
     let mut h = harness(&golden_v1());
     h.state_mut().recordings_dir = dir.path().to_owned();
     h.get_by_label("Open recording…").click();
-    h.run_steps(2);
+    h.run_steps(3);
     assert!(h.state().browser_open);
+    let listed: Vec<String> = h
+        .state()
+        .listed
+        .iter()
+        .map(|l| l.path.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(listed, ["copy.flr"]);
+    // The folder is read when the browser opens or on Refresh, not every frame.
+    std::fs::copy(golden_v1(), dir.path().join("later.flr")).unwrap();
+    h.run_steps(2);
+    assert_eq!(h.state().listed.len(), 1);
+    h.get_by_label("Refresh").click();
+    h.run_steps(3);
+    assert_eq!(h.state().listed.len(), 2);
     h.get_by_label_contains("copy.flr").click();
     h.run_steps(2);
     assert!(!h.state().browser_open);
     assert!(h.state().source.meta().label.contains("copy.flr"));
+    assert!(h.state().timeline.is_some(), "a replay gets a timeline");
 }
 
 /// Pictures of the main views. A missing or changed picture fails the test
@@ -134,7 +149,7 @@ fn snapshots_of_the_main_views() {
 
 #[test]
 fn live_data_streams_in_and_recording_switches_on_and_off() {
-    use flatline_dashboard::ui::LiveSource;
+    use flatline_dashboard::ui::{LiveSource, Source};
     use flatline_runtime::workload::driver::Workload;
     let (mut src, store) = LiveSource::start(Workload::Ops1b, 50.0).unwrap();
     let dir = tempfile::tempdir().unwrap();
@@ -154,19 +169,22 @@ fn live_data_streams_in_and_recording_switches_on_and_off() {
     let n = h.state().store.len();
     assert!(n >= 15, "{n} samples after {:?} at 50 Hz", t0.elapsed());
     let store = &h.state().store;
-    let rss = store.schema.index_of("mem.rss").unwrap();
+    let rss = store.schema().index_of("mem.rss").unwrap();
     assert!(
-        store.limits[rss].is_some_and(|ram| ram > 1e8),
+        store.limit(rss).is_some_and(|ram| ram > 1e8),
         "the host's RAM bounds the live RSS: {:?}",
-        store.limits[rss]
+        store.limit(rss)
     );
+    // ops1b has no steps: its work.steps stays 0, so no step axis is offered.
+    assert_eq!(store.step_axis(), None);
+    assert!(h.query_by_label("x: step").is_none());
     h.get_by_label_contains("REC live.flr");
     h.get_by_label("Stop workload").click();
     h.run_steps(1);
-    assert!(!h.state_mut().source.live().unwrap().workload_running());
+    assert_eq!(h.state().source.workload_running(), Some(false));
     h.get_by_label("Stop recording").click();
     h.run_steps(1);
-    assert!(h.state_mut().source.live().unwrap().recording().is_none());
+    assert!(h.state().source.recording().is_none());
     let rec = flatline_runtime::recording::Recording::open(&path).unwrap();
     assert!(rec.tail.is_none(), "a finished recording: {:?}", rec.tail);
     assert!(rec.len() >= 15 && rec.channel("work.ops").is_some());

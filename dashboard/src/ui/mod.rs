@@ -9,6 +9,7 @@ pub mod bench;
 pub mod icon;
 mod source;
 mod store;
+mod timeline;
 mod view;
 
 use std::collections::BTreeSet;
@@ -20,8 +21,10 @@ use std::time::Instant;
 use anyhow::{Context as _, Result, bail};
 use eframe::egui;
 
-pub use source::{LiveSource, Meta, ReplaySource, Source, StaticSource, Timeline, WatchSource};
+pub use source::{LiveSource, Meta, ReplaySource, Source, SourceKind, WatchSource};
 pub use store::{Series, Store};
+pub use timeline::Timeline;
+pub use view::Action;
 
 /// Samples a live session keeps at full resolution before thinning its older
 /// history (131,072: about 22 minutes at 100 Hz).
@@ -85,14 +88,27 @@ struct Capture {
 /// Outcome of a screenshot, shared with the command line.
 pub type ShotResult = Arc<Mutex<Option<Result<PathBuf, String>>>>;
 
-/// The dashboard's state.
+/// A recording the browser lists.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listed {
+    pub path: PathBuf,
+    pub bytes: u64,
+}
+
+/// The dashboard's state: where the data comes from, what it holds, what the
+/// person chose, and the play position. Views draw it and return
+/// [`Action`]s; [`Dashboard::apply`] carries them out after the frame.
 pub struct Dashboard {
     pub source: Box<dyn Source>,
     pub store: Store,
     pub settings: Settings,
+    /// Play position, for a replay.
+    pub timeline: Option<Timeline>,
     /// Where the browser looks for recordings.
     pub recordings_dir: PathBuf,
     pub browser_open: bool,
+    /// The browser's list, read when it opens or on "Refresh", never per frame.
+    pub listed: Vec<Listed>,
     pub notice: Option<(String, Instant)>,
     capture: Option<Capture>,
     shot_image: Arc<Mutex<Option<Arc<egui::ColorImage>>>>,
@@ -113,12 +129,18 @@ impl std::fmt::Debug for Dashboard {
 
 impl Dashboard {
     pub fn new(source: Box<dyn Source>, store: Store, settings: Settings) -> Self {
+        let timeline = (source.kind() == SourceKind::Replay).then(|| {
+            let (start, end) = store.time_range();
+            Timeline::new(start, end)
+        });
         Self {
             source,
             store,
             settings,
+            timeline,
             recordings_dir: PathBuf::from("recordings"),
             browser_open: false,
+            listed: Vec::new(),
             notice: None,
             capture: None,
             shot_image: Arc::default(),
@@ -130,11 +152,74 @@ impl Dashboard {
     /// Opens a recording in place of the current source.
     pub fn open_recording(&mut self, path: &Path) -> Result<()> {
         let (src, store) = ReplaySource::open(path)?;
+        let (start, end) = store.time_range();
         self.source = Box::new(src);
         self.store = store;
+        self.timeline = Some(Timeline::new(start, end));
         self.browser_open = false;
         self.say(format!("opened {}", path.display()));
         Ok(())
+    }
+
+    /// Reads the browser's folder again.
+    pub fn refresh_recordings(&mut self) {
+        let mut listed: Vec<Listed> = std::fs::read_dir(&self.recordings_dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                p.extension()
+                    .is_some_and(|e| e == flatline_runtime::recording::EXTENSION)
+            })
+            .map(|path| Listed {
+                bytes: std::fs::metadata(&path).map_or(0, |m| m.len()),
+                path,
+            })
+            .collect();
+        listed.sort_by(|a, b| a.path.cmp(&b.path));
+        self.listed = listed;
+    }
+
+    /// Carries out what the views asked for in the last frame.
+    pub fn apply(&mut self, actions: Vec<Action>) {
+        for action in actions {
+            match action {
+                Action::SetWorkload(on) => self.source.set_workload_running(on),
+                Action::StartRecording => {
+                    let msg = match crate::soak::default_path("live")
+                        .and_then(|p| self.source.start_recording(&p).map(|()| p))
+                    {
+                        Ok(p) => format!("recording to {}", p.display()),
+                        Err(e) => format!("cannot record: {e:#}"),
+                    };
+                    self.say(msg);
+                }
+                Action::StopRecording => match self.source.stop_recording() {
+                    Ok(Some(p)) => self.say(format!("recording saved to {}", p.display())),
+                    Ok(None) => {}
+                    Err(e) => self.say(format!("recording failed: {e:#}")),
+                },
+                Action::Screenshot => {
+                    let name = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
+                        .to_string()
+                        .replace(':', "-");
+                    self.screenshot_to(PathBuf::from(format!("flatline-{name}.png")), false);
+                }
+                Action::ToggleBrowser => {
+                    self.browser_open = !self.browser_open;
+                    if self.browser_open {
+                        self.refresh_recordings();
+                    }
+                }
+                Action::RefreshRecordings => self.refresh_recordings(),
+                Action::Open(path) => {
+                    if let Err(e) = self.open_recording(&path) {
+                        self.say(format!("cannot open {}: {e:#}", path.display()));
+                    }
+                }
+            }
+        }
     }
 
     fn say(&mut self, msg: String) {
@@ -159,12 +244,9 @@ impl Dashboard {
     }
 
     /// Samples the views draw: all of them live, up to the playhead in replay.
-    pub fn visible_len(&mut self) -> usize {
-        match self.source.timeline() {
-            Some(tl) => {
-                let t = tl.playhead_s;
-                self.store.len_until(t)
-            }
+    pub fn visible_len(&self) -> usize {
+        match &self.timeline {
+            Some(tl) => self.store.len_until(tl.playhead_s),
             None => self.store.len(),
         }
     }
@@ -177,6 +259,13 @@ impl Dashboard {
     /// (tests, `bench ui`) calls this before it.
     pub fn tick(&mut self) {
         self.source.poll(&mut self.store);
+        if let Some(tl) = &mut self.timeline {
+            if self.source.growing() {
+                let (start, end) = self.store.time_range();
+                tl.follow(start, end);
+            }
+            tl.tick();
+        }
     }
 
     /// Draws the whole dashboard into `ui` (one frame); see [`Dashboard::tick`]
@@ -195,7 +284,8 @@ impl Dashboard {
             6
         });
         self.run_capture(&ctx);
-        view::draw(self, ui);
+        let actions = view::draw(self, ui);
+        self.apply(actions);
     }
 
     fn run_capture(&mut self, ctx: &egui::Context) {

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context as _, Result};
 use crossbeam_channel::Receiver;
@@ -31,62 +31,6 @@ pub struct Meta {
     pub host: String,
     pub file: Option<PathBuf>,
     pub digest: Option<String>,
-}
-
-/// Play position through a recording.
-#[derive(Debug, Clone)]
-pub struct Timeline {
-    pub playhead_s: f64,
-    pub start_s: f64,
-    pub end_s: f64,
-    pub playing: bool,
-    pub speed: f64,
-    last_tick: Option<Instant>,
-}
-
-impl Timeline {
-    fn new(start_s: f64, end_s: f64) -> Self {
-        Self {
-            playhead_s: end_s,
-            start_s,
-            end_s,
-            playing: false,
-            speed: 1.0,
-            last_tick: None,
-        }
-    }
-
-    /// Advances the playhead by the wall time since the last call × speed.
-    pub fn tick(&mut self) {
-        let now = Instant::now();
-        if self.playing {
-            if let Some(last) = self.last_tick {
-                let dt = now.duration_since(last).as_secs_f64() * self.speed;
-                self.playhead_s = (self.playhead_s + dt).min(self.end_s);
-            }
-            if self.playhead_s >= self.end_s {
-                self.playing = false;
-            }
-        }
-        self.last_tick = Some(now);
-    }
-
-    /// Starts playing; from the start if the playhead is at the end.
-    pub fn play(&mut self) {
-        if self.playhead_s >= self.end_s {
-            self.playhead_s = self.start_s;
-        }
-        self.playing = true;
-        self.last_tick = None;
-    }
-
-    pub fn pause(&mut self) {
-        self.playing = false;
-    }
-
-    pub fn seek(&mut self, t_s: f64) {
-        self.playhead_s = t_s.clamp(self.start_s, self.end_s);
-    }
 }
 
 /// How a live stream (the built-in workloads, a watched process) reaches the
@@ -129,7 +73,7 @@ impl Tee {
         if let Some(Err(err)) = self.writer.as_mut().map(|w| w.push_event(e.clone())) {
             self.note(err);
         }
-        store.events.push(e);
+        store.push_event(e);
     }
 
     /// Ends a poll: lets the writer flush what is due, and shows its error.
@@ -154,6 +98,12 @@ impl Tee {
         self.writer.as_ref().map(|w| w.path().to_owned())
     }
 
+    fn recording(&self) -> Option<(PathBuf, u64)> {
+        self.writer
+            .as_ref()
+            .map(|w| (w.path().to_owned(), w.bytes_written()))
+    }
+
     fn digest(&self) -> Option<String> {
         self.writer.as_ref().map(RecordingWriter::digest_hex)
     }
@@ -165,8 +115,22 @@ impl Drop for Tee {
     }
 }
 
-/// Where the data comes from.
+/// What kind of data a source gives; it decides which controls the window
+/// shows (and, later, which settings it keeps).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SourceKind {
+    /// The built-in workloads, running here.
+    Live,
+    /// Another process, watched.
+    Watch,
+    /// A recording on disk (finished, or followed while it grows).
+    Replay,
+}
+
+/// Where the data comes from. Views never call a source: they return actions
+/// that the dashboard applies through these methods.
 pub trait Source {
+    fn kind(&self) -> SourceKind;
     fn meta(&self) -> Meta;
     /// One word or two: "running", "paused", "following", "ended".
     fn status(&self) -> String;
@@ -176,13 +140,29 @@ pub trait Source {
     fn dropped(&self) -> u64 {
         0
     }
-    /// The playhead, for sources that can be replayed.
-    fn timeline(&mut self) -> Option<&mut Timeline> {
+    /// Whether new data may still arrive (a live stream, a followed file).
+    fn growing(&self) -> bool {
+        false
+    }
+    /// Whether its own workload runs; `None` for sources without one.
+    fn workload_running(&self) -> Option<bool> {
         None
     }
-    /// Workload and recording controls, for a live source.
-    fn live(&mut self) -> Option<&mut LiveSource> {
+    fn set_workload_running(&mut self, _on: bool) {}
+    /// The recording being written now, and its size so far.
+    fn recording(&self) -> Option<(PathBuf, u64)> {
         None
+    }
+    /// Whether recording can be started and stopped on request.
+    fn can_record(&self) -> bool {
+        false
+    }
+    fn start_recording(&mut self, _path: &Path) -> Result<()> {
+        anyhow::bail!("this source cannot record")
+    }
+    /// Finishes the recording, if one is being written, and returns its path.
+    fn stop_recording(&mut self) -> Result<Option<PathBuf>> {
+        Ok(None)
     }
 }
 
@@ -282,38 +262,6 @@ impl LiveSource {
             store,
         ))
     }
-
-    pub fn workload_running(&self) -> bool {
-        self.running.load(Ordering::Relaxed)
-    }
-
-    /// Pauses or resumes the workload (telemetry keeps streaming).
-    pub fn set_workload_running(&mut self, on: bool) {
-        self.running.store(on, Ordering::Relaxed);
-    }
-
-    /// The recording being written, and its size so far.
-    pub fn recording(&self) -> Option<(&Path, u64)> {
-        self.tee
-            .writer
-            .as_ref()
-            .map(|w| (w.path(), w.bytes_written()))
-    }
-
-    /// Starts writing everything from now on to `path`.
-    pub fn start_recording(&mut self, path: &Path) -> Result<()> {
-        // The recording's header says it starts now, not when the window opened.
-        self.tee.writer = Some(
-            self.setup
-                .create(path, false, &self.schema, &self.unavailable)?,
-        );
-        Ok(())
-    }
-
-    /// Finishes the recording, if one is being written.
-    pub fn stop_recording(&mut self) -> Result<Option<PathBuf>> {
-        self.tee.finish("stopped")
-    }
 }
 
 impl Drop for LiveSource {
@@ -327,6 +275,10 @@ impl Drop for LiveSource {
 }
 
 impl Source for LiveSource {
+    fn kind(&self) -> SourceKind {
+        SourceKind::Live
+    }
+
     fn meta(&self) -> Meta {
         Meta {
             label: format!("live: {} at {} Hz", self.workload.name(), self.hz),
@@ -343,7 +295,7 @@ impl Source for LiveSource {
         if self.worker.as_ref().is_some_and(JoinHandle::is_finished) {
             return "workload stopped".into();
         }
-        if self.workload_running() {
+        if self.running.load(Ordering::Relaxed) {
             "running"
         } else {
             "paused"
@@ -364,8 +316,42 @@ impl Source for LiveSource {
         self.sampler.dropped()
     }
 
-    fn live(&mut self) -> Option<&mut LiveSource> {
-        Some(self)
+    fn growing(&self) -> bool {
+        true
+    }
+
+    fn workload_running(&self) -> Option<bool> {
+        Some(self.running.load(Ordering::Relaxed))
+    }
+
+    /// Pauses or resumes the workload (telemetry keeps streaming).
+    fn set_workload_running(&mut self, on: bool) {
+        self.running.store(on, Ordering::Relaxed);
+    }
+
+    fn recording(&self) -> Option<(PathBuf, u64)> {
+        self.tee.recording()
+    }
+
+    fn can_record(&self) -> bool {
+        true
+    }
+
+    /// Starts writing everything from now on to `path`.
+    fn start_recording(&mut self, path: &Path) -> Result<()> {
+        if self.tee.writer.is_some() {
+            anyhow::bail!("already recording");
+        }
+        // The recording's header says it starts now, not when the window opened.
+        self.tee.writer = Some(
+            self.setup
+                .create(path, false, &self.schema, &self.unavailable)?,
+        );
+        Ok(())
+    }
+
+    fn stop_recording(&mut self) -> Result<Option<PathBuf>> {
+        self.tee.finish("stopped")
     }
 }
 
@@ -375,7 +361,6 @@ pub struct ReplaySource {
     path: PathBuf,
     header: Header,
     digest: String,
-    timeline: Timeline,
     follow: Option<FrameReader<BufReader<File>>>,
     status: String,
 }
@@ -385,10 +370,6 @@ impl ReplaySource {
     pub fn open(path: &Path) -> Result<(Self, Store)> {
         let rec = Recording::open(path).with_context(|| format!("opening {}", path.display()))?;
         let store = Store::from_recording(&rec);
-        let (start, end) = (
-            store.t.first().copied().unwrap_or(0.0),
-            store.t.last().copied().unwrap_or(0.0),
-        );
         let status = match &rec.tail {
             None => "ended".into(),
             Some(t) if t.kind == TailProblemKind::Truncated => "truncated".into(),
@@ -399,7 +380,6 @@ impl ReplaySource {
                 path: path.to_owned(),
                 digest: rec.digest.clone(),
                 header: rec.header,
-                timeline: Timeline::new(start, end),
                 follow: None,
                 status,
             },
@@ -416,7 +396,6 @@ impl ReplaySource {
             path: path.to_owned(),
             digest: String::new(),
             header,
-            timeline: Timeline::new(0.0, 0.0),
             follow: Some(reader),
             status: "following".into(),
         };
@@ -444,7 +423,7 @@ impl ReplaySource {
                     let ended: Vec<usize> = end.channels.iter().map(|&c| c as usize).collect();
                     store.end_channels(&ended);
                 }
-                Ok(Some(Frame::Event(e))) => store.events.push(e),
+                Ok(Some(Frame::Event(e))) => store.push_event(e),
                 Ok(Some(Frame::Footer(f))) => {
                     self.status = format!("ended: {}", f.end);
                     self.digest = f.digest;
@@ -469,6 +448,10 @@ impl ReplaySource {
 }
 
 impl Source for ReplaySource {
+    fn kind(&self) -> SourceKind {
+        SourceKind::Replay
+    }
+
     fn meta(&self) -> Meta {
         let name = self.path.file_name().map_or_else(
             || self.path.display().to_string(),
@@ -483,69 +466,15 @@ impl Source for ReplaySource {
     }
 
     fn status(&self) -> String {
-        if self.timeline.playing {
-            format!("playing at {}×", self.timeline.speed)
-        } else {
-            self.status.clone()
-        }
+        self.status.clone()
     }
 
     fn poll(&mut self, store: &mut Store) {
-        if self.follow.is_some() {
-            let at_end = self.timeline.playhead_s >= self.timeline.end_s;
-            self.read_new(store);
-            self.timeline.start_s = store.t.first().copied().unwrap_or(0.0);
-            self.timeline.end_s = store.t.last().copied().unwrap_or(0.0);
-            if at_end {
-                self.timeline.playhead_s = self.timeline.end_s;
-            }
-        }
-        self.timeline.tick();
+        self.read_new(store);
     }
 
-    fn timeline(&mut self) -> Option<&mut Timeline> {
-        Some(&mut self.timeline)
-    }
-}
-
-/// Data already in memory (benchmarks and tests): a timeline, nothing to poll.
-#[derive(Debug)]
-pub struct StaticSource {
-    label: String,
-    timeline: Timeline,
-}
-
-impl StaticSource {
-    pub fn new(label: &str, store: &Store) -> Self {
-        let (start, end) = (
-            store.t.first().copied().unwrap_or(0.0),
-            store.t.last().copied().unwrap_or(0.0),
-        );
-        Self {
-            label: label.into(),
-            timeline: Timeline::new(start, end),
-        }
-    }
-}
-
-impl Source for StaticSource {
-    fn meta(&self) -> Meta {
-        Meta {
-            label: self.label.clone(),
-            ..Meta::default()
-        }
-    }
-
-    fn status(&self) -> String {
-        "in memory".into()
-    }
-
-    fn poll(&mut self, _store: &mut Store) {
-        self.timeline.tick();
-    }
-
-    fn timeline(&mut self) -> Option<&mut Timeline> {
-        Some(&mut self.timeline)
+    fn growing(&self) -> bool {
+        self.follow.is_some()
     }
 }
 
@@ -608,6 +537,10 @@ impl WatchSource {
 }
 
 impl Source for WatchSource {
+    fn kind(&self) -> SourceKind {
+        SourceKind::Watch
+    }
+
     fn meta(&self) -> Meta {
         Meta {
             label: format!("watch: pid {} at {} Hz", self.pid, self.hz),
@@ -652,5 +585,13 @@ impl Source for WatchSource {
 
     fn dropped(&self) -> u64 {
         self.sampler.dropped()
+    }
+
+    fn growing(&self) -> bool {
+        !self.exited
+    }
+
+    fn recording(&self) -> Option<(PathBuf, u64)> {
+        self.tee.recording()
     }
 }

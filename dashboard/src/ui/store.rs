@@ -16,7 +16,7 @@ const FAN: usize = 8;
 /// about as many buckets as the plot has pixel columns, however long the run.
 #[derive(Debug, Clone, Default)]
 pub struct Series {
-    pub raw: Vec<f64>,
+    raw: Vec<f64>,
     levels: Vec<Vec<[f64; 2]>>,
 }
 
@@ -33,6 +33,11 @@ impl Series {
         };
         s.rebuild();
         s
+    }
+
+    /// Every value held, `NaN` where there was no reading.
+    pub fn values(&self) -> &[f64] {
+        &self.raw
     }
 
     /// Recomputes the pyramid from the raw values.
@@ -128,11 +133,11 @@ fn limit_sources(schema: &Schema) -> Vec<Option<usize>> {
 /// Everything a view draws, whatever the source.
 #[derive(Debug)]
 pub struct Store {
-    pub schema: Schema,
+    schema: Schema,
     /// Sample times, seconds since the start.
-    pub t: Vec<f64>,
-    pub series: Vec<Series>,
-    pub events: Vec<Event>,
+    t: Vec<f64>,
+    series: Vec<Series>,
+    events: Vec<Event>,
     trackers: Vec<Tracker>,
     analyses: Vec<Option<ChannelAnalysis>>,
     /// When each analysis was made, and how many readings it had seen.
@@ -142,7 +147,11 @@ pub struct Store {
     /// Most samples kept in memory; beyond it the older part is thinned.
     cap: usize,
     /// Fixed ceilings: the host's RAM for the process memory channels.
-    pub limits: Vec<Option<f64>>,
+    limits: Vec<Option<f64>>,
+    /// Whether the step channel has advanced yet (only then is it an axis),
+    /// and its first reading.
+    steps_advance: bool,
+    steps_first: Option<f64>,
     /// Ceilings read from another channel: a GPU's total for its used memory.
     limit_from: Vec<Option<usize>>,
     /// Channels that ended (a process exited): their slots are no longer read.
@@ -168,8 +177,52 @@ impl Store {
             limits: vec![None; n],
             limit_from: limit_sources(&schema),
             ended: vec![false; n],
+            steps_advance: false,
+            steps_first: None,
             schema,
         }
+    }
+
+    pub fn schema(&self) -> &Schema {
+        &self.schema
+    }
+
+    /// Sample times, seconds since the start.
+    pub fn times(&self) -> &[f64] {
+        &self.t
+    }
+
+    /// First and last sample time (0 when empty).
+    pub fn time_range(&self) -> (f64, f64) {
+        (
+            self.t.first().copied().unwrap_or(0.0),
+            self.t.last().copied().unwrap_or(0.0),
+        )
+    }
+
+    /// Channel `i`'s values.
+    pub fn series(&self, i: usize) -> &Series {
+        &self.series[i]
+    }
+
+    pub fn events(&self) -> &[Event] {
+        &self.events
+    }
+
+    /// Adds an event (a live source's step, phase or exit).
+    pub fn push_event(&mut self, e: Event) {
+        self.events.push(e);
+    }
+
+    /// The fixed ceiling of channel `i`, where one is known (the host's RAM).
+    pub fn limit(&self, i: usize) -> Option<f64> {
+        self.limits.get(i).copied().flatten()
+    }
+
+    /// The step axis, once the step channel has advanced
+    /// (see [`rules::step_axis`]): a step count that stays put is no axis.
+    pub fn step_axis(&self) -> Option<usize> {
+        self.steps_idx.filter(|_| self.steps_advance)
     }
 
     /// Channels that join from the next sample on (format v2); the samples so
@@ -214,6 +267,8 @@ impl Store {
             .map(|c| Series::from_values(c.clone()))
             .collect();
         s.events = rec.events.clone();
+        s.steps_idx = rules::step_axis(&s.schema, |i| s.series[i].values());
+        s.steps_advance = s.steps_idx.is_some();
         s.set_ram_limits(&rec.header.host);
         s.feed_trackers(0);
         s
@@ -251,6 +306,16 @@ impl Store {
             s.push(if ended { f64::NAN } else { v });
         }
         let from = self.t.len() - 1;
+        // The rules' test (readings not all equal), kept up per sample.
+        if !self.steps_advance
+            && let Some(c) = self.steps_idx
+            && let Some(v) = sample.get(c)
+        {
+            match self.steps_first {
+                None => self.steps_first = Some(v),
+                Some(first) => self.steps_advance = v != first,
+            }
+        }
         self.feed_trackers(from);
     }
 

@@ -1,5 +1,7 @@
-//! Drawing. Reads the store and the settings; changes only settings and the
-//! source's controls in answer to clicks.
+//! Drawing. Reads the store; changes only what the person chose (settings,
+//! the play position) and returns everything else as [`Action`]s, which the
+//! dashboard applies after the frame: no view starts a recording, writes a
+//! file or reads a folder.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -7,16 +9,32 @@ use std::path::PathBuf;
 use eframe::egui::{self, Color32, RichText};
 use egui_plot::{Legend, Line, Plot, PlotPoint, PlotPoints, Points};
 use flatline_runtime::analysis::{ChannelAnalysis, Verdict};
-use flatline_runtime::telemetry::{Group, STEP_CHANNELS, Unit};
+use flatline_runtime::telemetry::{Group, Unit};
 
 use super::Dashboard;
 use crate::fmt::{bytes, value};
 
-pub fn draw(d: &mut Dashboard, ui: &mut egui::Ui) {
+/// What a click asked for that is more than a change of view.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// Pause or resume the source's own workload.
+    SetWorkload(bool),
+    StartRecording,
+    StopRecording,
+    Screenshot,
+    /// Open or close the recordings browser (opening reads its folder).
+    ToggleBrowser,
+    RefreshRecordings,
+    Open(PathBuf),
+}
+
+/// Draws one frame and returns what the clicks in it asked for.
+pub fn draw(d: &mut Dashboard, ui: &mut egui::Ui) -> Vec<Action> {
+    let mut actions = Vec::new();
     let visible = d.visible_len();
-    top_bar(d, ui);
+    top_bar(d, ui, &mut actions);
     caption(d, ui, visible);
-    if d.source.timeline().is_some() {
+    if d.timeline.is_some() {
         timeline(d, ui);
     }
     channels(d, ui, visible);
@@ -25,7 +43,7 @@ pub fn draw(d: &mut Dashboard, ui: &mut egui::Ui) {
     }
     egui::CentralPanel::default().show(ui, |ui| plots(d, ui, visible));
     if d.browser_open {
-        browser(d, ui);
+        browser(d, ui, &mut actions);
     }
     if let Some((msg, at)) = &d.notice
         && at.elapsed().as_secs() < 6
@@ -38,88 +56,70 @@ pub fn draw(d: &mut Dashboard, ui: &mut egui::Ui) {
                 egui::Frame::popup(ui.style()).show(ui, |ui| ui.label(msg));
             });
     }
+    actions
 }
 
-fn top_bar(d: &mut Dashboard, ui: &mut egui::Ui) {
+fn top_bar(d: &mut Dashboard, ui: &mut egui::Ui, actions: &mut Vec<Action>) {
     egui::Panel::top("top").show(ui, |ui| {
         ui.horizontal_wrapped(|ui| {
             let meta = d.source.meta();
             ui.label(RichText::new("flatline").strong());
             ui.separator();
             ui.label(&meta.label);
-            ui.label(RichText::new(d.source.status()).italics());
+            let status = match &d.timeline {
+                Some(tl) if tl.playing => format!("playing at {}×", tl.speed),
+                _ => d.source.status(),
+            };
+            ui.label(RichText::new(status).italics());
             ui.separator();
-            let t = d.store.t.last().copied().unwrap_or(0.0)
-                - d.store.t.first().copied().unwrap_or(0.0);
-            ui.label(format!("{:.1} s", t.max(0.0)));
+            let (t0, t1) = d.store.time_range();
+            ui.label(format!("{:.1} s", (t1 - t0).max(0.0)));
             ui.label(format!(
                 "{} samples",
                 crate::fmt::thousands(d.store.len() as u64)
             ));
             ui.label(format!("{} dropped", d.source.dropped()));
-            if let Some(live) = d.source.live()
-                && let Some((path, size)) = live.recording()
-            {
+            let recording = d.source.recording();
+            if let Some((path, size)) = &recording {
                 let name = path
                     .file_name()
                     .map(|n| n.to_string_lossy().into_owned())
                     .unwrap_or_default();
                 ui.label(
-                    RichText::new(format!("REC {name} {}", bytes(size as f64))).color(Color32::RED),
+                    RichText::new(format!("REC {name} {}", bytes(*size as f64)))
+                        .color(Color32::RED),
                 );
             }
             ui.separator();
-            let mut notice = None;
-            if let Some(live) = d.source.live() {
-                let running = live.workload_running();
-                if ui
-                    .button(if running {
-                        "Stop workload"
-                    } else {
-                        "Start workload"
-                    })
-                    .clicked()
-                {
-                    live.set_workload_running(!running);
+            if let Some(running) = d.source.workload_running() {
+                let label = if running {
+                    "Stop workload"
+                } else {
+                    "Start workload"
+                };
+                if ui.button(label).clicked() {
+                    actions.push(Action::SetWorkload(!running));
                 }
-                let recording = live.recording().is_some();
-                if ui
-                    .button(if recording {
-                        "Stop recording"
-                    } else {
-                        "Record"
-                    })
-                    .clicked()
-                {
-                    notice = Some(if recording {
-                        match live.stop_recording() {
-                            Ok(Some(p)) => format!("recording saved to {}", p.display()),
-                            Ok(None) => String::new(),
-                            Err(e) => format!("recording failed: {e:#}"),
-                        }
-                    } else {
-                        match crate::soak::default_path("live")
-                            .and_then(|p| live.start_recording(&p).map(|()| p))
-                        {
-                            Ok(p) => format!("recording to {}", p.display()),
-                            Err(e) => format!("cannot record: {e:#}"),
-                        }
-                    });
+            }
+            if d.source.can_record() {
+                if recording.is_some() {
+                    if ui.button("Stop recording").clicked() {
+                        actions.push(Action::StopRecording);
+                    }
+                } else if ui.button("Record").clicked() {
+                    actions.push(Action::StartRecording);
                 }
             }
             if ui.button("Screenshot").clicked() {
-                let name = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
-                    .to_string()
-                    .replace(':', "-");
-                d.screenshot_to(PathBuf::from(format!("flatline-{name}.png")), false);
+                actions.push(Action::Screenshot);
             }
             if ui.button("Open recording…").clicked() {
-                d.browser_open = !d.browser_open;
+                actions.push(Action::ToggleBrowser);
             }
             ui.separator();
             ui.toggle_value(&mut d.settings.drift, "Drift");
-            let has_steps = d.store.schema.index_of_first(&STEP_CHANNELS).is_some();
-            if has_steps {
+            // Offered only once the data's steps advance (see rules::step_axis).
+            if d.store.step_axis().is_some() {
                 ui.toggle_value(&mut d.settings.x_steps, "x: step");
             }
             ui.toggle_value(&mut d.settings.cards, "Verdicts");
@@ -129,9 +129,6 @@ fn top_bar(d: &mut Dashboard, ui: &mut egui::Ui) {
             {
                 d.settings.dark = !d.settings.dark;
             }
-            if let Some(n) = notice.filter(|n| !n.is_empty()) {
-                d.notice = Some((n, std::time::Instant::now()));
-            }
         });
     });
 }
@@ -139,10 +136,10 @@ fn top_bar(d: &mut Dashboard, ui: &mut egui::Ui) {
 /// The strip that ties a picture to its recording.
 fn caption(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
     let meta = d.source.meta();
-    let t0 = d.store.t.first().copied().unwrap_or(0.0);
+    let (t0, _) = d.store.time_range();
     let t1 = visible
         .checked_sub(1)
-        .and_then(|i| d.store.t.get(i))
+        .and_then(|i| d.store.times().get(i))
         .copied()
         .unwrap_or(t0);
     let file = meta.file.as_ref().map_or("(not recorded)".into(), |p| {
@@ -169,17 +166,15 @@ fn caption(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
 }
 
 fn timeline(d: &mut Dashboard, ui: &mut egui::Ui) {
-    let next_event = {
-        let tl_t = d.source.timeline().map_or(0.0, |t| t.playhead_s);
-        d.store
-            .events
-            .iter()
-            .map(|e| e.t_ns as f64 / 1e9)
-            .find(|&t| t > tl_t + 1e-9)
-    };
-    let Some(tl) = d.source.timeline() else {
+    let Some(tl) = d.timeline.as_mut() else {
         return;
     };
+    let next_event = d
+        .store
+        .events()
+        .iter()
+        .map(|e| e.t_ns as f64 / 1e9)
+        .find(|&t| t > tl.playhead_s + 1e-9);
     egui::Panel::bottom("timeline").show(ui, |ui| {
         ui.horizontal(|ui| {
             if ui.button("Start").clicked() {
@@ -258,11 +253,11 @@ fn channels(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
         .show(ui, |ui| {
             egui::ScrollArea::vertical().show(ui, |ui| {
                 let mut groups: BTreeMap<u8, Vec<usize>> = BTreeMap::new();
-                for (i, c) in d.store.schema.channels.iter().enumerate() {
+                for (i, c) in d.store.schema().channels.iter().enumerate() {
                     groups.entry(c.group as u8).or_default().push(i);
                 }
                 for idx in groups.values() {
-                    let group = d.store.schema.channels[idx[0]].group;
+                    let group = d.store.schema().channels[idx[0]].group;
                     egui::CollapsingHeader::new(group_name(group))
                         .default_open(!matches!(group, Group::Telemetry | Group::System))
                         .show(ui, |ui| {
@@ -276,8 +271,9 @@ fn channels(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
 }
 
 fn channel_row(d: &mut Dashboard, ui: &mut egui::Ui, i: usize, visible: usize) {
-    let spec = d.store.schema.channels[i].clone();
-    let current = d.store.series[i].raw[..visible.min(d.store.series[i].raw.len())]
+    let spec = d.store.schema().channels[i].clone();
+    let values = d.store.series(i).values();
+    let current = values[..visible.min(values.len())]
         .iter()
         .rev()
         .copied()
@@ -311,11 +307,11 @@ fn channel_row(d: &mut Dashboard, ui: &mut egui::Ui, i: usize, visible: usize) {
 }
 
 fn cards(d: &mut Dashboard, ui: &mut egui::Ui) {
-    let selected: Vec<usize> = (0..d.store.schema.len())
+    let selected: Vec<usize> = (0..d.store.schema().len())
         .filter(|&i| {
             d.settings
                 .selected
-                .contains(&d.store.schema.channels[i].name)
+                .contains(&d.store.schema().channels[i].name)
         })
         .collect();
     egui::Panel::right("verdicts")
@@ -326,7 +322,7 @@ fn cards(d: &mut Dashboard, ui: &mut egui::Ui) {
             ui.label(RichText::new("updated once a second, after a 10 % warm-up").small());
             egui::ScrollArea::vertical().show(ui, |ui| {
                 for i in selected {
-                    let spec = d.store.schema.channels[i].clone();
+                    let spec = d.store.schema().channels[i].clone();
                     let Some(a) = d.store.analysis(i) else {
                         continue;
                     };
@@ -402,19 +398,17 @@ pub fn decimate(
     scale: f64,
 ) -> Vec<PlotPoint> {
     let x_axis: Option<&[f64]> = if d.settings.x_steps {
-        d.store
-            .schema
-            .index_of_first(&STEP_CHANNELS)
-            .map(|i| &d.store.series[i].raw[..])
+        d.store.step_axis().map(|i| d.store.series(i).values())
     } else {
         None
     };
+    let times = d.store.times();
     let x_of = |i: usize| match x_axis {
         Some(xs) => xs.get(i).copied().unwrap_or(f64::NAN),
-        None => d.store.t[i],
+        None => times[i],
     };
     let mut out = Vec::with_capacity(columns * 2 + 2);
-    for (i, [lo, hi]) in d.store.series[ch].buckets(0, visible, columns) {
+    for (i, [lo, hi]) in d.store.series(ch).buckets(0, visible, columns) {
         let x = x_of(i);
         if x.is_nan() || lo.is_nan() {
             continue;
@@ -430,7 +424,7 @@ pub fn decimate(
 fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
     // One plot per (group, unit) among the chosen channels, in schema order.
     let mut panels: Vec<((Group, Unit), Vec<usize>)> = Vec::new();
-    for (i, c) in d.store.schema.channels.iter().enumerate() {
+    for (i, c) in d.store.schema().channels.iter().enumerate() {
         if !d.settings.selected.contains(&c.name) {
             continue;
         }
@@ -449,11 +443,8 @@ fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
         ((ui.available_height() - 34.0 * panels.len() as f32) / panels.len() as f32).max(80.0);
     let columns = ui.available_width().max(100.0) as usize;
     let capturing = d.capturing();
-    let x_label = if d.settings.x_steps {
-        "step"
-    } else {
-        "time (s)"
-    };
+    let x_steps = d.settings.x_steps && d.store.step_axis().is_some();
+    let x_label = if x_steps { "step" } else { "time (s)" };
     egui::ScrollArea::vertical().show(ui, |ui| {
         for ((group, unit), chans) in panels {
             let (scale, label) = axis_unit(group, unit);
@@ -464,7 +455,7 @@ fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
             };
             let mut lines = Vec::new();
             for &ch in &chans {
-                let name = d.store.schema.channels[ch].name.clone();
+                let name = d.store.schema().channels[ch].name.clone();
                 let analysis = d.store.analysis(ch);
                 let baseline = if d.settings.drift {
                     analysis
@@ -477,13 +468,13 @@ fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
                 };
                 let pts = decimate(d, ch, visible, columns, baseline, scale);
                 // Jumps found by the analysis, marked on the line (time axis only).
-                let marks: Vec<[f64; 2]> = match (&analysis, d.settings.x_steps) {
+                let marks: Vec<[f64; 2]> = match (&analysis, x_steps) {
                     (Some(a), false) => a
                         .jump_list
                         .iter()
                         .filter_map(|j| {
-                            let idx = d.store.t[..visible].partition_point(|&t| t < j.t_s);
-                            let v = *d.store.series[ch].raw.get(idx)?;
+                            let idx = d.store.times()[..visible].partition_point(|&t| t < j.t_s);
+                            let v = *d.store.series(ch).values().get(idx)?;
                             (!v.is_nan()).then_some([j.t_s, (v - baseline) * scale])
                         })
                         .collect(),
@@ -533,48 +524,35 @@ fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
     });
 }
 
-fn browser(d: &mut Dashboard, ui: &mut egui::Ui) {
+fn browser(d: &mut Dashboard, ui: &mut egui::Ui, actions: &mut Vec<Action>) {
     let mut open = d.browser_open;
-    let mut chosen = None;
     egui::Window::new("Open recording")
         .open(&mut open)
         .show(ui.ctx(), |ui| {
-            ui.label(format!("Recordings in {}/:", d.recordings_dir.display()));
-            let mut files: Vec<PathBuf> = std::fs::read_dir(&d.recordings_dir)
-                .into_iter()
-                .flatten()
-                .flatten()
-                .map(|e| e.path())
-                .filter(|p| {
-                    p.extension()
-                        .is_some_and(|e| e == flatline_runtime::recording::EXTENSION)
-                })
-                .collect();
-            files.sort();
-            if files.is_empty() {
+            ui.horizontal(|ui| {
+                ui.label(format!("Recordings in {}/:", d.recordings_dir.display()));
+                if ui.button("Refresh").clicked() {
+                    actions.push(Action::RefreshRecordings);
+                }
+            });
+            if d.listed.is_empty() {
                 ui.label("(none here; pass a file: flatline replay FILE)");
             }
-            for f in files {
-                let size = std::fs::metadata(&f).map(|m| m.len()).unwrap_or(0);
+            for f in &d.listed {
                 let name = f
+                    .path
                     .file_name()
                     .map(|n| n.to_string_lossy().into_owned())
                     .unwrap_or_default();
                 if ui
-                    .button(format!("{name}  ({})", bytes(size as f64)))
+                    .button(format!("{name}  ({})", bytes(f.bytes as f64)))
                     .clicked()
                 {
-                    chosen = Some(f);
+                    actions.push(Action::Open(f.path.clone()));
                 }
             }
         });
-    d.browser_open = open;
-    if let Some(path) = chosen
-        && let Err(e) = d.open_recording(&path)
-    {
-        d.notice = Some((
-            format!("cannot open {}: {e:#}", path.display()),
-            std::time::Instant::now(),
-        ));
+    if !open {
+        d.browser_open = false;
     }
 }
