@@ -60,8 +60,7 @@ impl Watched {
         if exited_within(child, wait_first) {
             return None;
         }
-        if flatline_runtime::arena::sys::terminate(pid).is_ok() && exited_within(child, STOP_GRACE)
-        {
+        if flatline_runtime::sys::terminate(pid).is_ok() && exited_within(child, STOP_GRACE) {
             let status = child.wait().ok()?;
             return Some(format!("stopped process {pid} with SIGTERM ({status})"));
         }
@@ -99,7 +98,7 @@ fn start_target(args: &WatchArgs) -> Result<Watched> {
             cmd.args(rest);
             // Even if flatline dies without cleaning up (SIGKILL, or Xlib ending the
             // process when the display goes away), the command does not outlive it.
-            flatline_runtime::arena::sys::end_with_this_process(&mut cmd);
+            flatline_runtime::sys::end_with_this_process(&mut cmd);
             let child = cmd.spawn().with_context(|| format!("starting {prog}"))?;
             Ok(Watched {
                 pid: child.id(),

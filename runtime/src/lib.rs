@@ -6,9 +6,14 @@
 //!
 //! * [`arena`] owns raw memory: 64-byte aligned flat buffers, the 64-byte
 //!   records that live in them, the counting global allocator and the corpus
-//!   memory map. It is the only module allowed `unsafe`; every block there
+//!   memory map.
+//! * [`sys`] wraps the few C library calls: glibc malloc statistics,
+//!   `sysconf`, thread CPU time, and process signals (`kill` with SIGTERM,
+//!   the parent-death signal of a started command).
+//!
+//!   These two are the only modules allowed `unsafe`; every block there
 //!   carries a `// SAFETY:` comment and is exercised by tests that also run
-//!   under Miri.
+//!   under Miri where Miri can model the call.
 //! * [`workload`] holds the two reference workloads of the seed proposal:
 //!   [`workload::ops1b`] (the 1-billion-operation ring arena) and
 //!   [`workload::ingest`] (nanoGPT-style batch token ingestion, with an
@@ -19,11 +24,14 @@
 //!   and converts step-log CSVs.
 //! * [`analysis`] tells flat from staircase from leak, with a 24-hour projection.
 
-// The only opt-in to `unsafe` in the workspace (the workspace lints deny it).
+// The two opt-ins to `unsafe` in the workspace (the workspace lints deny it):
+// `arena` for raw memory, `sys` for C library calls.
 pub mod analysis;
 #[allow(unsafe_code)]
 pub mod arena;
 pub mod recording;
+#[allow(unsafe_code)]
+pub mod sys;
 pub mod telemetry;
 pub mod workload;
 

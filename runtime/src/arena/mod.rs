@@ -1,6 +1,7 @@
 //! Raw memory, in one place.
 //!
-//! Everything in flatline that needs `unsafe` lives below this module:
+//! Everything in flatline that needs `unsafe` for memory lives below this
+//! module (the C library calls live in [`crate::sys`]):
 //!
 //! * [`FlatArena`]: a fixed-capacity buffer whose first element sits on a
 //!   64-byte boundary (one x86-64 cache line), allocated zeroed once at
@@ -13,8 +14,6 @@
 //!   path" is a number, not a promise.
 //! * [`map_tokens`]: a read-only memory map of a token file seen as `u16`s.
 //! * [`gather_rows`]: the ingest kernel, dispatched to AVX2 when the CPU has it.
-//! * [`sys`]: the few C library calls (glibc malloc statistics, `sysconf`,
-//!   thread CPU time, `kill` with SIGTERM).
 //!
 //! Every `unsafe` block has a `// SAFETY:` comment saying why it holds; the
 //! tests in each submodule exercise each block and run under Miri
@@ -25,7 +24,6 @@ mod counting;
 mod gather;
 mod mapped;
 mod records;
-pub mod sys;
 
 pub use buf::{ARENA_ALIGN, ArenaError, FlatArena, Zeroable};
 pub use counting::{AllocStats, CountingAlloc};

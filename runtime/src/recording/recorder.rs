@@ -71,7 +71,7 @@ impl Recorder {
             .name("flatline-recorder".into())
             .spawn(move || {
                 mark_observer_thread();
-                let cpu0 = crate::arena::sys::thread_cpu_ns();
+                let cpu0 = crate::sys::thread_cpu_ns();
                 let tick = crossbeam_channel::tick(Duration::from_millis(100));
                 let mut samples_open = true;
                 let end = loop {
@@ -100,7 +100,7 @@ impl Recorder {
                 let write = writer.finish(&end)?;
                 st.samples.store(write.samples, Relaxed);
                 st.bytes.store(write.bytes, Relaxed);
-                let cpu_ns = crate::arena::sys::thread_cpu_ns().saturating_sub(cpu0);
+                let cpu_ns = crate::sys::thread_cpu_ns().saturating_sub(cpu0);
                 Ok(RecorderSummary { write, cpu_ns })
             })?;
         Ok(Self {

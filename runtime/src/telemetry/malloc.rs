@@ -2,7 +2,7 @@
 //! seed's "ptmalloc sub-arena" steps live. Only for this process, only on glibc.
 
 use super::{ChannelSpec, Group, Probe, ProbeError, Unavailable, Unit};
-use crate::arena::sys::malloc_info;
+use crate::sys::malloc_info;
 
 #[derive(Debug)]
 pub struct MallocProbe(());

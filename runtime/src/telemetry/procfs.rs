@@ -234,7 +234,7 @@ impl ProcProbe {
 
 #[cfg(target_os = "linux")]
 fn ticks_per_second() -> f64 {
-    crate::arena::sys::clock_ticks_per_second() as f64
+    crate::sys::clock_ticks_per_second() as f64
 }
 
 #[cfg(not(target_os = "linux"))]
