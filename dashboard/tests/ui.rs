@@ -50,6 +50,18 @@ fn a_recording_opens_with_its_channels_plots_and_caption() {
 }
 
 #[test]
+fn a_format_v2_recording_replays_like_v1() {
+    let h = harness(&support::recording("golden/v2.flr"));
+    assert_eq!(h.state().store.len(), 61);
+    channel_box(&h, "mem.rss");
+    h.get_by_label("Memory and page tables (MiB)");
+    h.get_by_label("file v2.flr");
+    // Paced ingest advances its steps: the step axis is offered.
+    assert!(h.state().store.step_axis().is_some());
+    h.get_by_label("x: step");
+}
+
+#[test]
 fn toggling_a_channel_changes_what_is_plotted() {
     let mut h = harness(&golden_v1());
     assert!(!h.state().settings.selected.contains("mem.swap"));
@@ -248,4 +260,55 @@ fn follow_shows_a_recording_while_a_soak_writes_it() {
     assert_eq!(store.len(), whole.len());
     assert!(store.len() > mid);
     assert_eq!(src.meta().digest.as_deref(), Some(whole.digest.as_str()));
+}
+
+#[test]
+fn a_followed_recording_takes_channels_that_join_and_end() {
+    use flatline_dashboard::ui::Source;
+    use flatline_runtime::recording::{Header, HostFacts, RecordingWriter};
+    use flatline_runtime::telemetry::{ChannelSpec, Group, Sample, Schema, Unit};
+    let spec = |n: &str| ChannelSpec::new(n, Unit::Bytes, Group::Memory);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tree.flr");
+    let schema = Schema {
+        channels: vec![spec("mem.rss")],
+    };
+    let header = Header::new(
+        "watch",
+        schema,
+        HostFacts::default(),
+        Default::default(),
+        vec![],
+    );
+    let mut w = RecordingWriter::create(&path, &header, false).unwrap();
+    let at = |i: u64, v: &[f64]| Sample::from_values(i, i * 100_000_000, v);
+    for i in 0..3 {
+        w.push_sample(&at(i, &[1e6])).unwrap();
+    }
+    w.flush().unwrap();
+    let (mut src, mut store) = ReplaySource::follow(&path).unwrap();
+    assert_eq!(
+        (store.len(), store.schema().len()),
+        (0, 1),
+        "nothing whole yet"
+    );
+    // A worker appears, lives two samples, exits.
+    w.add_channels(&[spec("pid9.rss")]).unwrap();
+    for i in 3..5 {
+        w.push_sample(&at(i, &[1e6, 5e5])).unwrap();
+    }
+    w.end_channels(&[1]).unwrap();
+    w.push_sample(&at(5, &[1e6, 7.0])).unwrap();
+    w.finish("completed").unwrap();
+    src.poll(&mut store);
+    assert_eq!(store.schema().len(), 2);
+    let worker = store.series(1).values();
+    assert_eq!(worker.len(), 6);
+    assert!(
+        worker[..3].iter().all(|v| v.is_nan()),
+        "absent before it joined"
+    );
+    assert_eq!(&worker[3..5], &[5e5, 5e5]);
+    assert!(worker[5].is_nan(), "ended: its slot is not read");
+    assert_eq!(src.status(), "ended: completed");
 }
