@@ -23,6 +23,25 @@ impl SplitMix64 {
     }
 }
 
+/// Asserts that decoded rows `(seq, t_ns, values)` are `samples`, bit for
+/// bit (NaN payloads aside, and −0 may read as 0).
+pub(crate) fn assert_same_rows(samples: &[Sample], rows: &[(u64, u64, Vec<f64>)]) {
+    let same = |a: f64, b: f64| {
+        a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan()) || (a == 0.0 && b == 0.0)
+    };
+    assert_eq!(rows.len(), samples.len());
+    for (s, (seq, t, v)) in samples.iter().zip(rows) {
+        assert_eq!((s.seq, s.t_ns), (*seq, *t));
+        for (c, (a, b)) in s.values().iter().zip(v).enumerate() {
+            assert!(
+                same(*a, *b),
+                "channel {c}: wrote {a:e} ({:#x}), read {b:e}",
+                a.to_bits()
+            );
+        }
+    }
+}
+
 pub(crate) fn header(channels: usize) -> Header {
     Header {
         format_version: FORMAT_VERSION,

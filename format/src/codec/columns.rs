@@ -522,10 +522,6 @@ mod tests {
         (rows, bytes.len())
     }
 
-    fn same(a: f64, b: f64) -> bool {
-        a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan()) || (a == 0.0 && b == 0.0)
-    }
-
     #[test]
     fn adversarial_values_read_back_exactly() {
         let mut rng = SplitMix64::new(17);
@@ -586,17 +582,7 @@ mod tests {
             })
             .collect();
         let (rows, _) = roundtrip(&samples, ch);
-        assert_eq!(rows.len(), samples.len());
-        for (s, (seq, t, v)) in samples.iter().zip(&rows) {
-            assert_eq!((s.seq, s.t_ns), (*seq, *t));
-            for (c, (a, b)) in s.values().iter().zip(v).enumerate() {
-                assert!(
-                    same(*a, *b),
-                    "channel {c}: wrote {a:e} ({:#x}), read {b:e}",
-                    a.to_bits()
-                );
-            }
-        }
+        crate::tests::assert_same_rows(&samples, &rows);
     }
 
     #[test]
