@@ -39,6 +39,10 @@ pub enum Command {
     Import(ImportArgs),
     /// Write a recording's samples as CSV.
     Export(ExportArgs),
+    /// (Internal) the built-in workloads with telemetry, recorded into FILE
+    /// until standard input closes: what a live window runs in a child process.
+    #[command(hide = true)]
+    Serve(ServeArgs),
 }
 
 #[derive(Debug, Clone, Args)]
@@ -165,6 +169,19 @@ pub struct SoakArgs {
     /// you will share).
     #[arg(long)]
     pub redact_host: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    #[arg(long, value_enum, default_value_t = WorkloadArg::Both)]
+    pub workload: WorkloadArg,
+    #[arg(long, default_value_t = 100.0, value_parser = positive_rate)]
+    pub hz: f64,
+    #[arg(long, value_name = "MS", value_parser = seconds)]
+    pub step_ms: Option<f64>,
+    /// The stream's file (overwritten).
+    #[arg(long, value_name = "FILE")]
+    pub out: PathBuf,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

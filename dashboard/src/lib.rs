@@ -35,6 +35,7 @@ pub fn run(cli: cli::Cli) -> ExitCode {
         Some(cli::Command::Replay(args)) => window::replay(&args),
         Some(cli::Command::Bench(args)) => bench::run(args),
         Some(cli::Command::Soak(args)) => soak::run(&args),
+        Some(cli::Command::Serve(args)) => soak::serve(&args),
         Some(cli::Command::Report(args)) => report::run(&args),
         Some(cli::Command::Import(args)) => convert::import(&args),
         Some(cli::Command::Export(args)) => convert::export(&args),

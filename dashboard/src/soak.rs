@@ -1,7 +1,7 @@
 //! `flatline soak`: the built-in workloads, headless, for a while, recorded.
 
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -14,9 +14,9 @@ use flatline_runtime::telemetry::work::WorkProgress;
 use flatline_runtime::workload::driver::{Driver, DriverConfig, Workload};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::cli::{SoakArgs, WorkloadArg};
+use crate::cli::{ServeArgs, SoakArgs, WorkloadArg};
 use crate::fmt::bytes;
-use crate::session::Session;
+use crate::session::{Session, SessionEnd};
 
 impl From<WorkloadArg> for Workload {
     fn from(w: WorkloadArg) -> Self {
@@ -52,25 +52,48 @@ pub fn interrupt_flag() -> Result<Arc<AtomicBool>> {
     Ok(flag)
 }
 
-pub fn run(args: &SoakArgs) -> Result<()> {
-    let out = match &args.out {
-        Some(p) => p.clone(),
-        None => default_path("soak")?,
-    };
-    let workload = Workload::from(args.workload);
-    let step = args.step_ms.map(|ms| Duration::from_secs_f64(ms / 1e3));
+/// A recorded run of the built-in workloads: what `soak` and `serve` share.
+struct WorkloadRun<'a> {
+    source: &'a str,
+    workload: Workload,
+    hz: f64,
+    step_ms: Option<f64>,
+    /// `None`: until stopped.
+    seconds: Option<f64>,
+    out: &'a Path,
+    force: bool,
+    redact_host: bool,
+}
+
+/// How the run went.
+struct RunEnd {
+    end: SessionEnd,
+    ended_by: &'static str,
+    wall: Duration,
+    result: Result<&'static str>,
+}
+
+/// Runs the workload with telemetry into `run.out` until its time is up or
+/// `stop` is set; while `paused` is set the workload idles (telemetry goes on).
+fn record_workload(
+    run: &WorkloadRun<'_>,
+    stop: &AtomicBool,
+    paused: &AtomicBool,
+    bar: &ProgressBar,
+) -> Result<RunEnd> {
+    let step = run.step_ms.map(|ms| Duration::from_secs_f64(ms / 1e3));
     let progress = WorkProgress::new();
     let driver_cfg = DriverConfig {
-        workload,
+        workload: run.workload,
         step,
         ..DriverConfig::default()
     };
-    let mut setup = RecordingSetup::new("soak");
-    setup.redact_host = args.redact_host;
-    setup
-        .workload(&driver_cfg)
-        .hz(args.hz)
-        .set("seconds", args.seconds);
+    let mut setup = RecordingSetup::new(run.source);
+    setup.redact_host = run.redact_host;
+    setup.workload(&driver_cfg).hz(run.hz);
+    if let Some(s) = run.seconds {
+        setup.set("seconds", s);
+    }
     // The workload's memory (ring, corpus, batch buffers) is allocated before
     // telemetry starts: the recording shows the run, not its set-up.
     let mut driver =
@@ -83,29 +106,15 @@ pub fn run(args: &SoakArgs) -> Result<()> {
     let session = Session::start(
         setup,
         SamplerConfig {
-            hz: args.hz,
+            hz: run.hz,
             progress: Some(progress),
             ..SamplerConfig::default()
         },
-        &out,
-        args.force,
+        run.out,
+        run.force,
     )?;
-    let stop = interrupt_flag()?;
-    session.event(EventKind::Phase(workload.name().into()));
-
-    let total = Duration::from_secs_f64(args.seconds);
-    let bar = if std::io::stderr().is_terminal() {
-        let bar = ProgressBar::new(total.as_millis() as u64);
-        bar.set_style(
-            ProgressStyle::with_template(
-                "{spinner} {elapsed_precise} [{wide_bar}] {percent}%  {msg}",
-            )
-            .expect("a valid template"),
-        );
-        bar
-    } else {
-        ProgressBar::hidden()
-    };
+    session.event(EventKind::Phase(run.workload.name().into()));
+    let total = run.seconds.map(Duration::from_secs_f64);
     let start = Instant::now();
     let result = std::thread::scope(|scope| -> Result<&'static str> {
         let work = std::thread::Builder::new()
@@ -113,7 +122,7 @@ pub fn run(args: &SoakArgs) -> Result<()> {
             .spawn_scoped(scope, || -> Result<&'static str> {
                 loop {
                     let elapsed = start.elapsed();
-                    if elapsed >= total {
+                    if total.is_some_and(|t| elapsed >= t) {
                         return Ok("completed");
                     }
                     if stop.load(Ordering::Relaxed) {
@@ -122,7 +131,13 @@ pub fn run(args: &SoakArgs) -> Result<()> {
                     if session.sampler_finished() {
                         return Ok("completed");
                     }
-                    let slice = (total - elapsed).min(Duration::from_millis(100));
+                    let slice = total.map_or(Duration::from_millis(100), |t| {
+                        (t - elapsed).min(Duration::from_millis(100))
+                    });
+                    if paused.load(Ordering::Relaxed) {
+                        std::thread::sleep(slice.min(Duration::from_millis(50)));
+                        continue;
+                    }
                     driver
                         .run_slice(slice, &mut |step, tokens| {
                             session.event(EventKind::Step {
@@ -147,13 +162,95 @@ pub fn run(args: &SoakArgs) -> Result<()> {
         work.join()
             .map_err(|_| anyhow::anyhow!("the workload thread panicked"))?
     });
-    bar.finish_and_clear();
     let wall = start.elapsed();
     let ended_by = match &result {
         Ok(e) => *e,
         Err(_) => "workload failed",
     };
     let end = session.finish(ended_by)?;
+    Ok(RunEnd {
+        end,
+        ended_by,
+        wall,
+        result,
+    })
+}
+
+/// `flatline serve`: what a live window runs in a child process, so that the
+/// memory it measures is the workload's and not the window's. Runs until its
+/// standard input says `quit` or closes (the window went away) or a signal
+/// comes; `pause` and `resume` lines stop and restart the workload.
+pub fn serve(args: &ServeArgs) -> Result<()> {
+    let stop = interrupt_flag()?;
+    let paused = Arc::new(AtomicBool::new(false));
+    {
+        let (stop, paused) = (stop.clone(), paused.clone());
+        std::thread::Builder::new()
+            .name("flatline-control".into())
+            .spawn(move || {
+                mark_observer_thread();
+                for line in std::io::stdin().lines() {
+                    match line.as_deref().map(str::trim) {
+                        Ok("pause") => paused.store(true, Ordering::Relaxed),
+                        Ok("resume") => paused.store(false, Ordering::Relaxed),
+                        Ok("quit") | Err(_) => break,
+                        Ok(_) => {}
+                    }
+                }
+                stop.store(true, Ordering::Relaxed);
+            })
+            .context("starting the control thread")?;
+    }
+    let run = WorkloadRun {
+        source: "live",
+        workload: args.workload.into(),
+        hz: args.hz,
+        step_ms: args.step_ms,
+        seconds: None,
+        out: &args.out,
+        force: true,
+        redact_host: false,
+    };
+    let done = record_workload(&run, &stop, &paused, &ProgressBar::hidden())?;
+    done.result.map(|_| ())
+}
+
+pub fn run(args: &SoakArgs) -> Result<()> {
+    let out = match &args.out {
+        Some(p) => p.clone(),
+        None => default_path("soak")?,
+    };
+    let run = WorkloadRun {
+        source: "soak",
+        workload: args.workload.into(),
+        hz: args.hz,
+        step_ms: args.step_ms,
+        seconds: Some(args.seconds),
+        out: &out,
+        force: args.force,
+        redact_host: args.redact_host,
+    };
+    let stop = interrupt_flag()?;
+    let total = Duration::from_secs_f64(args.seconds);
+    let bar = if std::io::stderr().is_terminal() {
+        let bar = ProgressBar::new(total.as_millis() as u64);
+        bar.set_style(
+            ProgressStyle::with_template(
+                "{spinner} {elapsed_precise} [{wide_bar}] {percent}%  {msg}",
+            )
+            .expect("a valid template"),
+        );
+        bar
+    } else {
+        ProgressBar::hidden()
+    };
+    let RunEnd {
+        end,
+        ended_by,
+        wall,
+        result,
+    } = record_workload(&run, &stop, &AtomicBool::new(false), &bar)?;
+    bar.finish_and_clear();
     result?;
     if ended_by == "interrupted" {
         eprintln!("flatline: interrupted; the recording is complete up to now");

@@ -163,7 +163,8 @@ fn snapshots_of_the_main_views() {
 fn live_data_streams_in_and_recording_switches_on_and_off() {
     use flatline_dashboard::ui::{LiveSource, Source};
     use flatline_runtime::workload::driver::Workload;
-    let (mut src, store) = LiveSource::start(Workload::Ops1b, 50.0).unwrap();
+    let flatline = std::path::Path::new(env!("CARGO_BIN_EXE_flatline"));
+    let (mut src, store) = LiveSource::start_with(flatline, Workload::Ops1b, 50.0).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("live.flr");
     src.start_recording(&path).unwrap();
@@ -311,4 +312,41 @@ fn a_followed_recording_takes_channels_that_join_and_end() {
     assert_eq!(&worker[3..5], &[5e5, 5e5]);
     assert!(worker[5].is_nan(), "ended: its slot is not read");
     assert_eq!(src.status(), "ended: completed");
+}
+
+/// The live window runs its workload in a child process: what it plots as
+/// the workload's memory must not grow with what the window itself keeps.
+#[test]
+fn the_live_source_measures_the_workload_not_the_viewer() {
+    use flatline_dashboard::ui::{LiveSource, Source};
+    use flatline_runtime::workload::driver::Workload;
+    let flatline = std::path::Path::new(env!("CARGO_BIN_EXE_flatline"));
+    let (mut src, mut store) = LiveSource::start_with(flatline, Workload::Idle, 1000.0).unwrap();
+    assert_ne!(src.pid(), std::process::id());
+    let rss = store.schema().index_of("mem.rss").unwrap();
+    let mut poll_until = |n: usize| {
+        support::wait_for(std::time::Duration::from_millis(20), || {
+            src.poll(&mut store);
+            (store.len() >= n).then_some(())
+        })
+        .unwrap_or_else(|| panic!("fewer than {n} samples"));
+        let rss_now = flatline_runtime::analysis::rules::latest(store.series(rss).values());
+        (rss_now.unwrap(), store.heap_bytes())
+    };
+    // After a warm-up of two seconds at 1 kHz, ten more seconds.
+    let (rss_early, held_early) = poll_until(2_000);
+    let (rss_late, held_late) = poll_until(12_000);
+    // The viewer kept megabytes more (its columns and pyramids); the measured
+    // process, which sends them, held its memory within a few pages.
+    assert!(
+        held_late - held_early > 2 << 20,
+        "the store grew by {} bytes",
+        held_late - held_early
+    );
+    let grew = rss_late - rss_early;
+    assert!(
+        grew.abs() <= 64.0 * 4096.0,
+        "the workload process's RSS moved {grew} bytes while the viewer took 10,000 samples"
+    );
+    assert_eq!(src.status(), "running");
 }

@@ -115,6 +115,10 @@ pub struct Dashboard {
     pub shot_result: ShotResult,
     /// Set when the user asked for a screenshot this frame (tests read it).
     pub screenshots_requested: u32,
+    /// The window's own resident memory, read once a second: shown apart
+    /// from the workload's, so nobody takes one for the other.
+    pub window_rss: Option<u64>,
+    window_rss_at: Option<Instant>,
 }
 
 impl std::fmt::Debug for Dashboard {
@@ -146,6 +150,8 @@ impl Dashboard {
             shot_image: Arc::default(),
             shot_result: Arc::default(),
             screenshots_requested: 0,
+            window_rss: None,
+            window_rss_at: None,
         }
     }
 
@@ -259,6 +265,13 @@ impl Dashboard {
     /// (tests, `bench ui`) calls this before it.
     pub fn tick(&mut self) {
         self.source.poll(&mut self.store);
+        if self
+            .window_rss_at
+            .is_none_or(|t| t.elapsed() >= std::time::Duration::from_secs(1))
+        {
+            self.window_rss = own_rss();
+            self.window_rss_at = Some(Instant::now());
+        }
         if let Some(tl) = &mut self.timeline {
             if self.source.growing() {
                 let (start, end) = self.store.time_range();
@@ -325,6 +338,14 @@ impl Dashboard {
             });
         }
     }
+}
+
+/// This process's resident memory (`VmRSS`), where `/proc` has it.
+fn own_rss() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
 }
 
 /// Writes an egui image as PNG.

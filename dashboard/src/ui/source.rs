@@ -5,21 +5,19 @@
 use std::fs::File;
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::thread::JoinHandle;
+use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::Duration;
 
 use anyhow::{Context as _, Result};
 use crossbeam_channel::Receiver;
+use flatline_runtime::recording::HostFacts;
 use flatline_runtime::recording::{
     Event, EventKind, Frame, FrameReader, Header, Recording, RecordingSetup, RecordingWriter,
     TailProblemKind,
 };
 use flatline_runtime::telemetry::alloc::mark_observer_thread;
-use flatline_runtime::telemetry::work::WorkProgress;
-use flatline_runtime::telemetry::{self, Sample, SamplerConfig};
-use flatline_runtime::workload::driver::{Driver, DriverConfig, Workload};
+use flatline_runtime::telemetry::{self, ChannelSpec, Sample, SamplerConfig};
+use flatline_runtime::workload::driver::Workload;
 
 use super::store::Store;
 
@@ -37,7 +35,7 @@ pub struct Meta {
 /// store and, while recording, the file. Each poll keeps its first write
 /// error; the newest poll that had one sets [`Tee::error`]. A recording still
 /// open when the tee is dropped (the window closed) is finished.
-#[derive(Default)]
+#[derive(Debug, Default)]
 struct Tee {
     writer: Option<RecordingWriter>,
     /// The first write error of the poll in progress.
@@ -61,10 +59,31 @@ impl Tee {
     /// Moves new samples into the store and, while recording, into the file.
     fn samples(&mut self, rx: &Receiver<Sample>, store: &mut Store) {
         for s in rx.try_iter() {
-            store.push(&s);
-            if let Some(Err(e)) = self.writer.as_mut().map(|w| w.push_sample(&s)) {
-                self.note(e);
-            }
+            self.sample(&s, store);
+        }
+    }
+
+    /// One sample into the store and, while recording, into the file.
+    fn sample(&mut self, s: &Sample, store: &mut Store) {
+        store.push(s);
+        if let Some(Err(e)) = self.writer.as_mut().map(|w| w.push_sample(s)) {
+            self.note(e);
+        }
+    }
+
+    /// Channels that join (format v2), in the store and the file.
+    fn add_channels(&mut self, specs: &[ChannelSpec], host: &HostFacts, store: &mut Store) {
+        store.add_channels(specs, host);
+        if let Some(Err(e)) = self.writer.as_mut().map(|w| w.add_channels(specs)) {
+            self.note(e);
+        }
+    }
+
+    /// Channels that end, in the store and the file.
+    fn end_channels(&mut self, positions: &[usize], store: &mut Store) {
+        store.end_channels(positions);
+        if let Some(Err(e)) = self.writer.as_mut().map(|w| w.end_channels(positions)) {
+            self.note(e);
         }
     }
 
@@ -166,21 +185,24 @@ pub trait Source {
     }
 }
 
-/// The built-in workloads, run in this process with telemetry streaming in.
+/// The built-in workloads, run by a child process (`flatline serve`) whose
+/// stream this window follows: the process-level channels (`mem.*`,
+/// `malloc.*`, `alloc.*`) describe the workload and its sampler, never the
+/// window's own stores, caches and frames. The child writes its stream to a
+/// file in a private temporary folder rather than a pipe, so it never waits
+/// for a slow window, and a crash of either side leaves a readable file.
 pub struct LiveSource {
     workload: Workload,
     hz: f64,
-    samples: Receiver<Sample>,
-    events: Receiver<Event>,
-    sampler: telemetry::Sampler,
-    running: Arc<AtomicBool>,
-    quit: Arc<AtomicBool>,
-    worker: Option<JoinHandle<Result<()>>>,
-    /// How a recording of this session is made (the same fields as `soak`'s).
-    setup: RecordingSetup,
-    schema: telemetry::Schema,
-    unavailable: Vec<telemetry::Unavailable>,
+    child: Child,
+    control: Option<ChildStdin>,
+    running: bool,
+    follower: Follower,
+    dropped_idx: Option<usize>,
+    dropped: u64,
     tee: Tee,
+    /// Holds the stream file; removed when the source goes.
+    _dir: tempfile::TempDir,
 }
 
 impl std::fmt::Debug for LiveSource {
@@ -188,89 +210,105 @@ impl std::fmt::Debug for LiveSource {
         f.debug_struct("LiveSource")
             .field("workload", &self.workload)
             .field("hz", &self.hz)
+            .field("child", &self.child.id())
             .finish_non_exhaustive()
     }
 }
 
+/// How long the window waits for its child's stream to start.
+const SERVE_START: Duration = Duration::from_secs(30);
+
 impl LiveSource {
-    /// Builds the workload, starts telemetry and the workload thread.
+    /// Starts the workloads in a child process (this executable, `serve`).
     pub fn start(workload: Workload, hz: f64) -> Result<(Self, Store)> {
-        let progress = WorkProgress::new();
-        let driver_cfg = DriverConfig {
-            workload,
-            ..DriverConfig::default()
-        };
-        let mut setup = RecordingSetup::new("live");
-        setup.workload(&driver_cfg).hz(hz);
-        let mut driver =
-            Driver::new(driver_cfg, progress.clone()).context("setting up the workload")?;
-        let tel = telemetry::start(SamplerConfig {
-            hz,
-            progress: Some(progress),
-            ..SamplerConfig::default()
-        })
-        .context("starting telemetry")?;
-        setup.collect_host(tel.gpu.clone());
-        let (ev_tx, ev_rx) = crossbeam_channel::bounded(4096);
-        let running = Arc::new(AtomicBool::new(true));
-        let quit = Arc::new(AtomicBool::new(false));
-        let (r, q) = (running.clone(), quit.clone());
-        // Events are stamped on the samples' clock, so they line up with them.
-        let clock = tel.sampler.clock();
-        let worker = std::thread::Builder::new()
-            .name("flatline-workload".into())
-            .spawn(move || -> Result<()> {
-                let _ = ev_tx.try_send(Event {
-                    t_ns: clock.now_ns(),
-                    kind: EventKind::Phase(workload.name().into()),
-                });
-                while !q.load(Ordering::Relaxed) {
-                    if r.load(Ordering::Relaxed) {
-                        driver.run_slice(Duration::from_millis(50), &mut |step, tokens| {
-                            let _ = ev_tx.try_send(Event {
-                                t_ns: clock.now_ns(),
-                                kind: EventKind::Step {
-                                    step,
-                                    tokens: Some(tokens),
-                                },
-                            });
-                        })?;
-                    } else {
-                        std::thread::sleep(Duration::from_millis(50));
+        let exe = std::env::current_exe().context("finding flatline's own executable")?;
+        Self::start_with(&exe, workload, hz)
+    }
+
+    /// As [`LiveSource::start`], with `program` as the flatline to run.
+    pub fn start_with(program: &Path, workload: Workload, hz: f64) -> Result<(Self, Store)> {
+        let dir = tempfile::Builder::new()
+            .prefix("flatline-live-")
+            .tempdir()
+            .context("creating a folder for the live stream")?;
+        let path = dir.path().join("stream.flr");
+        let mut cmd = Command::new(program);
+        cmd.args(["serve", "--workload", workload.name(), "--hz"])
+            .arg(hz.to_string())
+            .arg("--out")
+            .arg(&path)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null());
+        flatline_runtime::sys::end_with_this_process(&mut cmd);
+        let mut child = cmd
+            .spawn()
+            .with_context(|| format!("starting {} serve", program.display()))?;
+        let t0 = std::time::Instant::now();
+        let (follower, header) = loop {
+            match Follower::open(&path) {
+                Ok(f) => break f,
+                Err(e) => {
+                    if let Ok(Some(status)) = child.try_wait() {
+                        anyhow::bail!("the workload process ended before it started: {status}");
                     }
+                    if t0.elapsed() > SERVE_START {
+                        let _ = child.kill();
+                        let _ = child.wait();
+                        return Err(e.context("waiting for the workload process's stream"));
+                    }
+                    std::thread::sleep(Duration::from_millis(20));
                 }
-                Ok(())
-            })
-            .context("starting the workload thread")?;
-        let mut store = Store::new(tel.schema.clone(), super::LIVE_CAP);
-        store.set_ram_limits(&setup.host);
+            }
+        };
+        let mut store = Store::new(header.schema.clone(), super::LIVE_CAP);
+        store.set_ram_limits(&header.host);
+        let control = child.stdin.take();
         Ok((
             Self {
                 workload,
                 hz,
-                samples: tel.samples,
-                events: ev_rx,
-                sampler: tel.sampler,
-                running,
-                quit,
-                worker: Some(worker),
-                setup,
-                schema: tel.schema,
-                unavailable: tel.unavailable,
+                child,
+                control,
+                running: true,
+                dropped_idx: header.schema.index_of("telemetry.dropped"),
+                dropped: 0,
+                follower,
                 tee: Tee::default(),
+                _dir: dir,
             },
             store,
         ))
+    }
+
+    /// The child process running the workload.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    fn tell(&mut self, line: &str) {
+        use std::io::Write as _;
+        if let Some(c) = self.control.as_mut()
+            && writeln!(c, "{line}").is_err()
+        {
+            self.control = None;
+        }
     }
 }
 
 impl Drop for LiveSource {
     fn drop(&mut self) {
-        self.quit.store(true, Ordering::Relaxed);
-        if let Some(w) = self.worker.take() {
-            let _ = w.join();
+        // Closing its input ends the child cleanly; a child that does not end
+        // within two seconds is killed. Then `tee` finishes the recording.
+        self.tell("quit");
+        self.control = None;
+        let deadline = std::time::Instant::now() + Duration::from_secs(2);
+        while matches!(self.child.try_wait(), Ok(None)) && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
         }
-        // Then `tee` finishes the recording, if one is open.
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.child.kill();
+        }
+        let _ = self.child.wait();
     }
 }
 
@@ -282,7 +320,7 @@ impl Source for LiveSource {
     fn meta(&self) -> Meta {
         Meta {
             label: format!("live: {} at {} Hz", self.workload.name(), self.hz),
-            host: self.setup.host.summary(),
+            host: self.follower.header.host.summary(),
             file: self.tee.file(),
             digest: self.tee.digest(),
         }
@@ -292,41 +330,40 @@ impl Source for LiveSource {
         if let Some(e) = &self.tee.error {
             return format!("error: {e}");
         }
-        if self.worker.as_ref().is_some_and(JoinHandle::is_finished) {
+        if !self.follower.is_open() {
             return "workload stopped".into();
         }
-        if self.running.load(Ordering::Relaxed) {
-            "running"
-        } else {
-            "paused"
-        }
-        .into()
+        if self.running { "running" } else { "paused" }.into()
     }
 
     fn poll(&mut self, store: &mut Store) {
         mark_observer_thread();
-        self.tee.samples(&self.samples, store);
-        for e in self.events.try_iter() {
-            self.tee.event(e, store);
-        }
+        self.follower.read_new(store, &mut self.tee);
         self.tee.end_poll();
+        if let Some(v) = self
+            .dropped_idx
+            .and_then(|i| flatline_runtime::analysis::rules::latest(store.series(i).values()))
+        {
+            self.dropped = v as u64;
+        }
     }
 
     fn dropped(&self) -> u64 {
-        self.sampler.dropped()
+        self.dropped
     }
 
     fn growing(&self) -> bool {
-        true
+        self.follower.is_open()
     }
 
     fn workload_running(&self) -> Option<bool> {
-        Some(self.running.load(Ordering::Relaxed))
+        Some(self.running)
     }
 
     /// Pauses or resumes the workload (telemetry keeps streaming).
     fn set_workload_running(&mut self, on: bool) {
-        self.running.store(on, Ordering::Relaxed);
+        self.tell(if on { "resume" } else { "pause" });
+        self.running = on;
     }
 
     fn recording(&self) -> Option<(PathBuf, u64)> {
@@ -337,21 +374,101 @@ impl Source for LiveSource {
         true
     }
 
-    /// Starts writing everything from now on to `path`.
+    /// Starts writing everything from now on to `path`, with the stream's
+    /// header (its schema, host and configuration) and this moment as its start.
     fn start_recording(&mut self, path: &Path) -> Result<()> {
         if self.tee.writer.is_some() {
             anyhow::bail!("already recording");
         }
-        // The recording's header says it starts now, not when the window opened.
-        self.tee.writer = Some(
-            self.setup
-                .create(path, false, &self.schema, &self.unavailable)?,
-        );
+        let h = &self.follower.header;
+        let mut setup = RecordingSetup::new(&h.source);
+        setup.config = h.config.clone();
+        setup.host = h.host.clone();
+        let schema = &self.follower.schema;
+        self.tee.writer = Some(setup.create(path, false, schema, &h.unavailable)?);
         Ok(())
     }
 
     fn stop_recording(&mut self) -> Result<Option<PathBuf>> {
         self.tee.finish("stopped")
+    }
+}
+
+/// Reads a recording that another process is still writing, frame by frame,
+/// into a store (and through a [`Tee`], when one records).
+#[derive(Debug)]
+struct Follower {
+    reader: Option<FrameReader<BufReader<File>>>,
+    header: Header,
+    /// The header's channels and every one added since.
+    schema: telemetry::Schema,
+    digest: String,
+    status: String,
+}
+
+impl Follower {
+    fn open(path: &Path) -> Result<(Self, Header)> {
+        let file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
+        let (reader, header) = FrameReader::open(BufReader::new(file), path)?;
+        Ok((
+            Self {
+                reader: Some(reader),
+                schema: header.schema.clone(),
+                header: header.clone(),
+                digest: String::new(),
+                status: "following".into(),
+            },
+            header,
+        ))
+    }
+
+    fn is_open(&self) -> bool {
+        self.reader.is_some()
+    }
+
+    fn read_new(&mut self, store: &mut Store, tee: &mut Tee) {
+        let Some(reader) = self.reader.as_mut() else {
+            return;
+        };
+        loop {
+            match reader.next_frame() {
+                Ok(Some(Frame::Samples(block))) => {
+                    let _ = block
+                        .decode(|seq, t, v| tee.sample(&Sample::from_values(seq, t, v), store));
+                }
+                Ok(Some(Frame::Block(block))) => {
+                    let _ = block
+                        .decode(|seq, t, v| tee.sample(&Sample::from_values(seq, t, v), store));
+                }
+                Ok(Some(Frame::Channels(ext))) => {
+                    self.schema.channels.extend(ext.channels.iter().cloned());
+                    tee.add_channels(&ext.channels, &self.header.host, store);
+                }
+                Ok(Some(Frame::Ended(end))) => {
+                    let ended: Vec<usize> = end.channels.iter().map(|&c| c as usize).collect();
+                    tee.end_channels(&ended, store);
+                }
+                Ok(Some(Frame::Event(e))) => tee.event(e, store),
+                Ok(Some(Frame::Footer(f))) => {
+                    self.status = format!("ended: {}", f.end);
+                    self.digest = f.digest;
+                    self.reader = None;
+                    break;
+                }
+                Ok(Some(_)) => {}
+                // The writer has not finished the next frame yet: ask again later.
+                Ok(None) => break,
+                Err(p) if p.kind == TailProblemKind::Truncated => break,
+                Err(p) => {
+                    self.status = format!("damaged at byte {}", p.offset);
+                    self.reader = None;
+                    break;
+                }
+            }
+        }
+        if let Some(r) = &self.reader {
+            self.digest = r.digest_hex();
+        }
     }
 }
 
@@ -361,8 +478,10 @@ pub struct ReplaySource {
     path: PathBuf,
     header: Header,
     digest: String,
-    follow: Option<FrameReader<BufReader<File>>>,
+    follow: Option<Follower>,
     status: String,
+    /// Followed data goes to the store only (a replay never records).
+    tee: Tee,
 }
 
 impl ReplaySource {
@@ -382,6 +501,7 @@ impl ReplaySource {
                 header: rec.header,
                 follow: None,
                 status,
+                tee: Tee::default(),
             },
             store,
         ))
@@ -389,61 +509,19 @@ impl ReplaySource {
 
     /// Opens a recording that may still be growing and keeps reading it.
     pub fn follow(path: &Path) -> Result<(Self, Store)> {
-        let file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
-        let (reader, header) = FrameReader::open(BufReader::new(file), path)?;
-        let store = Store::new(header.schema.clone(), usize::MAX);
+        let (follower, header) = Follower::open(path)?;
+        let mut store = Store::new(header.schema.clone(), usize::MAX);
+        store.set_ram_limits(&header.host);
         let mut src = Self {
             path: path.to_owned(),
             digest: String::new(),
             header,
-            follow: Some(reader),
+            follow: Some(follower),
             status: "following".into(),
+            tee: Tee::default(),
         };
-        let mut store = store;
         src.poll(&mut store);
         Ok((src, store))
-    }
-
-    fn read_new(&mut self, store: &mut Store) {
-        let Some(reader) = self.follow.as_mut() else {
-            return;
-        };
-        loop {
-            match reader.next_frame() {
-                Ok(Some(Frame::Samples(block))) => {
-                    let _ = block.decode(|seq, t, v| store.push(&Sample::from_values(seq, t, v)));
-                }
-                Ok(Some(Frame::Block(block))) => {
-                    let _ = block.decode(|seq, t, v| store.push(&Sample::from_values(seq, t, v)));
-                }
-                Ok(Some(Frame::Channels(ext))) => {
-                    store.add_channels(&ext.channels, &self.header.host)
-                }
-                Ok(Some(Frame::Ended(end))) => {
-                    let ended: Vec<usize> = end.channels.iter().map(|&c| c as usize).collect();
-                    store.end_channels(&ended);
-                }
-                Ok(Some(Frame::Event(e))) => store.push_event(e),
-                Ok(Some(Frame::Footer(f))) => {
-                    self.status = format!("ended: {}", f.end);
-                    self.digest = f.digest;
-                    self.follow = None;
-                    break;
-                }
-                Ok(Some(_)) => {}
-                // The writer has not finished the next frame yet: ask again later.
-                Ok(None) => break,
-                Err(p) if p.kind == TailProblemKind::Truncated => break,
-                Err(p) => {
-                    self.status = format!("damaged at byte {}", p.offset);
-                    self.follow = None;
-                    break;
-                }
-            }
-        }
-        if let Some(r) = &self.follow {
-            self.digest = r.digest_hex();
-        }
     }
 }
 
@@ -470,7 +548,14 @@ impl Source for ReplaySource {
     }
 
     fn poll(&mut self, store: &mut Store) {
-        self.read_new(store);
+        if let Some(f) = self.follow.as_mut() {
+            f.read_new(store, &mut self.tee);
+            self.status = f.status.clone();
+            self.digest = f.digest.clone();
+            if !f.is_open() {
+                self.follow = None;
+            }
+        }
     }
 
     fn growing(&self) -> bool {

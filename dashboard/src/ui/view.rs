@@ -79,6 +79,19 @@ fn top_bar(d: &mut Dashboard, ui: &mut egui::Ui, actions: &mut Vec<Action>) {
                 crate::fmt::thousands(d.store.len() as u64)
             ));
             ui.label(format!("{} dropped", d.source.dropped()));
+            // The window's own memory, apart from the measured process's.
+            if d.source.kind() != super::SourceKind::Replay
+                && let Some(rss) = d.window_rss
+            {
+                ui.label(
+                    RichText::new(format!("window {}", bytes(rss as f64)))
+                        .small()
+                        .weak(),
+                )
+                .on_hover_text(
+                    "this window's own resident memory; the plotted channels describe the measured process",
+                );
+            }
             let recording = d.source.recording();
             if let Some((path, size)) = &recording {
                 let name = path
