@@ -10,7 +10,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use crate::{ChannelSpec, DigestMark, Event, Footer, Header, MAX_CHANNELS, Sample};
 
 mod columns;
-pub use columns::ColumnBlock;
+pub use columns::{Code, ColumnBlock};
 
 /// One frame's payload.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -253,8 +253,17 @@ impl<'de> Deserialize<'de> for Tokens {
 }
 
 /// Encodes a frame's payload.
+#[cfg(test)]
 pub fn encode(frame: &Frame) -> Result<Vec<u8>, String> {
-    rmp_serde::to_vec_named(frame).map_err(|e| e.to_string())
+    let mut out = Vec::new();
+    encode_into(frame, &mut out)?;
+    Ok(out)
+}
+
+/// Encodes a frame's payload into `out` (cleared first), reusing its memory.
+pub fn encode_into(frame: &Frame, out: &mut Vec<u8>) -> Result<(), String> {
+    out.clear();
+    rmp_serde::encode::write_named(out, frame).map_err(|e| e.to_string())
 }
 
 /// Decodes a frame's payload.

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 
-use crate::codec::{ChannelsEnded, ColumnBlock, Frame, SchemaExtension, encode};
+use crate::codec::{ChannelsEnded, Code, ColumnBlock, Frame, SchemaExtension, encode_into};
 use crate::{
     ChannelSpec, DigestMark, Event, FORMAT_VERSION, Footer, Header, MAGIC, MAX_CHANNELS,
     RecordingError, Sample, Schema, check_new_channels, hex,
@@ -51,6 +51,11 @@ pub struct RecordingWriter {
     last_t_ns: u64,
     pending: Vec<Sample>,
     pending_since: Option<Instant>,
+    /// Buffers kept from block to block, so that writing allocates nothing
+    /// once they have grown: the block, the encoder's codes, the payload.
+    block: ColumnBlock,
+    codes: Vec<Code>,
+    payload: Vec<u8>,
     dirty: bool,
     last_flush: Instant,
     last_digest: Instant,
@@ -119,6 +124,9 @@ impl RecordingWriter {
             last_t_ns: 0,
             pending: Vec::with_capacity(BLOCK_SAMPLES),
             pending_since: None,
+            block: ColumnBlock::default(),
+            codes: Vec::with_capacity(BLOCK_SAMPLES),
+            payload: Vec::with_capacity(64 << 10),
             dirty: false,
             last_flush: Instant::now(),
             last_digest: Instant::now(),
@@ -134,7 +142,15 @@ impl RecordingWriter {
     }
 
     fn write_frame(&mut self, frame: &Frame) -> Result<(), RecordingError> {
-        let payload = encode(frame).map_err(RecordingError::Encode)?;
+        let mut payload = std::mem::take(&mut self.payload);
+        let written = encode_into(frame, &mut payload)
+            .map_err(RecordingError::Encode)
+            .and_then(|()| self.write_payload(&payload, matches!(frame, Frame::Footer(_))));
+        self.payload = payload;
+        written
+    }
+
+    fn write_payload(&mut self, payload: &[u8], footer: bool) -> Result<(), RecordingError> {
         let len = u32::try_from(payload.len())
             .ok()
             .filter(|&l| l <= super::MAX_FRAME_BYTES)
@@ -146,11 +162,11 @@ impl RecordingWriter {
             })?;
         let mut head = [0u8; 8];
         head[..4].copy_from_slice(&len.to_le_bytes());
-        head[4..].copy_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+        head[4..].copy_from_slice(&crc32fast::hash(payload).to_le_bytes());
         self.out.write_all(&head).map_err(io_err(&self.path))?;
-        self.out.write_all(&payload).map_err(io_err(&self.path))?;
-        if !matches!(frame, Frame::Footer(_)) {
-            self.hasher.update(&payload);
+        self.out.write_all(payload).map_err(io_err(&self.path))?;
+        if !footer {
+            self.hasher.update(payload);
         }
         self.frames += 1;
         self.bytes += 8 + payload.len() as u64;
@@ -159,13 +175,20 @@ impl RecordingWriter {
     }
 
     fn write_pending(&mut self) -> Result<(), RecordingError> {
-        if let Some(block) = ColumnBlock::encode(&self.pending, self.schema.len()) {
-            self.write_frame(&Frame::Block(block))?;
-            self.pending.clear();
-            self.pending_since = None;
-            self.flush()?;
+        let mut block = std::mem::take(&mut self.block);
+        if !block.encode_into(&self.pending, self.schema.len(), &mut self.codes) {
+            self.block = block;
+            return Ok(());
         }
-        Ok(())
+        let frame = Frame::Block(block);
+        let written = self.write_frame(&frame);
+        if let Frame::Block(b) = frame {
+            self.block = b;
+        }
+        written?;
+        self.pending.clear();
+        self.pending_since = None;
+        self.flush()
     }
 
     /// Queues a sample; writes its block when it is full or old enough.

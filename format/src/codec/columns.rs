@@ -40,9 +40,10 @@ fn whole(v: f64) -> bool {
     v.is_finite() && v.fract() == 0.0 && v.abs() <= EXACT
 }
 
-/// One coded value.
+/// One coded value of a column (see the module docs); a writer keeps a
+/// `Vec<Code>` as scratch between blocks ([`ColumnBlock::encode_into`]).
 #[derive(Debug, Clone, Copy)]
-enum Code {
+pub enum Code {
     Int(i64),
     Float(f64),
     Nil,
@@ -145,10 +146,9 @@ fn codes_u64(values: impl Iterator<Item = u64>, order: u8, out: &mut Vec<Code>) 
     }
 }
 
-/// Collapses runs of equal codes where that is shorter.
-fn runs(codes: &[Code]) -> (Vec<Item>, usize) {
-    let mut items = Vec::new();
-    let mut size = 1; // the order
+/// Calls `emit(item, bytes)` for the items that code `codes`: runs of equal
+/// codes collapsed where that is shorter.
+fn runs(codes: &[Code], mut emit: impl FnMut(Item, usize)) {
     let mut i = 0;
     while i < codes.len() {
         let c = codes[i];
@@ -158,30 +158,40 @@ fn runs(codes: &[Code]) -> (Vec<Item>, usize) {
         }
         let as_run = 1 + int_size(n as i64) + c.size();
         if n > 1 && as_run < n * c.size() {
-            items.push(Item::Run(n as u32, c));
-            size += as_run;
+            emit(Item::Run(n as u32, c), as_run);
         } else {
-            items.extend(std::iter::repeat_n(Item::One(c), n));
-            size += n * c.size();
+            for _ in 0..n {
+                emit(Item::One(c), c.size());
+            }
         }
         i += n;
     }
-    (items, size)
 }
 
 impl Column {
-    /// The shorter of the two orders for these codes.
-    fn best(code: impl Fn(u8, &mut Vec<Code>), scratch: &mut Vec<Code>) -> Self {
-        let mut best: Option<(Column, usize)> = None;
+    /// Refills the column with the shorter of the two orders for the codes
+    /// `code` makes. Reuses the column's and `scratch`'s memory: a writer
+    /// that keeps both allocates nothing per block once they have grown.
+    fn fill_best(&mut self, code: impl Fn(u8, &mut Vec<Code>), scratch: &mut Vec<Code>) {
+        let mut best = (1u8, usize::MAX);
         for order in [1u8, 2] {
             scratch.clear();
             code(order, scratch);
-            let (items, size) = runs(scratch);
-            if best.as_ref().is_none_or(|(_, s)| size < *s) {
-                best = Some((Column { order, items }, size));
+            let mut size = 1; // the order itself
+            runs(scratch, |_, bytes| size += bytes);
+            if size < best.1 {
+                best = (order, size);
             }
         }
-        best.map(|(c, _)| c).unwrap_or_default()
+        // Scratch holds order 2's codes; make the winner's again if it was 1.
+        if best.0 == 1 {
+            scratch.clear();
+            code(1, scratch);
+        }
+        self.order = best.0;
+        self.items.clear();
+        let items = &mut self.items;
+        runs(scratch, |item, _| items.push(item));
     }
 
     /// Expands the column into `n` codes, refusing a column that does not
@@ -281,7 +291,7 @@ impl Column {
 }
 
 /// Consecutive samples of one stream, column by column (format v2).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ColumnBlock {
     /// Samples in the block.
     pub samples: u32,
@@ -295,40 +305,50 @@ pub struct ColumnBlock {
 impl ColumnBlock {
     /// Codes `samples` (all with `channels` values) as one block; `None` if empty.
     pub fn encode(samples: &[Sample], channels: usize) -> Option<Self> {
+        let mut block = Self::default();
+        block
+            .encode_into(samples, channels, &mut Vec::new())
+            .then_some(block)
+    }
+
+    /// Codes `samples` into this block, reusing its memory and `scratch`'s
+    /// (the recorder keeps one block and allocates nothing per block once its
+    /// buffers have grown); false if there are no samples.
+    pub fn encode_into(
+        &mut self,
+        samples: &[Sample],
+        channels: usize,
+        scratch: &mut Vec<Code>,
+    ) -> bool {
         if samples.is_empty() {
-            return None;
+            return false;
         }
-        let mut scratch = Vec::with_capacity(samples.len());
-        let seq = Column::best(
+        self.samples = samples.len() as u32;
+        self.seq.fill_best(
             |o, out| codes_u64(samples.iter().map(|s| s.seq), o, out),
-            &mut scratch,
+            scratch,
         );
-        let t_ns = Column::best(
+        self.t_ns.fill_best(
             |o, out| codes_u64(samples.iter().map(|s| s.t_ns), o, out),
-            &mut scratch,
+            scratch,
         );
-        let values = (0..channels)
-            .map(|c| {
-                Column::best(
-                    |o, out| {
-                        codes_f64(
-                            samples
-                                .iter()
-                                .map(|s| s.values().get(c).copied().unwrap_or(f64::NAN)),
-                            o,
-                            out,
-                        )
-                    },
-                    &mut scratch,
-                )
-            })
-            .collect();
-        Some(Self {
-            samples: samples.len() as u32,
-            seq,
-            t_ns,
-            values,
-        })
+        self.values.truncate(channels);
+        self.values.resize_with(channels, Column::default);
+        for (c, column) in self.values.iter_mut().enumerate() {
+            column.fill_best(
+                |o, out| {
+                    codes_f64(
+                        samples
+                            .iter()
+                            .map(|s| s.values().get(c).copied().unwrap_or(f64::NAN)),
+                        o,
+                        out,
+                    )
+                },
+                scratch,
+            );
+        }
+        true
     }
 
     /// Channels (columns) in the block.

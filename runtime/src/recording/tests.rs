@@ -208,3 +208,36 @@ fn the_recorder_keeps_every_sample_the_sampler_sent() {
     assert_eq!(back.footer.as_ref().unwrap().end, "completed");
     assert!(back.channel("mem.rss").unwrap().iter().all(|v| *v > 1e6));
 }
+
+#[test]
+fn the_writer_allocates_nothing_per_block_once_warm() {
+    use crate::telemetry::alloc::count_thread_allocs;
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = RecordingWriter::create(&dir.path().join("a.flr"), &header(35), false).unwrap();
+    let sample = |i: u64| {
+        let vals: Vec<f64> = (0..35)
+            .map(|c| match c {
+                0 => 1e9 + (i / 300) as f64 * 4096.0,
+                1 => (i * 1_234_567) as f64,
+                2 => (i % 17) as f64 * 0.37,
+                3 if !i.is_multiple_of(50) => f64::NAN,
+                _ => c as f64,
+            })
+            .collect();
+        Sample::from_values(i, i * 10_000_000 + (i * 7919) % 100_000, &vals)
+    };
+    let samples: Vec<Sample> = (0..6000).map(sample).collect();
+    // Warm: the block, the codes and the payload buffers grow to their size.
+    for s in &samples[..3000] {
+        w.push_sample(s).unwrap();
+    }
+    let (r, n) = count_thread_allocs(|| {
+        for s in &samples[3000..] {
+            w.push_sample(s)?;
+        }
+        Ok::<(), RecordingError>(())
+    });
+    r.unwrap();
+    assert_eq!(n, Some(0), "allocation calls for 3000 samples (11 blocks)");
+    w.finish("completed").unwrap();
+}
