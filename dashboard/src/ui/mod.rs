@@ -290,11 +290,12 @@ impl Dashboard {
         } else {
             egui::Theme::Light
         });
-        // A screenshot waits for every analysis; a normal frame does a few.
+        // A screenshot waits for every analysis; a normal frame spends about
+        // 3 ms on them, so frames stay short when many go stale at once.
         self.store.begin_frame(if self.capture.is_some() {
-            usize::MAX
+            None
         } else {
-            6
+            Some(std::time::Duration::from_millis(3))
         });
         self.run_capture(&ctx);
         let actions = view::draw(self, ui);

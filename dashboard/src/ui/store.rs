@@ -152,6 +152,8 @@ pub struct Store {
     /// and its first reading.
     steps_advance: bool,
     steps_first: Option<f64>,
+    /// Where the next frame's analyses start (round-robin).
+    next_analysis: usize,
     /// Ceilings read from another channel: a GPU's total for its used memory.
     limit_from: Vec<Option<usize>>,
     /// Channels that ended (a process exited): their slots are no longer read.
@@ -179,6 +181,7 @@ impl Store {
             ended: vec![false; n],
             steps_advance: false,
             steps_first: None,
+            next_analysis: 0,
             schema,
         }
     }
@@ -347,26 +350,40 @@ impl Store {
     }
 
     /// Starts a frame: recomputes the analyses that are over a second old and
-    /// have new readings, at most `budget` of them, so that dozens of channels
-    /// going stale together never stall one frame.
-    pub fn begin_frame(&mut self, budget: usize) {
-        let mut budget = budget;
-        for (i, tr) in self.trackers.iter().enumerate() {
-            if budget == 0 {
+    /// have new readings, round-robin, until `budget` of time is spent (at
+    /// least one; all of them with `None`), so that dozens of channels going
+    /// stale together never stall a frame. One analysis of a full tracker
+    /// takes a few milliseconds.
+    pub fn begin_frame(&mut self, budget: Option<Duration>) {
+        let start = Instant::now();
+        let n = self.trackers.len();
+        for k in 0..n {
+            if budget.is_some_and(|b| k > 0 && start.elapsed() >= b) {
                 break;
             }
+            let i = (self.next_analysis + k) % n;
+            let tr = &self.trackers[i];
             let stale = match self.analysed[i] {
                 None => true,
                 Some((at, seen)) => seen != tr.seen() && at.elapsed() >= Duration::from_secs(1),
             };
             if stale && !tr.is_empty() {
-                budget -= 1;
                 let limit =
                     self.limits[i].or_else(|| rules::latest(&self.series[self.limit_from[i]?].raw));
                 self.analyses[i] = Some(tr.analyze(None, limit));
                 self.analysed[i] = Some((Instant::now(), tr.seen()));
+                self.next_analysis = (i + 1) % n;
             }
         }
+    }
+
+    /// Channels with readings that have no analysis yet.
+    pub fn unanalysed(&self) -> usize {
+        self.trackers
+            .iter()
+            .zip(&self.analysed)
+            .filter(|(tr, a)| !tr.is_empty() && a.is_none())
+            .count()
     }
 
     /// The latest analysis of channel `i` (see [`Store::begin_frame`]).
@@ -458,7 +475,7 @@ mod tests {
         assert!(store.len() >= 5_000);
         assert_eq!(store.t.last().copied(), Some(1999.99));
         assert!(store.t.windows(2).all(|w| w[0] < w[1]));
-        store.begin_frame(usize::MAX);
+        store.begin_frame(None);
         let a = store.analysis(0).unwrap();
         assert_eq!(a.verdict, flatline_runtime::analysis::Verdict::Staircase);
         assert!(store.heap_bytes() < 2 << 20, "{}", store.heap_bytes());
@@ -484,7 +501,7 @@ mod tests {
                 &[used, total, used],
             ));
         }
-        store.begin_frame(usize::MAX);
+        store.begin_frame(None);
         let a = store.analysis(0).unwrap();
         let left = a.time_to_limit_s.expect("gpu0.used has a limit");
         let want = (80.0 * GIB - a.final_value) / GIB;
