@@ -144,11 +144,9 @@ pub enum WorkloadArg {
     Idle,
 }
 
+/// The built-in workloads as `soak` and the live window's `serve` run them.
 #[derive(Debug, Clone, Args)]
-pub struct SoakArgs {
-    /// How long to run, in seconds.
-    #[arg(long, value_parser = seconds)]
-    pub seconds: f64,
+pub struct WorkloadOpts {
     /// Which workload to run.
     #[arg(long, value_enum, default_value_t = WorkloadArg::Both)]
     pub workload: WorkloadArg,
@@ -159,6 +157,15 @@ pub struct SoakArgs {
     /// recording a step event each time.
     #[arg(long, value_name = "MS", value_parser = seconds)]
     pub step_ms: Option<f64>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct SoakArgs {
+    /// How long to run, in seconds.
+    #[arg(long, value_parser = seconds)]
+    pub seconds: f64,
+    #[command(flatten)]
+    pub run: WorkloadOpts,
     /// Where to write the recording (default: recordings/soak-<UTC time>.flr).
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
@@ -173,12 +180,8 @@ pub struct SoakArgs {
 
 #[derive(Debug, Clone, Args)]
 pub struct ServeArgs {
-    #[arg(long, value_enum, default_value_t = WorkloadArg::Both)]
-    pub workload: WorkloadArg,
-    #[arg(long, default_value_t = 100.0, value_parser = positive_rate)]
-    pub hz: f64,
-    #[arg(long, value_name = "MS", value_parser = seconds)]
-    pub step_ms: Option<f64>,
+    #[command(flatten)]
+    pub run: WorkloadOpts,
     /// The stream's file (overwritten).
     #[arg(long, value_name = "FILE")]
     pub out: PathBuf,

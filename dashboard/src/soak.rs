@@ -203,9 +203,9 @@ pub fn serve(args: &ServeArgs) -> Result<()> {
     }
     let run = WorkloadRun {
         source: "live",
-        workload: args.workload.into(),
-        hz: args.hz,
-        step_ms: args.step_ms,
+        workload: args.run.workload.into(),
+        hz: args.run.hz,
+        step_ms: args.run.step_ms,
         seconds: None,
         out: &args.out,
         force: true,
@@ -222,9 +222,9 @@ pub fn run(args: &SoakArgs) -> Result<()> {
     };
     let run = WorkloadRun {
         source: "soak",
-        workload: args.workload.into(),
-        hz: args.hz,
-        step_ms: args.step_ms,
+        workload: args.run.workload.into(),
+        hz: args.run.hz,
+        step_ms: args.run.step_ms,
         seconds: Some(args.seconds),
         out: &out,
         force: args.force,
@@ -267,7 +267,7 @@ pub fn run(args: &SoakArgs) -> Result<()> {
         end.dropped,
         wall.as_secs_f64(),
         bytes(per_hour),
-        args.hz
+        args.run.hz
     );
     if end.recorder.cpu_ns > 0 {
         println!(
