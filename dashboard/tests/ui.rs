@@ -31,7 +31,7 @@ fn harness(path: &Path) -> Harness<'static, Dashboard> {
     let mut h = Harness::builder()
         .with_size([1600.0, 1000.0])
         .build_ui_state(frame, dash);
-    // The analyses are spread over frames (about 3 ms of them a frame, however
+    // The analyses are spread over frames (about 2 ms of them a frame, however
     // many that is on this machine): let them all land.
     h.run_steps(1);
     for _ in 0..500 {

@@ -107,7 +107,7 @@ pub fn run(args: &UiBenchArgs) -> Result<()> {
     let mut dash = Dashboard::new(Box::new(src), store, Settings::default());
     let ctx = egui::Context::default();
     // The very first frame also builds egui's fonts and caches; the next ones
-    // also run the analyses the verdict cards show (about 3 ms of them a
+    // also run the analyses the verdict cards show (about 2 ms of them a
     // frame, see `Store::begin_frame`): both are timed apart.
     let first_frame = frame(&ctx, &mut dash);
     let mut first: Vec<u64> = (0..12).map(|_| frame(&ctx, &mut dash)).collect();

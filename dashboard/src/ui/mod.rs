@@ -291,11 +291,11 @@ impl Dashboard {
             egui::Theme::Light
         });
         // A screenshot waits for every analysis; a normal frame spends about
-        // 3 ms on them, so frames stay short when many go stale at once.
+        // 2 ms on them, so frames stay short when many go stale at once.
         self.store.begin_frame(if self.capture.is_some() {
             None
         } else {
-            Some(std::time::Duration::from_millis(3))
+            Some(std::time::Duration::from_millis(2))
         });
         self.run_capture(&ctx);
         let actions = view::draw(self, ui);
