@@ -100,7 +100,7 @@ impl Series {
                 level = Some(k);
             }
         }
-        match level {
+        let buckets: Vec<(usize, [f64; 2])> = match level {
             None => (i0..i1).map(|i| (i, [self.raw[i], self.raw[i]])).collect(),
             Some(k) => {
                 let size = FAN.pow(k as u32 + 1);
@@ -108,7 +108,21 @@ impl Series {
                     .filter_map(|b| self.levels[k].get(b).map(|mm| (b * size, *mm)))
                     .collect()
             }
+        };
+        // A level can hold up to FAN times more buckets than asked for: merge
+        // neighbours so that about `want` remain (never fewer), min with min
+        // and max with max, so the envelope is the same.
+        let group = (buckets.len() / want.max(1)).max(1);
+        if group == 1 {
+            return buckets;
         }
+        buckets
+            .chunks(group)
+            .map(|c| {
+                let mm = c.iter().fold([f64::NAN, f64::NAN], |a, b| merge(a, b.1));
+                (c[0].0, mm)
+            })
+            .collect()
     }
 
     /// Keeps every other value (a decimated history for long live sessions).
@@ -440,6 +454,11 @@ mod tests {
                 "{} buckets",
                 b.len()
             );
+            // About as many buckets as asked for, never many more (a plot
+            // draws two points per bucket).
+            if i1 - i0 > 2 * want {
+                assert!(b.len() < 2 * want, "{} buckets for {want}", b.len());
+            }
             // Every bucket's min/max is the true min/max over its raw span.
             for w in b.windows(2) {
                 let (a, next) = (w[0].0.max(i0), w[1].0);
