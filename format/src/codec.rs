@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use serde::de::{self, SeqAccess, Visitor};
+use serde::de::{SeqAccess, Visitor};
 use serde::ser::SerializeSeq;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
@@ -70,17 +70,9 @@ fn whole(v: f64) -> bool {
     v.is_finite() && v.fract() == 0.0 && v.abs() <= EXACT
 }
 
-/// A coded value.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Token {
-    Int(i64),
-    Float(f64),
-    Nil,
-}
-
-/// The coded values of a block.
+/// The coded values of a v1 block (the same codes as v2's columns, [`Code`]).
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct Tokens(pub Vec<Token>);
+pub struct Tokens(pub Vec<Code>);
 
 impl SampleBlock {
     /// Codes `samples` (all with `channels` values) as one block; `None` if empty.
@@ -91,10 +83,10 @@ impl SampleBlock {
         for s in samples {
             for (p, &v) in prev.iter_mut().zip(s.values()) {
                 tokens.push(match (*p, v) {
-                    (_, v) if v.is_nan() => Token::Nil,
-                    (Some(p), v) if whole(p) && whole(v) => Token::Int(v as i64 - p as i64),
-                    (_, v) if whole(v) => Token::Int(v as i64),
-                    (_, v) => Token::Float(v),
+                    (_, v) if v.is_nan() => Code::Nil,
+                    (Some(p), v) if whole(p) && whole(v) => Code::Int(v as i64 - p as i64),
+                    (_, v) if whole(v) => Code::Int(v as i64),
+                    (_, v) => Code::Float(v),
                 });
                 *p = (!v.is_nan()).then_some(v);
             }
@@ -155,15 +147,15 @@ impl SampleBlock {
             }
             for ((out, p), tok) in vals.iter_mut().zip(prev.iter_mut()).zip(chunk) {
                 let v = match (*tok, *p) {
-                    (Token::Nil, _) => f64::NAN,
-                    (Token::Float(f), _) => f,
-                    (Token::Int(d), Some(p)) if whole(p) => {
+                    (Code::Nil, _) => f64::NAN,
+                    (Code::Float(f), _) => f,
+                    (Code::Int(d), Some(p)) if whole(p) => {
                         let v = (p as i64)
                             .checked_add(d)
                             .ok_or("sample block: delta overflows")?;
                         v as f64
                     }
-                    (Token::Int(d), _) => d as f64,
+                    (Code::Int(d), _) => d as f64,
                 };
                 *out = v;
                 *p = (!v.is_nan()).then_some(v);
@@ -171,53 +163,6 @@ impl SampleBlock {
             row(seq, t, &vals);
         }
         Ok(())
-    }
-}
-
-impl Serialize for Token {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match *self {
-            Token::Int(i) => s.serialize_i64(i),
-            // Half the bytes when the value survives the trip through f32.
-            Token::Float(f) if f64::from(f as f32).to_bits() == f.to_bits() => {
-                s.serialize_f32(f as f32)
-            }
-            Token::Float(f) => s.serialize_f64(f),
-            Token::Nil => s.serialize_unit(),
-        }
-    }
-}
-
-impl<'de> Deserialize<'de> for Token {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Token;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("an integer, a float or nil")
-            }
-            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Token, E> {
-                Ok(Token::Int(v))
-            }
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Token, E> {
-                i64::try_from(v)
-                    .map(Token::Int)
-                    .map_err(|_| E::custom("integer value out of range"))
-            }
-            fn visit_f32<E: de::Error>(self, v: f32) -> Result<Token, E> {
-                Ok(Token::Float(f64::from(v)))
-            }
-            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Token, E> {
-                Ok(Token::Float(v))
-            }
-            fn visit_unit<E: de::Error>(self) -> Result<Token, E> {
-                Ok(Token::Nil)
-            }
-            fn visit_none<E: de::Error>(self) -> Result<Token, E> {
-                Ok(Token::Nil)
-            }
-        }
-        d.deserialize_any(V)
     }
 }
 
@@ -369,7 +314,7 @@ mod tests {
                 .contains("3 values for 2 samples")
         );
         let mut b = SampleBlock::encode(&s, 2).unwrap();
-        b.values.0[2] = Token::Int(i64::MAX);
+        b.values.0[2] = Code::Int(i64::MAX);
         assert!(b.decode(|_, _, _| {}).unwrap_err().contains("overflows"));
         let mut b = SampleBlock::encode(&s, 2).unwrap();
         b.channels = 0;

@@ -438,7 +438,43 @@ impl Serialize for Column {
     }
 }
 
-/// Reads one item; a list is a run, whose inner item must be a plain code.
+/// Reads one code: an integer, a float or nil.
+struct CodeVisitor;
+
+impl<'de> Visitor<'de> for CodeVisitor {
+    type Value = Code;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an integer, a float or nil")
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Code, E> {
+        Ok(Code::Int(v))
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Code, E> {
+        i64::try_from(v)
+            .map(Code::Int)
+            .map_err(|_| E::custom("integer value out of range"))
+    }
+    fn visit_f32<E: de::Error>(self, v: f32) -> Result<Code, E> {
+        Ok(Code::Float(f64::from(v)))
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Code, E> {
+        Ok(Code::Float(v))
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Code, E> {
+        Ok(Code::Nil)
+    }
+    fn visit_none<E: de::Error>(self) -> Result<Code, E> {
+        Ok(Code::Nil)
+    }
+}
+
+impl<'de> Deserialize<'de> for Code {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(CodeVisitor)
+    }
+}
+
+/// Reads one item: a code, or a list (a run, whose inner item must be a code).
 struct ItemVisitor {
     in_run: bool,
 }
@@ -449,18 +485,16 @@ impl<'de> Visitor<'de> for ItemVisitor {
         f.write_str("an integer, a float, nil or a run [count, code]")
     }
     fn visit_i64<E: de::Error>(self, v: i64) -> Result<Item, E> {
-        Ok(Item::One(Code::Int(v)))
+        CodeVisitor.visit_i64(v).map(Item::One)
     }
     fn visit_u64<E: de::Error>(self, v: u64) -> Result<Item, E> {
-        i64::try_from(v)
-            .map(|i| Item::One(Code::Int(i)))
-            .map_err(|_| E::custom("integer value out of range"))
+        CodeVisitor.visit_u64(v).map(Item::One)
     }
     fn visit_f32<E: de::Error>(self, v: f32) -> Result<Item, E> {
-        Ok(Item::One(Code::Float(f64::from(v))))
+        CodeVisitor.visit_f32(v).map(Item::One)
     }
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<Item, E> {
-        Ok(Item::One(Code::Float(v)))
+        CodeVisitor.visit_f64(v).map(Item::One)
     }
     fn visit_unit<E: de::Error>(self) -> Result<Item, E> {
         Ok(Item::One(Code::Nil))
