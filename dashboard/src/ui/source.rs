@@ -487,8 +487,9 @@ pub struct ReplaySource {
 impl ReplaySource {
     /// Loads a whole recording.
     pub fn open(path: &Path) -> Result<(Self, Store)> {
-        let rec = Recording::open(path).with_context(|| format!("opening {}", path.display()))?;
-        let store = Store::from_recording(&rec);
+        let mut rec =
+            Recording::open(path).with_context(|| format!("opening {}", path.display()))?;
+        let store = Store::from_recording(&mut rec);
         let status = match &rec.tail {
             None => "ended".into(),
             Some(t) if t.kind == TailProblemKind::Truncated => "truncated".into(),

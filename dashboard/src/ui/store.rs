@@ -274,16 +274,17 @@ impl Store {
         }
     }
 
-    /// A store holding a whole recording.
-    pub fn from_recording(rec: &Recording) -> Self {
+    /// A store holding a whole recording. Its columns move into the store
+    /// rather than being copied, so a long recording is held once, not twice,
+    /// while it opens.
+    pub fn from_recording(rec: &mut Recording) -> Self {
         let mut s = Self::new(rec.header.schema.clone(), usize::MAX);
         s.t = rec.t_ns.iter().map(|&t| t as f64 / 1e9).collect();
-        s.series = rec
-            .columns
-            .iter()
-            .map(|c| Series::from_values(c.clone()))
+        s.series = std::mem::take(&mut rec.columns)
+            .into_iter()
+            .map(Series::from_values)
             .collect();
-        s.events = rec.events.clone();
+        s.events = std::mem::take(&mut rec.events);
         s.steps_idx = rules::step_axis(&s.schema, |i| s.series[i].values());
         s.steps_advance = s.steps_idx.is_some();
         s.set_ram_limits(&rec.header.host);
