@@ -124,6 +124,20 @@ pub enum EventKind {
     Step { step: u64, tokens: Option<u64> },
     /// The watched process exited.
     TargetExited { pid: u32 },
+    /// A process joined the watched tree (`role`: `main`, `worker`, `rank`,
+    /// `other`).
+    ProcessStarted {
+        pid: u32,
+        ppid: u32,
+        name: String,
+        role: String,
+    },
+    /// A process of the watched tree exited (or left it).
+    ProcessExited {
+        pid: u32,
+        name: String,
+        role: String,
+    },
     /// Anything else worth keeping beside the data.
     Note(String),
 }

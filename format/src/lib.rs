@@ -53,7 +53,10 @@
 //! - **Channels that end** ([`Frame::Ended`]): from sample index `at` on the
 //!   channel carries no values, and the reader records that it ended (a
 //!   process exited) rather than went quiet. An ended channel keeps its
-//!   position; a channel never comes back under the same position.
+//!   position (its column carries nothing from then on); a channel never
+//!   comes back under the same position. In memory, a live channel's value
+//!   sits in a sample slot that an ended channel may have freed (see
+//!   [`Slots`]); the file never holds slots, only positions.
 //! - **Kinds** in the schema: every [`ChannelSpec`] says whether it is a
 //!   `level`, `peak`, `counter` or `gauge`.
 //!
@@ -67,6 +70,7 @@ mod header;
 mod reader;
 mod sample;
 mod schema;
+mod slots;
 mod writer;
 
 pub use codec::{ChannelsEnded, ColumnBlock, Frame, SampleBlock, SchemaExtension};
@@ -77,6 +81,7 @@ pub use schema::{
     ChannelSpec, Group, Kind, MAX_NAME_BYTES, STEP_CHANNELS, Schema, TOKEN_CHANNELS, Unavailable,
     Unit,
 };
+pub use slots::Slots;
 pub use writer::{BLOCK_AGE, BLOCK_SAMPLES, DIGEST_EVERY, RecordingWriter, WriteSummary};
 
 use std::path::PathBuf;

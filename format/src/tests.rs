@@ -369,6 +369,41 @@ fn channels_join_and_end_mid_recording() {
 }
 
 #[test]
+fn a_channel_that_joins_after_one_ended_takes_its_slot_not_a_new_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("reuse.flr");
+    let mut w = RecordingWriter::create(&path, &header(2), false).unwrap();
+    let spec = |n: &str| ChannelSpec::new(n, Unit::Bytes, Group::Memory);
+    // 200 workers, one after another, each living 3 samples: far more channels
+    // over the recording than a sample holds, never more than 3 values wide.
+    let mut seq = 0u64;
+    for k in 0..200u64 {
+        w.add_channels(&[spec(&format!("pid{k}.rss"))]).unwrap();
+        for _ in 0..3 {
+            w.push_sample(&Sample::from_values(seq, seq * 1000, &[1.0, 2.0, k as f64]))
+                .unwrap();
+            seq += 1;
+        }
+        w.end_channels(&[2 + k as usize]).unwrap();
+    }
+    assert!(
+        w.push_sample(&Sample::from_values(seq, seq * 1000, &[1.0, 2.0]))
+            .is_err(),
+        "the width stays: slot 2 is free, not gone"
+    );
+    w.finish("completed").unwrap();
+    let rec = Recording::open(&path).unwrap();
+    assert_eq!(rec.tail, None);
+    assert_eq!(rec.header.schema.len(), 202);
+    for k in [0usize, 57, 199] {
+        let col = rec.channel(&format!("pid{k}.rss")).unwrap();
+        let live: Vec<f64> = col.iter().copied().filter(|v| !v.is_nan()).collect();
+        assert_eq!(live, [k as f64; 3], "pid{k}");
+        assert_eq!(rec.lifetimes[2 + k].from, 3 * k);
+    }
+}
+
+#[test]
 fn hostile_schema_frames_are_refused_without_allocating_them() {
     let h = header(1);
     let ok = [Frame::Header(h.clone())];

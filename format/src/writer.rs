@@ -10,7 +10,7 @@ use sha2::{Digest, Sha256};
 use crate::codec::{ChannelsEnded, Code, ColumnBlock, Frame, SchemaExtension, encode_into};
 use crate::{
     ChannelSpec, DigestMark, Event, FORMAT_VERSION, Footer, Header, MAGIC, MAX_CHANNELS,
-    RecordingError, Sample, Schema, check_new_channels, hex,
+    RecordingError, Sample, Schema, Slots, check_new_channels, hex,
 };
 
 /// Longest a sample waits in memory before its block is written and flushed
@@ -39,11 +39,11 @@ pub struct RecordingWriter {
     path: PathBuf,
     out: BufWriter<File>,
     hasher: Sha256,
-    /// Every channel so far, ended ones included (a sample carries a value
-    /// slot for each).
+    /// Every channel so far, ended ones included (each is a column of every
+    /// block).
     schema: Schema,
-    /// Which channels have ended.
-    ended: Vec<bool>,
+    /// Which sample slot each live channel's value is in.
+    slots: Slots,
     frames: u64,
     samples: u64,
     events: u64,
@@ -92,6 +92,12 @@ impl RecordingWriter {
         }
         check_new_channels(&Schema::default(), &header.schema.channels)
             .map_err(RecordingError::BadSchema)?;
+        if header.schema.len() > MAX_CHANNELS {
+            return Err(RecordingError::BadSchema(format!(
+                "{} channels do not fit in a sample of {MAX_CHANNELS}",
+                header.schema.len()
+            )));
+        }
         let mut opts = OpenOptions::new();
         opts.write(true);
         if force {
@@ -116,7 +122,7 @@ impl RecordingWriter {
             out: BufWriter::with_capacity(64 << 10, file),
             hasher: Sha256::new(),
             schema: header.schema.clone(),
-            ended: vec![false; header.schema.len()],
+            slots: Slots::new(header.schema.len()),
             frames: 0,
             samples: 0,
             events: 0,
@@ -176,7 +182,7 @@ impl RecordingWriter {
 
     fn write_pending(&mut self) -> Result<(), RecordingError> {
         let mut block = std::mem::take(&mut self.block);
-        if !block.encode_into(&self.pending, self.schema.len(), &mut self.codes) {
+        if !block.encode_into(&self.pending, self.slots.all(), &mut self.codes) {
             self.block = block;
             return Ok(());
         }
@@ -193,9 +199,9 @@ impl RecordingWriter {
 
     /// Queues a sample; writes its block when it is full or old enough.
     pub fn push_sample(&mut self, s: &Sample) -> Result<(), RecordingError> {
-        if s.values().len() != self.schema.len() {
+        if s.values().len() != self.slots.width() {
             return Err(RecordingError::SchemaMismatch {
-                expected: self.schema.len(),
+                expected: self.slots.width(),
                 got: s.values().len(),
             });
         }
@@ -210,14 +216,16 @@ impl RecordingWriter {
     }
 
     /// Adds channels from the next sample on: every sample pushed after this
-    /// carries values for them, after the existing ones. Refuses names that
-    /// are taken, empty or too long, and schemas over the format's limit.
+    /// carries values for them, in the slots [`Slots`] gives them (ended
+    /// channels' slots first). Refuses names that are taken, empty or too
+    /// long, more live channels than a sample holds, and schemas over the
+    /// format's limit.
     pub fn add_channels(&mut self, channels: &[ChannelSpec]) -> Result<(), RecordingError> {
         check_new_channels(&self.schema, channels).map_err(RecordingError::BadSchema)?;
-        if self.schema.len() + channels.len() > MAX_CHANNELS {
+        if !self.slots.fits(channels.len()) {
             return Err(RecordingError::BadSchema(format!(
-                "{} channels do not fit in a sample of {MAX_CHANNELS}",
-                self.schema.len() + channels.len()
+                "{} more live channels do not fit in a sample of {MAX_CHANNELS}",
+                channels.len()
             )));
         }
         if channels.is_empty() {
@@ -229,28 +237,35 @@ impl RecordingWriter {
             channels: channels.to_vec(),
         }))?;
         self.schema.channels.extend_from_slice(channels);
-        self.ended.resize(self.schema.len(), false);
+        self.slots.add(channels.len());
         self.tick()
     }
 
-    /// Ends the channels at these positions from the next sample on: samples
-    /// keep their slots, and whatever is in them is no longer read.
+    /// Ends the channels at these positions from the next sample on: their
+    /// columns carry no more values, and their sample slots are free for
+    /// channels that join later.
     pub fn end_channels(&mut self, positions: &[usize]) -> Result<(), RecordingError> {
         let mut ending = Vec::with_capacity(positions.len());
         for &i in positions {
-            match self.ended.get(i) {
+            match (i < self.slots.positions()).then(|| self.slots.slot(i)) {
                 None => {
                     return Err(RecordingError::BadSchema(format!(
                         "no channel at position {i} to end"
                     )));
                 }
-                Some(true) => {
+                Some(None) => {
                     return Err(RecordingError::BadSchema(format!(
                         "channel {} has ended already",
                         self.schema.channels[i].name
                     )));
                 }
-                Some(false) => ending.push(i as u32),
+                Some(Some(_)) if ending.contains(&(i as u32)) => {
+                    return Err(RecordingError::BadSchema(format!(
+                        "channel {} is listed twice",
+                        self.schema.channels[i].name
+                    )));
+                }
+                Some(Some(_)) => ending.push(i as u32),
             }
         }
         if ending.is_empty() {
@@ -261,9 +276,7 @@ impl RecordingWriter {
             at: self.samples,
             channels: ending,
         }))?;
-        for &i in positions {
-            self.ended[i] = true;
-        }
+        self.slots.end(positions);
         self.tick()
     }
 

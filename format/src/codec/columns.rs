@@ -303,21 +303,25 @@ pub struct ColumnBlock {
 }
 
 impl ColumnBlock {
-    /// Codes `samples` (all with `channels` values) as one block; `None` if empty.
+    /// Codes `samples` (all with `channels` values, channel `i` in slot `i`)
+    /// as one block; `None` if empty.
     pub fn encode(samples: &[Sample], channels: usize) -> Option<Self> {
+        let slots: Vec<Option<u16>> = (0..channels).map(|i| Some(i as u16)).collect();
         let mut block = Self::default();
         block
-            .encode_into(samples, channels, &mut Vec::new())
+            .encode_into(samples, &slots, &mut Vec::new())
             .then_some(block)
     }
 
     /// Codes `samples` into this block, reusing its memory and `scratch`'s
     /// (the recorder keeps one block and allocates nothing per block once its
-    /// buffers have grown); false if there are no samples.
+    /// buffers have grown); false if there are no samples. The block has a
+    /// column per entry of `slots` (per channel of the schema): the values in
+    /// that sample slot, or nothing (`NaN`) for an ended channel.
     pub fn encode_into(
         &mut self,
         samples: &[Sample],
-        channels: usize,
+        slots: &[Option<u16>],
         scratch: &mut Vec<Code>,
     ) -> bool {
         if samples.is_empty() {
@@ -332,15 +336,17 @@ impl ColumnBlock {
             |o, out| codes_u64(samples.iter().map(|s| s.t_ns), o, out),
             scratch,
         );
-        self.values.truncate(channels);
-        self.values.resize_with(channels, Column::default);
-        for (c, column) in self.values.iter_mut().enumerate() {
+        self.values.truncate(slots.len());
+        self.values.resize_with(slots.len(), Column::default);
+        for (column, slot) in self.values.iter_mut().zip(slots) {
+            let slot = slot.map(usize::from);
             column.fill_best(
                 |o, out| {
                     codes_f64(
-                        samples
-                            .iter()
-                            .map(|s| s.values().get(c).copied().unwrap_or(f64::NAN)),
+                        samples.iter().map(|s| {
+                            slot.and_then(|c| s.values().get(c).copied())
+                                .unwrap_or(f64::NAN)
+                        }),
                         o,
                         out,
                     )
