@@ -51,7 +51,7 @@ impl Session {
         let tel = telemetry::start_with(cfg, extra).context("starting telemetry")?;
         setup.collect_host(tel.gpu.clone());
         let writer = setup.create(out, force, &tel.schema, &tel.unavailable)?;
-        let recorder = Recorder::spawn_with_events(writer, tel.samples, events)
+        let recorder = Recorder::spawn_with_events(writer, tel.samples, tel.changes, events)
             .context("starting the recorder")?;
         Ok(Self {
             schema: tel.schema,

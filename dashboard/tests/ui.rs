@@ -193,8 +193,8 @@ fn live_data_streams_in_and_recording_switches_on_and_off() {
     let store = &h.state().store;
     let rss = store.schema().index_of("mem.rss").unwrap();
     assert!(
-        store.limit(rss).is_some_and(|ram| ram > 1e8),
-        "the host's RAM bounds the live RSS: {:?}",
+        store.limit(rss).is_some_and(|(limit, _)| limit > 1e8),
+        "the cgroup's limit or the host's RAM bounds the live RSS: {:?}",
         store.limit(rss)
     );
     // ops1b has no steps: its work.steps stays 0, so no step axis is offered.

@@ -10,13 +10,14 @@ use std::time::Duration;
 
 use anyhow::{Context as _, Result};
 use crossbeam_channel::Receiver;
-use flatline_runtime::recording::HostFacts;
 use flatline_runtime::recording::{
     Event, EventKind, Frame, FrameReader, Header, Recording, RecordingSetup, RecordingWriter,
-    TailProblemKind,
+    Slots, TailProblemKind,
 };
 use flatline_runtime::telemetry::alloc::mark_observer_thread;
-use flatline_runtime::telemetry::{self, ChannelSpec, Sample, SamplerConfig};
+use flatline_runtime::telemetry::{
+    self, ChannelSpec, Sample, SamplerConfig, SchemaChange, SchemaFeed,
+};
 use flatline_runtime::workload::driver::Workload;
 
 use super::store::Store;
@@ -56,9 +57,14 @@ impl Tee {
         self.pending.get_or_insert_with(|| e.to_string());
     }
 
-    /// Moves new samples into the store and, while recording, into the file.
-    fn samples(&mut self, rx: &Receiver<Sample>, store: &mut Store) {
+    /// Moves new samples into the store and, while recording, into the file,
+    /// each after the schema changes that come before it.
+    fn samples(&mut self, rx: &Receiver<Sample>, changes: &SchemaFeed, store: &mut Store) {
         for s in rx.try_iter() {
+            changes.take_until(s.seq, |c| match c {
+                SchemaChange::Add(specs) => self.add_channels(&specs, store),
+                SchemaChange::End(positions) => self.end_channels(&positions, store),
+            });
             self.sample(&s, store);
         }
     }
@@ -72,8 +78,8 @@ impl Tee {
     }
 
     /// Channels that join (format v2), in the store and the file.
-    fn add_channels(&mut self, specs: &[ChannelSpec], host: &HostFacts, store: &mut Store) {
-        store.add_channels(specs, host);
+    fn add_channels(&mut self, specs: &[ChannelSpec], store: &mut Store) {
+        store.add_channels(specs);
         if let Some(Err(e)) = self.writer.as_mut().map(|w| w.add_channels(specs)) {
             self.note(e);
         }
@@ -261,7 +267,7 @@ impl LiveSource {
             }
         };
         let mut store = Store::new(header.schema.clone(), super::LIVE_CAP);
-        store.set_ram_limits(&header.host);
+        store.set_host(&header.host);
         let control = child.stdin.take();
         Ok((
             Self {
@@ -394,6 +400,19 @@ impl Source for LiveSource {
     }
 }
 
+/// A row of a file (one value per channel position) as a live sample (one
+/// value per slot).
+fn to_slots(slots: &Slots, seq: u64, t_ns: u64, row: &[f64]) -> Sample {
+    let mut s = Sample::new(seq, t_ns, slots.width());
+    let values = s.values_mut();
+    for (&v, slot) in row.iter().zip(slots.all()) {
+        if let Some(k) = slot {
+            values[usize::from(*k)] = v;
+        }
+    }
+    s
+}
+
 /// Reads a recording that another process is still writing, frame by frame,
 /// into a store (and through a [`Tee`], when one records).
 #[derive(Debug)]
@@ -402,6 +421,8 @@ struct Follower {
     header: Header,
     /// The header's channels and every one added since.
     schema: telemetry::Schema,
+    /// Where each live channel's value goes in a sample.
+    slots: Slots,
     digest: String,
     status: String,
 }
@@ -414,6 +435,7 @@ impl Follower {
             Self {
                 reader: Some(reader),
                 schema: header.schema.clone(),
+                slots: Slots::new(header.schema.len()),
                 header: header.clone(),
                 digest: String::new(),
                 status: "following".into(),
@@ -433,19 +455,23 @@ impl Follower {
         loop {
             match reader.next_frame() {
                 Ok(Some(Frame::Samples(block))) => {
-                    let _ = block
-                        .decode(|seq, t, v| tee.sample(&Sample::from_values(seq, t, v), store));
+                    let slots = &self.slots;
+                    let _ =
+                        block.decode(|seq, t, v| tee.sample(&to_slots(slots, seq, t, v), store));
                 }
                 Ok(Some(Frame::Block(block))) => {
-                    let _ = block
-                        .decode(|seq, t, v| tee.sample(&Sample::from_values(seq, t, v), store));
+                    let slots = &self.slots;
+                    let _ =
+                        block.decode(|seq, t, v| tee.sample(&to_slots(slots, seq, t, v), store));
                 }
                 Ok(Some(Frame::Channels(ext))) => {
                     self.schema.channels.extend(ext.channels.iter().cloned());
-                    tee.add_channels(&ext.channels, &self.header.host, store);
+                    self.slots.add(ext.channels.len());
+                    tee.add_channels(&ext.channels, store);
                 }
                 Ok(Some(Frame::Ended(end))) => {
                     let ended: Vec<usize> = end.channels.iter().map(|&c| c as usize).collect();
+                    self.slots.end(&ended);
                     tee.end_channels(&ended, store);
                 }
                 Ok(Some(Frame::Event(e))) => tee.event(e, store),
@@ -512,7 +538,7 @@ impl ReplaySource {
     pub fn follow(path: &Path) -> Result<(Self, Store)> {
         let (follower, header) = Follower::open(path)?;
         let mut store = Store::new(header.schema.clone(), usize::MAX);
-        store.set_ram_limits(&header.host);
+        store.set_host(&header.host);
         let mut src = Self {
             path: path.to_owned(),
             digest: String::new(),
@@ -570,6 +596,7 @@ pub struct WatchSource {
     hz: f64,
     host: String,
     samples: Receiver<Sample>,
+    changes: SchemaFeed,
     steps: Receiver<Event>,
     sampler: telemetry::Sampler,
     tee: Tee,
@@ -605,13 +632,14 @@ impl WatchSource {
             None => None,
         };
         let mut store = Store::new(tel.schema.clone(), super::LIVE_CAP);
-        store.set_ram_limits(&setup.host);
+        store.set_host(&setup.host);
         Ok((
             Self {
                 pid,
                 hz,
                 host: setup.host.summary(),
                 samples: tel.samples,
+                changes: tel.changes,
                 steps,
                 sampler: tel.sampler,
                 tee: Tee::new(writer),
@@ -650,7 +678,7 @@ impl Source for WatchSource {
 
     fn poll(&mut self, store: &mut Store) {
         mark_observer_thread();
-        self.tee.samples(&self.samples, store);
+        self.tee.samples(&self.samples, &self.changes, store);
         // Step events come stamped with the time their row was read.
         for e in self.steps.try_iter() {
             self.tee.event(e, store);

@@ -5,7 +5,8 @@
 use std::time::{Duration, Instant};
 
 use flatline_runtime::analysis::{ChannelAnalysis, Tracker, rules};
-use flatline_runtime::recording::{Event, Recording};
+use flatline_runtime::recording::Slots;
+use flatline_runtime::recording::{Event, HostFacts, Recording};
 use flatline_runtime::telemetry::{STEP_CHANNELS, Sample, Schema, TOKEN_CHANNELS};
 
 /// Points per bucket from one pyramid level to the next.
@@ -135,15 +136,6 @@ impl Series {
     }
 }
 
-/// For each channel, the channel that bounds it (a GPU's total for its used memory).
-fn limit_sources(schema: &Schema) -> Vec<Option<usize>> {
-    schema
-        .channels
-        .iter()
-        .map(|c| schema.index_of(&rules::limit_channel(&c.name)?))
-        .collect()
-}
-
 /// Everything a view draws, whatever the source.
 #[derive(Debug)]
 pub struct Store {
@@ -160,18 +152,16 @@ pub struct Store {
     tokens_idx: Option<usize>,
     /// Most samples kept in memory; beyond it the older part is thinned.
     cap: usize,
-    /// Fixed ceilings: the host's RAM for the process memory channels.
-    limits: Vec<Option<f64>>,
+    /// The host, whose RAM bounds host memory where no cgroup limit does.
+    host: HostFacts,
     /// Whether the step channel has advanced yet (only then is it an axis),
     /// and its first reading.
     steps_advance: bool,
     steps_first: Option<f64>,
     /// Where the next frame's analyses start (round-robin).
     next_analysis: usize,
-    /// Ceilings read from another channel: a GPU's total for its used memory.
-    limit_from: Vec<Option<usize>>,
-    /// Channels that ended (a process exited): their slots are no longer read.
-    ended: Vec<bool>,
+    /// Which sample slot each live channel's value is in (ended: none).
+    slots: Slots,
 }
 
 impl Store {
@@ -190,9 +180,8 @@ impl Store {
             steps_idx,
             tokens_idx,
             cap: cap.max(1024),
-            limits: vec![None; n],
-            limit_from: limit_sources(&schema),
-            ended: vec![false; n],
+            host: HostFacts::default(),
+            slots: Slots::new(n),
             steps_advance: false,
             steps_first: None,
             next_analysis: 0,
@@ -231,9 +220,14 @@ impl Store {
         self.events.push(e);
     }
 
-    /// The fixed ceiling of channel `i`, where one is known (the host's RAM).
-    pub fn limit(&self, i: usize) -> Option<f64> {
-        self.limits.get(i).copied().flatten()
+    /// The ceiling of channel `i` where one is known, and what it is (see
+    /// [`rules::limit_for`]: the cgroup's limit, else the host's RAM, for host
+    /// memory; a GPU's total for its memory).
+    pub fn limit(&self, i: usize) -> Option<(f64, rules::LimitSource)> {
+        let spec = self.schema.channels.get(i)?;
+        rules::limit_for(&spec.name, spec.unit, &self.host, |name| {
+            rules::latest(&self.series[self.schema.index_of(name)?].raw)
+        })
     }
 
     /// The step axis, once the step channel has advanced
@@ -244,11 +238,7 @@ impl Store {
 
     /// Channels that join from the next sample on (format v2); the samples so
     /// far have no value for them.
-    pub fn add_channels(
-        &mut self,
-        specs: &[flatline_runtime::telemetry::ChannelSpec],
-        host: &flatline_runtime::recording::HostFacts,
-    ) {
+    pub fn add_channels(&mut self, specs: &[flatline_runtime::telemetry::ChannelSpec]) {
         let n = self.t.len();
         for spec in specs {
             self.schema.channels.push(spec.clone());
@@ -256,22 +246,21 @@ impl Store {
             self.trackers.push(Tracker::default());
             self.analyses.push(None);
             self.analysed.push(None);
-            self.ended.push(false);
-            self.limits
-                .push(rules::ram_limit(&spec.name, spec.unit, host));
         }
-        self.limit_from = limit_sources(&self.schema);
+        self.slots.add(specs.len());
         self.steps_idx = self.schema.index_of_first(&STEP_CHANNELS);
         self.tokens_idx = self.schema.index_of_first(&TOKEN_CHANNELS);
     }
 
     /// Channels (by position) that carry no more values.
     pub fn end_channels(&mut self, positions: &[usize]) {
-        for &i in positions {
-            if let Some(e) = self.ended.get_mut(i) {
-                *e = true;
-            }
-        }
+        self.slots.end(positions);
+    }
+
+    /// Whether channel `i` still carries values (a process's channels end
+    /// when it exits).
+    pub fn is_live(&self, i: usize) -> bool {
+        self.slots.slot(i).is_some()
     }
 
     /// A store holding a whole recording. Its columns move into the store
@@ -287,16 +276,14 @@ impl Store {
         s.events = std::mem::take(&mut rec.events);
         s.steps_idx = rules::step_axis(&s.schema, |i| s.series[i].values());
         s.steps_advance = s.steps_idx.is_some();
-        s.set_ram_limits(&rec.header.host);
+        s.set_host(&rec.header.host);
         s.feed_trackers(0);
         s
     }
 
-    /// The host's RAM as the limit of the process memory channels.
-    pub fn set_ram_limits(&mut self, host: &flatline_runtime::recording::HostFacts) {
-        for (limit, spec) in self.limits.iter_mut().zip(&self.schema.channels) {
-            *limit = rules::ram_limit(&spec.name, spec.unit, host);
-        }
+    /// The host the stream comes from (its RAM bounds host memory).
+    pub fn set_host(&mut self, host: &HostFacts) {
+        self.host = host.clone();
     }
 
     fn feed_trackers(&mut self, from: usize) {
@@ -320,14 +307,18 @@ impl Store {
             self.thin();
         }
         self.t.push(t);
-        for ((s, &v), &ended) in self.series.iter_mut().zip(sample.values()).zip(&self.ended) {
-            s.push(if ended { f64::NAN } else { v });
+        let values = sample.values();
+        for (s, slot) in self.series.iter_mut().zip(self.slots.all()) {
+            s.push(
+                slot.and_then(|k| values.get(usize::from(k)).copied())
+                    .unwrap_or(f64::NAN),
+            );
         }
         let from = self.t.len() - 1;
         // The rules' test (readings not all equal), kept up per sample.
         if !self.steps_advance
             && let Some(c) = self.steps_idx
-            && let Some(v) = sample.get(c)
+            && let Some(v) = self.series[c].raw.last().copied().filter(|v| !v.is_nan())
         {
             match self.steps_first {
                 None => self.steps_first = Some(v),
@@ -383,9 +374,8 @@ impl Store {
                 Some((at, seen)) => seen != tr.seen() && at.elapsed() >= Duration::from_secs(1),
             };
             if stale && !tr.is_empty() {
-                let limit =
-                    self.limits[i].or_else(|| rules::latest(&self.series[self.limit_from[i]?].raw));
-                self.analyses[i] = Some(tr.analyze(None, limit));
+                let limit = self.limit(i).map(|l| l.0);
+                self.analyses[i] = Some(self.trackers[i].analyze(None, limit));
                 self.analysed[i] = Some((Instant::now(), tr.seen()));
                 self.next_analysis = (i + 1) % n;
             }

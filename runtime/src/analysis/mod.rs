@@ -39,6 +39,7 @@
 
 pub mod rules;
 mod tracker;
+pub mod tree;
 
 use serde::{Deserialize, Serialize};
 

@@ -38,18 +38,82 @@ pub fn channel_stats(col: &[f64]) -> ChannelStats {
     st
 }
 
-/// The host's RAM, for the process memory channels (in bytes).
+/// Whether a channel is host memory that a memory limit bounds: the watched
+/// process's `mem.*`, the tree's `tree.*`, a process's `pid<N>.rss|pss|uss`,
+/// and the cgroup's `cgroup.current`.
+pub fn is_host_memory(name: &str, unit: Unit) -> bool {
+    if unit != Unit::Bytes {
+        return false;
+    }
+    let per_process = name.strip_prefix("pid").is_some_and(|rest| {
+        rest.starts_with(|c: char| c.is_ascii_digit())
+            && rest
+                .rsplit_once('.')
+                .is_some_and(|(_, leaf)| matches!(leaf, "rss" | "pss" | "uss"))
+    });
+    name.starts_with("mem.") || name.starts_with("tree.") || per_process || name == "cgroup.current"
+}
+
+/// The host's RAM, for the host memory channels (in bytes).
 pub fn ram_limit(name: &str, unit: Unit, host: &HostFacts) -> Option<f64> {
-    (unit == Unit::Bytes && name.starts_with("mem.") && host.mem_total_bytes > 0)
-        .then_some(host.mem_total_bytes as f64)
+    (is_host_memory(name, unit) && host.mem_total_bytes > 0).then_some(host.mem_total_bytes as f64)
 }
 
 /// The channel whose latest reading bounds this one: a GPU's total memory for
-/// its used memory and for a process's share of it.
-pub fn limit_channel(name: &str) -> Option<String> {
+/// its used memory and for a process's share of it; the cgroup's memory limit
+/// (`cgroup.max`) for host memory.
+pub fn limit_channel(name: &str, unit: Unit) -> Option<String> {
+    if is_host_memory(name, unit) {
+        return Some(CGROUP_LIMIT.into());
+    }
     let (index, what) = name.strip_prefix("gpu")?.split_once('.')?;
     (matches!(what, "used" | "proc_used") && index.bytes().all(|b| b.is_ascii_digit()))
         .then(|| format!("gpu{index}.total"))
+}
+
+/// The channel holding the watched process's cgroup memory limit.
+pub const CGROUP_LIMIT: &str = "cgroup.max";
+
+/// What bounds a channel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LimitSource {
+    /// The memory limit of the process's cgroup (`memory.max`, v1's
+    /// `memory.limit_in_bytes`): what the OOM killer enforces.
+    Cgroup,
+    /// The host's RAM, where no cgroup limit applies.
+    HostRam,
+    /// A GPU's total memory.
+    GpuTotal,
+}
+
+impl LimitSource {
+    pub fn describe(self) -> &'static str {
+        match self {
+            LimitSource::Cgroup => "the cgroup's memory limit",
+            LimitSource::HostRam => "the host's RAM",
+            LimitSource::GpuTotal => "the GPU's memory",
+        }
+    }
+}
+
+/// The ceiling of a channel and where it comes from: the latest reading of
+/// its limit channel ([`limit_channel`]) where there is one, else the host's
+/// RAM for host memory. `latest(name)` gives a channel's latest reading.
+pub fn limit_for(
+    name: &str,
+    unit: Unit,
+    host: &HostFacts,
+    latest: impl Fn(&str) -> Option<f64>,
+) -> Option<(f64, LimitSource)> {
+    let from_channel = limit_channel(name, unit)
+        .and_then(|c| latest(&c))
+        .filter(|v| v.is_finite() && *v > 0.0);
+    match from_channel {
+        Some(v) if is_host_memory(name, unit) => Some((v, LimitSource::Cgroup)),
+        Some(v) => Some((v, LimitSource::GpuTotal)),
+        None => ram_limit(name, unit, host).map(|v| (v, LimitSource::HostRam)),
+    }
 }
 
 /// The latest reading of a channel (gaps skipped).
@@ -89,12 +153,51 @@ mod tests {
         assert_eq!(ram_limit("mem.minflt", Unit::Count, &host), None);
         assert_eq!(ram_limit("gpu0.used", Unit::Bytes, &host), None);
         assert_eq!(
-            limit_channel("gpu12.proc_used").as_deref(),
+            limit_channel("gpu12.proc_used", Unit::Bytes).as_deref(),
             Some("gpu12.total")
         );
-        assert_eq!(limit_channel("gpux.used"), None);
-        assert_eq!(limit_channel("mem.rss"), None);
+        assert_eq!(limit_channel("gpux.used", Unit::Bytes), None);
+        assert_eq!(limit_channel("mem.minflt", Unit::Count), None);
+        assert_eq!(
+            limit_channel("mem.rss", Unit::Bytes).as_deref(),
+            Some("cgroup.max")
+        );
         assert_eq!(latest(&[1.0, 2.0, f64::NAN]), Some(2.0));
+    }
+
+    #[test]
+    fn host_memory_is_bounded_by_the_cgroup_first_then_the_ram() {
+        let host = HostFacts {
+            mem_total_bytes: 8 << 30,
+            ..HostFacts::default()
+        };
+        let cgroup = |n: &str| (n == "cgroup.max").then_some(2e9);
+        let none = |_: &str| None;
+        for name in ["mem.rss", "tree.pss", "pid4242.uss", "cgroup.current"] {
+            assert_eq!(
+                limit_for(name, Unit::Bytes, &host, cgroup),
+                Some((2e9, LimitSource::Cgroup)),
+                "{name}"
+            );
+            assert_eq!(
+                limit_for(name, Unit::Bytes, &host, none),
+                Some(((8u64 << 30) as f64, LimitSource::HostRam)),
+                "{name}"
+            );
+        }
+        // No limit in the cgroup (`max`) reads as no reading: the RAM bounds it.
+        let unlimited = |n: &str| (n == "cgroup.max").then_some(f64::NAN);
+        assert_eq!(
+            limit_for("tree.pss", Unit::Bytes, &host, unlimited).map(|l| l.1),
+            Some(LimitSource::HostRam)
+        );
+        assert_eq!(limit_for("tree.procs", Unit::Count, &host, cgroup), None);
+        assert_eq!(limit_for("pidx.rss", Unit::Bytes, &host, cgroup), None);
+        let gpu = |n: &str| (n == "gpu0.total").then_some(80e9);
+        assert_eq!(
+            limit_for("gpu0.used", Unit::Bytes, &host, gpu),
+            Some((80e9, LimitSource::GpuTotal))
+        );
     }
 
     #[test]

@@ -14,10 +14,13 @@ mod setup;
 pub use flatline_format::{
     ChannelsEnded, ColumnBlock, DigestMark, EXTENSION, Event, EventKind, FORMAT_VERSION, Footer,
     Frame, FrameReader, Header, HostFacts, Lifetime, MAGIC, MAX_FRAME_BYTES, READABLE_VERSIONS,
-    Recording, RecordingError, RecordingWriter, SampleBlock, SchemaExtension, TailProblem,
+    Recording, RecordingError, RecordingWriter, SampleBlock, SchemaExtension, Slots, TailProblem,
     TailProblemKind, WriteSummary,
 };
-pub use recorder::{EVENT_CAPACITY, Recorder, RecorderStats, RecorderSummary, event_channel};
+pub use recorder::{
+    EVENT_CAPACITY, Recorder, RecorderStats, RecorderSummary, apply_change, event_channel,
+    push_after_changes,
+};
 pub use setup::RecordingSetup;
 
 #[cfg(test)]

@@ -9,8 +9,8 @@ use std::time::Duration;
 use crossbeam_channel::{Receiver, Sender, TrySendError, select};
 
 use super::{Event, RecordingError, RecordingWriter, WriteSummary};
-use crate::telemetry::Sample;
 use crate::telemetry::alloc::mark_observer_thread;
+use crate::telemetry::{Sample, SchemaChange, SchemaFeed};
 
 /// Live figures of a running recorder.
 #[derive(Debug, Default)]
@@ -40,6 +40,34 @@ pub fn event_channel() -> (Sender<Event>, Receiver<Event>) {
     crossbeam_channel::bounded(EVENT_CAPACITY)
 }
 
+/// Applies one schema change of a live stream to the file being written.
+pub fn apply_change(
+    writer: &mut RecordingWriter,
+    change: SchemaChange,
+) -> Result<(), RecordingError> {
+    match change {
+        SchemaChange::Add(specs) => writer.add_channels(&specs),
+        SchemaChange::End(positions) => writer.end_channels(&positions),
+    }
+}
+
+/// Writes a sample of a live stream after the schema changes that come
+/// before it.
+pub fn push_after_changes(
+    writer: &mut RecordingWriter,
+    changes: &SchemaFeed,
+    s: &Sample,
+) -> Result<(), RecordingError> {
+    let mut changed = Ok(());
+    changes.take_until(s.seq, |c| {
+        if changed.is_ok() {
+            changed = apply_change(writer, c);
+        }
+    });
+    changed?;
+    writer.push_sample(s)
+}
+
 /// Writes every sample of `samples`, and the events sent to it, into a
 /// recording until told to finish.
 #[derive(Debug)]
@@ -53,15 +81,16 @@ pub struct Recorder {
 impl Recorder {
     /// Starts the `flatline-recorder` thread, with an event queue of its own.
     pub fn spawn(writer: RecordingWriter, samples: Receiver<Sample>) -> std::io::Result<Self> {
-        Self::spawn_with_events(writer, samples, event_channel())
+        Self::spawn_with_events(writer, samples, SchemaFeed::default(), event_channel())
     }
 
     /// Starts the `flatline-recorder` thread, writing the events that arrive
     /// on `events` (see [`event_channel`]) as well as those sent through
-    /// [`Recorder::event`].
+    /// [`Recorder::event`], and the stream's schema changes from `changes`.
     pub fn spawn_with_events(
         mut writer: RecordingWriter,
         samples: Receiver<Sample>,
+        changes: SchemaFeed,
         (events, event_rx): (Sender<Event>, Receiver<Event>),
     ) -> std::io::Result<Self> {
         let (control, control_rx) = crossbeam_channel::bounded::<String>(1);
@@ -77,7 +106,7 @@ impl Recorder {
                 let end = loop {
                     select! {
                         recv(samples) -> s => match s {
-                            Ok(s) => writer.push_sample(&s)?,
+                            Ok(s) => push_after_changes(&mut writer, &changes, &s)?,
                             // The sampler has stopped; wait for the end reason.
                             Err(_) => { samples_open = false; break control_rx.recv().unwrap_or_else(|_| "completed".into()); }
                         },
@@ -91,7 +120,7 @@ impl Recorder {
                 // Whatever is still queued belongs to the recording.
                 if samples_open {
                     for s in samples.try_iter() {
-                        writer.push_sample(&s)?;
+                        push_after_changes(&mut writer, &changes, &s)?;
                     }
                 }
                 for e in event_rx.try_iter() {

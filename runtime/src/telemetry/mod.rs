@@ -14,14 +14,18 @@
 //! simply absent from the [`Schema`].
 
 pub mod alloc;
+pub mod cgroup;
+pub mod dynamic;
 pub mod gpu;
 pub mod malloc;
 pub mod procfs;
 pub mod sampler;
 pub mod steplog;
 pub mod system;
+pub mod tree;
 pub mod work;
 
+pub use dynamic::{DynamicChannels, SchemaChange, SchemaFeed};
 pub use flatline_format::{
     ChannelSpec, Group, Kind, MAX_CHANNELS, STEP_CHANNELS, Sample, Schema, TOKEN_CHANNELS,
     Unavailable, Unit,
@@ -83,4 +87,14 @@ pub trait Probe: Send {
     /// Writes one value per channel into `out` (`out.len()` equals the
     /// number of channels); leaves `NaN` where there is no reading.
     fn read(&mut self, out: &mut [f64]) -> Result<(), ProbeError>;
+    /// True for a probe that adds and ends channels of its own while it runs
+    /// (a process tree's per-process channels). Such a probe runs on the
+    /// slow-probe thread, and after each `read` gets [`Probe::dynamic`].
+    fn grows(&self) -> bool {
+        false
+    }
+    /// Adds, ends and sets the probe's own channels; called on the slow-probe
+    /// thread right after `read`, under a lock the sampler thread only ever
+    /// tries, so do the slow work in `read` and only apply it here.
+    fn dynamic(&mut self, _channels: &mut DynamicChannels<'_>) {}
 }

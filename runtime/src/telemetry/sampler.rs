@@ -18,18 +18,21 @@
 //! that ends them cleanly.
 
 use std::ops::Range;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender, TryRecvError, TrySendError};
 
 use super::alloc::{AllocProbe, mark_observer_thread, thread_allocs};
+use super::cgroup::CgroupProbe;
+use super::dynamic::{DynamicChannels, Grown, SchemaFeed};
 use super::gpu::{GpuFacts, GpuProbe};
 use super::malloc::MallocProbe;
 use super::procfs::{ProcProbe, ProcTarget};
 use super::system::SysProbe;
+use super::tree::TreeProbe;
 use super::work::{WorkProbe, WorkProgress};
 use super::{
     ChannelSpec, Clock, Group, MAX_CHANNELS, Probe, ProbeError, Sample, Schema, Unavailable, Unit,
@@ -72,6 +75,15 @@ pub struct SamplerConfig {
     /// The stream's clock, when something (a step log) must stamp events
     /// before the sampler starts; by default one starts with the sampler.
     pub clock: Option<Clock>,
+    /// Watch the target's descendants too (`tree.*`, and with
+    /// `per_process`, `pid<N>.*` for each process while it lives).
+    pub tree: bool,
+    pub per_process: bool,
+    /// Read the target's memory cgroup (`cgroup.current`, `cgroup.max`).
+    pub cgroup: bool,
+    /// Where probes send what happens (a process of the tree starts or
+    /// exits); `None` drops it.
+    pub events: Option<Sender<flatline_format::Event>>,
 }
 
 impl Default for SamplerConfig {
@@ -85,6 +97,10 @@ impl Default for SamplerConfig {
             system: true,
             progress: None,
             clock: None,
+            tree: false,
+            per_process: true,
+            cgroup: true,
+            events: None,
         }
     }
 }
@@ -122,6 +138,9 @@ pub struct Telemetry {
     pub unavailable: Vec<Unavailable>,
     pub gpu: Option<GpuFacts>,
     pub samples: Receiver<Sample>,
+    /// Channels that join and end while the stream runs (see
+    /// [`super::dynamic`]): take the changes up to each sample before using it.
+    pub changes: SchemaFeed,
     pub sampler: Sampler,
 }
 
@@ -133,6 +152,9 @@ struct Shared {
     dropped: AtomicU64,
     stop_slow: AtomicBool,
     target_gone: AtomicBool,
+    /// What growing probes added, ended and read (see [`super::dynamic`]).
+    grown: Mutex<Grown>,
+    changes: SchemaFeed,
 }
 
 /// Handle to the sampler threads. Dropping it stops them.
@@ -308,6 +330,7 @@ pub fn start_with(
         return Err(TelemetryError::BadCapacity);
     }
     let pid = config.target.pid();
+    let clock = config.clock.unwrap_or_else(Clock::start);
     let mut unavailable = Vec::new();
     let mut fast: Vec<Box<dyn Probe>> = Vec::new();
     let mut slow: Vec<Box<dyn Probe>> = Vec::new();
@@ -353,6 +376,20 @@ pub fn start_with(
             Err(u) => unavailable.push(u),
         }
     }
+    if config.tree {
+        slow.push(Box::new(TreeProbe::new(
+            pid,
+            config.per_process,
+            config.events.clone(),
+            clock,
+        )));
+    }
+    if config.cgroup && cfg!(target_os = "linux") {
+        match CgroupProbe::new(pid) {
+            Ok(p) => slow.push(Box::new(p)),
+            Err(u) => unavailable.push(u),
+        }
+    }
     let mut gpu = None;
     if config.gpu {
         match GpuProbe::new(pid) {
@@ -380,11 +417,13 @@ pub fn start_with(
     let (tx, rx) = crossbeam_channel::bounded(config.capacity);
     let (control_tx, control_rx) = crossbeam_channel::bounded(1);
     let shared = Arc::new(Shared {
-        start: config.clock.map_or_else(Instant::now, |c| c.zero()),
+        start: clock.zero(),
         produced: AtomicU64::new(0),
         dropped: AtomicU64::new(0),
         stop_slow: AtomicBool::new(false),
         target_gone: AtomicBool::new(false),
+        grown: Mutex::new(Grown::new(&schema)),
+        changes: SchemaFeed::default(),
     });
     let slots = Arc::new(SlowSlots::new(slow_range.len()));
 
@@ -404,6 +443,7 @@ pub fn start_with(
         slots,
         slow_range,
         own_start,
+        fixed: schema.channels.len(),
         len: schema.channels.len(),
         period: Duration::from_secs_f64(1.0 / config.hz),
         shared: shared.clone(),
@@ -421,6 +461,7 @@ pub fn start_with(
         .map_err(TelemetryError::Spawn)?;
     sampler.fast = Some(fast_handle);
     Ok(Telemetry {
+        changes: sampler.shared.changes.clone(),
         schema,
         unavailable,
         gpu,
@@ -450,6 +491,13 @@ fn run_slow(
                 }
                 Err(ProbeError::Failed(_)) => out.fill(f64::NAN),
             }
+            if probe.grows() {
+                let mut grown = shared
+                    .grown
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                probe.dynamic(&mut DynamicChannels { grown: &mut grown });
+            }
         }
         slots.publish(&values);
         next += period;
@@ -473,6 +521,8 @@ struct FastLoop {
     slots: Arc<SlowSlots>,
     slow_range: Range<usize>,
     own_start: usize,
+    /// Channels the stream started with; grown ones follow.
+    fixed: usize,
     len: usize,
     period: Duration,
     shared: Arc<Shared>,
@@ -488,7 +538,20 @@ impl FastLoop {
         loop {
             let tick = Instant::now();
             let t_ns = u64::try_from(tick.duration_since(start).as_nanos()).unwrap_or(u64::MAX);
-            let mut s = Sample::new(seq, t_ns, self.len);
+            // Grown channels: changes first (so this sample has their width),
+            // then their latest values, under one lock the slow thread may hold;
+            // if it does, they wait for the next tick.
+            let mut s = match self.shared.grown.try_lock() {
+                Ok(mut grown) => {
+                    if grown.has_changes() {
+                        self.len = grown.publish_changes(seq, &self.shared.changes);
+                    }
+                    let mut s = Sample::new(seq, t_ns, self.len);
+                    grown.take_values(self.fixed, &mut s);
+                    s
+                }
+                Err(_) => Sample::new(seq, t_ns, self.len),
+            };
             let values = s.values_mut();
             for (probe, range) in &mut self.probes {
                 match probe.read(&mut values[range.clone()]) {

@@ -1,0 +1,216 @@
+//! The memory limit that will actually kill a job: its cgroup's.
+//!
+//! A training job in a container, a Slurm allocation or a systemd unit is
+//! OOM-killed at its cgroup's limit, long before the host's RAM runs out.
+//! This probe finds the watched process's memory cgroup from
+//! `/proc/<pid>/cgroup` (v2's `0::/path`, or v1's `memory` hierarchy where a
+//! host still mounts one) and reads, at the slow rate:
+//! - `cgroup.current`: the memory the cgroup uses now (`memory.current`, v1
+//!   `memory.usage_in_bytes`), a level;
+//! - `cgroup.max`: the tightest limit on the way from it to the root
+//!   (`memory.max`, v1 `memory.limit_in_bytes`), `NaN` where there is none.
+//!   The analysis computes time to the limit against it
+//!   ([`crate::analysis::rules::limit_for`]).
+
+use std::path::{Path, PathBuf};
+
+use super::{ChannelSpec, Group, Kind, Probe, ProbeError, Unavailable, Unit};
+
+/// Which hierarchy a cgroup is in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Version {
+    V1,
+    V2,
+}
+
+impl Version {
+    fn files(self) -> (&'static str, &'static str) {
+        match self {
+            Version::V2 => ("memory.current", "memory.max"),
+            Version::V1 => ("memory.usage_in_bytes", "memory.limit_in_bytes"),
+        }
+    }
+}
+
+/// The memory cgroup named by the text of `/proc/<pid>/cgroup`: v1's
+/// `memory` controller where there is one (it is the one that limits memory
+/// on a hybrid host), else v2's unified `0::` line.
+pub fn parse_proc_cgroup(text: &str) -> Option<(Version, String)> {
+    let mut v2 = None;
+    for line in text.lines() {
+        let mut f = line.splitn(3, ':');
+        let (Some(id), Some(controllers), Some(path)) = (f.next(), f.next(), f.next()) else {
+            continue;
+        };
+        if id == "0" && controllers.is_empty() {
+            v2 = Some((Version::V2, path.to_owned()));
+        } else if controllers.split(',').any(|c| c == "memory") {
+            return Some((Version::V1, path.to_owned()));
+        }
+    }
+    v2
+}
+
+/// A limit file's value in bytes; `None` for no limit (`max`, or v1's
+/// page-rounded `i64::MAX`).
+pub fn parse_limit(text: &str) -> Option<f64> {
+    let t = text.trim();
+    if t == "max" {
+        return None;
+    }
+    let v: u64 = t.parse().ok()?;
+    (v < 1 << 60).then_some(v as f64)
+}
+
+/// Reads one memory cgroup.
+#[derive(Debug)]
+pub struct CgroupProbe {
+    dir: PathBuf,
+    /// The hierarchy's root: the walk for limits stops there.
+    root: PathBuf,
+    version: Version,
+}
+
+impl CgroupProbe {
+    /// The memory cgroup of `pid`, under the usual mount point.
+    pub fn new(pid: u32) -> Result<Self, Unavailable> {
+        Self::find(Path::new("/proc"), Path::new("/sys/fs/cgroup"), pid)
+    }
+
+    /// As [`CgroupProbe::new`], with `/proc` and the cgroup mount elsewhere
+    /// (tests fake both).
+    pub fn find(proc_root: &Path, mount: &Path, pid: u32) -> Result<Self, Unavailable> {
+        let na = |why: String| Unavailable::new("cgroup", why);
+        let text = std::fs::read_to_string(proc_root.join(pid.to_string()).join("cgroup"))
+            .map_err(|e| na(format!("cannot read /proc/{pid}/cgroup: {e}")))?;
+        let (version, path) =
+            parse_proc_cgroup(&text).ok_or_else(|| na("no memory cgroup listed".into()))?;
+        let root = match version {
+            Version::V2 => mount.to_owned(),
+            Version::V1 => mount.join("memory"),
+        };
+        let (current, _) = version.files();
+        // Inside a cgroup namespace the path seen from /proc may not exist under
+        // the mount, whose root is then the job's own cgroup.
+        let candidates = [root.join(path.trim_start_matches('/')), root.clone()];
+        let dir = candidates
+            .into_iter()
+            .find(|d| d.join(current).is_file())
+            .ok_or_else(|| na(format!("no {current} under {}", root.display())))?;
+        Ok(Self { dir, root, version })
+    }
+
+    /// The folder read.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The tightest limit from the cgroup up to the hierarchy's root.
+    fn limit(&self) -> Option<f64> {
+        let (_, max) = self.version.files();
+        let mut best: Option<f64> = None;
+        let mut dir = Some(self.dir.as_path());
+        while let Some(d) = dir {
+            if let Some(v) = std::fs::read_to_string(d.join(max))
+                .ok()
+                .and_then(|t| parse_limit(&t))
+            {
+                best = Some(best.map_or(v, |b: f64| b.min(v)));
+            }
+            if d == self.root {
+                break;
+            }
+            dir = d.parent().filter(|p| p.starts_with(&self.root));
+        }
+        best
+    }
+}
+
+impl Probe for CgroupProbe {
+    fn name(&self) -> &'static str {
+        "cgroup"
+    }
+
+    fn channels(&self) -> Vec<ChannelSpec> {
+        vec![
+            ChannelSpec::new("cgroup.current", Unit::Bytes, Group::Memory).with_kind(Kind::Level),
+            ChannelSpec::new(
+                crate::analysis::rules::CGROUP_LIMIT,
+                Unit::Bytes,
+                Group::Memory,
+            )
+            .with_kind(Kind::Gauge),
+        ]
+    }
+
+    fn read(&mut self, out: &mut [f64]) -> Result<(), ProbeError> {
+        let (current, _) = self.version.files();
+        out[0] = std::fs::read_to_string(self.dir.join(current))
+            .ok()
+            .and_then(|t| t.trim().parse::<u64>().ok())
+            .map_or(f64::NAN, |v| v as f64);
+        out[1] = self.limit().unwrap_or(f64::NAN);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_memory_cgroup_is_found_on_v2_and_hybrid_hosts() {
+        assert_eq!(
+            parse_proc_cgroup("0::/user.slice/job.scope\n"),
+            Some((Version::V2, "/user.slice/job.scope".into()))
+        );
+        let hybrid = "9:name=systemd:/\n4:memory:/slurm/job_7\n0::/\n";
+        assert_eq!(
+            parse_proc_cgroup(hybrid),
+            Some((Version::V1, "/slurm/job_7".into()))
+        );
+        assert_eq!(
+            parse_proc_cgroup("5:cpu,memory:/a\n"),
+            Some((Version::V1, "/a".into()))
+        );
+        assert_eq!(parse_proc_cgroup("3:cpu:/\n"), None);
+        assert_eq!(parse_limit("max\n"), None);
+        assert_eq!(parse_limit("9223372036854771712\n"), None);
+        assert_eq!(parse_limit("2147483648\n"), Some(2147483648.0));
+    }
+
+    /// A fake `/proc/<pid>/cgroup` and cgroup v2 mount: the job's limit is
+    /// 3 GiB, its parent's 2 GiB (the tighter one wins), the root has none.
+    #[test]
+    fn a_faked_cgroup_gives_current_use_and_the_tightest_limit() {
+        let tmp = tempfile::tempdir().unwrap();
+        let proc_root = tmp.path().join("proc");
+        let mount = tmp.path().join("cgroup");
+        std::fs::create_dir_all(proc_root.join("77")).unwrap();
+        std::fs::write(proc_root.join("77/cgroup"), "0::/train.slice/job\n").unwrap();
+        let job = mount.join("train.slice/job");
+        std::fs::create_dir_all(&job).unwrap();
+        std::fs::write(mount.join("memory.max"), "max\n").unwrap();
+        std::fs::write(mount.join("train.slice/memory.max"), "2147483648\n").unwrap();
+        std::fs::write(job.join("memory.max"), "3221225472\n").unwrap();
+        std::fs::write(job.join("memory.current"), "1048576\n").unwrap();
+
+        let mut p = CgroupProbe::find(&proc_root, &mount, 77).unwrap();
+        assert_eq!(p.dir(), job);
+        let mut out = [0.0; 2];
+        p.read(&mut out).unwrap();
+        assert_eq!(out, [1048576.0, 2147483648.0]);
+
+        // The limit is lifted: no limit reads as NaN (the RAM bounds it then).
+        std::fs::write(mount.join("train.slice/memory.max"), "max\n").unwrap();
+        std::fs::write(job.join("memory.max"), "max\n").unwrap();
+        p.read(&mut out).unwrap();
+        assert!(out[1].is_nan());
+
+        // A process whose cgroup has no memory files is no error, just absent.
+        std::fs::write(proc_root.join("77/cgroup"), "0::/elsewhere\n").unwrap();
+        std::fs::remove_file(job.join("memory.current")).unwrap();
+        let err = CgroupProbe::find(&proc_root, &mount, 77).unwrap_err();
+        assert!(err.reason.contains("memory.current"), "{}", err.reason);
+    }
+}
