@@ -130,6 +130,14 @@ pub struct WatchArgs {
     /// Record "redacted" instead of this machine's host name.
     #[arg(long)]
     pub redact_host: bool,
+    /// Watch the process alone, not its descendants (by default every child,
+    /// DataLoader worker and rank is followed: `tree.*` and `pid<N>.*`).
+    #[arg(long)]
+    pub no_tree: bool,
+    /// Follow the tree's sums (`tree.*`) but give processes no channels of
+    /// their own.
+    #[arg(long, conflicts_with = "no_tree")]
+    pub no_per_process: bool,
     /// A command to start and watch; flatline exits with its exit code (0 if
     /// flatline stopped it at --seconds or when the window closed).
     #[arg(last = true, value_name = "COMMAND")]

@@ -4,9 +4,8 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use anyhow::{Context as _, Result};
-use flatline_runtime::analysis::rules::{
-    self, ChannelStats, channel_stats, latest, limit_channel, ram_limit,
-};
+use flatline_runtime::analysis::rules::{self, ChannelStats, LimitSource, channel_stats, latest};
+use flatline_runtime::analysis::tree::{self as tree_analysis, TreeSummary};
 use flatline_runtime::analysis::{self, ChannelAnalysis, Context, Verdict};
 use flatline_runtime::recording::{Recording, TailProblemKind};
 use flatline_runtime::telemetry::{ChannelSpec, TOKEN_CHANNELS, Unit};
@@ -21,11 +20,28 @@ pub struct Row<'a> {
     pub spec: &'a ChannelSpec,
     pub stats: ChannelStats,
     pub analysis: ChannelAnalysis,
+    /// What bounds the channel, where something does.
+    pub limit: Option<LimitSource>,
 }
 
-/// The ceiling a channel cannot pass, where the recording knows it.
-fn limit_of(rec: &Recording, name: &str, unit: Unit) -> Option<f64> {
-    ram_limit(name, unit, &rec.header.host).or_else(|| latest(rec.channel(&limit_channel(name)?)?))
+/// The ceiling a channel cannot pass, where the recording knows it, and
+/// where it comes from.
+fn limit_of(rec: &Recording, name: &str, unit: Unit) -> Option<(f64, LimitSource)> {
+    rules::limit_for(name, unit, &rec.header.host, |c| latest(rec.channel(c)?))
+}
+
+/// The process tree of a watched job, where the recording has one.
+pub fn tree_summary(rec: &Recording, rows: &[Row<'_>]) -> Option<TreeSummary> {
+    let by_name = |n: &str| rows.iter().find(|r| r.spec.name == n).map(|r| &r.analysis);
+    let peak = rec.channel("tree.procs").map(|c| channel_stats(c).max);
+    tree_analysis::summarize(&rec.header.schema, &rec.events, by_name, peak)
+}
+
+/// The limit the memory channels' time to limit was computed against.
+fn memory_limit(rows: &[Row<'_>]) -> Option<(f64, LimitSource)> {
+    rows.iter()
+        .filter(|r| r.limit.is_some_and(|l| l != LimitSource::GpuTotal))
+        .find_map(|r| Some((r.analysis.limit?, r.limit?)))
 }
 
 /// Analyses every channel of a recording.
@@ -44,16 +60,18 @@ pub fn analyse(rec: &Recording, warmup_s: Option<f64>) -> Vec<Row<'_>> {
         .iter()
         .zip(&rec.columns)
         .map(|(spec, col)| {
+            let limit = limit_of(rec, &spec.name, spec.unit);
             let ctx = Context {
                 warmup_s,
                 steps,
                 tokens,
-                limit: limit_of(rec, &spec.name, spec.unit),
+                limit: limit.map(|l| l.0),
             };
             Row {
                 spec,
                 stats: channel_stats(col),
                 analysis: analysis::analyze(&t, col, &ctx),
+                limit: limit.map(|l| l.1),
             }
         })
         .collect()
@@ -98,6 +116,7 @@ pub fn json_report(rec: &Recording, rows: &[Row<'_>]) -> Value {
                 "longest_flat_s": num(a.longest_flat_s),
                 "projection_24h": num(a.projection_24h),
                 "limit": opt(a.limit),
+                "limit_source": r.limit,
                 "time_to_limit_s": opt(a.time_to_limit_s),
                 "warmup_s": num(a.warmup_s),
                 "analysed_points": a.points,
@@ -130,6 +149,8 @@ pub fn json_report(rec: &Recording, rows: &[Row<'_>]) -> Value {
         },
         "host": h.host,
         "channels": channels,
+        "memory_limit": memory_limit(rows).map(|(v, src)| json!({"bytes": v, "source": src})),
+        "process_tree": tree_summary(rec, rows),
         "unavailable": unavailable,
     })
 }
@@ -269,8 +290,55 @@ pub fn text_report(rec: &Recording, rows: &[Row<'_>]) -> String {
             eta(a),
         );
     }
+    if let Some((v, src)) = memory_limit(rows) {
+        let _ = writeln!(
+            s,
+            "  time to limit against {} ({})",
+            src.describe(),
+            value(v, Unit::Bytes)
+        );
+    }
+    if let Some(t) = tree_summary(rec, rows) {
+        s.push_str(&tree_text(&t, "  "));
+    }
     for u in &h.unavailable {
         let _ = writeln!(s, "  unavailable: {}: {}", u.probe, u.reason);
+    }
+    s
+}
+
+/// The "process tree" section of a receipt, each line after `indent`.
+fn tree_text(t: &TreeSummary, indent: &str) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "\n{indent}process tree: {} processes seen, at most {} at once",
+        t.processes.len(),
+        t.peak
+    );
+    for p in &t.processes {
+        let life = match (p.started_s, p.exited_s) {
+            (Some(a), Some(b)) => format!("{a:.1}–{b:.1} s"),
+            (Some(a), None) => format!("from {a:.1} s"),
+            (None, Some(b)) => format!("until {b:.1} s"),
+            (None, None) => String::new(),
+        };
+        let pss = match (p.pss_verdict, p.pss_drift) {
+            (Some(v), Some(d)) => format!("PSS {} {}", v.as_str(), change(d, Unit::Bytes)),
+            _ => String::new(),
+        };
+        let _ = writeln!(
+            s,
+            "{indent}  {:>8}  {:<7} {:<16} {:<16} {pss}",
+            p.pid, p.role, p.name, life
+        );
+    }
+    if !t.grew.is_empty() {
+        let pids: Vec<String> = t.grew.iter().map(u32::to_string).collect();
+        let _ = writeln!(s, "{indent}  grew: {}", pids.join(", "));
+    }
+    if let Some(f) = &t.finding {
+        let _ = writeln!(s, "{indent}  finding: {f}");
     }
     s
 }
@@ -349,6 +417,17 @@ pub fn md_report(rec: &Recording, rows: &[Row<'_>]) -> String {
             change(a.projection_24h, u),
             eta(a),
         );
+    }
+    if let Some((v, src)) = memory_limit(rows) {
+        let _ = writeln!(
+            s,
+            "\nTime to limit is computed against {} ({}).",
+            src.describe(),
+            value(v, Unit::Bytes)
+        );
+    }
+    if let Some(t) = tree_summary(rec, rows) {
+        let _ = writeln!(s, "\n## Process tree\n\n```{}```", tree_text(&t, ""));
     }
     if !h.unavailable.is_empty() {
         let _ = writeln!(s, "\nUnavailable probes:\n");

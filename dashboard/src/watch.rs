@@ -2,6 +2,8 @@
 //! step log, in the dashboard or headless.
 
 use std::process::{Child, Command};
+
+use crossbeam_channel::Sender;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -143,11 +145,19 @@ fn setup(args: &WatchArgs, pid: u32) -> RecordingSetup {
     setup
 }
 
-fn sampler_config(args: &WatchArgs, pid: u32, clock: Clock) -> SamplerConfig {
+fn sampler_config(
+    args: &WatchArgs,
+    pid: u32,
+    clock: Clock,
+    events: Sender<Event>,
+) -> SamplerConfig {
     SamplerConfig {
         hz: args.hz,
         target: Target::Pid(pid),
         clock: Some(clock),
+        tree: !args.no_tree,
+        per_process: !args.no_per_process,
+        events: Some(events),
         ..SamplerConfig::default()
     }
 }
@@ -183,7 +193,7 @@ pub fn run(args: &WatchArgs) -> Result<Option<i32>> {
     if !args.headless {
         let (src, store) = crate::ui::WatchSource::start(
             target.pid,
-            sampler_config(args, target.pid, clock),
+            sampler_config(args, target.pid, clock, events.0.clone()),
             extra,
             events.1,
             setup(args, target.pid),
@@ -221,7 +231,7 @@ pub fn run(args: &WatchArgs) -> Result<Option<i32>> {
     };
     let session = Session::start_with(
         setup(args, target.pid),
-        sampler_config(args, target.pid, clock),
+        sampler_config(args, target.pid, clock, events.0.clone()),
         extra,
         events,
         &out,

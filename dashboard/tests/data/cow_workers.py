@@ -1,0 +1,117 @@
+"""The DataLoader copy-on-access "leak", without torch, and its fix.
+
+usage: cow_workers.py list|bytes [MB] [STEPS] [STEP_S]
+       cow_workers.py churn [CHILDREN] [LIFE_S] [GAP_S]
+
+list:  the parent builds a Python list of int objects (about MB megabytes),
+       forks two workers, and each worker reads 1/STEPS of the list per
+       step. Reading an object writes its reference count, so the kernel
+       copies every page it touches into the worker: each RSS stays flat
+       (the pages were mapped already) while the tree's PSS climbs.
+bytes: the same data in one bytes object: reading it writes nothing, and
+       the tree's PSS stays flat. This is the usual fix (a numpy array, an
+       Arrow table or a bytes object instead of a list of objects).
+churn: CHILDREN short-lived children, one every GAP_S seconds, each living
+       LIFE_S seconds.
+
+The parent prints, as JSON on its last line, the tree's PSS read straight
+from /proc/<pid>/smaps_rollup when the workers start reading and when they
+finish, and those times (seconds since the script started): the truth a
+watcher's tree.pss must match.
+"""
+
+import json
+import os
+import sys
+import time
+
+T0 = time.monotonic()
+# After the fork, each worker's interpreter writes to objects of its own (a
+# one-off copy of a few MB); the workers start reading after this pause.
+SETTLE_S = 1.0
+
+
+def pss(pid):
+    with open(f"/proc/{pid}/smaps_rollup") as f:
+        for line in f:
+            if line.startswith("Pss:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def churn(children, life_s, gap_s):
+    pids = []
+    for _ in range(children):
+        pid = os.fork()
+        if pid == 0:
+            time.sleep(life_s)
+            os._exit(0)
+        pids.append(pid)
+        time.sleep(gap_s)
+    for pid in pids:
+        os.waitpid(pid, 0)
+    print(json.dumps({"children": len(pids)}), flush=True)
+
+
+def cow(mode, mb, steps, step_s):
+    n = mb * (1 << 20) // 36  # an int object is 28 bytes, its list slot 8
+    if mode == "list":
+        data = list(range(10**6, 10**6 + n))
+    else:
+        data = b"\x01" * (n * 36)  # written, so resident and shared after the fork
+    chunk = len(data) // steps
+    workers = []
+    parent = os.getpid()
+    for w in range(2):
+        r, wr = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(r)
+            time.sleep(SETTLE_S)
+            for k in range(steps):
+                if mode == "list":
+                    for i in range(k * chunk, (k + 1) * chunk):
+                        x = data[i]
+                else:
+                    # Every byte of the chunk is read (in C: the loop itself
+                    # makes no objects whose pages would be copied).
+                    data.count(b"\x02", k * chunk, (k + 1) * chunk)
+                time.sleep(step_s)
+            os.write(wr, b"x")
+            # Stay until the parent has read the tree and exited.
+            while os.getppid() == parent:
+                time.sleep(0.05)
+            os._exit(0)
+        os.close(wr)
+        workers.append((pid, r))
+    tree = [os.getpid()] + [p for p, _ in workers]
+    time.sleep(SETTLE_S)
+    start = (time.monotonic(), sum(pss(p) for p in tree))
+    for _, r in workers:
+        os.read(r, 1)
+    end = (time.monotonic(), sum(pss(p) for p in tree))
+    print(
+        json.dumps(
+            {
+                "workers": [p for p, _ in workers],
+                "start_s": start[0] - T0,
+                "end_s": end[0] - T0,
+                "pss_start": start[1],
+                "pss_end": end[1],
+                "slope_per_s": (end[1] - start[1]) / (end[0] - start[0]),
+            }
+        ),
+        flush=True,
+    )
+    # Exit at once: the watch ends with the tree still whole.
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    mode = sys.argv[1]
+    if mode == "churn":
+        churn(int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4]))
+    else:
+        args = [int(a) for a in sys.argv[2:4]] + [float(a) for a in sys.argv[4:5]]
+        mb, steps, step_s = (args + [96, 24, 0.4][len(args):])[:3]
+        cow(mode, int(mb), int(steps), float(step_s))

@@ -1,0 +1,217 @@
+//! `flatline watch` of process trees whose memory is known: the DataLoader
+//! copy-on-access pattern and its fix, and a tree of short-lived children.
+//! The fixture is `tests/data/cow_workers.py` (Python, no torch).
+
+mod support;
+
+use std::path::{Path, PathBuf};
+
+use flatline_runtime::recording::{EventKind, Recording};
+use support::{flatline, ok};
+
+fn fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/cow_workers.py")
+}
+
+/// Watches the fixture with `args` headless at 10 Hz; returns the recording's
+/// path and the fixture's own last line (its JSON truth).
+///
+/// The receipts below skip what comes before the workers start reading (the
+/// data being built, the one-off copy each worker's interpreter makes after
+/// the fork) with `--warmup-s`: the fixture says when that is, and the
+/// watcher's clock started a little before the script's.
+fn watch_fixture(dir: &Path, name: &str, args: &[&str]) -> (PathBuf, serde_json::Value) {
+    let out = dir.join(format!("{name}.flr"));
+    let fixture = fixture();
+    let mut argv = vec![
+        "watch",
+        "--headless",
+        "--hz",
+        "10",
+        "--out",
+        out.to_str().unwrap(),
+        "--",
+        "python3",
+        fixture.to_str().unwrap(),
+    ];
+    argv.extend(args);
+    let text = ok(&flatline(&argv));
+    let truth = text
+        .lines()
+        .find(|l| l.starts_with('{'))
+        .unwrap_or_else(|| panic!("the fixture's line is passed through: {text}"));
+    (out, serde_json::from_str(truth).unwrap())
+}
+
+/// The JSON receipt from when the fixture's workers started reading.
+fn after_warmup(out: &Path, truth: &serde_json::Value) -> serde_json::Value {
+    let warm = format!("{:.2}", truth["start_s"].as_f64().unwrap() + 0.5);
+    support::json(&flatline(&[
+        "report",
+        out.to_str().unwrap(),
+        "--format",
+        "json",
+        "--warmup-s",
+        &warm,
+    ]))
+}
+
+fn verdict(v: &serde_json::Value, channel: &str) -> String {
+    v["channels"][channel]["verdict"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no {channel} in {}", v["channels"]))
+        .to_owned()
+}
+
+fn is_growth(verdict: &str) -> bool {
+    matches!(verdict, "linear" | "staircase")
+}
+
+#[test]
+fn workers_copying_a_shared_list_grow_pss_while_every_rss_is_flat() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, truth) = watch_fixture(dir.path(), "list", &["list", "96", "24", "0.4"]);
+    let v = after_warmup(&out, &truth);
+    let tree = &v["process_tree"];
+    let workers: Vec<&serde_json::Value> = tree["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["role"] == "worker")
+        .collect();
+    assert_eq!(workers.len(), 2, "{tree}");
+    let rss: Vec<String> = v["channels"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .filter(|k| k.ends_with(".rss") || *k == "mem.rss")
+        .cloned()
+        .collect();
+    assert!(
+        rss.len() >= 5,
+        "mem.rss, tree.rss and three pid<N>.rss: {rss:?}"
+    );
+    for c in &rss {
+        assert!(!is_growth(&verdict(&v, c)), "{c}: {}", v["channels"][c]);
+    }
+    assert_eq!(
+        verdict(&v, "tree.pss"),
+        "linear",
+        "{}",
+        v["channels"]["tree.pss"]
+    );
+    let slope = v["channels"]["tree.pss"]["slope_per_s"].as_f64().unwrap();
+    let want = truth["slope_per_s"].as_f64().unwrap();
+    assert!(
+        (slope / want - 1.0).abs() < 0.10,
+        "tree.pss grows {slope:.0} B/s; /proc says {want:.0} B/s"
+    );
+    assert!(
+        tree["finding"]
+            .as_str()
+            .is_some_and(|f| f.starts_with("copy-on-access")),
+        "{tree}"
+    );
+    for w in workers {
+        let stem = w["channels"].as_str().unwrap();
+        assert!(is_growth(&verdict(&v, &format!("{stem}.pss"))));
+    }
+    let text = ok(&flatline(&["report", out.to_str().unwrap()]));
+    assert!(text.contains("process tree: 3 processes seen"), "{text}");
+    assert!(text.contains("finding: copy-on-access"), "{text}");
+}
+
+#[test]
+fn the_same_data_in_one_bytes_object_reads_flat() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, truth) = watch_fixture(dir.path(), "bytes", &["bytes", "96", "24", "0.4"]);
+    let v = after_warmup(&out, &truth);
+    // The workers' reads copy nothing: the tree's PSS moves by well under 1 %
+    // (the list's moved by more than half). The per-channel verdict is not
+    // asserted: today's analysis may call a few copied pages (+13 KiB) a
+    // staircase; evidence above the measurement's resolution is issue 13's.
+    let pss = &v["channels"]["tree.pss"];
+    let share = pss["drift"].as_f64().unwrap() / pss["baseline"].as_f64().unwrap();
+    assert!(share.abs() < 0.01, "{pss}");
+    assert_eq!(v["process_tree"]["finding"], serde_json::Value::Null);
+    assert_eq!(v["process_tree"]["grew"], serde_json::json!([]));
+}
+
+#[test]
+fn fifty_short_lived_children_come_and_go_without_leaving_channels() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, truth) = watch_fixture(dir.path(), "churn", &["churn", "50", "1.2", "0.2"]);
+    assert_eq!(truth["children"], 50);
+    let rec = Recording::open(&out).unwrap();
+    assert_eq!(rec.tail, None);
+    let started: Vec<u32> = rec
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ProcessStarted { pid, role, .. } if role == "worker" => Some(*pid),
+            _ => None,
+        })
+        .collect();
+    let exited = rec
+        .events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::ProcessExited { .. }))
+        .count();
+    // Each child lives 1.2 s, more than two readings at 2 Hz: every one is seen.
+    assert_eq!(started.len(), 50, "{started:?}");
+    assert!(exited >= 45, "{exited} exits recorded");
+    // Every child's channels end when it does; at most a few are live at once.
+    let mut most_live = 0;
+    for i in 0..rec.len() {
+        let live = (0..rec.header.schema.len())
+            .filter(|&c| rec.header.schema.channels[c].name.starts_with("pid") && rec.is_live(c, i))
+            .count();
+        most_live = most_live.max(live);
+    }
+    assert!(
+        most_live <= 3 * 10,
+        "{most_live} per-process channels live at once"
+    );
+    let ended = rec
+        .header
+        .schema
+        .channels
+        .iter()
+        .zip(&rec.lifetimes)
+        .filter(|(c, l)| c.name.starts_with("pid") && l.until.is_some())
+        .count();
+    assert!(ended >= 3 * 45, "{ended} per-process channels ended");
+    // The tree's count comes back down: nothing of the children is kept.
+    let procs = rec.channel("tree.procs").unwrap();
+    let last = procs.iter().rev().find(|v| !v.is_nan()).unwrap();
+    assert!(*last <= 3.0, "{last} processes at the end");
+}
+
+#[test]
+fn no_tree_watches_the_process_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("alone.flr");
+    let fixture = fixture();
+    ok(&flatline(&[
+        "watch",
+        "--headless",
+        "--no-tree",
+        "--out",
+        out.to_str().unwrap(),
+        "--",
+        "python3",
+        fixture.to_str().unwrap(),
+        "churn",
+        "3",
+        "0.6",
+        "0.1",
+    ]));
+    let rec = Recording::open(&out).unwrap();
+    assert!(rec.channel("tree.pss").is_none());
+    assert!(rec.channel("mem.rss").is_some());
+    assert!(
+        !rec.events
+            .iter()
+            .any(|e| matches!(e.kind, EventKind::ProcessStarted { .. }))
+    );
+}
