@@ -359,3 +359,76 @@ fn the_live_source_measures_the_workload_not_the_viewer() {
     );
     assert_eq!(src.status(), "running");
 }
+
+/// A watched tree in the window: processes join the store mid-stream through
+/// the sampler's schema feed, the processes panel lists them, a click plots
+/// one, and tree.pss has its stacked plot.
+#[test]
+fn a_watched_tree_fills_the_processes_panel() {
+    use flatline_dashboard::ui::{WatchSource, process_rows};
+    use flatline_runtime::recording::{RecordingSetup, event_channel};
+    use flatline_runtime::telemetry::{SamplerConfig, Target};
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/cow_workers.py");
+    let mut child = std::process::Command::new("python3")
+        .arg(&fixture)
+        .args(["list", "16", "10", "0.3"])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = event_channel();
+    let cfg = SamplerConfig {
+        hz: 20.0,
+        target: Target::Pid(child.id()),
+        tree: true,
+        gpu: false,
+        events: Some(tx),
+        ..SamplerConfig::default()
+    };
+    let (src, store) = WatchSource::start(
+        child.id(),
+        cfg,
+        Vec::new(),
+        rx,
+        RecordingSetup::new("watch"),
+        None,
+        false,
+    )
+    .unwrap();
+    let fixed = store.schema().len();
+    let dash = Dashboard::new(Box::new(src), store, Settings::default());
+    let mut h = Harness::builder()
+        .with_size([1600.0, 1000.0])
+        .build_ui_state(frame, dash);
+    let t0 = std::time::Instant::now();
+    while t0.elapsed().as_secs() < 20 {
+        let d = h.state();
+        if process_rows(d, d.store.len()).len() >= 3 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        h.run_steps(1);
+    }
+    h.run_steps(1);
+    let d = h.state();
+    let rows = process_rows(d, d.store.len());
+    assert_eq!(rows.len(), 3, "{rows:?}");
+    assert_eq!(
+        d.store.schema().len(),
+        fixed + 9,
+        "three channels per process joined"
+    );
+    let worker = rows.iter().find(|r| r.role == "worker").unwrap().clone();
+    assert!(worker.pss.is_some_and(|v| v > 1e6), "{worker:?}");
+    h.get_by_label("Process tree: PSS of each process, stacked (MiB)");
+    h.get_by_label_contains("Processes (3 live");
+    h.get_by_label(&worker.pid.to_string()).click();
+    h.run_steps(2);
+    assert!(
+        h.state()
+            .settings
+            .selected
+            .contains(&format!("{}.pss", worker.stem))
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+}

@@ -136,6 +136,17 @@ impl Series {
     }
 }
 
+/// The positions of the per-process PSS channels of a schema.
+fn process_pss(schema: &Schema) -> Vec<usize> {
+    schema
+        .channels
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.labels.contains_key("pid") && c.name.ends_with(".pss"))
+        .map(|(i, _)| i)
+        .collect()
+}
+
 /// Everything a view draws, whatever the source.
 #[derive(Debug)]
 pub struct Store {
@@ -162,6 +173,10 @@ pub struct Store {
     next_analysis: usize,
     /// Which sample slot each live channel's value is in (ended: none).
     slots: Slots,
+    /// The `pid<N>.pss` channels of a watched tree, and the samples in which
+    /// they were read (they arrive together, at the slow probes' rate).
+    process_pss: Vec<usize>,
+    process_rows: Vec<usize>,
 }
 
 impl Store {
@@ -182,6 +197,8 @@ impl Store {
             cap: cap.max(1024),
             host: HostFacts::default(),
             slots: Slots::new(n),
+            process_pss: process_pss(&schema),
+            process_rows: Vec::new(),
             steps_advance: false,
             steps_first: None,
             next_analysis: 0,
@@ -248,6 +265,7 @@ impl Store {
             self.analysed.push(None);
         }
         self.slots.add(specs.len());
+        self.process_pss = process_pss(&self.schema);
         self.steps_idx = self.schema.index_of_first(&STEP_CHANNELS);
         self.tokens_idx = self.schema.index_of_first(&TOKEN_CHANNELS);
     }
@@ -277,8 +295,31 @@ impl Store {
         s.steps_idx = rules::step_axis(&s.schema, |i| s.series[i].values());
         s.steps_advance = s.steps_idx.is_some();
         s.set_host(&rec.header.host);
+        s.find_process_rows();
         s.feed_trackers(0);
         s
+    }
+
+    /// The `pid<N>.pss` channels (positions) of the watched tree's processes.
+    pub fn process_pss(&self) -> &[usize] {
+        &self.process_pss
+    }
+
+    /// The samples that carry the processes' readings, in order.
+    pub fn process_rows(&self) -> &[usize] {
+        &self.process_rows
+    }
+
+    fn has_process_reading(&self, row: usize) -> bool {
+        self.process_pss
+            .iter()
+            .any(|&c| self.series[c].raw.get(row).is_some_and(|v| !v.is_nan()))
+    }
+
+    fn find_process_rows(&mut self) {
+        self.process_rows = (0..self.t.len())
+            .filter(|&r| self.has_process_reading(r))
+            .collect();
     }
 
     /// The host the stream comes from (its RAM bounds host memory).
@@ -315,6 +356,9 @@ impl Store {
             );
         }
         let from = self.t.len() - 1;
+        if self.has_process_reading(from) {
+            self.process_rows.push(from);
+        }
         // The rules' test (readings not all equal), kept up per sample.
         if !self.steps_advance
             && let Some(c) = self.steps_idx
@@ -340,6 +384,7 @@ impl Store {
             s.thin(keep_from);
             s.rebuild();
         }
+        self.find_process_rows();
     }
 
     pub fn len(&self) -> usize {

@@ -7,8 +7,9 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use eframe::egui::{self, Color32, RichText};
-use egui_plot::{Legend, Line, Plot, PlotPoint, PlotPoints, Points};
+use egui_plot::{FilledArea, Legend, Line, Plot, PlotPoint, PlotPoints, Points};
 use flatline_runtime::analysis::{ChannelAnalysis, Verdict};
+use flatline_runtime::recording::EventKind;
 use flatline_runtime::telemetry::{Group, Unit};
 
 use super::Dashboard;
@@ -265,9 +266,13 @@ fn channels(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
         .default_size(330.0)
         .show(ui, |ui| {
             egui::ScrollArea::vertical().show(ui, |ui| {
+                processes(d, ui, visible);
                 let mut groups: BTreeMap<u8, Vec<usize>> = BTreeMap::new();
                 for (i, c) in d.store.schema().channels.iter().enumerate() {
-                    groups.entry(c.group as u8).or_default().push(i);
+                    // A process's own channels are listed under Processes.
+                    if !c.labels.contains_key("pid") {
+                        groups.entry(c.group as u8).or_default().push(i);
+                    }
                 }
                 for idx in groups.values() {
                     let group = d.store.schema().channels[idx[0]].group;
@@ -280,6 +285,161 @@ fn channels(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
                         });
                 }
             });
+        });
+}
+
+/// One process of the watched tree, as the processes panel lists it.
+#[derive(Debug, Clone)]
+pub struct ProcessRow {
+    /// Its channels' stem: `pid4242`.
+    pub stem: String,
+    pub pid: u32,
+    pub role: String,
+    pub name: String,
+    /// Latest readings up to the visible end, in bytes.
+    pub rss: Option<f64>,
+    pub pss: Option<f64>,
+    pub uss: Option<f64>,
+    pub pss_position: usize,
+    /// When it exited (seconds), if it has by the visible end.
+    pub exited_s: Option<f64>,
+}
+
+/// The processes of the watched tree over samples `[0, visible)`: live ones
+/// first, each part sorted by PSS, largest first.
+pub fn process_rows(d: &Dashboard, visible: usize) -> Vec<ProcessRow> {
+    let store = &d.store;
+    let schema = store.schema();
+    let until = match visible {
+        0 => f64::NEG_INFINITY,
+        n => store.times().get(n - 1).copied().unwrap_or(f64::INFINITY),
+    };
+    let mut exits: BTreeMap<u32, f64> = BTreeMap::new();
+    for e in store.events() {
+        let t = e.t_ns as f64 / 1e9;
+        if let EventKind::ProcessExited { pid, .. } = &e.kind
+            && t <= until
+        {
+            exits.insert(*pid, t);
+        }
+    }
+    let pss = store.process_pss();
+    let mut out: Vec<ProcessRow> = pss
+        .iter()
+        .map(|&i| {
+            let c = &schema.channels[i];
+            let stem = c.name.trim_end_matches(".pss").to_owned();
+            let pid = c
+                .labels
+                .get("pid")
+                .and_then(|p| p.parse().ok())
+                .unwrap_or(0);
+            let started = store.series(i).values()[..visible.min(store.series(i).values().len())]
+                .iter()
+                .any(|v| !v.is_nan());
+            ProcessRow {
+                pid,
+                role: c.labels.get("role").cloned().unwrap_or_default(),
+                name: c.labels.get("name").cloned().unwrap_or_default(),
+                rss: None,
+                pss: None,
+                uss: None,
+                pss_position: i,
+                // A process whose pid came back later: only the newest exit counts.
+                exited_s: exits.get(&pid).copied().filter(|_| started),
+                stem,
+            }
+        })
+        .collect();
+    // The latest readings: one walk back over the rows that carry them.
+    let rows = store.process_rows();
+    let end = rows.partition_point(|&r| r < visible);
+    let mut missing = out.len();
+    for &r in rows[..end].iter().rev() {
+        if missing == 0 {
+            break;
+        }
+        for p in out.iter_mut().filter(|p| p.pss.is_none()) {
+            let at = |leaf: &str| {
+                let i = schema.index_of(&format!("{}.{leaf}", p.stem))?;
+                store
+                    .series(i)
+                    .values()
+                    .get(r)
+                    .copied()
+                    .filter(|v| !v.is_nan())
+            };
+            if let Some(v) = at("pss") {
+                p.pss = Some(v);
+                p.rss = at("rss");
+                p.uss = at("uss");
+                missing -= 1;
+            }
+        }
+    }
+    out.retain(|p| p.pss.is_some());
+    out.sort_by(|a, b| {
+        (a.exited_s.is_some(), b.pss.unwrap_or(0.0))
+            .partial_cmp(&(b.exited_s.is_some(), a.pss.unwrap_or(0.0)))
+            .unwrap_or(std::cmp::Ordering::Equal)
+    });
+    out
+}
+
+/// The processes panel: one row per process of the watched tree; a click
+/// plots its channels.
+fn processes(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
+    let rows = process_rows(d, visible);
+    if rows.is_empty() {
+        return;
+    }
+    let live = rows.iter().filter(|r| r.exited_s.is_none()).count();
+    egui::CollapsingHeader::new(format!("Processes ({live} live, {} seen)", rows.len()))
+        .default_open(true)
+        .show(ui, |ui| {
+            egui::Grid::new("processes")
+                .striped(true)
+                .num_columns(7)
+                .show(ui, |ui| {
+                    for h in ["pid", "role", "name", "RSS", "PSS", "USS", ""] {
+                        ui.label(RichText::new(h).small().strong());
+                    }
+                    ui.end_row();
+                    for r in rows {
+                        let gone = r.exited_s.is_some();
+                        let text = |t: String| {
+                            let t = RichText::new(t).small();
+                            if gone { t.weak() } else { t }
+                        };
+                        let names = ["rss", "pss", "uss"].map(|l| format!("{}.{l}", r.stem));
+                        let on = d.settings.selected.contains(&names[1]);
+                        if ui
+                            .selectable_label(on, text(r.pid.to_string()).monospace())
+                            .on_hover_text("plot this process's RSS, PSS and USS")
+                            .clicked()
+                        {
+                            for n in names {
+                                if on {
+                                    d.settings.selected.remove(&n);
+                                } else {
+                                    d.settings.selected.insert(n);
+                                }
+                            }
+                        }
+                        ui.label(text(r.role.clone()));
+                        ui.label(text(r.name.clone()));
+                        for v in [r.rss, r.pss, r.uss] {
+                            ui.label(text(v.map_or("–".into(), bytes)).monospace());
+                        }
+                        match r.exited_s {
+                            Some(t) => {
+                                ui.label(text(format!("exited {t:.1} s")));
+                            }
+                            None => badge(ui, d.store.analysis(r.pss_position)),
+                        }
+                        ui.end_row();
+                    }
+                });
         });
 }
 
@@ -437,8 +597,14 @@ pub fn decimate(
 fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
     // One plot per (group, unit) among the chosen channels, in schema order.
     let mut panels: Vec<((Group, Unit), Vec<usize>)> = Vec::new();
+    // tree.pss gets a plot of its own, the processes' PSS stacked under it.
+    let tree = d
+        .store
+        .schema()
+        .index_of("tree.pss")
+        .filter(|_| d.settings.selected.contains("tree.pss"));
     for (i, c) in d.store.schema().channels.iter().enumerate() {
-        if !d.settings.selected.contains(&c.name) {
+        if !d.settings.selected.contains(&c.name) || Some(i) == tree {
             continue;
         }
         match panels.iter_mut().find(|(k, _)| *k == (c.group, c.unit)) {
@@ -446,19 +612,22 @@ fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
             None => panels.push(((c.group, c.unit), vec![i])),
         }
     }
-    if panels.is_empty() {
+    let count = panels.len() + usize::from(tree.is_some());
+    if count == 0 {
         ui.centered_and_justified(|ui| ui.label("Choose channels on the left to plot them."));
         return;
     }
     let link = egui::Id::unique("flatline-x");
     // Each plot has a title line and spacing above it.
-    let height =
-        ((ui.available_height() - 34.0 * panels.len() as f32) / panels.len() as f32).max(80.0);
+    let height = ((ui.available_height() - 34.0 * count as f32) / count as f32).max(80.0);
     let columns = ui.available_width().max(100.0) as usize;
     let capturing = d.capturing();
     let x_steps = d.settings.x_steps && d.store.step_axis().is_some();
     let x_label = if x_steps { "step" } else { "time (s)" };
     egui::ScrollArea::vertical().show(ui, |ui| {
+        if let Some(tree) = tree {
+            tree_plot(d, ui, tree, visible, columns, height, link);
+        }
         for ((group, unit), chans) in panels {
             let (scale, label) = axis_unit(group, unit);
             let title = if d.settings.drift {
@@ -535,6 +704,104 @@ fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
                 });
         }
     });
+}
+
+/// Most processes stacked one by one under `tree.pss`; the rest share a band.
+const STACKED: usize = 12;
+
+/// `tree.pss` over time with each process's PSS stacked under it, largest
+/// at the bottom: where the tree's growth lives, at a glance.
+fn tree_plot(
+    d: &Dashboard,
+    ui: &mut egui::Ui,
+    tree: usize,
+    visible: usize,
+    columns: usize,
+    height: f32,
+    link: egui::Id,
+) {
+    const MIB: f64 = 1.0 / 1_048_576.0;
+    let store = &d.store;
+    let x_steps = d.settings.x_steps && store.step_axis().is_some();
+    let x_at = |i: usize| match store.step_axis().filter(|_| x_steps) {
+        Some(s) => store.series(s).values().get(i).copied().unwrap_or(f64::NAN),
+        None => store.times()[i],
+    };
+    // The rows that carry the processes' readings, thinned to about one per
+    // pixel column.
+    let rows = store.process_rows();
+    let rows = &rows[..rows.partition_point(|&r| r < visible)];
+    let stride = rows.len().div_ceil(columns.max(1)).max(1);
+    let picked: Vec<usize> = rows.iter().copied().step_by(stride).collect();
+    let xs: Vec<f64> = picked.iter().map(|&r| x_at(r)).collect();
+    // Largest PSS at the bottom; past STACKED processes, one band for the rest.
+    let order: Vec<usize> = process_rows(d, visible)
+        .iter()
+        .map(|p| p.pss_position)
+        .collect();
+    let value = |c: usize, r: usize| {
+        let v = store.series(c).values().get(r).copied().unwrap_or(f64::NAN);
+        if v.is_nan() { 0.0 } else { v * MIB }
+    };
+    let mut lower = vec![0.0; picked.len()];
+    let mut areas = Vec::new();
+    let bands: Vec<(String, Vec<usize>)> = order
+        .iter()
+        .take(STACKED)
+        .map(|&c| {
+            let spec = &store.schema().channels[c];
+            let label = format!(
+                "{} {}",
+                spec.labels.get("pid").map_or("", String::as_str),
+                spec.labels.get("name").map_or("", String::as_str)
+            );
+            (label, vec![c])
+        })
+        .chain((order.len() > STACKED).then(|| {
+            (
+                format!("{} more", order.len() - STACKED),
+                order[STACKED..].to_vec(),
+            )
+        }))
+        .collect();
+    for (k, (label, chans)) in bands.into_iter().enumerate() {
+        let upper: Vec<f64> = picked
+            .iter()
+            .zip(&lower)
+            .map(|(&r, lo)| lo + chans.iter().map(|&c| value(c, r)).sum::<f64>())
+            .collect();
+        let color = Color32::from_rgb(
+            (70 + 37 * k % 150) as u8,
+            (120 + 53 * k % 120) as u8,
+            (200 - 29 * k % 120) as u8,
+        );
+        areas.push(
+            FilledArea::new(label, &xs, &lower, &upper).fill_color(color.gamma_multiply(0.55)),
+        );
+        lower = upper;
+    }
+    let total = decimate(d, tree, visible, columns, 0.0, MIB);
+    if total.is_empty() && areas.is_empty() {
+        return;
+    }
+    ui.label(RichText::new("Process tree: PSS of each process, stacked (MiB)").strong());
+    let capturing = d.capturing();
+    Plot::new("plot-tree")
+        .height(height)
+        .link_axis(link, [true, false])
+        .link_cursor(link, [true, false])
+        .show_crosshair(!capturing)
+        .show_x(!capturing)
+        .show_y(!capturing)
+        .legend(Legend::default())
+        .x_axis_label(if x_steps { "step" } else { "time (s)" })
+        .include_y(0.0)
+        .show(ui, |pui| {
+            for a in areas {
+                pui.add(a);
+            }
+            pui.line(Line::new("tree.pss", PlotPoints::Owned(total)).width(2.0));
+        });
 }
 
 fn browser(d: &mut Dashboard, ui: &mut egui::Ui, actions: &mut Vec<Action>) {
