@@ -5,8 +5,10 @@
 # virtual X display: xvfb (with xauth for xvfb-run). Mesa's GL/EGL libraries
 # draw the window and the egui_kittest snapshots; they ship with the base image
 # of the project's machines and are listed here for machines without them.
+# The tests run small Python fixtures (no packages beyond the standard
+# library): python3.
 set -euo pipefail
-packages=(xvfb xauth libegl1 libgl1-mesa-dri)
+packages=(xvfb xauth libegl1 libgl1-mesa-dri python3)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

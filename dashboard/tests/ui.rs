@@ -309,17 +309,30 @@ fn a_followed_recording_takes_channels_that_join_and_end() {
     }
     w.end_channels(&[1]).unwrap();
     w.push_sample(&at(5, &[1e6, 7.0])).unwrap();
+    // A second worker takes the first one's sample slot.
+    w.add_channels(&[spec("pid10.rss")]).unwrap();
+    w.push_sample(&at(6, &[1e6, 6e5])).unwrap();
     w.finish("completed").unwrap();
     src.poll(&mut store);
-    assert_eq!(store.schema().len(), 2);
+    assert_eq!(store.schema().len(), 3);
     let worker = store.series(1).values();
-    assert_eq!(worker.len(), 6);
+    assert_eq!(worker.len(), 7);
     assert!(
         worker[..3].iter().all(|v| v.is_nan()),
         "absent before it joined"
     );
     assert_eq!(&worker[3..5], &[5e5, 5e5]);
-    assert!(worker[5].is_nan(), "ended: its slot is not read");
+    assert!(
+        worker[5..].iter().all(|v| v.is_nan()),
+        "ended: its slot is not read"
+    );
+    let second = store.series(2).values();
+    assert!(second[..6].iter().all(|v| v.is_nan()));
+    assert_eq!(
+        second[6], 6e5,
+        "the reused slot's value goes to the new channel"
+    );
+    assert!(!store.is_live(1) && store.is_live(2));
     assert_eq!(src.status(), "ended: completed");
 }
 

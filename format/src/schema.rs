@@ -62,10 +62,10 @@ pub enum Group {
 ///
 /// | kind | meaning | built-in channels |
 /// |---|---|---|
-/// | `level` | a quantity in use now: growth verdicts, 24 h projection, time to the limit | `mem.rss`, `mem.vm_data`, `mem.vm_size`, `mem.vm_pte`, `mem.rss_anon`, `mem.rss_file`, `mem.swap`, `alloc.live`, `malloc.arena`, `malloc.mmap`, `malloc.in_use`, `malloc.free`, `gpu<i>.used`, `gpu<i>.proc_used`, memory columns of a step log (`log.*_mb`, `log.*_bytes`) |
+/// | `level` | a quantity in use now: growth verdicts, 24 h projection, time to the limit | `mem.rss`, `mem.vm_data`, `mem.vm_size`, `mem.vm_pte`, `mem.rss_anon`, `mem.rss_file`, `mem.swap`, `alloc.live`, `malloc.arena`, `malloc.mmap`, `malloc.in_use`, `malloc.free`, `gpu<i>.used`, `gpu<i>.proc_used`, `tree.rss`, `tree.pss`, `tree.uss`, `tree.swap`, `pid<N>.rss`, `pid<N>.pss`, `pid<N>.uss`, `cgroup.current`, memory columns of a step log (`log.*_mb`, `log.*_bytes`) |
 /// | `peak` | a high-water mark: it only rises | `mem.hwm`, `alloc.peak` |
-/// | `counter` | cumulative: read as a rate | `mem.minflt`, `mem.majflt`, `alloc.count`, `alloc.frees`, `work.ops`, `work.steps`, `work.tokens`, `ingest.batches`, `telemetry.dropped`, `telemetry.sampler_allocs`, `telemetry.allocs`, `log.step`, `log.tokens` |
-/// | `gauge` | everything else: %, °C, rates, latencies, loss, capacities | `proc.threads`, `proc.cpu`, `sys.cpu`, `sys.mem_total`, `sys.mem_available`, `gpu<i>.total`, `gpu<i>.util`, `gpu<i>.temp_c`, `alloc.rate`, `work.ops_per_s`, `ingest.fill_ns_p50`, `ingest.fill_ns_p99`, `telemetry.read_ns`, other `log.*` columns |
+/// | `counter` | cumulative: read as a rate | `mem.minflt`, `mem.majflt`, `alloc.count`, `alloc.frees`, `work.ops`, `work.steps`, `work.tokens`, `ingest.batches`, `telemetry.dropped`, `telemetry.sampler_allocs`, `telemetry.allocs`, `tree.skipped`, `log.step`, `log.tokens` |
+/// | `gauge` | everything else: %, °C, rates, latencies, loss, capacities | `proc.threads`, `proc.cpu`, `sys.cpu`, `sys.mem_total`, `sys.mem_available`, `tree.procs`, `cgroup.max`, `gpu<i>.total`, `gpu<i>.util`, `gpu<i>.temp_c`, `alloc.rate`, `work.ops_per_s`, `ingest.fill_ns_p50`, `ingest.fill_ns_p99`, `telemetry.read_ns`, other `log.*` columns |
 ///
 /// Recordings of format v1 carry no kinds; [`Kind::infer`] gives them one
 /// from the channel's name and unit by the rules of this table.

@@ -2,6 +2,7 @@
 
 usage: cow_workers.py list|bytes [MB] [STEPS] [STEP_S]
        cow_workers.py churn [CHILDREN] [LIFE_S] [GAP_S]
+       cow_workers.py hold PROCESSES MB SECONDS
 
 list:  the parent builds a Python list of int objects (about MB megabytes),
        forks two workers, and each worker reads 1/STEPS of the list per
@@ -13,6 +14,9 @@ bytes: the same data in one bytes object: reading it writes nothing, and
        Arrow table or a bytes object instead of a list of objects).
 churn: CHILDREN short-lived children, one every GAP_S seconds, each living
        LIFE_S seconds.
+hold:  PROCESSES processes (the parent and its children), each with MB
+       megabytes of its own written memory, idle for SECONDS: the load of
+       the watcher cost benchmark (scripts/bench-tree.sh).
 
 The parent prints, as JSON on its last line, the tree's PSS read straight
 from /proc/<pid>/smaps_rollup when the workers start reading and when they
@@ -110,9 +114,23 @@ def cow(mode, mb, steps, step_s):
     os._exit(0)
 
 
+def hold(processes, mb, seconds):
+    for _ in range(processes - 1):
+        if os.fork() == 0:
+            break
+    data = bytearray(mb << 20)
+    for i in range(0, len(data), 4096):
+        data[i] = 1
+    print(json.dumps({"pid": os.getpid(), "ready_s": time.monotonic() - T0}), flush=True)
+    time.sleep(seconds)
+    os._exit(0)
+
+
 if __name__ == "__main__":
     mode = sys.argv[1]
-    if mode == "churn":
+    if mode == "hold":
+        hold(int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]))
+    elif mode == "churn":
         churn(int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4]))
     else:
         args = [int(a) for a in sys.argv[2:4]] + [float(a) for a in sys.argv[4:5]]

@@ -9,8 +9,14 @@
 //! its sharers) rises by exactly the copies. Summing RSS counts a shared
 //! page once per sharer and says nothing.
 //!
-//! The probe runs on the slow-probe thread (reading `smaps_rollup` walks the
-//! page tables: milliseconds on a multi-GB process). Each reading lists
+//! The probe runs on the slow-probe thread. RSS (`/proc/<pid>/status`) is read
+//! at every reading. Reading `smaps_rollup` walks the page tables (about
+//! 14 ms for a 1.5 GiB process), so it runs within a CPU budget (1 % of one
+//! core by default): each reading reads the processes whose turn it is, new
+//! ones first, and `tree.pss`, `tree.uss` and `tree.swap` are published when
+//! every process has been read once since the last sums (a round). A small
+//! tree is read whole at every reading; five 1.5 GiB processes, about every
+//! seven seconds. Each reading lists
 //! every process's parent from `/proc/*/stat`, so a child is found within
 //! one period (0.5 s at the default 2 Hz) of its start and counts in
 //! `tree.*` from then on. Its start is told (a `process_started` event, its
@@ -134,7 +140,13 @@ struct Member {
     /// Whether its start has been told (event, channels): at its second
     /// sighting, once a wrapper has had time to exec what it wraps.
     announced: bool,
+    /// Resident set, read every reading (cheap: `/proc/<pid>/status`).
+    rss: Option<f64>,
+    /// The latest `smaps_rollup`, and whether it was read in the round in
+    /// progress (and in this reading).
     mem: Option<Rollup>,
+    in_round: bool,
+    fresh: bool,
 }
 
 /// What one reading found, applied to the schema in [`Probe::dynamic`].
@@ -157,6 +169,12 @@ pub struct TreeProbe {
     events: Option<Sender<Event>>,
     clock: Clock,
     buf: String,
+    /// Share of one core the `smaps_rollup` reads may use, and what they
+    /// have used since `budget_start` (thread CPU time).
+    budget: f64,
+    credit_ns: f64,
+    budget_start: std::time::Instant,
+    spent_ns: u64,
 }
 
 impl TreeProbe {
@@ -184,7 +202,20 @@ impl TreeProbe {
             events,
             clock,
             buf: String::new(),
+            budget: ROLLUP_BUDGET,
+            credit_ns: ROLLUP_CREDIT_NS,
+            budget_start: std::time::Instant::now(),
+            spent_ns: 0,
         }
+    }
+
+    /// Lets the `smaps_rollup` reads use `share` of one core on average
+    /// (default [`ROLLUP_BUDGET`]) after `credit_ns` of CPU up front (default
+    /// 100 ms, so the first round of a big tree is not spread out).
+    pub fn with_budget(mut self, share: f64, credit_ns: f64) -> Self {
+        self.budget = share;
+        self.credit_ns = credit_ns;
+        self
     }
 
     fn read_to_buf(&mut self, pid: u32, file: &str) -> bool {
@@ -311,7 +342,10 @@ impl TreeProbe {
                             channels: None,
                             first_ns: self.clock.now_ns(),
                             announced: false,
+                            rss: None,
                             mem: None,
+                            in_round: false,
+                            fresh: false,
                         },
                     );
                 }
@@ -338,21 +372,68 @@ impl TreeProbe {
                 }
                 Some(_) => {}
             }
+            let rss = if self.read_to_buf(pid, "status") {
+                super::procfs::parse_status(self.buf.as_bytes())
+                    .vm_rss
+                    .map(|b| b as f64)
+            } else {
+                None
+            };
+            if let Some(m) = self.members.get_mut(&pid) {
+                m.rss = rss;
+                m.fresh = false;
+            }
+        }
+        self.read_rollups();
+        Ok(())
+    }
+
+    /// Reads `smaps_rollup` (PSS, USS, swap) of the processes whose turn it
+    /// is, within the CPU budget: new processes first, then the ones read
+    /// longest ago. Reading it walks the process's page tables (about 14 ms
+    /// for a 1.5 GiB process), so a tree of big processes is read over
+    /// several readings; the tree's sums are published when every process
+    /// has been read once since the last ones (a round).
+    fn read_rollups(&mut self) {
+        let elapsed = self.budget_start.elapsed().as_nanos() as f64;
+        let allowed = self.credit_ns + self.budget * elapsed;
+        let mut turn: Vec<u32> = self
+            .members
+            .iter()
+            .filter(|(_, m)| !m.in_round)
+            .map(|(&p, _)| p)
+            .collect();
+        // New processes (never read) first, then in pid order: a stable
+        // round-robin, since a round ends only when each has had its turn.
+        turn.sort_unstable_by_key(|p| (self.members[p].mem.is_some(), *p));
+        for pid in turn {
+            if self.spent_ns as f64 > allowed {
+                break;
+            }
+            let t0 = crate::sys::thread_cpu_ns();
             let mem = if self.read_to_buf(pid, "smaps_rollup") {
                 parse_rollup(&self.buf)
             } else {
                 None
             };
+            self.spent_ns += crate::sys::thread_cpu_ns().saturating_sub(t0);
             if mem.is_none() {
                 self.skipped += 1;
             }
             if let Some(m) = self.members.get_mut(&pid) {
                 m.mem = mem;
+                m.in_round = true;
+                m.fresh = mem.is_some();
             }
         }
-        Ok(())
     }
 }
+
+/// CPU the rollup reads may use up front (the first round of a big tree).
+const ROLLUP_CREDIT_NS: f64 = 100e6;
+
+/// Share of one core the rollup reads may use, on average, by default.
+pub const ROLLUP_BUDGET: f64 = 0.01;
 
 /// The tree's channels, in `read`'s order.
 const TREE_CHANNELS: [(&str, Unit, Kind); 6] = [
@@ -381,30 +462,33 @@ impl Probe for TreeProbe {
 
     fn read(&mut self, out: &mut [f64]) -> Result<(), ProbeError> {
         self.scan()?;
-        let mut sum = Rollup::default();
-        let mut read = 0;
-        for m in self.members.values() {
-            if let Some(r) = m.mem {
-                sum.rss += r.rss;
-                sum.pss += r.pss;
-                sum.uss += r.uss;
-                sum.swap_pss += r.swap_pss;
-                read += 1;
-            }
-        }
-        let values = [
-            sum.rss,
-            sum.pss,
-            sum.uss,
-            sum.swap_pss,
-            self.members.len() as f64,
-            self.skipped as f64,
-        ];
-        if read == 0 {
-            out[..4].fill(f64::NAN);
-            out[4..].copy_from_slice(&values[4..]);
+        let rss: Vec<f64> = self.members.values().filter_map(|m| m.rss).collect();
+        out[0] = if rss.is_empty() {
+            f64::NAN
         } else {
-            out.copy_from_slice(&values);
+            rss.iter().sum::<f64>()
+        };
+        out[4] = self.members.len() as f64;
+        out[5] = self.skipped as f64;
+        // The sums of the rollups, once each process has been read this round.
+        out[1..4].fill(f64::NAN);
+        if !self.members.is_empty() && self.members.values().all(|m| m.in_round) {
+            let mut sum = Rollup::default();
+            let mut read = 0;
+            for m in self.members.values_mut() {
+                m.in_round = false;
+                if let Some(r) = m.mem {
+                    sum.pss += r.pss;
+                    sum.uss += r.uss;
+                    sum.swap_pss += r.swap_pss;
+                    read += 1;
+                }
+            }
+            if read > 0 {
+                out[1] = sum.pss;
+                out[2] = sum.uss;
+                out[3] = sum.swap_pss;
+            }
         }
         Ok(())
     }
@@ -452,8 +536,11 @@ impl Probe for TreeProbe {
             m.channels = ch.add(specs);
         }
         for m in self.members.values() {
-            if let (Some(p), Some(r)) = (m.channels, m.mem) {
-                ch.set(p, r.rss);
+            let Some(p) = m.channels else { continue };
+            if let Some(rss) = m.rss {
+                ch.set(p, rss);
+            }
+            if let (true, Some(r)) = (m.fresh, m.mem) {
                 ch.set(p + 1, r.pss);
                 ch.set(p + 2, r.uss);
             }
@@ -484,6 +571,171 @@ mod tests {
         assert_eq!(r.uss, 184.0 * 1024.0);
         assert_eq!(r.swap_pss, 4.0 * 1024.0);
         assert_eq!(parse_rollup(""), None, "an exited process has no rollup");
+    }
+
+    /// A fake `/proc`: `(pid, ppid, comm, exe, cmdline, rss_kb, pss_kb)`.
+    fn fake_proc(dir: &Path, procs: &[(u32, u32, &str, &str, &str, u64, u64)]) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            std::fs::remove_dir_all(entry.unwrap().path()).unwrap();
+        }
+        for &(pid, ppid, comm, exe, cmdline, rss, pss) in procs {
+            let d = dir.join(pid.to_string());
+            std::fs::create_dir_all(&d).unwrap();
+            let stat = format!(
+                "{pid} ({comm}) S {ppid} 1 1 0 -1 0 0 0 0 0 1 1 0 0 20 0 1 0 {} 0 0",
+                1000 + pid
+            );
+            std::fs::write(d.join("stat"), stat).unwrap();
+            std::fs::write(d.join("status"), format!("State:\tS\nVmRSS:\t{rss} kB\n")).unwrap();
+            let rollup = format!(
+                "Rss: {rss} kB\nPss: {pss} kB\nPrivate_Dirty: {} kB\n",
+                pss / 2
+            );
+            std::fs::write(d.join("smaps_rollup"), rollup).unwrap();
+            std::fs::write(d.join("cmdline"), cmdline).unwrap();
+            std::os::unix::fs::symlink(exe, d.join("exe")).unwrap();
+        }
+    }
+
+    /// Reads once and applies the schema changes the way the sampler does.
+    fn reading(p: &mut TreeProbe, grown: &mut crate::telemetry::dynamic::Grown) -> [f64; 6] {
+        let mut out = [0.0; 6];
+        p.read(&mut out).unwrap();
+        p.dynamic(&mut DynamicChannels { grown });
+        out
+    }
+
+    #[test]
+    fn a_faked_tree_gives_roles_events_channels_and_rounds() {
+        use crate::telemetry::dynamic::{Grown, SchemaFeed};
+        use crate::telemetry::{Schema, SchemaChange};
+        let tmp = tempfile::tempdir().unwrap();
+        let proc_root = tmp.path();
+        let py = "/usr/bin/python3";
+        let tree = [
+            (
+                10,
+                1,
+                "torchrun",
+                py,
+                "python3\0/bin/torchrun\0train.py\0",
+                1000,
+                600,
+            ),
+            (11, 10, "python3", py, "python3\0train.py\0", 2000, 1500),
+            (
+                12,
+                11,
+                "pt_data_worker",
+                py,
+                "python3\0train.py\0",
+                2000,
+                300,
+            ),
+            (13, 11, "sh", "/bin/sh", "sh\0-c\0nvidia-smi\0", 100, 40),
+            (99, 1, "elsewhere", py, "", 100, 50),
+        ];
+        fake_proc(proc_root, &tree);
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let mut p = TreeProbe::with_proc_root(proc_root, 10, true, Some(tx), Clock::start());
+        let mut grown = Grown::new(&Schema::default());
+        let feed = SchemaFeed::default();
+        let first = reading(&mut p, &mut grown);
+        assert_eq!(first[4], 4.0, "the tree, not pid 99");
+        assert_eq!(first[0], (1000 + 2000 + 2000 + 100) as f64 * 1024.0);
+        assert_eq!(first[1], (600 + 1500 + 300 + 40) as f64 * 1024.0);
+        assert_eq!(first[2], (300 + 750 + 150 + 20) as f64 * 1024.0);
+        assert!(
+            rx.try_recv().is_err(),
+            "starts are told at the second sighting"
+        );
+        assert_eq!(
+            grown.publish_changes(0, &feed),
+            0,
+            "no channels before then"
+        );
+        reading(&mut p, &mut grown);
+        let roles: Vec<(u32, String)> = rx
+            .try_iter()
+            .filter_map(|e| match e.kind {
+                EventKind::ProcessStarted { pid, role, .. } => Some((pid, role)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            roles,
+            [
+                (10, "main".into()),
+                (11, "rank".into()),
+                (12, "worker".into()),
+                (13, "other".into())
+            ]
+        );
+        assert_eq!(grown.publish_changes(0, &feed), 12);
+        let mut added = Vec::new();
+        feed.take_all(|c| {
+            if let SchemaChange::Add(specs) = c {
+                added.extend(specs.into_iter().map(|s| s.name));
+            }
+        });
+        assert_eq!(added.len(), 12);
+        assert!(added.contains(&"pid12.pss".to_string()));
+
+        // The worker exits; its channels end and its exit is told.
+        fake_proc(proc_root, &[tree[0], tree[1], tree[3]]);
+        let out = reading(&mut p, &mut grown);
+        assert_eq!(out[4], 3.0);
+        assert!(matches!(
+            rx.try_recv().map(|e| e.kind),
+            Ok(EventKind::ProcessExited { pid: 12, .. })
+        ));
+        grown.publish_changes(1, &feed);
+        let mut ended = Vec::new();
+        feed.take_all(|c| {
+            if let SchemaChange::End(p) = c {
+                ended.extend(p);
+            }
+        });
+        assert_eq!(ended.len(), 3);
+
+        // The root gone: the watch is over.
+        fake_proc(proc_root, &[tree[1]]);
+        assert!(matches!(
+            p.read(&mut [0.0; 6]),
+            Err(ProbeError::Gone { pid: 10 })
+        ));
+    }
+
+    /// A budget that allows one page-table walk in all: the others wait, and
+    /// the sums are not published (never sums of part of the tree), while RSS
+    /// and the count keep coming.
+    #[test]
+    fn a_spent_budget_delays_the_sums_and_never_publishes_part_of_the_tree() {
+        let tmp = tempfile::tempdir().unwrap();
+        let py = "/usr/bin/python3";
+        fake_proc(
+            tmp.path(),
+            &[
+                (10, 1, "python3", py, "", 1000, 600),
+                (11, 10, "python3", py, "", 1000, 500),
+            ],
+        );
+        let mut p = TreeProbe::with_proc_root(tmp.path(), 10, false, None, Clock::start())
+            .with_budget(0.0, 0.0);
+        for _ in 0..3 {
+            let mut out = [0.0; 6];
+            p.read(&mut out).unwrap();
+            assert_eq!((out[0], out[4]), (2000.0 * 1024.0, 2.0));
+            assert!(
+                out[1].is_nan() && out[2].is_nan() && out[3].is_nan(),
+                "{out:?}"
+            );
+        }
+        // More budget: the round completes.
+        p.budget = 1.0;
+        let mut out = [0.0; 6];
+        p.read(&mut out).unwrap();
+        assert_eq!(out[1], 1100.0 * 1024.0);
     }
 
     #[test]
