@@ -4,8 +4,8 @@ PyTorch training (pytorch/pytorch#13246). Every process's RSS stays flat; the
 workers' reads write reference counts, so the kernel copies the parent's pages
 into each worker and the tree's PSS climbs until the job is OOM-killed.
 
-    python scripts/dataloader-leak.py list     # the leak
-    python scripts/dataloader-leak.py array    # the same data in one numpy array: flat
+    python scripts/dataloader-leak.py list [SECONDS]    # the leak
+    python scripts/dataloader-leak.py array [SECONDS]   # the same data in one numpy array
 
 Watch it with `flatline watch --headless -- python scripts/dataloader-leak.py list`.
 Needs torch and numpy (CPU builds are enough); flatline's tests do not.
@@ -38,7 +38,11 @@ class Samples(Dataset):
 def main():
     layout = sys.argv[1] if len(sys.argv) > 1 else "list"
     seconds = float(sys.argv[2]) if len(sys.argv) > 2 else 60.0
-    data = DataLoader(Samples(layout), batch_size=256, shuffle=True, num_workers=4)
+    # Persistent workers live for the whole run, as in most long jobs; without
+    # them each epoch starts fresh workers and the copies reset every epoch.
+    data = DataLoader(
+        Samples(layout), batch_size=256, shuffle=True, num_workers=4, persistent_workers=True
+    )
     model = torch.nn.Linear(WIDTH, 1)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     t0, step = time.time(), 0

@@ -33,8 +33,12 @@ fn limit_of(rec: &Recording, name: &str, unit: Unit) -> Option<(f64, LimitSource
 /// The process tree of a watched job, where the recording has one.
 pub fn tree_summary(rec: &Recording, rows: &[Row<'_>]) -> Option<TreeSummary> {
     let by_name = |n: &str| rows.iter().find(|r| r.spec.name == n).map(|r| &r.analysis);
-    let peak = rec.channel("tree.procs").map(|c| channel_stats(c).max);
-    tree_analysis::summarize(&rec.header.schema, &rec.events, by_name, peak)
+    let t: Vec<f64> = rec.t_ns.iter().map(|&t| t as f64 / 1e9).collect();
+    let data = tree_analysis::Columns {
+        t: &t,
+        column: |n: &str| rec.channel(n),
+    };
+    tree_analysis::summarize(&rec.header.schema, &rec.events, by_name, &data)
 }
 
 /// The limit the memory channels' time to limit was computed against.
@@ -323,8 +327,12 @@ fn tree_text(t: &TreeSummary, indent: &str) -> String {
             (None, Some(b)) => format!("until {b:.1} s"),
             (None, None) => String::new(),
         };
-        let pss = match (p.pss_verdict, p.pss_drift) {
-            (Some(v), Some(d)) => format!("PSS {} {}", v.as_str(), change(d, Unit::Bytes)),
+        let pss = match (p.pss_verdict, p.pss_growth) {
+            (Some(v), Some(d)) => format!(
+                "PSS {} after the warm-up, {} since the workers started",
+                v.as_str(),
+                change(d, Unit::Bytes)
+            ),
             _ => String::new(),
         };
         let _ = writeln!(

@@ -24,9 +24,11 @@ pub struct ProcessSeen {
     pub exited_s: Option<f64>,
     /// The stem of its channels (`pid4242`), where it had channels.
     pub channels: Option<String>,
-    /// Its PSS verdict and growth, where it had channels.
+    /// Its PSS verdict (after the warm-up), and how much its PSS grew from
+    /// the start of the tree's last worker (or its own start, if later) to
+    /// its last reading, where it had channels.
     pub pss_verdict: Option<Verdict>,
-    pub pss_drift: Option<f64>,
+    pub pss_growth: Option<f64>,
 }
 
 /// The process tree of a recording.
@@ -46,31 +48,91 @@ pub struct TreeSummary {
 /// tree: a worker's interpreter copies a few pages once after the fork.
 pub const MATERIAL_SHARE: f64 = 0.05;
 
-/// Whether a verdict says the channel grew, by at least [`MATERIAL_SHARE`]
-/// of its level.
-pub fn grows(a: &ChannelAnalysis) -> bool {
-    matches!(a.verdict, Verdict::Linear | Verdict::Staircase)
-        && a.drift > 0.0
-        && a.drift >= MATERIAL_SHARE * a.baseline.abs()
+/// An RSS that moves by less than this share of its level held still (the
+/// band the analysis calls flat).
+pub const STILL_SHARE: f64 = 0.01;
+
+/// First and last reading of a column from index `from` on.
+fn ends(col: &[f64], from: usize) -> Option<(f64, f64)> {
+    let col = col.get(from..)?;
+    let first = col.iter().copied().find(|v| !v.is_nan())?;
+    let last = col.iter().rev().copied().find(|v| !v.is_nan())?;
+    Some((first, last))
 }
 
-/// Whether a verdict says the channel held still.
-fn still(a: &ChannelAnalysis) -> bool {
-    matches!(
-        a.verdict,
-        Verdict::Flat | Verdict::Noisy | Verdict::Insufficient
-    ) || a.drift <= 0.0
+/// When the tree took its shape: the start of its last worker.
+fn settled(seen: &BTreeMap<u32, ProcessSeen>) -> Option<f64> {
+    seen.values()
+        .filter(|p| p.role == "worker")
+        .filter_map(|p| p.started_s)
+        .fold(None, |a: Option<f64>, t| Some(a.map_or(t, |a| a.max(t))))
+}
+
+/// The finding no single process's RSS shows: from the moment the last
+/// worker started, the tree's PSS grew by at least [`MATERIAL_SHARE`] while
+/// every process's RSS moved by less than [`STILL_SHARE`]. Measured on the
+/// readings, whatever shape the growth had (a DataLoader's workers copy the
+/// pages they touch in their first epoch, then hold them).
+fn copy_on_access<'c, F: Fn(&str) -> Option<&'c [f64]>>(
+    seen: &BTreeMap<u32, ProcessSeen>,
+    data: &Columns<'c, F>,
+) -> Option<String> {
+    let workers = seen.values().filter(|p| p.role == "worker").count();
+    let since = settled(seen)?;
+    let from = data.t.partition_point(|&t| t < since);
+    let (before, after) = ends((data.column)("tree.pss")?, from)?;
+    let grew = after - before;
+    if !(grew > 0.0 && grew >= MATERIAL_SHARE * before) {
+        return None;
+    }
+    let rss_still = |name: &str| {
+        (data.column)(name)
+            .and_then(|c| ends(c, from))
+            .is_none_or(|(a, b)| (b - a).abs() <= STILL_SHARE * a.abs())
+    };
+    let every = rss_still("mem.rss")
+        && seen
+            .values()
+            .filter_map(|p| p.channels.as_deref())
+            .all(|stem| rss_still(&format!("{stem}.rss")));
+    every.then(|| {
+        format!(
+            "copy-on-access: after its {workers} worker{} started, the tree's PSS grew \
+             {:+.1} MiB ({:+.0} %) while every process's RSS stayed within {:.0} %: workers \
+             touch pages they share with their parent (a Python list of objects read by \
+             DataLoader workers); keep such data in one numpy array, Arrow table or bytes object",
+            if workers == 1 { "" } else { "s" },
+            grew / 1_048_576.0,
+            grew / before * 100.0,
+            STILL_SHARE * 100.0
+        )
+    })
+}
+
+/// A recording's samples as the tree summary reads them: times (seconds)
+/// and each channel's column by name.
+pub struct Columns<'a, F: Fn(&str) -> Option<&'a [f64]>> {
+    pub t: &'a [f64],
+    pub column: F,
+}
+
+impl<'a, F: Fn(&str) -> Option<&'a [f64]>> std::fmt::Debug for Columns<'a, F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Columns")
+            .field("samples", &self.t.len())
+            .finish_non_exhaustive()
+    }
 }
 
 /// The tree of a recording, or `None` when it watched no tree. `analysis(name)`
 /// gives a channel's analysis.
-pub fn summarize<'a>(
+pub fn summarize<'a, 'c, F: Fn(&str) -> Option<&'c [f64]>>(
     schema: &Schema,
     events: &[Event],
     analysis: impl Fn(&str) -> Option<&'a ChannelAnalysis>,
-    peak_procs: Option<f64>,
+    data: &Columns<'c, F>,
 ) -> Option<TreeSummary> {
-    let tree_pss = analysis("tree.pss")?;
+    analysis("tree.pss")?;
     let mut seen: BTreeMap<u32, ProcessSeen> = BTreeMap::new();
     let t = |e: &Event| e.t_ns as f64 / 1e9;
     for e in events {
@@ -89,7 +151,7 @@ pub fn summarize<'a>(
                         exited_s: None,
                         channels: None,
                         pss_verdict: None,
-                        pss_drift: None,
+                        pss_growth: None,
                     },
                 );
             }
@@ -117,37 +179,37 @@ pub fn summarize<'a>(
             exited_s: None,
             channels: None,
             pss_verdict: None,
-            pss_drift: None,
+            pss_growth: None,
         });
         p.channels = Some(stem.to_owned());
-        if let Some(a) = analysis(&c.name) {
-            p.pss_verdict = Some(a.verdict);
-            p.pss_drift = Some(a.drift);
+        p.pss_verdict = analysis(&c.name).map(|a| a.verdict);
+    }
+    // Growth since the tree took its shape (the last worker started), or
+    // since the process started if later; grew: by MATERIAL_SHARE or more.
+    let from = data
+        .t
+        .partition_point(|&t| t < settled(&seen).unwrap_or(0.0));
+    let mut grew = Vec::new();
+    for p in seen.values_mut() {
+        let ends = p
+            .channels
+            .as_deref()
+            .and_then(|s| (data.column)(&format!("{s}.pss")))
+            .and_then(|c| ends(c, from));
+        p.pss_growth = ends.map(|(a, b)| b - a);
+        if ends.is_some_and(|(a, b)| b - a > 0.0 && b - a >= MATERIAL_SHARE * a) {
+            grew.push(p.pid);
         }
     }
-    let grew: Vec<u32> = seen
-        .values()
-        .filter(|p| {
-            let stem = p.channels.as_deref();
-            stem.and_then(|s| analysis(&format!("{s}.pss")))
-                .is_some_and(grows)
+    let finding = copy_on_access(&seen, data);
+    let peak = (data.column)("tree.procs")
+        .map(|c| {
+            c.iter()
+                .copied()
+                .filter(|v| v.is_finite())
+                .fold(0.0, f64::max)
         })
-        .map(|p| p.pid)
-        .collect();
-    let rss_flat = |stem: &str| analysis(&format!("{stem}.rss")).is_none_or(still);
-    let every_rss_flat = analysis("mem.rss").is_none_or(still)
-        && seen
-            .values()
-            .filter_map(|p| p.channels.as_deref())
-            .all(rss_flat);
-    let finding = (grows(tree_pss) && every_rss_flat).then(|| {
-        "copy-on-access: worker memory grows while every RSS is flat \
-         (workers touch pages they share with their parent, e.g. a Python list \
-         read by DataLoader workers: keep such data in one numpy array or bytes object)"
-            .to_string()
-    });
-    let peak = peak_procs
-        .filter(|v| v.is_finite())
+        .filter(|&v| v > 0.0)
         .map_or(seen.len(), |v| v as usize);
     Some(TreeSummary {
         processes: seen.into_values().collect(),
