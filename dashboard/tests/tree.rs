@@ -215,3 +215,51 @@ fn no_tree_watches_the_process_alone() {
             .any(|e| matches!(e.kind, EventKind::ProcessStarted { .. }))
     );
 }
+
+/// The watcher itself while 50 children come and go: no thread per process,
+/// and its memory does not climb with the processes it has seen.
+#[test]
+fn the_watcher_keeps_its_threads_and_memory_through_a_churning_tree() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("churn.flr");
+    let fixture = fixture();
+    let mut watcher = std::process::Command::new(env!("CARGO_BIN_EXE_flatline"))
+        .args(["watch", "--headless", "--hz", "20", "--out"])
+        .arg(&out)
+        .args(["--", "python3"])
+        .arg(&fixture)
+        .args(["churn", "50", "1.2", "0.2"])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let status = format!("/proc/{}/status", watcher.id());
+    let field = |text: &str, key: &str| -> Option<u64> {
+        let line = text.lines().find(|l| l.starts_with(key))?;
+        line.split_whitespace().nth(1)?.parse().ok()
+    };
+    let mut readings = Vec::new(); // (threads, VmRSS kB), every 250 ms
+    while watcher.try_wait().unwrap().is_none() {
+        if let Ok(text) = std::fs::read_to_string(&status)
+            && let (Some(t), Some(r)) = (field(&text, "Threads:"), field(&text, "VmRSS:"))
+        {
+            readings.push((t, r));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(250));
+    }
+    assert!(readings.len() > 20, "{} readings", readings.len());
+    // Settled after 3 s (sampler, slow probes, recorder running; ~15 children seen).
+    let settled = &readings[12..readings.len() - 1];
+    let threads: Vec<u64> = settled.iter().map(|r| r.0).collect();
+    assert!(
+        threads.iter().all(|&t| t == threads[0]),
+        "threads {threads:?}"
+    );
+    let rss0 = settled[0].1;
+    let rss_max = settled.iter().map(|r| r.1).max().unwrap();
+    // 35 more processes, each with three channels and two events: a leak of a
+    // process's worth of buffers (a probe, a thread stack) would pass 4 MiB.
+    assert!(
+        rss_max <= rss0 + 4096,
+        "watcher RSS rose from {rss0} kB to {rss_max} kB"
+    );
+}

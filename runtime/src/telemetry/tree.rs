@@ -173,6 +173,8 @@ pub struct TreeProbe {
     /// have used since `budget_start` (thread CPU time).
     budget: f64,
     credit_ns: f64,
+    /// Whether the note that per-process channels ran out has been sent.
+    told_full: bool,
     budget_start: std::time::Instant,
     spent_ns: u64,
 }
@@ -204,6 +206,7 @@ impl TreeProbe {
             buf: String::new(),
             budget: ROLLUP_BUDGET,
             credit_ns: ROLLUP_CREDIT_NS,
+            told_full: false,
             budget_start: std::time::Instant::now(),
             spent_ns: 0,
         }
@@ -534,6 +537,14 @@ impl Probe for TreeProbe {
                 })
                 .collect();
             m.channels = ch.add(specs);
+            if m.channels.is_none() && !self.told_full {
+                self.told_full = true;
+                let why = format!(
+                    "process {pid} and later ones get no channels of their own: the recording \
+                     holds as many channels as it can (tree.* go on)"
+                );
+                self.emit_at(self.clock.now_ns(), EventKind::Note(why));
+            }
         }
         for m in self.members.values() {
             let Some(p) = m.channels else { continue };
