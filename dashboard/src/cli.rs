@@ -138,10 +138,23 @@ pub struct WatchArgs {
     /// their own.
     #[arg(long, conflicts_with = "no_tree")]
     pub no_per_process: bool,
+    /// Which of a started command's outputs to read steps, metrics and
+    /// markers from (nanoGPT, Hugging Face, torchrun, key=value lines). Both
+    /// are passed through unchanged either way. Default: both.
+    #[arg(long, value_enum, value_name = "WHICH")]
+    pub steps_from: Option<StepsFrom>,
     /// A command to start and watch; flatline exits with its exit code (0 if
     /// flatline stopped it at --seconds or when the window closed).
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum StepsFrom {
+    Stdout,
+    Stderr,
+    Both,
+    None,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

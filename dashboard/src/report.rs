@@ -7,7 +7,7 @@ use anyhow::{Context as _, Result};
 use flatline_runtime::analysis::rules::{self, ChannelStats, LimitSource, channel_stats, latest};
 use flatline_runtime::analysis::tree::{self as tree_analysis, TreeSummary};
 use flatline_runtime::analysis::{self, ChannelAnalysis, Context, Verdict};
-use flatline_runtime::recording::{Recording, TailProblemKind};
+use flatline_runtime::recording::{EventKind, Recording, TailProblemKind};
 use flatline_runtime::telemetry::{ChannelSpec, TOKEN_CHANNELS, Unit};
 use serde_json::{Map, Value, json};
 
@@ -39,6 +39,15 @@ pub fn tree_summary(rec: &Recording, rows: &[Row<'_>]) -> Option<TreeSummary> {
         column: |n: &str| rec.channel(n),
     };
     tree_analysis::summarize(&rec.header.schema, &rec.events, by_name, &data)
+}
+
+/// The markers of a recording (a job's evals and checkpoints, a person's
+/// marks), as (seconds, text).
+fn markers(rec: &Recording) -> impl Iterator<Item = (f64, &str)> {
+    rec.events.iter().filter_map(|e| match &e.kind {
+        EventKind::Marker(text) => Some((e.t_ns as f64 / 1e9, text.as_str())),
+        _ => None,
+    })
 }
 
 /// The limit the memory channels' time to limit was computed against.
@@ -154,6 +163,12 @@ pub fn json_report(rec: &Recording, rows: &[Row<'_>]) -> Value {
         "host": h.host,
         "channels": channels,
         "memory_limit": memory_limit(rows).map(|(v, src)| json!({"bytes": v, "source": src})),
+        "events": {
+            "steps": rec.events.iter().filter(|e| matches!(e.kind, EventKind::Step { .. })).count(),
+            "markers": markers(rec)
+                .map(|(t_s, text)| json!({"t_s": t_s, "text": text}))
+                .collect::<Vec<_>>(),
+        },
         "process_tree": tree_summary(rec, rows),
         "unavailable": unavailable,
     })
@@ -301,6 +316,12 @@ pub fn text_report(rec: &Recording, rows: &[Row<'_>]) -> String {
             src.describe(),
             value(v, Unit::Bytes)
         );
+    }
+    let marks: Vec<String> = markers(rec)
+        .map(|(t, text)| format!("{t:.1} s {text}"))
+        .collect();
+    if !marks.is_empty() {
+        let _ = writeln!(s, "  markers: {}", marks.join("; "));
     }
     if let Some(t) = tree_summary(rec, rows) {
         s.push_str(&tree_text(&t, "  "));

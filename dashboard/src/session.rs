@@ -87,6 +87,11 @@ impl Session {
         self.sampler.dropped()
     }
 
+    /// A handle to grow the stream's schema from another thread.
+    pub fn grow(&self) -> telemetry::GrowHandle {
+        self.sampler.grow()
+    }
+
     /// True once the sampler has ended on its own (the watched process exited).
     pub fn sampler_finished(&self) -> bool {
         self.sampler.is_finished()

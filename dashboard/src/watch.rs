@@ -3,7 +3,11 @@
 
 use std::process::{Child, Command};
 
+use std::process::Stdio;
+use std::sync::Arc;
+
 use crossbeam_channel::Sender;
+use flatline_runtime::telemetry::{GrowHandle, output};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -12,7 +16,7 @@ use flatline_runtime::recording::{Event, EventKind, RecordingSetup, event_channe
 use flatline_runtime::telemetry::steplog::StepLog;
 use flatline_runtime::telemetry::{Clock, Probe, SamplerConfig, SamplerExit, Target};
 
-use crate::cli::WatchArgs;
+use crate::cli::{StepsFrom, WatchArgs};
 use crate::fmt::bytes;
 use crate::session::Session;
 
@@ -37,6 +41,67 @@ fn exited_within(child: &mut Child, limit: Duration) -> bool {
 struct Watched {
     pid: u32,
     child: Option<Child>,
+    /// What a started command prints, passed through and read.
+    output: Option<Output>,
+}
+
+/// The readers of a started command's output: its lines, on their way to
+/// the collector that starts with the telemetry.
+struct Output {
+    readers: Vec<std::thread::JoinHandle<()>>,
+    lines: Option<crossbeam_channel::Receiver<output::Printed>>,
+    collector: Option<std::thread::JoinHandle<()>>,
+    stats: Arc<output::OutputStats>,
+}
+
+impl Output {
+    /// Starts turning the lines into channels, steps and markers.
+    fn collect(
+        &mut self,
+        grow: GrowHandle,
+        events: Sender<Event>,
+        step_events: bool,
+    ) -> Result<()> {
+        if let Some(lines) = self.lines.take() {
+            self.collector = Some(
+                output::collect(lines, grow, events, step_events)
+                    .context("starting the output reader")?,
+            );
+        }
+        Ok(())
+    }
+
+    /// Waits a moment for the last lines (the command has ended, or is being
+    /// stopped): a grandchild that keeps the pipe open does not hold the
+    /// watch.
+    fn settle(&mut self, limit: Duration) {
+        let deadline = Instant::now() + limit;
+        while self.readers.iter().any(|r| !r.is_finished()) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        while self.collector.as_ref().is_some_and(|c| !c.is_finished())
+            && self
+                .readers
+                .iter()
+                .all(std::thread::JoinHandle::is_finished)
+            && Instant::now() < deadline
+        {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    fn summary(&self) -> String {
+        let st = &self.stats;
+        format!(
+            "output: {} lines, {} with steps, metrics or markers{}",
+            st.lines.load(Ordering::Relaxed),
+            st.parsed.load(Ordering::Relaxed),
+            match st.dropped.load(Ordering::Relaxed) {
+                0 => String::new(),
+                n => format!(", {n} dropped (the reader fell behind)"),
+            }
+        )
+    }
 }
 
 impl Watched {
@@ -92,19 +157,77 @@ impl Watched {
     }
 }
 
-fn start_target(args: &WatchArgs) -> Result<Watched> {
+fn start_target(args: &WatchArgs, clock: Clock) -> Result<Watched> {
     match (args.pid, args.command.split_first()) {
-        (Some(pid), None) => Ok(Watched { pid, child: None }),
+        (Some(_), None) if args.steps_from.is_some() => {
+            bail!("--steps-from reads a started command's output: give the command after `--`")
+        }
+        (Some(pid), None) => Ok(Watched {
+            pid,
+            child: None,
+            output: None,
+        }),
         (None, Some((prog, rest))) => {
+            let from = args.steps_from.unwrap_or(StepsFrom::Both);
+            let (out, err) = match from {
+                StepsFrom::Stdout => (true, false),
+                StepsFrom::Stderr => (false, true),
+                StepsFrom::Both => (true, true),
+                StepsFrom::None => (false, false),
+            };
             let mut cmd = Command::new(prog);
             cmd.args(rest);
+            if out {
+                cmd.stdout(Stdio::piped());
+            }
+            if err {
+                cmd.stderr(Stdio::piped());
+            }
             // Even if flatline dies without cleaning up (SIGKILL, or Xlib ending the
             // process when the display goes away), the command does not outlive it.
             flatline_runtime::sys::end_with_this_process(&mut cmd);
-            let child = cmd.spawn().with_context(|| format!("starting {prog}"))?;
+            let mut child = cmd.spawn().with_context(|| format!("starting {prog}"))?;
+            let output = (out || err).then(|| {
+                let (tx, rx) = output::queue();
+                let stats = Arc::new(output::OutputStats::default());
+                let mut readers = Vec::new();
+                if let Some(o) = child.stdout.take() {
+                    readers.extend(
+                        output::pass_through(
+                            "stdout",
+                            o,
+                            std::io::stdout(),
+                            tx.clone(),
+                            clock,
+                            stats.clone(),
+                        )
+                        .ok(),
+                    );
+                }
+                if let Some(e) = child.stderr.take() {
+                    readers.extend(
+                        output::pass_through(
+                            "stderr",
+                            e,
+                            std::io::stderr(),
+                            tx,
+                            clock,
+                            stats.clone(),
+                        )
+                        .ok(),
+                    );
+                }
+                Output {
+                    readers,
+                    lines: Some(rx),
+                    collector: None,
+                    stats,
+                }
+            });
             Ok(Watched {
                 pid: child.id(),
                 child: Some(child),
+                output,
             })
         }
         (None, None) => bail!("say what to watch: --pid PID, or a command after `--`"),
@@ -168,12 +291,13 @@ pub fn run(args: &WatchArgs) -> Result<Option<i32>> {
     if !args.headless {
         crate::ui::check_display()?;
     }
-    let mut target = start_target(args)?;
-    // One clock for the samples and the log's step events, which go from the
-    // sampler thread straight to whoever records (the recorder thread, or the
-    // window).
+    // One clock for the samples, the log's step events and the command's
+    // printed lines, which go straight to whoever records (the recorder
+    // thread, or the window).
     let clock = Clock::start();
+    let mut target = start_target(args, clock)?;
     let events = event_channel();
+    let printed_events = events.0.clone();
     let log = match step_log(args, &mut target, events.0.clone(), clock) {
         Ok(l) => l,
         Err(e) => {
@@ -200,6 +324,9 @@ pub fn run(args: &WatchArgs) -> Result<Option<i32>> {
             args.out.as_deref(),
             args.force,
         )?;
+        if let Some(o) = target.output.as_mut() {
+            o.collect(src.grow(), printed_events, args.log.is_none())?;
+        }
         let shown = crate::ui::run_window(
             &format!("flatline — watching {}", target.pid),
             [1600.0, 1000.0],
@@ -237,6 +364,9 @@ pub fn run(args: &WatchArgs) -> Result<Option<i32>> {
         &out,
         args.force,
     )?;
+    if let Some(o) = target.output.as_mut() {
+        o.collect(session.grow(), printed_events, args.log.is_none())?;
+    }
     flatline_runtime::telemetry::alloc::mark_observer_thread();
     let stop = crate::soak::interrupt_flag()?;
     let start = Instant::now();
@@ -254,6 +384,10 @@ pub fn run(args: &WatchArgs) -> Result<Option<i32>> {
             break "completed";
         }
     };
+    // The command's last lines belong to the recording.
+    if let Some(o) = target.output.as_mut() {
+        o.settle(Duration::from_secs(1));
+    }
     let end = session.finish(ended_by)?;
     let rec = crate::report::open(&out)?;
     let rows = crate::report::analyse(&rec, None);
@@ -264,6 +398,9 @@ pub fn run(args: &WatchArgs) -> Result<Option<i32>> {
             st.rows.load(Ordering::Relaxed),
             st.bad_rows.load(Ordering::Relaxed)
         );
+    }
+    if let Some(o) = &target.output {
+        println!("  {}", o.summary());
     }
     if let SamplerExit::TargetExited { pid } = end.exit {
         println!("  process {pid} exited; the recording covers it to the end");

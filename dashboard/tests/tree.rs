@@ -249,9 +249,11 @@ fn the_watcher_keeps_its_threads_and_memory_through_a_churning_tree() {
     assert!(readings.len() > 20, "{} readings", readings.len());
     // Settled after 3 s (sampler, slow probes, recorder running; ~15 children seen).
     let settled = &readings[12..readings.len() - 1];
+    // No thread per process: never more than once settled (fewer at the end,
+    // when the command's output readers have finished).
     let threads: Vec<u64> = settled.iter().map(|r| r.0).collect();
     assert!(
-        threads.iter().all(|&t| t == threads[0]),
+        threads.iter().all(|&t| t <= threads[0]),
         "threads {threads:?}"
     );
     let rss0 = settled[0].1;

@@ -650,6 +650,14 @@ impl WatchSource {
     }
 }
 
+impl WatchSource {
+    /// A handle to grow the stream's schema from another thread (a job's
+    /// printed metrics).
+    pub fn grow(&self) -> telemetry::GrowHandle {
+        self.sampler.grow()
+    }
+}
+
 impl Source for WatchSource {
     fn kind(&self) -> SourceKind {
         SourceKind::Watch

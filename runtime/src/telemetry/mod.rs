@@ -18,6 +18,7 @@ pub mod cgroup;
 pub mod dynamic;
 pub mod gpu;
 pub mod malloc;
+pub mod output;
 pub mod procfs;
 pub mod sampler;
 pub mod steplog;
@@ -31,7 +32,8 @@ pub use flatline_format::{
     Unavailable, Unit,
 };
 pub use sampler::{
-    Sampler, SamplerConfig, SamplerExit, Target, Telemetry, TelemetryError, start, start_with,
+    GrowHandle, Sampler, SamplerConfig, SamplerExit, Target, Telemetry, TelemetryError, start,
+    start_with,
 };
 
 /// The one clock of a telemetry stream: every sample's `t_ns` and every

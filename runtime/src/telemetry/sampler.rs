@@ -185,6 +185,13 @@ impl Sampler {
         }
     }
 
+    /// A handle through which another thread can grow the stream's schema.
+    pub fn grow(&self) -> GrowHandle {
+        GrowHandle {
+            shared: self.shared.clone(),
+        }
+    }
+
     /// Samples dropped so far because the channel was full.
     pub fn dropped(&self) -> u64 {
         self.shared.dropped.load(Ordering::Relaxed)
@@ -222,6 +229,26 @@ impl Sampler {
 impl Drop for Sampler {
     fn drop(&mut self) {
         self.shutdown();
+    }
+}
+
+/// Lets a thread other than the slow-probe thread (the reader of a job's
+/// printed output) add, end and set channels of a running stream, under the
+/// same lock the sampler thread only tries.
+#[derive(Debug, Clone)]
+pub struct GrowHandle {
+    shared: Arc<Shared>,
+}
+
+impl GrowHandle {
+    /// Runs `f` with the stream's growing channels; hold it briefly.
+    pub fn with<R>(&self, f: impl FnOnce(&mut DynamicChannels<'_>) -> R) -> R {
+        let mut grown = self
+            .shared
+            .grown
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        f(&mut DynamicChannels { grown: &mut grown })
     }
 }
 
@@ -300,6 +327,11 @@ fn place(
     }
     placed
 }
+
+/// How long samples go on after the target is gone (its own channels read
+/// as absent), so that what it printed last, read from its output by
+/// another thread, still lands in a sample.
+pub const EXIT_GRACE: Duration = Duration::from_secs(1);
 
 /// The channels the sampler adds about itself.
 const OWN_CHANNELS: [(&str, Unit); 3] = [
@@ -535,6 +567,8 @@ impl FastLoop {
         let mut next = Instant::now();
         let mut seq = 0u64;
         let mut slow_seen = 0u64;
+        // Once the target is gone: when to stop, and how it ended.
+        let mut ending: Option<(Instant, SamplerExit)> = None;
         loop {
             let tick = Instant::now();
             let t_ns = u64::try_from(tick.duration_since(start).as_nanos()).unwrap_or(u64::MAX);
@@ -556,13 +590,22 @@ impl FastLoop {
             for (probe, range) in &mut self.probes {
                 match probe.read(&mut values[range.clone()]) {
                     Ok(()) => {}
-                    Err(ProbeError::Gone { pid }) => return SamplerExit::TargetExited { pid },
+                    Err(ProbeError::Gone { pid }) => {
+                        values[range.clone()].fill(f64::NAN);
+                        ending
+                            .get_or_insert((tick + EXIT_GRACE, SamplerExit::TargetExited { pid }));
+                    }
                     Err(ProbeError::Failed(_)) => values[range.clone()].fill(f64::NAN),
                 }
             }
             if self.shared.target_gone.load(Ordering::Relaxed) {
                 // Only the slow probes could tell (no /proc here).
-                return SamplerExit::TargetExited { pid: 0 };
+                ending.get_or_insert((tick + EXIT_GRACE, SamplerExit::TargetExited { pid: 0 }));
+            }
+            if let Some((at, exit)) = ending
+                && tick >= at
+            {
+                return exit;
             }
             self.slots
                 .take_new(&mut slow_seen, &mut values[self.slow_range.clone()]);

@@ -1,0 +1,474 @@
+//! Steps, metrics and markers from what a training job already prints.
+//!
+//! [`parse_line`] reads one line of a job's stdout or stderr, as printed by
+//! the usual trainers, and says what it found; it never fails (a line that
+//! says nothing is [`Line::default`]):
+//!
+//! - nanoGPT: `iter 100: loss 2.3456, time 30.12ms, mfu 5.00%` → step 100,
+//!   `log.loss`, `log.time_ms`, `log.mfu_pct` (the unit from the suffix);
+//! - its evals: `step 2000: train loss 1.2345, val loss 1.4567` → step 2000,
+//!   `log.train_loss`, `log.val_loss` and a marker `eval`;
+//! - a saved checkpoint (`saving checkpoint to out`, `Saving model
+//!   checkpoint to …`) → a marker whose text is the line;
+//! - Python dict reprs and JSON objects with numeric values (a Hugging Face
+//!   Trainer's `{'loss': 2.1, 'grad_norm': 1.3, 'epoch': 0.12}`) → `log.<key>`;
+//!   a `step`, `global_step` or `iter` key is the step;
+//! - `key=value` and `key: value` pairs on a line that names a step
+//!   (`step 100 loss=2.31 lr=3e-4`);
+//! - torchrun's `[default<rank>]:` prefix is stripped and the rank kept;
+//! - a progress bar redrawn with `\r` (tqdm) is not a step: only the text
+//!   after the last `\r` is read, and a bar (`it/s`, `%|`) says nothing.
+
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::thread::JoinHandle;
+
+use crossbeam_channel::{Receiver, Sender, TrySendError};
+use flatline_format::{Event, EventKind};
+
+use super::{ChannelSpec, Clock, Group, GrowHandle, Kind, Unit};
+
+/// What one line said.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Line {
+    /// The training step it reports.
+    pub step: Option<u64>,
+    /// Metrics, as channel leaves (`loss`, `time_ms`), values and units.
+    pub values: Vec<(String, f64, Unit)>,
+    /// A moment worth marking on the plots (an eval, a checkpoint).
+    pub marker: Option<String>,
+    /// The torchrun rank that printed it.
+    pub rank: Option<u32>,
+}
+
+impl Line {
+    /// Whether the line said anything at all.
+    pub fn is_empty(&self) -> bool {
+        self.step.is_none() && self.values.is_empty() && self.marker.is_none()
+    }
+}
+
+/// A channel leaf from a printed key: lower case, runs of anything but
+/// letters and digits as one `_`.
+pub fn leaf(key: &str) -> String {
+    let mut out = String::with_capacity(key.len());
+    for c in key.trim().chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.ends_with('_') && !out.is_empty() {
+            out.push('_');
+        }
+    }
+    while out.ends_with('_') {
+        out.pop();
+    }
+    out
+}
+
+/// A number with an optional unit suffix: `30.12ms` → (30.12, `_ms`,
+/// milliseconds), `5.00%` → (5.0, `_pct`, percent).
+fn number_with_unit(s: &str) -> Option<(f64, &'static str, Unit)> {
+    let s = s.trim().trim_end_matches(',');
+    const SUFFIXES: [(&str, &str, Unit); 6] = [
+        ("ms", "_ms", Unit::Milliseconds),
+        ("us", "_us", Unit::Microseconds),
+        ("µs", "_us", Unit::Microseconds),
+        ("%", "_pct", Unit::Percent),
+        ("s", "_s", Unit::Seconds),
+        ("", "", Unit::Number),
+    ];
+    for (suffix, tag, unit) in SUFFIXES {
+        if let Some(n) = s.strip_suffix(suffix)
+            && let Ok(v) = n.trim().parse::<f64>()
+            && v.is_finite()
+        {
+            return Some((v, tag, unit));
+        }
+    }
+    None
+}
+
+fn step_number(s: &str) -> Option<u64> {
+    s.trim().trim_end_matches([':', ',']).parse().ok()
+}
+
+/// Reads `key value, key value…` (nanoGPT's list after `iter N:`).
+fn spaced_pairs(rest: &str, out: &mut Line) {
+    for part in rest.split(',') {
+        let part = part.trim();
+        let Some((key, val)) = part.rsplit_once(' ') else {
+            continue;
+        };
+        if let Some((v, tag, unit)) = number_with_unit(val) {
+            let k = leaf(key);
+            if !k.is_empty() {
+                out.values.push((format!("{k}{tag}"), v, unit));
+            }
+        }
+    }
+}
+
+/// Reads a Python dict repr or a JSON object on one line.
+fn object(text: &str, out: &mut Line) -> bool {
+    let Some(inner) = text.strip_prefix('{').and_then(|t| t.strip_suffix('}')) else {
+        return false;
+    };
+    let mut any = false;
+    for part in inner.split(',') {
+        let Some((k, v)) = part.split_once(':') else {
+            continue;
+        };
+        let k = k.trim().trim_matches(['\'', '"']);
+        let v = v.trim().trim_matches(['\'', '"']);
+        let Ok(v) = v.parse::<f64>() else { continue };
+        if !v.is_finite() {
+            continue;
+        }
+        any = true;
+        match k {
+            "step" | "global_step" | "iter" if v >= 0.0 && v.fract() == 0.0 => {
+                out.step = Some(v as u64);
+            }
+            _ => {
+                let k = leaf(k);
+                if !k.is_empty() {
+                    out.values.push((k, v, Unit::Number));
+                }
+            }
+        }
+    }
+    any
+}
+
+/// Reads `key=value` and `key: value` pairs after a `step N` on a line.
+fn keyed_pairs(text: &str, out: &mut Line) {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let step_at = words.iter().position(|w| {
+        let w = w.trim_end_matches([':', ',']).to_ascii_lowercase();
+        w == "step" || w == "iter" || w == "iteration"
+    });
+    let Some(i) = step_at else { return };
+    let Some(step) = words.get(i + 1).and_then(|w| step_number(w)) else {
+        return;
+    };
+    let mut found = Vec::new();
+    let mut k = i + 2;
+    while k < words.len() {
+        let w = words[k].trim_end_matches(',');
+        if let Some((key, val)) = w.split_once('=') {
+            if let Some((v, tag, unit)) = number_with_unit(val) {
+                found.push((format!("{}{tag}", leaf(key)), v, unit));
+            }
+        } else if let Some(key) = w.strip_suffix(':')
+            && let Some((v, tag, unit)) = words.get(k + 1).and_then(|v| number_with_unit(v))
+        {
+            found.push((format!("{}{tag}", leaf(key)), v, unit));
+            k += 1;
+        }
+        k += 1;
+    }
+    found.retain(|(k, _, _)| !k.is_empty() && !k.starts_with('_'));
+    if !found.is_empty() {
+        out.step = Some(step);
+        out.values.extend(found);
+    }
+}
+
+/// What one printed line says (see the module's list).
+pub fn parse_line(raw: &str) -> Line {
+    let mut out = Line::default();
+    // A progress bar redraws itself after `\r`: only the last state is text.
+    let mut text = raw
+        .rsplit('\r')
+        .next()
+        .unwrap_or(raw)
+        .trim_end_matches('\n');
+    if let Some(rest) = text.strip_prefix("[default")
+        && let Some((rank, after)) = rest.split_once("]:")
+    {
+        out.rank = rank.parse().ok();
+        text = after;
+    }
+    let text = text.trim();
+    if text.is_empty() || raw.contains('\r') && (text.contains("it/s") || text.contains("%|")) {
+        return out;
+    }
+    let lower = text.to_ascii_lowercase();
+    if lower.contains("saving checkpoint") || lower.contains("saving model checkpoint") {
+        out.marker = Some(text.to_owned());
+        return out;
+    }
+    // nanoGPT's training line and its evals.
+    for (word, eval) in [("iter ", false), ("step ", true)] {
+        if let Some(rest) = lower.strip_prefix(word)
+            && let Some((n, after)) = rest.split_once(':')
+            && let Some(step) = step_number(n)
+        {
+            let before = out.values.len();
+            spaced_pairs(&text[text.len() - after.len()..], &mut out);
+            if out.values.len() > before {
+                out.step = Some(step);
+                if eval {
+                    out.marker = Some("eval".into());
+                }
+                return out;
+            }
+        }
+    }
+    if object(text, &mut out) {
+        return out;
+    }
+    keyed_pairs(text, &mut out);
+    out
+}
+
+/// A line's findings, stamped when it was read.
+#[derive(Debug, Clone)]
+pub struct Printed {
+    pub t_ns: u64,
+    pub line: Line,
+}
+
+/// What the readers of a job's output have seen.
+#[derive(Debug, Default)]
+pub struct OutputStats {
+    pub bytes: AtomicU64,
+    pub lines: AtomicU64,
+    /// Lines that said something (a step, a metric, a marker).
+    pub parsed: AtomicU64,
+    /// Parsed lines dropped because the collector fell behind.
+    pub dropped: AtomicU64,
+}
+
+/// Longest line read whole; the rest of a longer one is passed through but
+/// not read.
+pub const MAX_LINE: usize = 64 << 10;
+
+/// Lines waiting for the collector; a full queue drops and counts.
+pub const QUEUE: usize = 16 << 10;
+
+/// The queue between the output readers and the collector.
+pub fn queue() -> (Sender<Printed>, Receiver<Printed>) {
+    crossbeam_channel::bounded(QUEUE)
+}
+
+/// Starts a thread that copies `src` to `dst` byte for byte as it arrives
+/// (each read is written and flushed at once: a line-buffered job stays line
+/// buffered, a `\r` progress bar still animates, binary junk passes), then
+/// reads the lines it copied and sends what they say to `to`, never waiting
+/// for it. Ends at the end of `src`.
+pub fn pass_through(
+    name: &str,
+    mut src: impl Read + Send + 'static,
+    mut dst: impl Write + Send + 'static,
+    to: Sender<Printed>,
+    clock: Clock,
+    stats: Arc<OutputStats>,
+) -> std::io::Result<JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name(format!("flatline-{name}"))
+        .spawn(move || {
+            super::alloc::mark_observer_thread();
+            let mut buf = vec![0u8; 64 << 10];
+            let mut line: Vec<u8> = Vec::with_capacity(4096);
+            let mut too_long = false;
+            loop {
+                let n = match src.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(_) => break,
+                };
+                // Passing through comes first; a closed terminal does not stop the reading.
+                let _ = dst.write_all(&buf[..n]).and_then(|()| dst.flush());
+                stats.bytes.fetch_add(n as u64, Relaxed);
+                for chunk in buf[..n].split_inclusive(|&b| b == b'\n') {
+                    let ends = chunk.last() == Some(&b'\n');
+                    if !too_long {
+                        let room = MAX_LINE - line.len();
+                        line.extend_from_slice(&chunk[..chunk.len().min(room)]);
+                        too_long = line.len() >= MAX_LINE;
+                    }
+                    if ends {
+                        read_line(&line, &to, clock, &stats);
+                        line.clear();
+                        too_long = false;
+                    }
+                }
+            }
+            if !line.is_empty() {
+                read_line(&line, &to, clock, &stats);
+            }
+        })
+}
+
+fn read_line(bytes: &[u8], to: &Sender<Printed>, clock: Clock, stats: &OutputStats) {
+    stats.lines.fetch_add(1, Relaxed);
+    let line = parse_line(&String::from_utf8_lossy(bytes));
+    if line.is_empty() {
+        return;
+    }
+    stats.parsed.fetch_add(1, Relaxed);
+    let p = Printed {
+        t_ns: clock.now_ns(),
+        line,
+    };
+    if let Err(TrySendError::Full(_)) = to.try_send(p) {
+        stats.dropped.fetch_add(1, Relaxed);
+    }
+}
+
+/// Starts the thread that turns printed lines into the stream's data:
+/// `log.<key>` channels (added when a key first appears; `log.rank<r>.<key>`
+/// for torchrun ranks other than 0), `log.step` and a step event for each
+/// step (the events only with `step_events`: a job's step log, when one is
+/// read too, gives them), and marker events. Ends when every reader has
+/// ended.
+pub fn collect(
+    from: Receiver<Printed>,
+    grow: GrowHandle,
+    events: Sender<Event>,
+    step_events: bool,
+) -> std::io::Result<JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name("flatline-output".into())
+        .spawn(move || {
+            super::alloc::mark_observer_thread();
+            // Each channel's position, or None where the stream refused it.
+            let mut positions: HashMap<String, Option<usize>> = HashMap::new();
+            let mut position = |grow: &mut super::DynamicChannels<'_>,
+                                name: String,
+                                unit: Unit,
+                                kind: Option<Kind>| {
+                *positions.entry(name).or_insert_with_key(|name| {
+                    let mut spec = ChannelSpec::new(name.clone(), unit, Group::StepLog);
+                    if let Some(k) = kind {
+                        spec = spec.with_kind(k);
+                    }
+                    grow.add(vec![spec])
+                })
+            };
+            // A step printed again (an eval line after its iteration, a dict
+            // repeated with the same global_step) is not a new step.
+            let mut last_step = None;
+            for p in from {
+                let prefix = match p.line.rank {
+                    Some(r) if r > 0 => format!("log.rank{r}."),
+                    _ => "log.".into(),
+                };
+                grow.with(|ch| {
+                    for (key, v, unit) in &p.line.values {
+                        if let Some(at) = position(ch, format!("{prefix}{key}"), *unit, None) {
+                            ch.set(at, *v);
+                        }
+                    }
+                    if let Some(step) = p.line.step
+                        && let Some(at) = position(
+                            ch,
+                            format!("{prefix}step"),
+                            Unit::Count,
+                            Some(Kind::Counter),
+                        )
+                    {
+                        ch.set(at, step as f64);
+                    }
+                });
+                let main_rank = p.line.rank.is_none_or(|r| r == 0);
+                if let (Some(step), true, true) = (p.line.step, main_rank, step_events)
+                    && last_step != Some(step)
+                {
+                    last_step = Some(step);
+                    let _ = events.try_send(Event {
+                        t_ns: p.t_ns,
+                        kind: EventKind::Step { step, tokens: None },
+                    });
+                }
+                if let Some(text) = p.line.marker {
+                    let _ = events.try_send(Event {
+                        t_ns: p.t_ns,
+                        kind: EventKind::Marker(text),
+                    });
+                }
+            }
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keys(l: &Line) -> Vec<(&str, f64)> {
+        l.values.iter().map(|(k, v, _)| (k.as_str(), *v)).collect()
+    }
+
+    #[test]
+    fn nanogpt_lines_give_steps_metrics_units_and_eval_markers() {
+        let l = parse_line("iter 100: loss 2.3456, time 30.12ms, mfu 5.00%");
+        assert_eq!(l.step, Some(100));
+        assert_eq!(
+            keys(&l),
+            [("loss", 2.3456), ("time_ms", 30.12), ("mfu_pct", 5.0)]
+        );
+        assert_eq!(l.values[1].2, Unit::Milliseconds);
+        assert_eq!(l.marker, None);
+        let e = parse_line("step 2000: train loss 1.2345, val loss 1.4567");
+        assert_eq!(e.step, Some(2000));
+        assert_eq!(keys(&e), [("train_loss", 1.2345), ("val_loss", 1.4567)]);
+        assert_eq!(e.marker.as_deref(), Some("eval"));
+        let c = parse_line("saving checkpoint to out");
+        assert_eq!(c.marker.as_deref(), Some("saving checkpoint to out"));
+        assert!(c.step.is_none() && c.values.is_empty());
+    }
+
+    #[test]
+    fn dict_reprs_and_json_objects_give_their_numeric_keys() {
+        let hf =
+            parse_line("{'loss': 2.1, 'grad_norm': 1.3, 'learning_rate': 5e-05, 'epoch': 0.12}");
+        assert_eq!(
+            keys(&hf),
+            [
+                ("loss", 2.1),
+                ("grad_norm", 1.3),
+                ("learning_rate", 5e-5),
+                ("epoch", 0.12)
+            ]
+        );
+        assert_eq!(hf.step, None);
+        let js = parse_line(r#"{"global_step": 40, "eval_loss": 1.9, "note": "x"}"#);
+        assert_eq!(js.step, Some(40));
+        assert_eq!(keys(&js), [("eval_loss", 1.9)]);
+    }
+
+    #[test]
+    fn pairs_need_a_step_on_the_line() {
+        let l = parse_line("Epoch 1 | step 300 loss=2.31 lr=3e-4 grad-norm: 0.9");
+        assert_eq!(l.step, Some(300));
+        assert_eq!(keys(&l), [("loss", 2.31), ("lr", 3e-4), ("grad_norm", 0.9)]);
+        assert!(
+            parse_line("loss=2.31 lr=3e-4").is_empty(),
+            "no step, no row"
+        );
+        assert!(parse_line("Downloading shards: 3 of 8").is_empty());
+    }
+
+    #[test]
+    fn torchrun_prefixes_and_progress_bars() {
+        let l = parse_line("[default1]:iter 7: loss 3.0000, time 12.00ms");
+        assert_eq!((l.rank, l.step), (Some(1), Some(7)));
+        let bar = " 45%|████▌     | 45/100 [00:04<00:05, 10.31it/s]\r 46%|████▋     | 46/100 [00:04<00:05, 10.30it/s]";
+        assert!(parse_line(bar).is_empty());
+        // After the last redraw, a real line is read.
+        let mixed = " 99%|█████████▉| 99/100 [00:09<00:00, 10.3it/s]\r{'loss': 1.5, 'epoch': 1.0}";
+        assert_eq!(keys(&parse_line(mixed)), [("loss", 1.5), ("epoch", 1.0)]);
+        assert!(parse_line("\u{0}\u{7f}garbage\u{1b}[0m").is_empty());
+    }
+
+    #[test]
+    fn leaves_are_channel_safe() {
+        assert_eq!(leaf("Train Loss"), "train_loss");
+        assert_eq!(leaf("learning-rate/group0"), "learning_rate_group0");
+        assert_eq!(leaf("__"), "");
+    }
+}
