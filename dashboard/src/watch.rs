@@ -96,9 +96,15 @@ impl Output {
             "output: {} lines, {} with steps, metrics or markers{}",
             st.lines.load(Ordering::Relaxed),
             st.parsed.load(Ordering::Relaxed),
-            match st.dropped.load(Ordering::Relaxed) {
-                0 => String::new(),
-                n => format!(", {n} dropped (the reader fell behind)"),
+            match (
+                st.dropped.load(Ordering::Relaxed),
+                st.skipped_bytes.load(Ordering::Relaxed)
+            ) {
+                (0, 0) => String::new(),
+                (n, b) => format!(
+                    "; the reader fell behind: {n} lines dropped, {} not read",
+                    bytes(b as f64)
+                ),
             }
         )
     }

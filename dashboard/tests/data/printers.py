@@ -2,14 +2,16 @@
 Face Trainer and torchrun print, so that `flatline watch -- COMMAND` can be
 tested on them. Stdlib only.
 
-usage: printers.py nanogpt|hf|torchrun|flood [N]
+usage: printers.py nanogpt|hf|torchrun [N]
+       printers.py flood N [LINES_PER_S]
 
 nanogpt:  N `iter` lines, an eval and a checkpoint line every 10 steps, and a
           line of binary junk at the end.
 hf:       a tqdm bar redrawn with \\r on stderr, a dict of metrics every 5
           steps on stdout, an eval dict and a "Saving model checkpoint" line.
 torchrun: two ranks' nanoGPT lines with `[default<rank>]:` prefixes.
-flood:    N lines of nanoGPT output as fast as possible (a throughput test).
+flood:    N lines of nanoGPT output as fast as possible, then its own time
+          on stderr (a throughput test: scripts/bench-output.sh).
 """
 
 import sys
@@ -46,8 +48,16 @@ elif mode == "torchrun":
         out.flush()
         time.sleep(0.02)
 elif mode == "flood":
+    rate = float(sys.argv[3]) if len(sys.argv) > 3 else 0.0  # lines/s, 0: unpaced
     line = "iter {}: loss 2.3456, time 30.12ms, mfu 5.00%\n"
     w = out.write
+    t0 = time.perf_counter()
     for i in range(n):
         w(line.format(i))
+        if rate and i % 1000 == 999:
+            out.flush()
+            ahead = t0 + (i + 1) / rate - time.perf_counter()
+            if ahead > 0:
+                time.sleep(ahead)
     out.flush()
+    err.write(f"flood: {n} lines in {time.perf_counter() - t0:.3f} s\n")

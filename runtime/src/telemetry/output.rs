@@ -240,11 +240,19 @@ pub struct OutputStats {
     pub parsed: AtomicU64,
     /// Parsed lines dropped because the collector fell behind.
     pub dropped: AtomicU64,
+    /// Bytes passed through but not read for lines, because the line reader
+    /// fell behind (the job's pipe is never held for it).
+    pub skipped_bytes: AtomicU64,
 }
 
 /// Longest line read whole; the rest of a longer one is passed through but
 /// not read.
 pub const MAX_LINE: usize = 64 << 10;
+
+/// Most step events a second from printed output, on average, and the burst
+/// allowed above it.
+pub const STEP_EVENTS_PER_S: f64 = 100.0;
+pub const STEP_EVENT_BURST: f64 = 200.0;
 
 /// Lines waiting for the collector; a full queue drops and counts.
 pub const QUEUE: usize = 16 << 10;
@@ -254,11 +262,24 @@ pub fn queue() -> (Sender<Printed>, Receiver<Printed>) {
     crossbeam_channel::bounded(QUEUE)
 }
 
-/// Starts a thread that copies `src` to `dst` byte for byte as it arrives
+/// Chunks of output waiting to be read for lines; past this the reader
+/// skips chunks (and counts their bytes) rather than hold the pipe.
+pub const CHUNKS: usize = 64;
+
+/// A piece of a job's output on its way to the line reader; `gap` says the
+/// reader fell behind and chunks before this one were skipped.
+struct Chunk {
+    bytes: Vec<u8>,
+    gap: bool,
+}
+
+/// Starts two threads: one copies `src` to `dst` byte for byte as it arrives
 /// (each read is written and flushed at once: a line-buffered job stays line
-/// buffered, a `\r` progress bar still animates, binary junk passes), then
-/// reads the lines it copied and sends what they say to `to`, never waiting
-/// for it. Ends at the end of `src`.
+/// buffered, a `\r` progress bar still animates, binary junk passes), and
+/// hands each chunk to the other, which reads the lines and sends what they
+/// say to `to`. The copier never waits for the reader: when the reader falls
+/// behind, chunks are skipped and counted, so flatline never holds the
+/// job's pipe. Both end at the end of `src`; the handle is the reader's.
 pub fn pass_through(
     name: &str,
     mut src: impl Read + Send + 'static,
@@ -267,13 +288,15 @@ pub fn pass_through(
     clock: Clock,
     stats: Arc<OutputStats>,
 ) -> std::io::Result<JoinHandle<()>> {
+    let (chunks, rx) = crossbeam_channel::bounded::<Chunk>(CHUNKS);
+    let copier_stats = stats.clone();
     std::thread::Builder::new()
         .name(format!("flatline-{name}"))
         .spawn(move || {
             super::alloc::mark_observer_thread();
+            let stats = copier_stats;
             let mut buf = vec![0u8; 64 << 10];
-            let mut line: Vec<u8> = Vec::with_capacity(4096);
-            let mut too_long = false;
+            let mut gap = false;
             loop {
                 let n = match src.read(&mut buf) {
                     Ok(0) => break,
@@ -284,21 +307,47 @@ pub fn pass_through(
                 // Passing through comes first; a closed terminal does not stop the reading.
                 let _ = dst.write_all(&buf[..n]).and_then(|()| dst.flush());
                 stats.bytes.fetch_add(n as u64, Relaxed);
-                for chunk in buf[..n].split_inclusive(|&b| b == b'\n') {
-                    let ends = chunk.last() == Some(&b'\n');
-                    if !too_long {
-                        let room = MAX_LINE - line.len();
-                        line.extend_from_slice(&chunk[..chunk.len().min(room)]);
-                        too_long = line.len() >= MAX_LINE;
+                let chunk = Chunk {
+                    bytes: buf[..n].to_vec(),
+                    gap,
+                };
+                gap = match chunks.try_send(chunk) {
+                    Ok(()) => false,
+                    Err(_) => {
+                        stats.skipped_bytes.fetch_add(n as u64, Relaxed);
+                        true
+                    }
+                };
+            }
+        })?;
+    std::thread::Builder::new()
+        .name(format!("flatline-{name}-lines"))
+        .spawn(move || {
+            super::alloc::mark_observer_thread();
+            let mut line: Vec<u8> = Vec::with_capacity(4096);
+            let mut skip = false;
+            for chunk in rx {
+                if chunk.gap {
+                    // The line in progress lost its middle: drop it.
+                    line.clear();
+                    skip = true;
+                }
+                for piece in chunk.bytes.split_inclusive(|&b| b == b'\n') {
+                    let ends = piece.last() == Some(&b'\n');
+                    if !skip {
+                        let room = MAX_LINE.saturating_sub(line.len());
+                        line.extend_from_slice(&piece[..piece.len().min(room)]);
                     }
                     if ends {
-                        read_line(&line, &to, clock, &stats);
+                        if !skip {
+                            read_line(&line, &to, clock, &stats);
+                        }
                         line.clear();
-                        too_long = false;
+                        skip = false;
                     }
                 }
             }
-            if !line.is_empty() {
+            if !line.is_empty() && !skip {
                 read_line(&line, &to, clock, &stats);
             }
         })
@@ -353,6 +402,12 @@ pub fn collect(
             // A step printed again (an eval line after its iteration, a dict
             // repeated with the same global_step) is not a new step.
             let mut last_step = None;
+            // Step events are thinned past STEP_EVENTS_PER_S (a token bucket
+            // on the lines' own times): each is a frame of the recording, and a
+            // job printing a million steps a second must not make the recorder
+            // its bottleneck. log.step carries every step the samples see.
+            let mut tokens = STEP_EVENT_BURST;
+            let mut refilled_ns = 0u64;
             for p in from {
                 let prefix = match p.line.rank {
                     Some(r) if r > 0 => format!("log.rank{r}."),
@@ -376,10 +431,16 @@ pub fn collect(
                     }
                 });
                 let main_rank = p.line.rank.is_none_or(|r| r == 0);
+                tokens = (tokens
+                    + p.t_ns.saturating_sub(refilled_ns) as f64 * STEP_EVENTS_PER_S / 1e9)
+                    .min(STEP_EVENT_BURST);
+                refilled_ns = p.t_ns;
                 if let (Some(step), true, true) = (p.line.step, main_rank, step_events)
                     && last_step != Some(step)
+                    && tokens >= 1.0
                 {
                     last_step = Some(step);
+                    tokens -= 1.0;
                     let _ = events.try_send(Event {
                         t_ns: p.t_ns,
                         kind: EventKind::Step { step, tokens: None },
