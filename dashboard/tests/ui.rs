@@ -445,3 +445,45 @@ fn a_watched_tree_fills_the_processes_panel() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// A job's markers (evals, checkpoints) are drawn where they happened: at
+/// their time, or at their step when steps are the x axis.
+#[test]
+fn markers_are_placed_at_their_time_or_step() {
+    use flatline_dashboard::ui::marker_lines;
+    use flatline_runtime::recording::{Event, EventKind, Header, HostFacts, RecordingWriter};
+    use flatline_runtime::telemetry::{ChannelSpec, Group, Sample, Schema, Unit};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("marks.flr");
+    let schema = Schema {
+        channels: vec![ChannelSpec::new("log.step", Unit::Count, Group::StepLog)],
+    };
+    let header = Header::new(
+        "watch",
+        schema,
+        HostFacts::default(),
+        Default::default(),
+        vec![],
+    );
+    let mut w = RecordingWriter::create(&path, &header, false).unwrap();
+    for i in 0..10u64 {
+        w.push_sample(&Sample::from_values(i, i * 100_000_000, &[10.0 * i as f64]))
+            .unwrap();
+    }
+    let mark = |t_ns: u64, text: &str| Event {
+        t_ns,
+        kind: EventKind::Marker(text.into()),
+    };
+    w.push_event(mark(300_000_000, "eval")).unwrap();
+    w.push_event(mark(2_000_000_000, "after the end")).unwrap();
+    w.finish("completed").unwrap();
+    let (src, store) = ReplaySource::open(&path).unwrap();
+    let d = Dashboard::new(Box::new(src), store, Settings::default());
+    let n = d.store.len();
+    assert_eq!(marker_lines(&d, n, false), [(0.3, "eval".to_string())]);
+    assert_eq!(marker_lines(&d, n, true), [(30.0, "eval".to_string())]);
+    assert!(
+        marker_lines(&d, 3, false).is_empty(),
+        "not yet reached at 0.2 s"
+    );
+}

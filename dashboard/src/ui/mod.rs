@@ -24,7 +24,7 @@ use eframe::egui;
 pub use source::{LiveSource, Meta, ReplaySource, Source, SourceKind, WatchSource};
 pub use store::{Series, Store};
 pub use timeline::Timeline;
-pub use view::{Action, ProcessRow, process_rows};
+pub use view::{Action, ProcessRow, marker_lines, process_rows};
 
 /// Samples a live session keeps at full resolution before thinning its older
 /// history (131,072: about 22 minutes at 100 Hz).

@@ -7,7 +7,9 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use eframe::egui::{self, Color32, RichText};
-use egui_plot::{FilledArea, Legend, Line, Plot, PlotPoint, PlotPoints, Points};
+use egui_plot::{
+    FilledArea, Legend, Line, LineStyle, Plot, PlotPoint, PlotPoints, PlotUi, Points, Text, VLine,
+};
 use flatline_runtime::analysis::{ChannelAnalysis, Verdict};
 use flatline_runtime::recording::EventKind;
 use flatline_runtime::telemetry::{Group, Unit};
@@ -624,6 +626,7 @@ fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
     let capturing = d.capturing();
     let x_steps = d.settings.x_steps && d.store.step_axis().is_some();
     let x_label = if x_steps { "step" } else { "time (s)" };
+    let marks = marker_lines(d, visible, x_steps);
     egui::ScrollArea::vertical().show(ui, |ui| {
         if let Some(tree) = tree {
             tree_plot(d, ui, tree, visible, columns, height, link);
@@ -694,6 +697,7 @@ fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
                 .include_y(band.map_or(f64::NAN, |b| b.0))
                 .include_y(band.map_or(f64::NAN, |b| b.1))
                 .show(ui, |pui| {
+                    draw_markers(pui, &marks);
                     for (name, pts, marks) in lines {
                         let has_marks = !marks.is_empty();
                         pui.line(Line::new(name.clone(), PlotPoints::Owned(pts)));
@@ -704,6 +708,75 @@ fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
                 });
         }
     });
+}
+
+/// The markers up to the visible end (a job's evals and checkpoints), as
+/// (x, text): the time, or the step when steps are the x axis.
+pub fn marker_lines(d: &Dashboard, visible: usize, x_steps: bool) -> Vec<(f64, String)> {
+    let times = d.store.times();
+    let Some(last) = visible.checked_sub(1).filter(|&i| i < times.len()) else {
+        return Vec::new();
+    };
+    let steps = d.store.step_axis().filter(|_| x_steps);
+    d.store
+        .events()
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Marker(text) => Some((e.t_ns as f64 / 1e9, text)),
+            _ => None,
+        })
+        .filter(|(t, _)| *t <= times[last])
+        .filter_map(|(t, text)| match steps {
+            None => Some((t, text.clone())),
+            Some(s) => {
+                let i = times.partition_point(|&x| x < t).min(last);
+                let v = d.store.series(s).values()[..=last][..=i]
+                    .iter()
+                    .rev()
+                    .copied()
+                    .find(|v| !v.is_nan())?;
+                Some((v, text.clone()))
+            }
+        })
+        .collect()
+}
+
+/// Most marker labels written on a plot (every marker gets its line).
+const MARKER_LABELS: usize = 24;
+
+/// Markers as dashed vertical lines, labelled at the top of the plot;
+/// markers closer than 1 % of the x range share a line and a label.
+fn draw_markers(pui: &mut PlotUi<'_>, marks: &[(f64, String)]) {
+    let color = Color32::from_rgb(190, 150, 230);
+    let bounds = pui.plot_bounds();
+    let (top, near) = (bounds.max()[1], 0.01 * bounds.width());
+    let mut merged: Vec<(f64, String)> = Vec::new();
+    for (x, text) in marks {
+        match merged.last_mut() {
+            Some((x0, t0)) if (x - *x0).abs() < near => {
+                t0.push_str(" · ");
+                t0.push_str(text);
+            }
+            _ => merged.push((*x, text.clone())),
+        }
+    }
+    for (k, (x, text)) in merged.iter().enumerate() {
+        pui.vline(
+            VLine::new("", *x)
+                .color(color)
+                .style(LineStyle::dashed_loose()),
+        );
+        if k < MARKER_LABELS {
+            pui.text(
+                Text::new(
+                    "",
+                    PlotPoint::new(*x, top),
+                    RichText::new(text).small().color(color),
+                )
+                .anchor(egui::Align2::LEFT_TOP),
+            );
+        }
+    }
 }
 
 /// Most processes stacked one by one under `tree.pss`; the rest share a band.
@@ -801,6 +874,7 @@ fn tree_plot(
                 pui.add(a);
             }
             pui.line(Line::new("tree.pss", PlotPoints::Owned(total)).width(2.0));
+            draw_markers(pui, &marker_lines(d, visible, x_steps));
         });
 }
 

@@ -278,6 +278,11 @@ impl TreeProbe {
     fn scan(&mut self) -> Result<(), ProbeError> {
         let all = self.list();
         if !all.contains_key(&self.root) {
+            // Nothing of the tree is read any more: no stale values after it.
+            for m in self.members.values_mut() {
+                m.rss = None;
+                m.fresh = false;
+            }
             return Err(ProbeError::Gone { pid: self.root });
         }
         let mut children: HashMap<u32, Vec<u32>> = HashMap::new();
