@@ -18,8 +18,7 @@ fn fixture() -> PathBuf {
 ///
 /// The receipts below skip what comes before the workers start reading (the
 /// data being built, the one-off copy each worker's interpreter makes after
-/// the fork) with `--warmup-s`: the fixture says when that is, and the
-/// watcher's clock started a little before the script's.
+/// the fork) with `--warmup-s`: the fixture says when that is.
 fn watch_fixture(dir: &Path, name: &str, args: &[&str]) -> (PathBuf, serde_json::Value) {
     let out = dir.join(format!("{name}.flr"));
     let fixture = fixture();
@@ -43,9 +42,14 @@ fn watch_fixture(dir: &Path, name: &str, args: &[&str]) -> (PathBuf, serde_json:
     (out, serde_json::from_str(truth).unwrap())
 }
 
-/// The JSON receipt from when the fixture's workers started reading.
+/// The JSON receipt from when the fixture's workers started reading: the
+/// fixture says when that was on the wall clock, the recording when it began.
 fn after_warmup(out: &Path, truth: &serde_json::Value) -> serde_json::Value {
-    let warm = format!("{:.2}", truth["start_s"].as_f64().unwrap() + 0.5);
+    let began = support::report(out)["recording"]["started_unix_ms"]
+        .as_f64()
+        .unwrap()
+        / 1e3;
+    let warm = format!("{:.2}", truth["start_unix"].as_f64().unwrap() - began + 0.3);
     support::json(&flatline(&[
         "report",
         out.to_str().unwrap(),
@@ -126,13 +130,15 @@ fn the_same_data_in_one_bytes_object_reads_flat() {
     let dir = tempfile::tempdir().unwrap();
     let (out, truth) = watch_fixture(dir.path(), "bytes", &["bytes", "96", "24", "0.4"]);
     let v = after_warmup(&out, &truth);
-    // The workers' reads copy nothing: the tree's PSS moves by well under 1 %
-    // (the list's moved by more than half). The per-channel verdict is not
+    // The workers' reads copy nothing: the tree's PSS moves by at most what
+    // the interpreters copy of their own (about 1 % on a loaded machine),
+    // well under the finding's 5 % (the list's moved by more than half). The
+    // per-channel verdict is not
     // asserted: today's analysis may call a few copied pages (+13 KiB) a
     // staircase; evidence above the measurement's resolution is issue 13's.
     let pss = &v["channels"]["tree.pss"];
     let share = pss["drift"].as_f64().unwrap() / pss["baseline"].as_f64().unwrap();
-    assert!(share.abs() < 0.01, "{pss}");
+    assert!(share.abs() < 0.025, "{pss}");
     assert_eq!(v["process_tree"]["finding"], serde_json::Value::Null);
     assert_eq!(v["process_tree"]["grew"], serde_json::json!([]));
 }

@@ -94,6 +94,7 @@ def cow(mode, mb, steps, step_s):
     tree = [os.getpid()] + [p for p, _ in workers]
     time.sleep(SETTLE_S)
     start = (time.monotonic(), sum(pss(p) for p in tree))
+    start_unix = time.time()
     for _, r in workers:
         os.read(r, 1)
     end = (time.monotonic(), sum(pss(p) for p in tree))
@@ -102,6 +103,7 @@ def cow(mode, mb, steps, step_s):
             {
                 "workers": [p for p, _ in workers],
                 "start_s": start[0] - T0,
+                "start_unix": start_unix,
                 "end_s": end[0] - T0,
                 "pss_start": start[1],
                 "pss_end": end[1],
