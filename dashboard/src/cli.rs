@@ -143,10 +143,20 @@ pub struct WatchArgs {
     /// are passed through unchanged either way. Default: both.
     #[arg(long, value_enum, value_name = "WHICH")]
     pub steps_from: Option<StepsFrom>,
+    /// For output nothing built in reads: a regular expression whose named
+    /// groups are the step (`step`) and the metrics (any other name, e.g.
+    /// `^\[(?P<step>\d+)/\d+\] L=(?P<loss>[0-9.]+)`). Lines it does not match
+    /// are read as usual.
+    #[arg(long, value_name = "REGEX", value_parser = step_pattern)]
+    pub step_pattern: Option<flatline_runtime::telemetry::output::StepPattern>,
     /// A command to start and watch; flatline exits with its exit code (0 if
     /// flatline stopped it at --seconds or when the window closed).
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
+}
+
+fn step_pattern(s: &str) -> Result<flatline_runtime::telemetry::output::StepPattern, String> {
+    flatline_runtime::telemetry::output::StepPattern::new(s).map_err(|e| e.to_string())
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -165,8 +165,10 @@ impl Watched {
 
 fn start_target(args: &WatchArgs, clock: Clock) -> Result<Watched> {
     match (args.pid, args.command.split_first()) {
-        (Some(_), None) if args.steps_from.is_some() => {
-            bail!("--steps-from reads a started command's output: give the command after `--`")
+        (Some(_), None) if args.steps_from.is_some() || args.step_pattern.is_some() => {
+            bail!(
+                "--steps-from and --step-pattern read a started command's output: give the command after `--`"
+            )
         }
         (Some(pid), None) => Ok(Watched {
             pid,
@@ -206,6 +208,7 @@ fn start_target(args: &WatchArgs, clock: Clock) -> Result<Watched> {
                             tx.clone(),
                             clock,
                             stats.clone(),
+                            args.step_pattern.clone(),
                         )
                         .ok(),
                     );
@@ -219,6 +222,7 @@ fn start_target(args: &WatchArgs, clock: Clock) -> Result<Watched> {
                             tx,
                             clock,
                             stats.clone(),
+                            args.step_pattern.clone(),
                         )
                         .ok(),
                     );

@@ -148,5 +148,41 @@ fn steps_from_none_reads_nothing_and_still_passes_through() {
         "--steps-from",
         "stdout",
     ]);
-    support::fails(&err, "--steps-from reads a started command's output");
+    support::fails(&err, "read a started command's output: give the command after");
+}
+
+#[test]
+fn a_step_pattern_reads_a_format_nothing_else_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, _, plain) = watched(dir.path(), "custom", "20", &[]);
+    assert_eq!(plain["events"]["steps"], 0, "not read without a pattern");
+    let pattern = r"^\[(?P<step>\d+)/\d+\] L=(?P<loss>[0-9.]+) dt=(?P<dt>\S+)";
+    let (alone, seen, v) = watched(
+        dir.path(),
+        "custom",
+        "20",
+        &["--force", "--step-pattern", pattern],
+    );
+    passed_through(&alone, &seen);
+    assert_eq!(v["events"]["steps"], 20);
+    assert_eq!(v["channels"]["log.loss"]["last"], 0.15);
+    assert_eq!(v["channels"]["log.dt_ms"]["unit"], "milliseconds");
+    let bad = flatline(&[
+        "watch",
+        "--headless",
+        "--step-pattern",
+        "(?P<step>",
+        "--",
+        "true",
+    ]);
+    assert_eq!(bad.status.code(), Some(2), "a bad pattern is a bad flag");
+    let unnamed = flatline(&[
+        "watch",
+        "--headless",
+        "--step-pattern",
+        r"step (\d+)",
+        "--",
+        "true",
+    ]);
+    assert!(String::from_utf8_lossy(&unnamed.stderr).contains("no named group"));
 }

@@ -2,7 +2,7 @@
 Face Trainer and torchrun print, so that `flatline watch -- COMMAND` can be
 tested on them. Stdlib only.
 
-usage: printers.py nanogpt|hf|torchrun [N]
+usage: printers.py nanogpt|hf|torchrun|custom [N]
        printers.py flood N [LINES_PER_S]
 
 nanogpt:  N `iter` lines, an eval and a checkpoint line every 10 steps, and a
@@ -10,6 +10,7 @@ nanogpt:  N `iter` lines, an eval and a checkpoint line every 10 steps, and a
 hf:       a tqdm bar redrawn with \\r on stderr, a dict of metrics every 5
           steps on stdout, an eval dict and a "Saving model checkpoint" line.
 torchrun: two ranks' nanoGPT lines with `[default<rank>]:` prefixes.
+custom:   `[i/N] L=… dt=…ms` lines, which only a --step-pattern reads.
 flood:    N lines of nanoGPT output as fast as possible, then its own time
           on stderr (a throughput test: scripts/bench-output.sh).
 """
@@ -45,6 +46,12 @@ elif mode == "torchrun":
     for i in range(n):
         for rank in (0, 1):
             out.write(f"[default{rank}]:iter {i}: loss {3.0 + rank:.4f}, time 20.00ms\n")
+        out.flush()
+        time.sleep(0.02)
+elif mode == "custom":
+    # A format nothing built in reads.
+    for i in range(n):
+        out.write(f"[{i}/{n}] L={3.0 / (i + 1):.3f} dt={20 + i % 5}ms\n")
         out.flush()
         time.sleep(0.02)
 elif mode == "flood":

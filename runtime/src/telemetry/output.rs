@@ -176,6 +176,66 @@ fn keyed_pairs(text: &str, out: &mut Line) {
     }
 }
 
+/// A `--step-pattern`: a regular expression whose named groups say what a
+/// line holds: `step` is the step, every other group a metric (its name the
+/// channel's leaf, its text a number with an optional unit suffix).
+#[derive(Debug, Clone)]
+pub struct StepPattern {
+    re: regex::Regex,
+}
+
+/// Why a `--step-pattern` cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum PatternError {
+    #[error("{0}")]
+    Regex(#[from] regex::Error),
+    #[error(
+        "it has no named group: name the step (?P<step>\\d+) and the values, e.g. (?P<loss>[0-9.]+)"
+    )]
+    NoGroups,
+}
+
+impl StepPattern {
+    pub fn new(pattern: &str) -> Result<Self, PatternError> {
+        let re = regex::Regex::new(pattern)?;
+        if re.capture_names().flatten().next().is_none() {
+            return Err(PatternError::NoGroups);
+        }
+        Ok(Self { re })
+    }
+
+    /// What a line says by this pattern, if it matches.
+    pub fn parse(&self, text: &str) -> Option<Line> {
+        let caps = self.re.captures(text)?;
+        let mut out = Line::default();
+        for name in self.re.capture_names().flatten() {
+            let Some(m) = caps.name(name) else { continue };
+            if name == "step" {
+                out.step = step_number(m.as_str());
+            } else if let Some((v, tag, unit)) = number_with_unit(m.as_str()) {
+                out.values.push((format!("{}{tag}", leaf(name)), v, unit));
+            }
+        }
+        (!out.is_empty()).then_some(out)
+    }
+}
+
+/// What one printed line says: by `pattern` where it matches, else by the
+/// formats of the module's list.
+pub fn parse_with(raw: &str, pattern: Option<&StepPattern>) -> Line {
+    if let Some(p) = pattern {
+        let text = raw
+            .rsplit('\r')
+            .next()
+            .unwrap_or(raw)
+            .trim_end_matches('\n');
+        if let Some(line) = p.parse(text) {
+            return line;
+        }
+    }
+    parse_line(raw)
+}
+
 /// What one printed line says (see the module's list).
 pub fn parse_line(raw: &str) -> Line {
     let mut out = Line::default();
@@ -280,6 +340,7 @@ struct Chunk {
 /// say to `to`. The copier never waits for the reader: when the reader falls
 /// behind, chunks are skipped and counted, so flatline never holds the
 /// job's pipe. Both end at the end of `src`; the handle is the reader's.
+#[allow(clippy::too_many_arguments)]
 pub fn pass_through(
     name: &str,
     mut src: impl Read + Send + 'static,
@@ -287,6 +348,7 @@ pub fn pass_through(
     to: Sender<Printed>,
     clock: Clock,
     stats: Arc<OutputStats>,
+    pattern: Option<StepPattern>,
 ) -> std::io::Result<JoinHandle<()>> {
     let (chunks, rx) = crossbeam_channel::bounded::<Chunk>(CHUNKS);
     let copier_stats = stats.clone();
@@ -340,7 +402,7 @@ pub fn pass_through(
                     }
                     if ends {
                         if !skip {
-                            read_line(&line, &to, clock, &stats);
+                            read_line(&line, &to, clock, &stats, pattern.as_ref());
                         }
                         line.clear();
                         skip = false;
@@ -348,14 +410,20 @@ pub fn pass_through(
                 }
             }
             if !line.is_empty() && !skip {
-                read_line(&line, &to, clock, &stats);
+                read_line(&line, &to, clock, &stats, pattern.as_ref());
             }
         })
 }
 
-fn read_line(bytes: &[u8], to: &Sender<Printed>, clock: Clock, stats: &OutputStats) {
+fn read_line(
+    bytes: &[u8],
+    to: &Sender<Printed>,
+    clock: Clock,
+    stats: &OutputStats,
+    pattern: Option<&StepPattern>,
+) {
     stats.lines.fetch_add(1, Relaxed);
-    let line = parse_line(&String::from_utf8_lossy(bytes));
+    let line = parse_with(&String::from_utf8_lossy(bytes), pattern);
     if line.is_empty() {
         return;
     }
@@ -524,6 +592,26 @@ mod tests {
         let mixed = " 99%|█████████▉| 99/100 [00:09<00:00, 10.3it/s]\r{'loss': 1.5, 'epoch': 1.0}";
         assert_eq!(keys(&parse_line(mixed)), [("loss", 1.5), ("epoch", 1.0)]);
         assert!(parse_line("\u{0}\u{7f}garbage\u{1b}[0m").is_empty());
+    }
+
+    #[test]
+    fn a_step_pattern_reads_what_nothing_else_fits() {
+        let p =
+            StepPattern::new(r"^\[(?P<step>\d+)/\d+\] L=(?P<loss>[0-9.]+) dt=(?P<dt>[0-9.]+ms)")
+                .unwrap();
+        let l = parse_with("[120/5000] L=2.50 dt=31.5ms", Some(&p));
+        assert_eq!(l.step, Some(120));
+        assert_eq!(keys(&l), [("loss", 2.5), ("dt_ms", 31.5)]);
+        // A line it does not match falls back to the usual formats.
+        assert_eq!(parse_with("iter 3: loss 1.0", Some(&p)).step, Some(3));
+        assert!(matches!(
+            StepPattern::new("step (\\d+)"),
+            Err(PatternError::NoGroups)
+        ));
+        assert!(matches!(
+            StepPattern::new("(?P<step>"),
+            Err(PatternError::Regex(_))
+        ));
     }
 
     #[test]
