@@ -148,7 +148,10 @@ fn steps_from_none_reads_nothing_and_still_passes_through() {
         "--steps-from",
         "stdout",
     ]);
-    support::fails(&err, "read a started command's output: give the command after");
+    support::fails(
+        &err,
+        "read a started command's output: give the command after",
+    );
 }
 
 #[test]

@@ -322,6 +322,11 @@ pub fn queue() -> (Sender<Printed>, Receiver<Printed>) {
     crossbeam_channel::bounded(QUEUE)
 }
 
+/// Share of one core the line reader may use on average, after
+/// [`READER_CREDIT_NS`] up front; past it, chunks are skipped and counted.
+pub const READER_BUDGET: f64 = 0.25;
+pub const READER_CREDIT_NS: f64 = 200e6;
+
 /// Chunks of output waiting to be read for lines; past this the reader
 /// skips chunks (and counts their bytes) rather than hold the pipe.
 pub const CHUNKS: usize = 64;
@@ -338,8 +343,10 @@ struct Chunk {
 /// buffered, a `\r` progress bar still animates, binary junk passes), and
 /// hands each chunk to the other, which reads the lines and sends what they
 /// say to `to`. The copier never waits for the reader: when the reader falls
-/// behind, chunks are skipped and counted, so flatline never holds the
-/// job's pipe. Both end at the end of `src`; the handle is the reader's.
+/// behind, or has used its CPU budget ([`READER_BUDGET`] of one core),
+/// chunks are skipped and counted, so flatline never holds the job's pipe
+/// nor takes its cores. Both end at the end of `src`; the handle is the
+/// reader's.
 #[allow(clippy::too_many_arguments)]
 pub fn pass_through(
     name: &str,
@@ -388,7 +395,22 @@ pub fn pass_through(
             super::alloc::mark_observer_thread();
             let mut line: Vec<u8> = Vec::with_capacity(4096);
             let mut skip = false;
+            let started = std::time::Instant::now();
+            let mut spent_ns = 0u64;
             for chunk in rx {
+                // Over its CPU budget the reader skips chunks, so that a job
+                // that floods its output keeps its cores.
+                let allowed =
+                    READER_CREDIT_NS + READER_BUDGET * started.elapsed().as_nanos() as f64;
+                if spent_ns as f64 > allowed {
+                    stats
+                        .skipped_bytes
+                        .fetch_add(chunk.bytes.len() as u64, Relaxed);
+                    line.clear();
+                    skip = true;
+                    continue;
+                }
+                let t0 = crate::sys::thread_cpu_ns();
                 if chunk.gap {
                     // The line in progress lost its middle: drop it.
                     line.clear();
@@ -408,6 +430,7 @@ pub fn pass_through(
                         skip = false;
                     }
                 }
+                spent_ns += crate::sys::thread_cpu_ns().saturating_sub(t0);
             }
             if !line.is_empty() && !skip {
                 read_line(&line, &to, clock, &stats, pattern.as_ref());
