@@ -79,6 +79,7 @@ pub fn analyse(rec: &Recording, warmup_s: Option<f64>) -> Vec<Row<'_>> {
                 steps,
                 tokens,
                 limit: limit.map(|l| l.0),
+                min_growth: rules::evidence_floor(&spec.name, spec.unit),
             };
             Row {
                 spec,

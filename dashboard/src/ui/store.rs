@@ -420,7 +420,9 @@ impl Store {
             };
             if stale && !tr.is_empty() {
                 let limit = self.limit(i).map(|l| l.0);
-                self.analyses[i] = Some(self.trackers[i].analyze(None, limit));
+                let spec = &self.schema.channels[i];
+                let floor = rules::evidence_floor(&spec.name, spec.unit);
+                self.analyses[i] = Some(self.trackers[i].analyze(None, limit, floor));
                 self.analysed[i] = Some((Instant::now(), tr.seen()));
                 self.next_analysis = (i + 1) % n;
             }

@@ -93,6 +93,10 @@ pub struct Context<'a> {
     pub tokens: Option<&'a [f64]>,
     /// A ceiling the value cannot pass (RAM, GPU memory), for the time to reach it.
     pub limit: Option<f64>,
+    /// The smallest change that is evidence of growth for this channel (its
+    /// measurement's resolution; see [`rules::evidence_floor`]); changes
+    /// below it read as flat. 0: any change counts.
+    pub min_growth: f64,
 }
 
 /// The analysis of one channel.
@@ -274,7 +278,7 @@ pub fn analyze(t_s: &[f64], v: &[f64], ctx: &Context<'_>) -> ChannelAnalysis {
     };
     out.noise = 1.4826 * median(&mut abs_dev);
     let level = median(&mut x.iter().map(|v| v.abs()).collect::<Vec<_>>());
-    let resolution = level * 1e-12 + f64::MIN_POSITIVE;
+    let resolution = (level * 1e-12 + f64::MIN_POSITIVE).max(ctx.min_growth);
     let threshold = (6.0 * out.noise).max(resolution);
     let mut changes = 0usize;
     let mut jumps: Vec<Jump> = Vec::new();

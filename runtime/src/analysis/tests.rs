@@ -215,6 +215,7 @@ fn drift_per_step_and_token_and_time_to_a_limit() {
         steps: Some(&steps),
         tokens: Some(&tokens),
         limit: Some(2000.0),
+        min_growth: 0.0,
     };
     let a = analyze(&t, &v, &ctx);
     assert_eq!(a.verdict, Verdict::Linear);
@@ -244,7 +245,7 @@ fn the_tracker_agrees_with_the_whole_series_and_stays_bounded() {
     }
     assert!(tr.len() <= 4096 && tr.len() >= 2048, "{}", tr.len());
     assert_eq!(tr.seen(), 200_000);
-    let live = tr.analyze(None, None);
+    let live = tr.analyze(None, None, 0.0);
     assert_eq!(
         (whole.verdict, live.verdict),
         (Verdict::Staircase, Verdict::Staircase)
@@ -270,4 +271,45 @@ fn a_release_in_the_last_samples_does_not_decide_the_verdict() {
     let a = run(&t, &v);
     assert_eq!(a.verdict, Verdict::Staircase, "{a:?}");
     assert!((a.quantum.unwrap() / 4_194_304.0 - 1.0).abs() < 0.01);
+}
+
+#[test]
+fn changes_below_the_evidence_floor_read_flat() {
+    // A tree's PSS: 61 MiB, up 13 KiB in three small steps (a few shared pages
+    // copied), over 25 s at 2 Hz.
+    let t: Vec<f64> = (0..50).map(|i| i as f64 * 0.5).collect();
+    let v: Vec<f64> = (0..50)
+        .map(|i| {
+            64e6 + 4096.0 * f64::from(u8::from(i > 10) + u8::from(i > 20))
+                + if i > 30 { 5120.0 } else { 0.0 }
+        })
+        .collect();
+    let any = analyze(&t, &v, &Context::default());
+    assert_eq!(any.verdict, Verdict::Staircase, "{any:?}");
+    let floor = crate::analysis::rules::evidence_floor("tree.pss", crate::telemetry::Unit::Bytes);
+    assert_eq!(floor, 65536.0);
+    let a = analyze(
+        &t,
+        &v,
+        &Context {
+            min_growth: floor,
+            ..Context::default()
+        },
+    );
+    assert_eq!(a.verdict, Verdict::Flat, "{a:?}");
+    // 64 pages a step is growth whatever the floor.
+    let big: Vec<f64> = v.iter().map(|x| 64e6 + (x - 64e6) * 64.0).collect();
+    let b = analyze(
+        &t,
+        &big,
+        &Context {
+            min_growth: floor,
+            ..Context::default()
+        },
+    );
+    assert_eq!(b.verdict, Verdict::Staircase, "{b:?}");
+    assert_eq!(
+        crate::analysis::rules::evidence_floor("mem.rss", crate::telemetry::Unit::Bytes),
+        0.0
+    );
 }

@@ -87,7 +87,12 @@ impl Tracker {
     }
 
     /// Analyses what is kept (plus the latest reading).
-    pub fn analyze(&self, warmup_s: Option<f64>, limit: Option<f64>) -> ChannelAnalysis {
+    pub fn analyze(
+        &self,
+        warmup_s: Option<f64>,
+        limit: Option<f64>,
+        min_growth: f64,
+    ) -> ChannelAnalysis {
         let (mut t, mut v, mut steps, mut tokens) = (
             self.t.clone(),
             self.v.clone(),
@@ -108,6 +113,7 @@ impl Tracker {
             steps: axis(&steps).then_some(&steps[..]),
             tokens: axis(&tokens).then_some(&tokens[..]),
             limit,
+            min_growth,
         };
         analyze(&t, &v, &ctx)
     }
