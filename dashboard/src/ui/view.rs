@@ -685,27 +685,25 @@ fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
                 None
             };
             ui.label(RichText::new(title).strong());
-            Plot::new(("plot", group as u8, unit as u8))
-                .height(height)
-                .link_axis(link, [true, false])
-                .link_cursor(link, [true, false])
-                .show_crosshair(!capturing)
-                .show_x(!capturing)
-                .show_y(!capturing)
-                .legend(Legend::default())
-                .x_axis_label(x_label)
-                .include_y(band.map_or(f64::NAN, |b| b.0))
-                .include_y(band.map_or(f64::NAN, |b| b.1))
-                .show(ui, |pui| {
-                    draw_markers(pui, &marks);
-                    for (name, pts, marks) in lines {
-                        let has_marks = !marks.is_empty();
-                        pui.line(Line::new(name.clone(), PlotPoints::Owned(pts)));
-                        if has_marks {
-                            pui.points(Points::new(format!("{name} jumps"), marks).radius(3.0));
-                        }
+            linked_plot(
+                ("plot", group as u8, unit as u8),
+                height,
+                link,
+                capturing,
+                x_label,
+            )
+            .include_y(band.map_or(f64::NAN, |b| b.0))
+            .include_y(band.map_or(f64::NAN, |b| b.1))
+            .show(ui, |pui| {
+                draw_markers(pui, &marks);
+                for (name, pts, marks) in lines {
+                    let has_marks = !marks.is_empty();
+                    pui.line(Line::new(name.clone(), PlotPoints::Owned(pts)));
+                    if has_marks {
+                        pui.points(Points::new(format!("{name} jumps"), marks).radius(3.0));
                     }
-                });
+                }
+            });
         }
     });
 }
@@ -777,6 +775,26 @@ fn draw_markers(pui: &mut PlotUi<'_>, marks: &[(f64, String)]) {
             );
         }
     }
+}
+
+/// A plot whose x axis and cursor follow the others'; no hover read-outs in
+/// a screenshot.
+fn linked_plot<'a>(
+    id: impl std::hash::Hash + std::fmt::Debug,
+    height: f32,
+    link: egui::Id,
+    capturing: bool,
+    x_label: &str,
+) -> Plot<'a> {
+    Plot::new(id)
+        .height(height)
+        .link_axis(link, [true, false])
+        .link_cursor(link, [true, false])
+        .show_crosshair(!capturing)
+        .show_x(!capturing)
+        .show_y(!capturing)
+        .legend(Legend::default())
+        .x_axis_label(x_label.to_owned())
 }
 
 /// Most processes stacked one by one under `tree.pss`; the rest share a band.
@@ -858,16 +876,8 @@ fn tree_plot(
         return;
     }
     ui.label(RichText::new("Process tree: PSS of each process, stacked (MiB)").strong());
-    let capturing = d.capturing();
-    Plot::new("plot-tree")
-        .height(height)
-        .link_axis(link, [true, false])
-        .link_cursor(link, [true, false])
-        .show_crosshair(!capturing)
-        .show_x(!capturing)
-        .show_y(!capturing)
-        .legend(Legend::default())
-        .x_axis_label(if x_steps { "step" } else { "time (s)" })
+    let x_label = if x_steps { "step" } else { "time (s)" };
+    linked_plot("plot-tree", height, link, d.capturing(), x_label)
         .include_y(0.0)
         .show(ui, |pui| {
             for a in areas {
