@@ -278,7 +278,10 @@ pub fn analyze(t_s: &[f64], v: &[f64], ctx: &Context<'_>) -> ChannelAnalysis {
     };
     out.noise = 1.4826 * median(&mut abs_dev);
     let level = median(&mut x.iter().map(|v| v.abs()).collect::<Vec<_>>());
-    let resolution = (level * 1e-12 + f64::MIN_POSITIVE).max(ctx.min_growth);
+    let resolution = level * 1e-12 + f64::MIN_POSITIVE;
+    // Jumps are found at the data's own resolution; growth must pass the
+    // channel's evidence floor to be called growth.
+    let evidence = resolution.max(ctx.min_growth);
     let threshold = (6.0 * out.noise).max(resolution);
     let mut changes = 0usize;
     let mut jumps: Vec<Jump> = Vec::new();
@@ -334,7 +337,7 @@ pub fn analyze(t_s: &[f64], v: &[f64], ctx: &Context<'_>) -> ChannelAnalysis {
         let mut c = x.clone();
         quantile(&mut c, 0.95) - quantile(&mut c, 0.05)
     };
-    let tolerance = (level * 0.01).max(resolution);
+    let tolerance = (level * 0.01).max(evidence);
 
     // Jumps inside the final window are listed but do not decide the verdict:
     // `final` is their median anyway, and a watched process that exits frees
@@ -349,12 +352,12 @@ pub fn analyze(t_s: &[f64], v: &[f64], ctx: &Context<'_>) -> ChannelAnalysis {
     let (verdict, confidence) = if deciding().next().is_some()
         && changing <= 0.2
         && net.abs() >= 0.6 * gross
-        && growth > resolution
+        && growth > evidence
         && net.abs() >= 0.5 * growth
     {
         let explained = (net.abs() / growth.max(net.abs())).min(1.0);
         (Verdict::Staircase, explained * (1.0 - changing))
-    } else if trend.abs() > 3.0 * scatter && trend.abs() > resolution && growth > resolution {
+    } else if trend.abs() > 3.0 * scatter && trend.abs() > evidence && growth > evidence {
         (
             Verdict::Linear,
             (1.0 - scatter / trend.abs()).clamp(0.0, 1.0),
@@ -372,6 +375,8 @@ pub fn analyze(t_s: &[f64], v: &[f64], ctx: &Context<'_>) -> ChannelAnalysis {
 
     // Projection.
     let rate = match verdict {
+        // Flat within the evidence floor: nothing to project.
+        Verdict::Flat => 0.0,
         Verdict::Staircase if out.duration_s > 0.0 => out.drift / out.duration_s,
         _ => out.slope_per_s,
     };

@@ -71,21 +71,21 @@ pub fn limit_channel(name: &str, unit: Unit) -> Option<String> {
         .then(|| format!("gpu{index}.total"))
 }
 
-/// Pages of growth a process tree's memory channels need before they are
-/// evidence of growth.
-pub const TREE_EVIDENCE_PAGES: f64 = 16.0;
+/// Pages of growth host memory channels need before they are evidence of
+/// growth.
+pub const EVIDENCE_PAGES: f64 = 16.0;
 
-/// The smallest change that is evidence of growth for a channel. A process
-/// tree's channels (`tree.*`, `pid<N>.*`) are read from `smaps_rollup`,
-/// where a page shared by k processes counts 1/k page in each PSS: a reader
-/// that touches a few pages moves them by kilobytes. Below 16 pages (64 KiB)
-/// such a change reads as flat, never as a staircase projected to a day.
-/// Other channels: 0 (any change counts) until the analysis learns every
-/// channel's resolution.
+/// The smallest change that is evidence of growth for a channel. Host
+/// memory (`mem.*`, `tree.*`, `pid<N>.*`, `cgroup.current`) moves by pages,
+/// and a process tree's PSS by fractions of one (a page shared by k
+/// processes counts 1/k page in each): one last page fault, or a reader
+/// touching a few shared pages, is not a leak. Below 16 pages (64 KiB) such
+/// a change reads as flat, never as a staircase projected to a day; six
+/// 64-page steps are still a staircase. Other channels: 0 (any change
+/// counts) until the analysis learns every channel's resolution.
 pub fn evidence_floor(name: &str, unit: Unit) -> f64 {
-    let tree = name.starts_with("tree.") || (name.starts_with("pid") && is_host_memory(name, unit));
-    if tree && unit == Unit::Bytes {
-        TREE_EVIDENCE_PAGES * 4096.0
+    if is_host_memory(name, unit) {
+        EVIDENCE_PAGES * 4096.0
     } else {
         0.0
     }

@@ -308,8 +308,24 @@ fn changes_below_the_evidence_floor_read_flat() {
         },
     );
     assert_eq!(b.verdict, Verdict::Staircase, "{b:?}");
+    use crate::analysis::rules::evidence_floor;
+    use crate::telemetry::Unit;
+    assert_eq!(evidence_floor("mem.rss", Unit::Bytes), 65536.0);
     assert_eq!(
-        crate::analysis::rules::evidence_floor("mem.rss", crate::telemetry::Unit::Bytes),
-        0.0
+        evidence_floor("alloc.live", Unit::Bytes),
+        0.0,
+        "exact: every byte counts"
     );
+    assert_eq!(evidence_floor("mem.minflt", Unit::Count), 0.0);
+    // Flat is flat: no 24 h projection, no time to a limit.
+    let capped = analyze(
+        &t,
+        &v,
+        &Context {
+            min_growth: floor,
+            limit: Some(1e9),
+            ..Context::default()
+        },
+    );
+    assert_eq!((capped.projection_24h, capped.time_to_limit_s), (0.0, None));
 }
