@@ -35,8 +35,11 @@ pub enum Command {
     Watch(WatchArgs),
     /// Print the receipt of a recording.
     Report(ReportArgs),
-    /// Turn a training job's step-log CSV into a recording.
+    /// Turn a training job's log (CSV, JSON lines, trainer_state.json, saved
+    /// console output) into a recording.
     Import(ImportArgs),
+    /// Add a marker to a running watch, soak or live ("here I changed X").
+    Mark(MarkArgs),
     /// Write a recording's samples as CSV.
     Export(ExportArgs),
     /// (Internal) the built-in workloads with telemetry, recorded into FILE
@@ -238,14 +241,31 @@ pub struct ReportArgs {
 
 #[derive(Debug, Clone, Args)]
 pub struct ImportArgs {
-    /// The step-log CSV (a header row of column names, one row per step).
-    pub csv: PathBuf,
+    /// The job's log: a CSV step log (a header row of column names; a
+    /// Lightning metrics.csv), JSON lines, a Hugging Face trainer_state.json,
+    /// or saved console output (nanoGPT, Hugging Face, torchrun).
+    #[arg(value_name = "LOG")]
+    pub log: PathBuf,
     /// The recording to write.
     #[arg(long, value_name = "FILE")]
     pub out: PathBuf,
     /// Overwrite FILE if it exists.
     #[arg(long)]
     pub force: bool,
+    /// For console output: a regular expression whose named groups are the
+    /// step and the metrics (as for `watch --step-pattern`).
+    #[arg(long, value_name = "REGEX", value_parser = step_pattern)]
+    pub step_pattern: Option<flatline_runtime::telemetry::output::StepPattern>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct MarkArgs {
+    /// The marker's text (at most 4096 bytes).
+    pub text: String,
+    /// Which session: a flatline PID, the PID a watch watches, or the
+    /// recording it writes. Needed only when several are running.
+    #[arg(long, value_name = "PID|FILE")]
+    pub to: Option<String>,
 }
 
 #[derive(Debug, Clone, Args)]

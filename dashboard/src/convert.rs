@@ -1,23 +1,31 @@
-//! `flatline import` and `flatline export`: step-log CSVs in and out.
+//! `flatline import` and `flatline export`: a job's logs in, CSV out.
 
 use anyhow::{Context, Result};
-use flatline_runtime::recording::csv;
+use flatline_runtime::recording::{csv, import};
 
 use crate::cli::{ExportArgs, ImportArgs};
 
 pub fn import(args: &ImportArgs) -> Result<()> {
-    let summary = csv::import(&args.csv, &args.out, args.force, std::env::args().collect())
-        .with_context(|| format!("importing {}", args.csv.display()))?;
+    let done = import::import(
+        &args.log,
+        &args.out,
+        args.force,
+        std::env::args().collect(),
+        args.step_pattern.clone(),
+    )
+    .with_context(|| format!("importing {}", args.log.display()))?;
     let rec = crate::report::open(&args.out)?;
     for n in &rec.header.notes {
         eprintln!("flatline: note: {n}");
     }
     println!(
-        "imported {} rows of {} channels into {} (sha256:{})",
-        summary.samples,
+        "imported {} ({}): {} rows of {} channels into {} (sha256:{})",
+        args.log.display(),
+        done.format.name(),
+        done.write.samples,
         rec.header.schema.len(),
         args.out.display(),
-        summary.digest
+        done.write.digest
     );
     Ok(())
 }

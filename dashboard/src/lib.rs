@@ -7,6 +7,7 @@ pub mod bench;
 pub mod cli;
 pub mod convert;
 pub mod fmt;
+pub mod mark;
 pub mod report;
 pub mod session;
 pub mod soak;
@@ -39,6 +40,7 @@ pub fn run(cli: cli::Cli) -> ExitCode {
         Some(cli::Command::Report(args)) => report::run(&args),
         Some(cli::Command::Import(args)) => convert::import(&args),
         Some(cli::Command::Export(args)) => convert::export(&args),
+        Some(cli::Command::Mark(args)) => mark::run(&args),
         Some(cli::Command::Watch(_)) => unreachable!("handled above"),
     };
     match result {

@@ -50,6 +50,26 @@ fn markers(rec: &Recording) -> impl Iterator<Item = (f64, &str)> {
     })
 }
 
+/// Each reader's last line counts (what the job printed, its log): source,
+/// lines read, lines that said something.
+fn lines_read(rec: &Recording) -> Vec<(&str, u64, u64)> {
+    let mut out: Vec<(&str, u64, u64)> = Vec::new();
+    for e in &rec.events {
+        if let EventKind::LinesRead {
+            source,
+            lines,
+            parsed,
+        } = &e.kind
+        {
+            match out.iter_mut().find(|(s, ..)| s == source) {
+                Some(seen) => *seen = (source, *lines, *parsed),
+                None => out.push((source, *lines, *parsed)),
+            }
+        }
+    }
+    out
+}
+
 /// The limit the memory channels' time to limit was computed against.
 fn memory_limit(rows: &[Row<'_>]) -> Option<(f64, LimitSource)> {
     rows.iter()
@@ -168,6 +188,15 @@ pub fn json_report(rec: &Recording, rows: &[Row<'_>]) -> Value {
             "steps": rec.events.iter().filter(|e| matches!(e.kind, EventKind::Step { .. })).count(),
             "markers": markers(rec)
                 .map(|(t_s, text)| json!({"t_s": t_s, "text": text}))
+                .collect::<Vec<_>>(),
+            "lines_read": lines_read(rec)
+                .into_iter()
+                .map(|(source, lines, parsed)| json!({
+                    "source": source,
+                    "lines": lines,
+                    "parsed": parsed,
+                    "ignored": lines.saturating_sub(parsed),
+                }))
                 .collect::<Vec<_>>(),
         },
         "process_tree": tree_summary(rec, rows),
@@ -323,6 +352,13 @@ pub fn text_report(rec: &Recording, rows: &[Row<'_>]) -> String {
         .collect();
     if !marks.is_empty() {
         let _ = writeln!(s, "  markers: {}", marks.join("; "));
+    }
+    for (source, lines, parsed) in lines_read(rec) {
+        let _ = writeln!(
+            s,
+            "  {source}: {lines} lines read, {parsed} with steps, metrics or markers, {} ignored",
+            lines.saturating_sub(parsed)
+        );
     }
     if let Some(t) = tree_summary(rec, rows) {
         s.push_str(&tree_text(&t, "  "));

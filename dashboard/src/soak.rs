@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
+use crossbeam_channel::Receiver;
 use flatline_runtime::recording::{EventKind, RecordingSetup};
 use flatline_runtime::telemetry::SamplerConfig;
 use flatline_runtime::telemetry::alloc::mark_observer_thread;
@@ -75,11 +76,13 @@ struct RunEnd {
 
 /// Runs the workload with telemetry into `run.out` until its time is up or
 /// `stop` is set; while `paused` is set the workload idles (telemetry goes on).
+/// Texts arriving on `marks` are recorded as markers the moment they come.
 fn record_workload(
     run: &WorkloadRun<'_>,
     stop: &AtomicBool,
     paused: &AtomicBool,
     bar: &ProgressBar,
+    marks: &Receiver<String>,
 ) -> Result<RunEnd> {
     let step = run.step_ms.map(|ms| Duration::from_secs_f64(ms / 1e3));
     let progress = WorkProgress::new();
@@ -150,7 +153,10 @@ fn record_workload(
             })
             .context("starting the workload thread")?;
         while !work.is_finished() {
-            std::thread::sleep(Duration::from_millis(200));
+            if let Ok(text) = marks.recv_timeout(Duration::from_millis(200)) {
+                session.event(EventKind::Marker(text));
+                continue;
+            }
             bar.set_position(start.elapsed().as_millis() as u64);
             bar.set_message(format!(
                 "{} samples, {}, {} dropped",
@@ -179,10 +185,12 @@ fn record_workload(
 /// `flatline serve`: what a live window runs in a child process, so that the
 /// memory it measures is the workload's and not the window's. Runs until its
 /// standard input says `quit` or closes (the window went away) or a signal
-/// comes; `pause` and `resume` lines stop and restart the workload.
+/// comes; `pause` and `resume` lines stop and restart the workload, and
+/// `mark TEXT` records a marker.
 pub fn serve(args: &ServeArgs) -> Result<()> {
     let stop = interrupt_flag()?;
     let paused = Arc::new(AtomicBool::new(false));
+    let (marks_tx, marks) = crossbeam_channel::unbounded();
     {
         let (stop, paused) = (stop.clone(), paused.clone());
         std::thread::Builder::new()
@@ -194,7 +202,11 @@ pub fn serve(args: &ServeArgs) -> Result<()> {
                         Ok("pause") => paused.store(true, Ordering::Relaxed),
                         Ok("resume") => paused.store(false, Ordering::Relaxed),
                         Ok("quit") | Err(_) => break,
-                        Ok(_) => {}
+                        Ok(l) => {
+                            if let Some(text) = l.strip_prefix("mark ") {
+                                let _ = marks_tx.send(text.to_owned());
+                            }
+                        }
                     }
                 }
                 stop.store(true, Ordering::Relaxed);
@@ -211,7 +223,7 @@ pub fn serve(args: &ServeArgs) -> Result<()> {
         force: true,
         redact_host: false,
     };
-    let done = record_workload(&run, &stop, &paused, &ProgressBar::hidden())?;
+    let done = record_workload(&run, &stop, &paused, &ProgressBar::hidden(), &marks)?;
     done.result.map(|_| ())
 }
 
@@ -231,6 +243,11 @@ pub fn run(args: &SoakArgs) -> Result<()> {
         redact_host: args.redact_host,
     };
     let stop = interrupt_flag()?;
+    // `flatline mark TEXT` reaches this soak while it runs.
+    let (marks_tx, marks) = crossbeam_channel::unbounded();
+    let listening = crate::mark::listen("soak", None, Some(&out), move |text| {
+        let _ = marks_tx.send(text);
+    });
     let total = Duration::from_secs_f64(args.seconds);
     let bar = if std::io::stderr().is_terminal() {
         let bar = ProgressBar::new(total.as_millis() as u64);
@@ -249,7 +266,8 @@ pub fn run(args: &SoakArgs) -> Result<()> {
         ended_by,
         wall,
         result,
-    } = record_workload(&run, &stop, &AtomicBool::new(false), &bar)?;
+    } = record_workload(&run, &stop, &AtomicBool::new(false), &bar, &marks)?;
+    drop(listening);
     bar.finish_and_clear();
     result?;
     if ended_by == "interrupted" {

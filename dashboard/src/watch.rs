@@ -5,6 +5,7 @@ use std::process::{Child, Command};
 
 use std::process::Stdio;
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 
 use crossbeam_channel::Sender;
 use flatline_runtime::telemetry::{GrowHandle, output};
@@ -13,8 +14,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, bail};
 use flatline_runtime::recording::{Event, EventKind, RecordingSetup, event_channel};
-use flatline_runtime::telemetry::steplog::StepLog;
-use flatline_runtime::telemetry::{Clock, Probe, SamplerConfig, SamplerExit, Target};
+use flatline_runtime::telemetry::logfile::{self, LogFormat, LogTail};
+use flatline_runtime::telemetry::{Clock, SamplerConfig, SamplerExit, Target};
 
 use crate::cli::{StepsFrom, WatchArgs};
 use crate::fmt::bytes;
@@ -45,37 +46,83 @@ struct Watched {
     output: Option<Output>,
 }
 
-/// The readers of a started command's output: its lines, on their way to
-/// the collector that starts with the telemetry.
+/// The readers of what the job says: its printed output (a started
+/// command's) and its log file; their lines go to the collector that
+/// starts with the telemetry.
 struct Output {
-    readers: Vec<std::thread::JoinHandle<()>>,
+    /// The queue to the collector, until the collector starts.
+    tx: Option<Sender<output::Printed>>,
     lines: Option<crossbeam_channel::Receiver<output::Printed>>,
+    readers: Vec<std::thread::JoinHandle<()>>,
+    /// The printed output's counts, if it is read.
+    printed: Option<Arc<output::OutputStats>>,
+    /// The log, until it is followed; then its thread and stop flag.
+    log: Option<LogTail>,
+    log_thread: Option<(std::thread::JoinHandle<Option<String>>, Arc<AtomicBool>)>,
+    log_read: Option<(LogFormat, Arc<output::OutputStats>)>,
     collector: Option<std::thread::JoinHandle<()>>,
-    stats: Arc<output::OutputStats>,
 }
 
 impl Output {
-    /// Starts turning the lines into channels, steps and markers.
-    fn collect(
-        &mut self,
-        grow: GrowHandle,
-        events: Sender<Event>,
-        step_events: bool,
-    ) -> Result<()> {
-        if let Some(lines) = self.lines.take() {
-            self.collector = Some(
-                output::collect(lines, grow, events, step_events)
-                    .context("starting the output reader")?,
-            );
+    fn new() -> Self {
+        let (tx, rx) = output::queue();
+        Self {
+            tx: Some(tx),
+            lines: Some(rx),
+            readers: Vec::new(),
+            printed: None,
+            log: None,
+            log_thread: None,
+            log_read: None,
+            collector: None,
         }
+    }
+
+    /// Starts turning the lines into channels, steps and markers, and
+    /// following the log.
+    fn collect(&mut self, grow: GrowHandle, events: Sender<Event>, clock: Clock) -> Result<()> {
+        let (Some(lines), Some(tx)) = (self.lines.take(), self.tx.take()) else {
+            return Ok(());
+        };
+        let mut counts = Vec::new();
+        if let Some(st) = &self.printed {
+            counts.push(("output".to_owned(), st.clone()));
+        }
+        if let Some(log) = self.log.take() {
+            let st = log.stats();
+            counts.push(("log".to_owned(), st.clone()));
+            self.log_read = Some((log.format(), st));
+            let stop = Arc::new(AtomicBool::new(false));
+            let h = log
+                .spawn(tx, clock, logfile::POLL, stop.clone())
+                .context("starting the log reader")?;
+            self.log_thread = Some((h, stop));
+        }
+        // A job's log, when one is read, gives the steps; else what it prints.
+        let output_steps = self.log_read.is_none();
+        self.collector = Some(
+            output::collect(lines, grow, events, output_steps, clock, counts)
+                .context("starting the output reader")?,
+        );
         Ok(())
     }
 
     /// Waits a moment for the last lines (the command has ended, or is being
-    /// stopped): a grandchild that keeps the pipe open does not hold the
-    /// watch.
+    /// stopped) and the log's last rows: a grandchild that keeps the pipe
+    /// open does not hold the watch.
     fn settle(&mut self, limit: Duration) {
         let deadline = Instant::now() + limit;
+        if let Some((h, stop)) = self.log_thread.take() {
+            stop.store(true, Ordering::Relaxed);
+            while !h.is_finished() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            if h.is_finished()
+                && let Ok(Some(e)) = h.join()
+            {
+                eprintln!("flatline: reading the log: {e}");
+            }
+        }
         while self.readers.iter().any(|r| !r.is_finished()) && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(10));
         }
@@ -90,23 +137,41 @@ impl Output {
         }
     }
 
-    fn summary(&self) -> String {
-        let st = &self.stats;
-        format!(
-            "output: {} lines, {} with steps, metrics or markers{}",
-            st.lines.load(Ordering::Relaxed),
-            st.parsed.load(Ordering::Relaxed),
-            match (
-                st.dropped.load(Ordering::Relaxed),
-                st.skipped_bytes.load(Ordering::Relaxed)
-            ) {
-                (0, 0) => String::new(),
-                (n, b) => format!(
-                    "; the reader fell behind: {n} lines dropped, {} not read",
-                    bytes(b as f64)
-                ),
-            }
-        )
+    fn summary(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let behind = |st: &output::OutputStats| match (
+            st.dropped.load(Ordering::Relaxed),
+            st.skipped_bytes.load(Ordering::Relaxed),
+        ) {
+            (0, 0) => String::new(),
+            (n, b) => format!(
+                "; the reader fell behind: {n} lines dropped, {} not read",
+                bytes(b as f64)
+            ),
+        };
+        if let Some(st) = &self.printed {
+            out.push(format!(
+                "output: {} lines, {} with steps, metrics or markers{}",
+                st.lines.load(Ordering::Relaxed),
+                st.parsed.load(Ordering::Relaxed),
+                behind(st)
+            ));
+        }
+        if let Some((format, st)) = &self.log_read {
+            let lines = st.lines.load(Ordering::Relaxed);
+            let parsed = st.parsed.load(Ordering::Relaxed);
+            let rewrites = match st.rewrites.load(Ordering::Relaxed) {
+                0 => String::new(),
+                n => format!(", rewritten {n}×"),
+            };
+            out.push(format!(
+                "log ({}): {lines} rows, {} that did not parse{rewrites}{}",
+                format.name(),
+                lines.saturating_sub(parsed),
+                behind(st)
+            ));
+        }
+        out
     }
 }
 
@@ -165,9 +230,12 @@ impl Watched {
 
 fn start_target(args: &WatchArgs, clock: Clock) -> Result<Watched> {
     match (args.pid, args.command.split_first()) {
-        (Some(_), None) if args.steps_from.is_some() || args.step_pattern.is_some() => {
+        (Some(_), None) if args.steps_from.is_some() => {
+            bail!("--steps-from reads a started command's output: give the command after `--`")
+        }
+        (Some(_), None) if args.step_pattern.is_some() && args.log.is_none() => {
             bail!(
-                "--steps-from and --step-pattern read a started command's output: give the command after `--`"
+                "--step-pattern reads a started command's output or a --log: give the command after `--`, or the log"
             )
         }
         (Some(pid), None) => Ok(Watched {
@@ -196,14 +264,14 @@ fn start_target(args: &WatchArgs, clock: Clock) -> Result<Watched> {
             flatline_runtime::sys::end_with_this_process(&mut cmd);
             let mut child = cmd.spawn().with_context(|| format!("starting {prog}"))?;
             let output = (out || err).then(|| {
-                let (tx, rx) = output::queue();
+                let mut o = Output::new();
                 let stats = Arc::new(output::OutputStats::default());
-                let mut readers = Vec::new();
-                if let Some(o) = child.stdout.take() {
-                    readers.extend(
+                let tx = o.tx.clone().expect("a new output's queue");
+                if let Some(out) = child.stdout.take() {
+                    o.readers.extend(
                         output::pass_through(
                             "stdout",
-                            o,
+                            out,
                             std::io::stdout(),
                             tx.clone(),
                             clock,
@@ -214,7 +282,7 @@ fn start_target(args: &WatchArgs, clock: Clock) -> Result<Watched> {
                     );
                 }
                 if let Some(e) = child.stderr.take() {
-                    readers.extend(
+                    o.readers.extend(
                         output::pass_through(
                             "stderr",
                             e,
@@ -227,12 +295,8 @@ fn start_target(args: &WatchArgs, clock: Clock) -> Result<Watched> {
                         .ok(),
                     );
                 }
-                Output {
-                    readers,
-                    lines: Some(rx),
-                    collector: None,
-                    stats,
-                }
+                o.printed = Some(stats);
+                o
             });
             Ok(Watched {
                 pid: child.id(),
@@ -245,24 +309,22 @@ fn start_target(args: &WatchArgs, clock: Clock) -> Result<Watched> {
     }
 }
 
-/// The step-log probe, waiting for the log's first line if needed; its step
-/// events, stamped on `clock`, go to `steps`.
-fn step_log(
-    args: &WatchArgs,
-    target: &mut Watched,
-    steps: crossbeam_channel::Sender<Event>,
-    clock: Clock,
-) -> Result<Option<StepLog>> {
+/// The job's log, once it exists and says what it is, ready to follow.
+fn follow_log(args: &WatchArgs, target: &mut Watched) -> Result<()> {
     let Some(path) = &args.log else {
-        return Ok(None);
+        return Ok(());
     };
     if !path.exists() {
         eprintln!("flatline: waiting for {} …", path.display());
     }
-    let log = StepLog::wait_for(path, Duration::from_secs_f64(args.log_wait_s), || {
-        target.alive()
-    })?;
-    Ok(Some(log.with_steps(steps, clock)))
+    let tail = LogTail::wait_for(
+        path,
+        Duration::from_secs_f64(args.log_wait_s),
+        args.step_pattern.clone(),
+        || target.alive(),
+    )?;
+    target.output.get_or_insert_with(Output::new).log = Some(tail);
+    Ok(())
 }
 
 /// What the recording's header says about this watch, window or headless.
@@ -308,34 +370,37 @@ pub fn run(args: &WatchArgs) -> Result<Option<i32>> {
     let mut target = start_target(args, clock)?;
     let events = event_channel();
     let printed_events = events.0.clone();
-    let log = match step_log(args, &mut target, events.0.clone(), clock) {
-        Ok(l) => l,
-        Err(e) => {
-            // Never leave a started command running behind an error.
-            if let Some(c) = target.child.as_mut() {
-                let _ = c.kill();
-                let _ = c.wait();
-            }
-            return Err(e);
+    if let Err(e) = follow_log(args, &mut target) {
+        // Never leave a started command running behind an error.
+        if let Some(c) = target.child.as_mut() {
+            let _ = c.kill();
+            let _ = c.wait();
         }
+        return Err(e);
+    }
+    // `flatline mark TEXT` reaches this watch while it runs.
+    let mark = |recording: Option<&std::path::Path>| {
+        let to = events.0.clone();
+        crate::mark::listen("watch", Some(target.pid), recording, move |text| {
+            let _ = to.try_send(Event {
+                t_ns: clock.now_ns(),
+                kind: EventKind::Marker(text),
+            });
+        })
     };
-    let log_stats = log.as_ref().map(StepLog::stats);
-    let extra: Vec<Box<dyn Probe>> = log
-        .into_iter()
-        .map(|l| Box::new(l) as Box<dyn Probe>)
-        .collect();
     if !args.headless {
+        let _marks = mark(args.out.as_deref());
         let (src, store) = crate::ui::WatchSource::start(
             target.pid,
             sampler_config(args, target.pid, clock, events.0.clone()),
-            extra,
+            Vec::new(),
             events.1,
             setup(args, target.pid),
             args.out.as_deref(),
             args.force,
         )?;
         if let Some(o) = target.output.as_mut() {
-            o.collect(src.grow(), printed_events, args.log.is_none())?;
+            o.collect(src.grow(), printed_events, clock)?;
         }
         let shown = crate::ui::run_window(
             &format!("flatline — watching {}", target.pid),
@@ -366,16 +431,17 @@ pub fn run(args: &WatchArgs) -> Result<Option<i32>> {
         Some(p) => p.clone(),
         None => crate::soak::default_path(&format!("watch-{}", target.pid))?,
     };
+    let marks = mark(Some(&out));
     let session = Session::start_with(
         setup(args, target.pid),
         sampler_config(args, target.pid, clock, events.0.clone()),
-        extra,
+        Vec::new(),
         events,
         &out,
         args.force,
     )?;
     if let Some(o) = target.output.as_mut() {
-        o.collect(session.grow(), printed_events, args.log.is_none())?;
+        o.collect(session.grow(), printed_events, clock)?;
     }
     flatline_runtime::telemetry::alloc::mark_observer_thread();
     let stop = crate::soak::interrupt_flag()?;
@@ -398,19 +464,15 @@ pub fn run(args: &WatchArgs) -> Result<Option<i32>> {
     if let Some(o) = target.output.as_mut() {
         o.settle(Duration::from_secs(1));
     }
+    drop(marks);
     let end = session.finish(ended_by)?;
     let rec = crate::report::open(&out)?;
     let rows = crate::report::analyse(&rec, None);
     print!("{}", crate::report::text_report(&rec, &rows));
-    if let Some(st) = log_stats {
-        println!(
-            "  step log: {} rows, {} that did not parse",
-            st.rows.load(Ordering::Relaxed),
-            st.bad_rows.load(Ordering::Relaxed)
-        );
-    }
     if let Some(o) = &target.output {
-        println!("  {}", o.summary());
+        for line in o.summary() {
+            println!("  {line}");
+        }
     }
     if let SamplerExit::TargetExited { pid } = end.exit {
         println!("  process {pid} exited; the recording covers it to the end");

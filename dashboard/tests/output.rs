@@ -14,26 +14,49 @@ fn printers() -> PathBuf {
 }
 
 /// The printer run alone, and run under a headless watch: both outputs, and
-/// the watch's JSON receipt.
+/// the watch's JSON receipt. A printer that writes files gets a folder of
+/// its own for each run (`DIR` in its arguments): `alone/` and `watched/`.
 fn watched(dir: &Path, mode: &str, n: &str, extra: &[&str]) -> (Output, Output, serde_json::Value) {
+    watched_with(dir, &[mode, n], extra)
+}
+
+fn watched_with(
+    dir: &Path,
+    printer: &[&str],
+    extra: &[&str],
+) -> (Output, Output, serde_json::Value) {
     let script = printers();
+    let run_args = |sub: &str| -> Vec<String> {
+        let folder = dir.join(sub);
+        std::fs::create_dir_all(&folder).unwrap();
+        printer
+            .iter()
+            .map(|a| a.replace("DIR", folder.to_str().unwrap()))
+            .collect()
+    };
     let alone = Command::new("python3")
         .arg(&script)
-        .args([mode, n])
+        .args(run_args("alone"))
         .output()
         .unwrap();
     assert!(alone.status.success());
-    let out = dir.join(format!("{mode}.flr"));
-    let mut args = vec![
-        "watch",
-        "--headless",
-        "--hz",
-        "20",
-        "--out",
-        out.to_str().unwrap(),
-    ];
-    args.extend(extra);
-    args.extend(["--", "python3", script.to_str().unwrap(), mode, n]);
+    let out = dir.join(format!("{}.flr", printer[0]));
+    let mut args: Vec<String> = ["watch", "--headless", "--hz", "20", "--out"]
+        .map(String::from)
+        .to_vec();
+    args.push(out.to_str().unwrap().into());
+    args.extend(
+        extra
+            .iter()
+            .map(|a| a.replace("DIR", dir.join("watched").to_str().unwrap())),
+    );
+    args.extend([
+        "--".into(),
+        "python3".into(),
+        script.to_str().unwrap().into(),
+    ]);
+    args.extend(run_args("watched"));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let seen = flatline(&args);
     assert!(
         seen.status.success(),
@@ -44,6 +67,18 @@ fn watched(dir: &Path, mode: &str, n: &str, extra: &[&str]) -> (Output, Output, 
     (alone, seen, report(&out))
 }
 
+/// A reader's line counts in a receipt: (lines, parsed, ignored).
+fn lines_read(v: &serde_json::Value, source: &str) -> (u64, u64, u64) {
+    let r = v["events"]["lines_read"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["source"] == source)
+        .unwrap_or_else(|| panic!("no {source} in {}", v["events"]));
+    let n = |k: &str| r[k].as_u64().unwrap();
+    (n("lines"), n("parsed"), n("ignored"))
+}
+
 /// The watch printed the command's bytes unchanged, then its own receipt.
 fn passed_through(alone: &Output, seen: &Output) {
     assert!(
@@ -52,7 +87,21 @@ fn passed_through(alone: &Output, seen: &Output) {
         alone.stdout.len(),
         seen.stdout.len()
     );
-    assert_eq!(seen.stderr, alone.stderr, "stderr passes through unchanged");
+    // flatline's own notes (waiting for a log) come first, on lines of their own.
+    let mut err = &seen.stderr[..];
+    while err.starts_with(b"flatline: ") {
+        let end = err
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(err.len(), |i| i + 1);
+        err = &err[end..];
+    }
+    assert!(
+        err == alone.stderr,
+        "stderr changed:\n{:?}\nalone:\n{:?}",
+        String::from_utf8_lossy(err),
+        String::from_utf8_lossy(&alone.stderr)
+    );
 }
 
 fn channels(v: &serde_json::Value) -> Vec<String> {
@@ -116,9 +165,10 @@ fn hugging_face_output_and_a_tqdm_bar() {
     assert_eq!(v["events"]["steps"], 0);
     assert!(!names.iter().any(|n| n == "log.step"));
     assert_eq!(v["channels"]["log.loss"]["samples"], 6);
+    // The eval dict is marked, as nanoGPT's eval line is.
     assert_eq!(
         markers(&v),
-        ["Saving model checkpoint to out/checkpoint-30"]
+        ["eval", "Saving model checkpoint to out/checkpoint-30"]
     );
 }
 
@@ -150,7 +200,7 @@ fn steps_from_none_reads_nothing_and_still_passes_through() {
     ]);
     support::fails(
         &err,
-        "read a started command's output: give the command after",
+        "reads a started command's output: give the command after",
     );
 }
 
@@ -188,4 +238,160 @@ fn a_step_pattern_reads_a_format_nothing_else_does() {
         "true",
     ]);
     assert!(String::from_utf8_lossy(&unnamed.stderr).contains("no named group"));
+}
+
+/// Lightning's CSVLogger rewrites metrics.csv in place with a wider header
+/// twice during the run; every row is read once, none lost.
+#[test]
+fn a_lightning_csv_rewritten_mid_run_is_read_row_by_row_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let (alone, seen, v) = watched_with(
+        dir.path(),
+        &["lightning", "40", "DIR"],
+        &["--log", "DIR/metrics.csv"],
+    );
+    passed_through(&alone, &seen);
+    let file = std::fs::read_to_string(dir.path().join("watched/metrics.csv")).unwrap();
+    // Written by Python's csv module, as Lightning's is: CRLF line ends.
+    assert!(file.starts_with("epoch,step,train_loss,val_loss,lr-AdamW\r\n"));
+    let rows = file.lines().count() as u64 - 1;
+    assert_eq!(rows, 44, "40 steps and 4 validations");
+    assert_eq!(lines_read(&v, "log"), (rows, rows, 0), "each row once");
+    let names = channels(&v);
+    for c in [
+        "log.epoch",
+        "log.step",
+        "log.train_loss",
+        "log.val_loss",
+        "log.lr_adamw",
+    ] {
+        assert!(names.iter().any(|n| n == c), "{c} in {names:?}");
+    }
+    assert_eq!(v["channels"]["log.val_loss"]["last"], 0.0625, "2.5/40");
+    // A validation row repeats its step: 40 steps, from the log.
+    assert_eq!(v["events"]["steps"], 40);
+    let text = String::from_utf8_lossy(&seen.stdout);
+    assert!(
+        text.contains("log (CSV): 44 rows, 0 that did not parse, rewritten"),
+        "{text}"
+    );
+}
+
+/// A Hugging Face Trainer's trainer_state.json, rewritten whole at each
+/// checkpoint, beside its printed output.
+#[test]
+fn a_trainer_state_gives_the_steps_and_evals_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let (alone, seen, v) = watched_with(
+        dir.path(),
+        &["hf", "30", "DIR"],
+        &["--log", "DIR/trainer_state.json"],
+    );
+    passed_through(&alone, &seen);
+    // 6 loss entries and 3 evals; an eval repeats its step.
+    assert_eq!(lines_read(&v, "log"), (9, 9, 0));
+    assert_eq!(
+        v["events"]["steps"], 6,
+        "steps from the log, not the prints"
+    );
+    let m = markers(&v);
+    assert_eq!(m.iter().filter(|t| *t == "eval").count(), 3, "{m:?}");
+    assert!(m.contains(&"Saving model checkpoint to out/checkpoint-30".to_owned()));
+    assert_eq!(v["channels"]["log.eval_loss"]["last"], 1.9);
+    assert_eq!(v["channels"]["log.step"]["last"], 30.0);
+    let (lines, parsed, ignored) = lines_read(&v, "output");
+    assert_eq!((parsed, ignored), (lines - ignored, lines - parsed));
+    assert!(parsed >= 8, "6 dicts, the eval dict, the checkpoint line");
+}
+
+fn import(file: &Path, out: &Path) -> serde_json::Value {
+    let done = flatline(&[
+        "import",
+        file.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(
+        done.status.success(),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    report(out)
+}
+
+/// `flatline import` reads what `watch --log` follows, and saved console
+/// output, after the run.
+#[test]
+fn import_reads_trainer_states_lightning_csvs_and_saved_console_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let run = |args: &[&str]| {
+        let o = Command::new("python3")
+            .arg(printers())
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(o.status.success());
+        o
+    };
+    let dir_s = d.to_str().unwrap();
+    run(&["hf", "30", dir_s]);
+    let v = import(&d.join("trainer_state.json"), &d.join("hf.flr"));
+    assert_eq!(v["events"]["steps"], 6);
+    assert_eq!(markers(&v), ["eval"; 3]);
+    assert_eq!(v["channels"]["log.loss"]["last"], 0.1);
+    assert_eq!(v["channels"]["log.eval_loss"]["samples"], 3);
+
+    run(&["lightning", "30", dir_s]);
+    let v = import(&d.join("metrics.csv"), &d.join("pl.flr"));
+    assert_eq!(v["events"]["steps"], 30);
+    assert_eq!(v["channels"]["log.lr_adamw"]["samples"], 10);
+    assert_eq!(v["channels"]["log.val_loss"]["samples"], 3);
+
+    let nanogpt = run(&["nanogpt", "30"]);
+    let log = d.join("train.log");
+    std::fs::write(&log, &nanogpt.stdout).unwrap();
+    let v = import(&log, &d.join("nanogpt.flr"));
+    assert_eq!(v["events"]["steps"], 30);
+    assert_eq!(markers(&v), ["eval", "saving checkpoint to out"].repeat(3));
+    assert_eq!(v["channels"]["log.mfu_pct"]["unit"], "percent");
+    assert_eq!(lines_read(&v, "log"), (37, 36, 1), "the binary junk line");
+    assert!(
+        v["recording"]["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n.as_str().unwrap().contains("one row per second")),
+        "{}",
+        v["recording"]["notes"]
+    );
+
+    let torchrun = run(&["torchrun", "10"]);
+    std::fs::write(&log, &torchrun.stdout).unwrap();
+    let v = import(&log, &d.join("torchrun.flr"));
+    assert_eq!(v["channels"]["log.rank1.loss"]["last"], 4.0);
+    assert_eq!(v["events"]["steps"], 10);
+
+    // JSON lines whose keys grow: the new key joins where it first appears.
+    let jl = d.join("log.jsonl");
+    std::fs::write(
+        &jl,
+        "{\"step\": 1, \"loss\": 2.0}\n{\"step\": 2, \"loss\": 1.9}\n{\"step\": 3, \"loss\": 1.8, \"grad_norm\": 0.5}\n",
+    )
+    .unwrap();
+    let v = import(&jl, &d.join("jl.flr"));
+    assert_eq!(v["channels"]["log.grad_norm"]["samples"], 1);
+    assert_eq!(v["channels"]["log.loss"]["samples"], 3);
+
+    // Text that says nothing is an error, and no file is left.
+    std::fs::write(&log, "hello\nworld\n").unwrap();
+    let out = d.join("nothing.flr");
+    let e = flatline(&[
+        "import",
+        log.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    support::fails(&e, "none of its 2 lines has a step, a metric or a marker");
+    assert!(!out.exists());
 }

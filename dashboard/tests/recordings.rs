@@ -193,7 +193,7 @@ fn a_step_log_imports_reports_and_exports() {
         out.to_str().unwrap(),
     ]);
     let text = ok(&o);
-    assert!(text.contains("imported 20 rows of 11 channels"), "{text}");
+    assert!(text.contains("(CSV): 20 rows of 11 channels"), "{text}");
     assert!(String::from_utf8_lossy(&o.stderr).contains("fnv1a_hash is text"));
     let v = report(&out);
     assert_eq!(v["recording"]["source"], "import");

@@ -96,11 +96,6 @@ fn the_timeline_scrubs_plays_and_jumps() {
     let tl = h.state().timeline.as_ref().unwrap().clone();
     assert_eq!(tl.playhead_s, tl.start_s);
     assert_eq!(h.state_mut().visible_len(), 1);
-    // Next event: the first step, 200 ms in.
-    h.get_by_label("Next event").click();
-    h.run_steps(2);
-    let t = h.state().timeline.as_ref().unwrap().playhead_s;
-    assert!(t > tl.start_s && t < 0.5, "{t}");
     h.get_by_label("Play").click();
     h.run_steps(2);
     assert!(h.state().timeline.as_ref().unwrap().playing);
@@ -201,6 +196,24 @@ fn live_data_streams_in_and_recording_switches_on_and_off() {
     assert_eq!(store.step_axis(), None);
     assert!(h.query_by_label("x: step").is_none());
     h.get_by_label_contains("REC live.flr");
+    // A marker typed into the window is recorded by the workload process.
+    let field = h.get_by_role(Role::TextInput);
+    field.focus();
+    field.type_text("lr to 3e-4");
+    h.run_steps(2);
+    h.get_by_label("Mark").click();
+    h.run_steps(1);
+    let marked = support::wait_for(std::time::Duration::from_millis(60), || {
+        h.run_steps(1);
+        h.state()
+            .store
+            .events()
+            .iter()
+            .any(|e| e.kind == flatline_runtime::recording::EventKind::Marker("lr to 3e-4".into()))
+            .then_some(())
+    });
+    assert!(marked.is_some(), "the marker came back in the stream");
+    assert!(h.state().mark_text.is_empty(), "the field is cleared");
     h.get_by_label("Stop workload").click();
     h.run_steps(1);
     assert_eq!(h.state().source.workload_running(), Some(false));
@@ -210,6 +223,11 @@ fn live_data_streams_in_and_recording_switches_on_and_off() {
     let rec = flatline_runtime::recording::Recording::open(&path).unwrap();
     assert!(rec.tail.is_none(), "a finished recording: {:?}", rec.tail);
     assert!(rec.len() >= 15 && rec.channel("work.ops").is_some());
+    assert!(
+        rec.events
+            .iter()
+            .any(|e| e.kind == flatline_runtime::recording::EventKind::Marker("lr to 3e-4".into()))
+    );
     // The header comes from the same setup as a soak's: the workload and the rate.
     let config: Vec<(&str, &str)> = rec
         .header
@@ -485,5 +503,24 @@ fn markers_are_placed_at_their_time_or_step() {
     assert!(
         marker_lines(&d, 3, false).is_empty(),
         "not yet reached at 0.2 s"
+    );
+    // "Next event" stops at markers, not at every step; the timeline lists them.
+    let mut h = Harness::builder()
+        .with_size([1600.0, 1000.0])
+        .build_ui_state(frame, d);
+    h.get_by_label("Start").click();
+    h.run_steps(2);
+    h.get_by_label("Next event").click();
+    h.run_steps(2);
+    assert_eq!(h.state().timeline.as_ref().unwrap().playhead_s, 0.3);
+    h.get_by_label("go to marker").click();
+    h.run_steps(2);
+    h.get_by_label("0.3 s  eval");
+    h.get_by_label("2.0 s  after the end").click();
+    h.run_steps(2);
+    let tl = h.state().timeline.as_ref().unwrap();
+    assert_eq!(
+        tl.playhead_s, tl.end_s,
+        "the playhead goes no further than the end"
     );
 }

@@ -140,6 +140,14 @@ pub enum EventKind {
     },
     /// Anything else worth keeping beside the data.
     Note(String),
+    /// How many lines a reader of the job's output or log (`source`:
+    /// `output`, `log`) has read so far, and how many said something (a
+    /// step, a metric, a marker); the last of a source is its total.
+    LinesRead {
+        source: String,
+        lines: u64,
+        parsed: u64,
+    },
 }
 
 /// Written last by a run that ends cleanly.

@@ -123,6 +123,46 @@ pub fn end_with_this_process(cmd: &mut std::process::Command) {
 #[cfg(not(target_os = "linux"))]
 pub fn end_with_this_process(_cmd: &mut std::process::Command) {}
 
+/// This process's real user id.
+#[cfg(unix)]
+pub fn uid() -> u32 {
+    // SAFETY: `getuid` has no arguments, touches no memory of ours and cannot fail.
+    unsafe { libc::getuid() }
+}
+
+/// The user id of the process at the other end of a connected Unix socket,
+/// as the kernel recorded it when the connection was made (`SO_PEERCRED`):
+/// what a socket server checks before it believes a message.
+#[cfg(target_os = "linux")]
+pub fn peer_uid(stream: &std::os::unix::net::UnixStream) -> std::io::Result<u32> {
+    use std::os::fd::AsRawFd;
+    let mut cred = libc::ucred {
+        pid: 0,
+        uid: 0,
+        gid: 0,
+    };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: the descriptor is the stream's own, open for the whole call; `cred`
+    // is a live, writable `ucred` and `len` holds its exact size, which is what
+    // SO_PEERCRED writes (the kernel writes at most `len` bytes and updates it).
+    let rc = unsafe {
+        libc::getsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&raw mut cred).cast::<libc::c_void>(),
+            &raw mut len,
+        )
+    };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    if len as usize != std::mem::size_of::<libc::ucred>() {
+        return Err(std::io::Error::other("SO_PEERCRED returned a short answer"));
+    }
+    Ok(cred.uid)
+}
+
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
@@ -172,6 +212,23 @@ mod tests {
     fn clock_ticks_are_plausible() {
         let t = clock_ticks_per_second();
         assert!((10..=10_000).contains(&t), "{t}");
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "Miri does not model sockets")]
+    fn a_socket_peer_is_this_user() {
+        let (a, b) = std::os::unix::net::UnixStream::pair().unwrap();
+        assert_eq!(peer_uid(&a).unwrap(), uid());
+        assert_eq!(peer_uid(&b).unwrap(), uid());
+        let me = std::fs::metadata("/proc/self").map(|m| {
+            use std::os::unix::fs::MetadataExt;
+            m.uid()
+        });
+        assert_eq!(uid(), me.unwrap(), "the owner of our own /proc entry");
+        // Not a socket: an error, not a made-up id.
+        let file = std::fs::File::open("/proc/self/stat").unwrap();
+        let fake: std::os::unix::net::UnixStream = std::os::fd::OwnedFd::from(file).into();
+        assert!(peer_uid(&fake).is_err());
     }
 
     #[test]

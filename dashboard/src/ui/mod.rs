@@ -120,6 +120,8 @@ pub struct Dashboard {
     /// from the workload's, so nobody takes one for the other.
     pub window_rss: Option<u64>,
     window_rss_at: Option<Instant>,
+    /// The text of the next marker, as typed beside "Mark".
+    pub mark_text: String,
 }
 
 impl std::fmt::Debug for Dashboard {
@@ -153,6 +155,7 @@ impl Dashboard {
             screenshots_requested: 0,
             window_rss: None,
             window_rss_at: None,
+            mark_text: String::new(),
         }
     }
 
@@ -220,6 +223,13 @@ impl Dashboard {
                     }
                 }
                 Action::RefreshRecordings => self.refresh_recordings(),
+                Action::Mark(text) => match self.source.mark(&text) {
+                    Ok(()) => {
+                        self.say(format!("marked: {text}"));
+                        self.mark_text.clear();
+                    }
+                    Err(e) => self.say(format!("cannot mark: {e:#}")),
+                },
                 Action::Open(path) => {
                     if let Err(e) = self.open_recording(&path) {
                         self.say(format!("cannot open {}: {e:#}", path.display()));

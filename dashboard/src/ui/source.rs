@@ -6,6 +6,7 @@ use std::fs::File;
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{Context as _, Result};
@@ -189,6 +190,14 @@ pub trait Source {
     fn stop_recording(&mut self) -> Result<Option<PathBuf>> {
         Ok(None)
     }
+    /// Whether markers can be added (a live or watched run, not a replay).
+    fn can_mark(&self) -> bool {
+        false
+    }
+    /// Adds a marker now ("here I changed X").
+    fn mark(&mut self, _text: &str) -> Result<()> {
+        anyhow::bail!("a recording being replayed takes no markers")
+    }
 }
 
 /// The built-in workloads, run by a child process (`flatline serve`) whose
@@ -201,7 +210,11 @@ pub struct LiveSource {
     workload: Workload,
     hz: f64,
     child: Child,
-    control: Option<ChildStdin>,
+    /// The child's standard input: `pause`, `resume`, `mark TEXT`, `quit`.
+    /// Shared with the marker socket's thread.
+    control: Arc<Mutex<Option<ChildStdin>>>,
+    /// `flatline mark` reaches the workload through this.
+    _marks: Option<crate::mark::MarkServer>,
     running: bool,
     follower: Follower,
     dropped_idx: Option<usize>,
@@ -268,13 +281,20 @@ impl LiveSource {
         };
         let mut store = Store::new(header.schema.clone(), super::LIVE_CAP);
         store.set_host(&header.host);
-        let control = child.stdin.take();
+        let control = Arc::new(Mutex::new(child.stdin.take()));
+        let marks = {
+            let control = control.clone();
+            crate::mark::listen("live", Some(child.id()), None, move |text| {
+                tell(&control, &format!("mark {text}"));
+            })
+        };
         Ok((
             Self {
                 workload,
                 hz,
                 child,
                 control,
+                _marks: marks,
                 running: true,
                 dropped_idx: header.schema.index_of("telemetry.dropped"),
                 dropped: 0,
@@ -292,12 +312,20 @@ impl LiveSource {
     }
 
     fn tell(&mut self, line: &str) {
-        use std::io::Write as _;
-        if let Some(c) = self.control.as_mut()
-            && writeln!(c, "{line}").is_err()
-        {
-            self.control = None;
-        }
+        tell(&self.control, line);
+    }
+}
+
+/// Says one line to the workload process; a closed pipe is dropped.
+fn tell(control: &Mutex<Option<ChildStdin>>, line: &str) {
+    use std::io::Write as _;
+    let mut c = control
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(pipe) = c.as_mut()
+        && writeln!(pipe, "{line}").is_err()
+    {
+        *c = None;
     }
 }
 
@@ -306,7 +334,10 @@ impl Drop for LiveSource {
         // Closing its input ends the child cleanly; a child that does not end
         // within two seconds is killed. Then `tee` finishes the recording.
         self.tell("quit");
-        self.control = None;
+        *self
+            .control
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
         let deadline = std::time::Instant::now() + Duration::from_secs(2);
         while matches!(self.child.try_wait(), Ok(None)) && std::time::Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(20));
@@ -397,6 +428,17 @@ impl Source for LiveSource {
 
     fn stop_recording(&mut self) -> Result<Option<PathBuf>> {
         self.tee.finish("stopped")
+    }
+
+    fn can_mark(&self) -> bool {
+        true
+    }
+
+    /// Recorded by the workload process, in its stream, on its clock.
+    fn mark(&mut self, text: &str) -> Result<()> {
+        let text = crate::mark::check_message(text.as_bytes()).map_err(anyhow::Error::msg)?;
+        self.tell(&format!("mark {text}"));
+        Ok(())
     }
 }
 
@@ -598,6 +640,8 @@ pub struct WatchSource {
     samples: Receiver<Sample>,
     changes: SchemaFeed,
     steps: Receiver<Event>,
+    /// Markers added in the window, stamped when added, recorded at the next poll.
+    marks: Vec<Event>,
     sampler: telemetry::Sampler,
     tee: Tee,
     exited: bool,
@@ -641,6 +685,7 @@ impl WatchSource {
                 samples: tel.samples,
                 changes: tel.changes,
                 steps,
+                marks: Vec::new(),
                 sampler: tel.sampler,
                 tee: Tee::new(writer),
                 exited: false,
@@ -691,6 +736,9 @@ impl Source for WatchSource {
         for e in self.steps.try_iter() {
             self.tee.event(e, store);
         }
+        for e in self.marks.drain(..) {
+            self.tee.event(e, store);
+        }
         if !self.exited && self.sampler.is_finished() {
             self.exited = true;
             let e = Event {
@@ -715,5 +763,18 @@ impl Source for WatchSource {
 
     fn recording(&self) -> Option<(PathBuf, u64)> {
         self.tee.recording()
+    }
+
+    fn can_mark(&self) -> bool {
+        !self.exited
+    }
+
+    fn mark(&mut self, text: &str) -> Result<()> {
+        let text = crate::mark::check_message(text.as_bytes()).map_err(anyhow::Error::msg)?;
+        self.marks.push(Event {
+            t_ns: self.sampler.elapsed_ns(),
+            kind: EventKind::Marker(text),
+        });
+        Ok(())
     }
 }

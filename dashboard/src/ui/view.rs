@@ -27,6 +27,8 @@ pub enum Action {
     Screenshot,
     /// Open or close the recordings browser (opening reads its folder).
     ToggleBrowser,
+    /// Add a marker with this text to the live or watched run.
+    Mark(String),
     RefreshRecordings,
     Open(PathBuf),
 }
@@ -126,6 +128,25 @@ fn top_bar(d: &mut Dashboard, ui: &mut egui::Ui, actions: &mut Vec<Action>) {
                     actions.push(Action::StartRecording);
                 }
             }
+            if d.source.can_mark() {
+                let field = ui.add(
+                    egui::TextEdit::singleline(&mut d.mark_text)
+                        .hint_text("marker text")
+                        .desired_width(140.0),
+                );
+                let entered =
+                    field.lost_focus() && ui.input(|i| i.key_pressed(egui::Key::Enter));
+                let text = d.mark_text.trim().to_owned();
+                if (ui
+                    .add_enabled(!text.is_empty(), egui::Button::new("Mark"))
+                    .on_hover_text("a labelled line on every plot, in the recording and its receipts")
+                    .clicked()
+                    || entered)
+                    && !text.is_empty()
+                {
+                    actions.push(Action::Mark(text));
+                }
+            }
             if ui.button("Screenshot").clicked() {
                 actions.push(Action::Screenshot);
             }
@@ -185,12 +206,24 @@ fn timeline(d: &mut Dashboard, ui: &mut egui::Ui) {
     let Some(tl) = d.timeline.as_mut() else {
         return;
     };
+    // Steps are too many to stop at: "Next event" stops at markers, phases,
+    // processes joining and leaving, notes.
     let next_event = d
         .store
         .events()
         .iter()
+        .filter(|e| !matches!(e.kind, EventKind::Step { .. } | EventKind::LinesRead { .. }))
         .map(|e| e.t_ns as f64 / 1e9)
         .find(|&t| t > tl.playhead_s + 1e-9);
+    let marks: Vec<(f64, &str)> = d
+        .store
+        .events()
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Marker(text) => Some((e.t_ns as f64 / 1e9, text.as_str())),
+            _ => None,
+        })
+        .collect();
     egui::Panel::bottom("timeline").show(ui, |ui| {
         ui.horizontal(|ui| {
             if ui.button("Start").clicked() {
@@ -220,6 +253,22 @@ fn timeline(d: &mut Dashboard, ui: &mut egui::Ui) {
             if ui.button("End").clicked() {
                 tl.seek(tl.end_s);
                 tl.pause();
+            }
+            if !marks.is_empty() {
+                egui::ComboBox::from_label("go to marker")
+                    .selected_text(format!("Markers ({})", marks.len()))
+                    .width(150.0)
+                    .show_ui(ui, |ui| {
+                        for (t, text) in &marks {
+                            if ui
+                                .selectable_label(false, format!("{t:.1} s  {text}"))
+                                .clicked()
+                            {
+                                tl.seek(*t);
+                                tl.pause();
+                            }
+                        }
+                    });
             }
             let (lo, hi) = (tl.start_s, tl.end_s.max(tl.start_s + 1e-9));
             ui.spacing_mut().slider_width = (ui.available_width() - 120.0).max(100.0);

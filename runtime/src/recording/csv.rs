@@ -11,7 +11,8 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use super::{RecordingError, RecordingSetup, RecordingWriter, WriteSummary};
+use super::{Event, EventKind, RecordingError, RecordingSetup, RecordingWriter, WriteSummary};
+use crate::telemetry::output::leaf;
 use crate::telemetry::{ChannelSpec, Group, MAX_CHANNELS, Sample, Schema, Unit};
 
 /// Why a CSV could not be imported or exported.
@@ -168,18 +169,36 @@ pub fn import(
     if time_col.is_none() {
         notes.push("no elapsed_s/t_s/time_s column: one row per second assumed".into());
     }
-    let schema = Schema {
-        channels: numeric
-            .iter()
-            .map(|&i| {
-                ChannelSpec::new(
-                    format!("log.{}", names[i]),
-                    unit_of(&names[i]),
-                    Group::StepLog,
-                )
-            })
-            .collect(),
-    };
+    // Channel names as a followed log gets them (`val/loss` → `log.val_loss`).
+    let mut channels: Vec<ChannelSpec> = Vec::with_capacity(numeric.len());
+    for &i in &numeric {
+        let name = format!("log.{}", leaf(&names[i]));
+        if name == "log." {
+            return Err(bad(
+                1,
+                format!("column {:?} has no letters or digits", names[i]),
+            ));
+        }
+        if let Some(c) = channels.iter().find(|c| c.name == name) {
+            return Err(bad(
+                1,
+                format!(
+                    "columns {:?} and {:?} both read as {}",
+                    c.name, names[i], name
+                ),
+            ));
+        }
+        channels.push(ChannelSpec::new(name, unit_of(&names[i]), Group::StepLog));
+    }
+    let schema = Schema { channels };
+    // Its steps are step events too, as when the log is followed.
+    let step_at = numeric.iter().position(|&i| {
+        matches!(
+            names[i].to_ascii_lowercase().as_str(),
+            "step" | "global_step" | "iter" | "iteration"
+        )
+    });
+    let tokens_at = numeric.iter().position(|&i| names[i] == "tokens");
     // Made elsewhere: the host is unknown, and the run started when the log
     // was last written (the best the file says).
     let mut setup = RecordingSetup::new("import");
@@ -227,12 +246,35 @@ pub fn import(
         last_t = t_ns;
         Ok(Sample::from_values(index, t_ns, &values))
     };
+    let mut last_step = None;
+    let mut push = |w: &mut RecordingWriter, s: Sample| -> Result<(), CsvError> {
+        w.push_sample(&s)?;
+        let v = s.values();
+        if let Some(at) = step_at
+            && v[at].is_finite()
+            && v[at] >= 0.0
+            && last_step != Some(v[at])
+        {
+            last_step = Some(v[at]);
+            let tokens = tokens_at
+                .map(|t| v[t])
+                .filter(|t| t.is_finite() && *t >= 0.0);
+            w.push_event(Event {
+                t_ns: s.t_ns,
+                kind: EventKind::Step {
+                    step: v[at] as u64,
+                    tokens: tokens.map(|t| t as u64),
+                },
+            })?;
+        }
+        Ok(())
+    };
     let s = row(&first, 0)?;
-    w.push_sample(&s)?;
+    push(&mut w, s)?;
     for (k, rec) in records.enumerate() {
         let rec = rec.map_err(|e| csv_bad(csv_path, e))?;
         let s = row(&rec, k as u64 + 1)?;
-        w.push_sample(&s)?;
+        push(&mut w, s)?;
     }
     Ok(w.finish("completed")?)
 }

@@ -8,6 +8,7 @@
 
 pub mod csv;
 pub mod host;
+pub mod import;
 mod recorder;
 mod setup;
 

@@ -110,36 +110,25 @@ fn spaced_pairs(rest: &str, out: &mut Line) {
     }
 }
 
-/// Reads a Python dict repr or a JSON object on one line.
+/// Reads a Python dict repr or a JSON object on one line (see
+/// [`super::logfile::pairs_line`]: a step key is the step, an eval is marked).
 fn object(text: &str, out: &mut Line) -> bool {
     let Some(inner) = text.strip_prefix('{').and_then(|t| t.strip_suffix('}')) else {
         return false;
     };
-    let mut any = false;
-    for part in inner.split(',') {
-        let Some((k, v)) = part.split_once(':') else {
-            continue;
-        };
+    let found = super::logfile::pairs_line(inner.split(',').filter_map(|part| {
+        let (k, v) = part.split_once(':')?;
         let k = k.trim().trim_matches(['\'', '"']);
-        let v = v.trim().trim_matches(['\'', '"']);
-        let Ok(v) = v.parse::<f64>() else { continue };
-        if !v.is_finite() {
-            continue;
-        }
-        any = true;
-        match k {
-            "step" | "global_step" | "iter" if v >= 0.0 && v.fract() == 0.0 => {
-                out.step = Some(v as u64);
-            }
-            _ => {
-                let k = leaf(k);
-                if !k.is_empty() {
-                    out.values.push((k, v, Unit::Number));
-                }
-            }
-        }
+        let v = v.trim().trim_matches(['\'', '"']).parse::<f64>().ok()?;
+        Some((k, v))
+    }));
+    if found.is_empty() {
+        return false;
     }
-    any
+    out.step = found.step;
+    out.values = found.values;
+    out.marker = found.marker;
+    true
 }
 
 /// Reads `key=value` and `key: value` pairs after a `step N` on a line.
@@ -289,6 +278,9 @@ pub fn parse_line(raw: &str) -> Line {
 pub struct Printed {
     pub t_ns: u64,
     pub line: Line,
+    /// Read from a log file rather than printed (a log's steps are always
+    /// step events; printed ones only when no log is read).
+    pub from_log: bool,
 }
 
 /// What the readers of a job's output have seen.
@@ -301,8 +293,11 @@ pub struct OutputStats {
     /// Parsed lines dropped because the collector fell behind.
     pub dropped: AtomicU64,
     /// Bytes passed through but not read for lines, because the line reader
-    /// fell behind (the job's pipe is never held for it).
+    /// fell behind (the job's pipe is never held for it); in a log file,
+    /// lines too long to read.
     pub skipped_bytes: AtomicU64,
+    /// Times a log file was rewritten or replaced under its reader.
+    pub rewrites: AtomicU64,
 }
 
 /// Longest line read whole; the rest of a longer one is passed through but
@@ -454,97 +449,166 @@ fn read_line(
     let p = Printed {
         t_ns: clock.now_ns(),
         line,
+        from_log: false,
     };
     if let Err(TrySendError::Full(_)) = to.try_send(p) {
         stats.dropped.fetch_add(1, Relaxed);
     }
 }
 
-/// Starts the thread that turns printed lines into the stream's data:
-/// `log.<key>` channels (added when a key first appears; `log.rank<r>.<key>`
-/// for torchrun ranks other than 0), `log.step` and a step event for each
-/// step (the events only with `step_events`: a job's step log, when one is
-/// read too, gives them), and marker events. Ends when every reader has
-/// ended.
+/// How often the collector records how many lines each source has read.
+pub const COUNTS_EVERY_NS: u64 = 10_000_000_000;
+
+/// Starts the thread that turns printed lines and log rows into the
+/// stream's data: `log.<key>` channels (added when a key first appears;
+/// `log.rank<r>.<key>` for torchrun ranks other than 0), `log.step`, a step
+/// event for each new step (a log's always; printed ones only with
+/// `output_steps`: when a log is read too, its steps are the ones kept), and
+/// marker events. Every [`COUNTS_EVERY_NS`] and at its end it records, for
+/// each of `counts`, how many lines were read and how many said something
+/// ([`EventKind::LinesRead`]). Ends when every reader has ended.
 pub fn collect(
     from: Receiver<Printed>,
     grow: GrowHandle,
     events: Sender<Event>,
-    step_events: bool,
+    output_steps: bool,
+    clock: Clock,
+    counts: Vec<(String, Arc<OutputStats>)>,
 ) -> std::io::Result<JoinHandle<()>> {
     std::thread::Builder::new()
         .name("flatline-output".into())
         .spawn(move || {
             super::alloc::mark_observer_thread();
-            // Each channel's position, or None where the stream refused it.
-            let mut positions: HashMap<String, Option<usize>> = HashMap::new();
-            let mut position = |grow: &mut super::DynamicChannels<'_>,
-                                name: String,
-                                unit: Unit,
-                                kind: Option<Kind>| {
+            let mut c = Collector {
+                positions: HashMap::new(),
+                last_step: None,
+                tokens: STEP_EVENT_BURST,
+                refilled_ns: 0,
+                events,
+                output_steps,
+            };
+            let mut told: Vec<(u64, u64)> = vec![(0, 0); counts.len()];
+            let mut told_ns = 0u64;
+            loop {
+                match from.recv_timeout(std::time::Duration::from_secs(1)) {
+                    Ok(p) => c.take(&grow, p),
+                    Err(crossbeam_channel::RecvTimeoutError::Timeout) => {}
+                    Err(crossbeam_channel::RecvTimeoutError::Disconnected) => break,
+                }
+                let now = clock.now_ns();
+                if now.saturating_sub(told_ns) >= COUNTS_EVERY_NS {
+                    told_ns = now;
+                    c.counts(&counts, &mut told, now);
+                }
+            }
+            c.counts(&counts, &mut told, clock.now_ns());
+        })
+}
+/// The collector's state: where each channel is, and the step events'
+/// thinning.
+struct Collector {
+    /// Each channel's position, or None where the stream refused it.
+    positions: HashMap<String, Option<usize>>,
+    /// A step printed again (an eval line after its iteration, a dict
+    /// repeated with the same global_step) is not a new step.
+    last_step: Option<u64>,
+    /// Step events are thinned past STEP_EVENTS_PER_S (a token bucket on the
+    /// lines' own times): each is a frame of the recording, and a job
+    /// printing a million steps a second must not make the recorder its
+    /// bottleneck. log.step carries every step the samples see.
+    tokens: f64,
+    refilled_ns: u64,
+    events: Sender<Event>,
+    output_steps: bool,
+}
+
+impl Collector {
+    fn take(&mut self, grow: &GrowHandle, p: Printed) {
+        let prefix = match p.line.rank {
+            Some(r) if r > 0 => format!("log.rank{r}."),
+            _ => "log.".into(),
+        };
+        let positions = &mut self.positions;
+        let mut position =
+            |ch: &mut super::DynamicChannels<'_>, name: String, unit: Unit, kind: Option<Kind>| {
                 *positions.entry(name).or_insert_with_key(|name| {
                     let mut spec = ChannelSpec::new(name.clone(), unit, Group::StepLog);
                     if let Some(k) = kind {
                         spec = spec.with_kind(k);
                     }
-                    grow.add(vec![spec])
+                    ch.add(vec![spec])
                 })
             };
-            // A step printed again (an eval line after its iteration, a dict
-            // repeated with the same global_step) is not a new step.
-            let mut last_step = None;
-            // Step events are thinned past STEP_EVENTS_PER_S (a token bucket
-            // on the lines' own times): each is a frame of the recording, and a
-            // job printing a million steps a second must not make the recorder
-            // its bottleneck. log.step carries every step the samples see.
-            let mut tokens = STEP_EVENT_BURST;
-            let mut refilled_ns = 0u64;
-            for p in from {
-                let prefix = match p.line.rank {
-                    Some(r) if r > 0 => format!("log.rank{r}."),
-                    _ => "log.".into(),
-                };
-                grow.with(|ch| {
-                    for (key, v, unit) in &p.line.values {
-                        if let Some(at) = position(ch, format!("{prefix}{key}"), *unit, None) {
-                            ch.set(at, *v);
-                        }
-                    }
-                    if let Some(step) = p.line.step
-                        && let Some(at) = position(
-                            ch,
-                            format!("{prefix}step"),
-                            Unit::Count,
-                            Some(Kind::Counter),
-                        )
-                    {
-                        ch.set(at, step as f64);
-                    }
-                });
-                let main_rank = p.line.rank.is_none_or(|r| r == 0);
-                tokens = (tokens
-                    + p.t_ns.saturating_sub(refilled_ns) as f64 * STEP_EVENTS_PER_S / 1e9)
-                    .min(STEP_EVENT_BURST);
-                refilled_ns = p.t_ns;
-                if let (Some(step), true, true) = (p.line.step, main_rank, step_events)
-                    && last_step != Some(step)
-                    && tokens >= 1.0
-                {
-                    last_step = Some(step);
-                    tokens -= 1.0;
-                    let _ = events.try_send(Event {
-                        t_ns: p.t_ns,
-                        kind: EventKind::Step { step, tokens: None },
-                    });
-                }
-                if let Some(text) = p.line.marker {
-                    let _ = events.try_send(Event {
-                        t_ns: p.t_ns,
-                        kind: EventKind::Marker(text),
-                    });
+        grow.with(|ch| {
+            for (key, v, unit) in &p.line.values {
+                if let Some(at) = position(ch, format!("{prefix}{key}"), *unit, None) {
+                    ch.set(at, *v);
                 }
             }
-        })
+            if let Some(step) = p.line.step
+                && let Some(at) = position(
+                    ch,
+                    format!("{prefix}step"),
+                    Unit::Count,
+                    Some(Kind::Counter),
+                )
+            {
+                ch.set(at, step as f64);
+            }
+        });
+        let main_rank = p.line.rank.is_none_or(|r| r == 0);
+        self.tokens = (self.tokens
+            + p.t_ns.saturating_sub(self.refilled_ns) as f64 * STEP_EVENTS_PER_S / 1e9)
+            .min(STEP_EVENT_BURST);
+        self.refilled_ns = p.t_ns;
+        if let Some(step) = p.line.step
+            && main_rank
+            && (p.from_log || self.output_steps)
+            && self.last_step != Some(step)
+            && self.tokens >= 1.0
+        {
+            self.last_step = Some(step);
+            self.tokens -= 1.0;
+            let tokens = p
+                .line
+                .values
+                .iter()
+                .find(|(k, v, _)| k == "tokens" && *v >= 0.0)
+                .map(|(_, v, _)| *v as u64);
+            let _ = self.events.try_send(Event {
+                t_ns: p.t_ns,
+                kind: EventKind::Step { step, tokens },
+            });
+        }
+        // A log that is read records the evals itself, with their steps: a
+        // printed eval would mark the same moment twice.
+        if let Some(text) = p.line.marker
+            && (p.from_log || self.output_steps || text != "eval")
+        {
+            let _ = self.events.try_send(Event {
+                t_ns: p.t_ns,
+                kind: EventKind::Marker(text),
+            });
+        }
+    }
+
+    /// Records the sources' line counts that changed since last told.
+    fn counts(&self, counts: &[(String, Arc<OutputStats>)], told: &mut [(u64, u64)], t_ns: u64) {
+        for ((source, st), last) in counts.iter().zip(told.iter_mut()) {
+            let now = (st.lines.load(Relaxed), st.parsed.load(Relaxed));
+            if now != *last {
+                *last = now;
+                let _ = self.events.try_send(Event {
+                    t_ns,
+                    kind: EventKind::LinesRead {
+                        source: source.clone(),
+                        lines: now.0,
+                        parsed: now.1,
+                    },
+                });
+            }
+        }
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,195 @@
+//! `flatline import`: a job's log, made after the fact, as a recording.
+//!
+//! A CSV step log goes through [`super::csv::import`] (strict: a bad cell is
+//! an error with its line). JSON lines, a Hugging Face `trainer_state.json`
+//! and a saved console log (nanoGPT, Hugging Face, torchrun output) are read
+//! as [`crate::telemetry::logfile`] reads them while following: every row or
+//! line that says something becomes one sample, its keys `log.<key>`
+//! channels that join the recording where they first appear, its step a step
+//! event, its evals and checkpoints markers. These logs carry no clock: a
+//! value named `elapsed_s`, `t_s` or `time_s` gives the time, else one row a
+//! second is assumed (and said in the recording's notes).
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use super::{Event, EventKind, RecordingError, RecordingSetup, RecordingWriter, WriteSummary};
+use crate::telemetry::logfile::{self, LogError, LogFormat};
+use crate::telemetry::output::{OutputStats, StepPattern};
+use crate::telemetry::{ChannelSpec, Group, Kind, Sample, Schema, Unit};
+
+/// Why a log could not be imported.
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    #[error(transparent)]
+    Log(#[from] LogError),
+    #[error(transparent)]
+    Csv(#[from] super::csv::CsvError),
+    #[error(transparent)]
+    Recording(#[from] RecordingError),
+}
+
+/// What an import read and wrote.
+#[derive(Debug)]
+pub struct Imported {
+    pub format: LogFormat,
+    pub write: WriteSummary,
+    /// Rows or lines read, and how many said something.
+    pub lines: u64,
+    pub parsed: u64,
+}
+
+const TIME_KEYS: [&str; 3] = ["elapsed_s", "t_s", "time_s"];
+
+/// Imports the log at `path` into a new recording at `out`.
+pub fn import(
+    path: &Path,
+    out: &Path,
+    force: bool,
+    command_line: Vec<String>,
+    pattern: Option<StepPattern>,
+) -> Result<Imported, ImportError> {
+    let stats = Arc::new(OutputStats::default());
+    let (format, lines) = logfile::read_all(path, pattern, stats.clone())?;
+    let counted = |st: &OutputStats| {
+        (
+            st.lines.load(std::sync::atomic::Ordering::Relaxed),
+            st.parsed.load(std::sync::atomic::Ordering::Relaxed),
+        )
+    };
+    if format == LogFormat::Csv {
+        let write = super::csv::import(path, out, force, command_line)?;
+        let (lines, parsed) = counted(&stats);
+        return Ok(Imported {
+            format,
+            write,
+            lines,
+            parsed,
+        });
+    }
+    let (read, parsed) = counted(&stats);
+    if lines.is_empty() {
+        return Err(LogError::Bad {
+            path: path.to_owned(),
+            reason: format!(
+                "read as a {}: none of its {read} lines has a step, a metric or a marker",
+                format.name()
+            ),
+        }
+        .into());
+    }
+    let timed = lines.iter().any(|l| {
+        l.values
+            .iter()
+            .any(|(k, _, _)| TIME_KEYS.contains(&k.as_str()))
+    });
+    let mut setup = RecordingSetup::new("import");
+    setup.set("log", path.display());
+    setup.set("format", format.name());
+    setup.notes.push(format!(
+        "{read} lines read as a {}; {parsed} had a step, a metric or a marker",
+        format.name()
+    ));
+    if !timed {
+        setup
+            .notes
+            .push("the log has no elapsed_s/t_s/time_s: one row per second assumed".into());
+    }
+    let mut header = setup.header(Schema::default(), Vec::new());
+    header.started_unix_ms = std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_millis() as u64);
+    header.command_line = command_line;
+    let mut w = RecordingWriter::create(out, &header, force)?;
+    let mut positions: HashMap<String, usize> = HashMap::new();
+    let mut row: Vec<f64> = Vec::new();
+    let (mut t_ns, mut last_step) = (0u64, None);
+    for (i, line) in lines.iter().enumerate() {
+        let prefix = match line.rank {
+            Some(r) if r > 0 => format!("log.rank{r}."),
+            _ => "log.".into(),
+        };
+        let mut cells: Vec<(String, f64, Unit, Option<Kind>)> = line
+            .values
+            .iter()
+            .map(|(k, v, u)| (format!("{prefix}{k}"), *v, *u, None))
+            .collect();
+        if let Some(s) = line.step {
+            cells.push((
+                format!("{prefix}step"),
+                s as f64,
+                Unit::Count,
+                Some(Kind::Counter),
+            ));
+        }
+        let new: Vec<ChannelSpec> = cells
+            .iter()
+            .filter(|(name, ..)| !positions.contains_key(name))
+            .map(|(name, _, unit, kind)| {
+                let spec = ChannelSpec::new(name.clone(), *unit, Group::StepLog);
+                kind.map_or(spec.clone(), |k| spec.with_kind(k))
+            })
+            .collect();
+        if !new.is_empty() {
+            for spec in &new {
+                positions.insert(spec.name.clone(), positions.len());
+            }
+            w.add_channels(&new)?;
+        }
+        row.clear();
+        row.resize(positions.len(), f64::NAN);
+        for (name, v, ..) in &cells {
+            row[positions[name]] = *v;
+        }
+        if timed {
+            if let Some(t) = line
+                .values
+                .iter()
+                .find(|(k, v, _)| TIME_KEYS.contains(&k.as_str()) && *v >= 0.0)
+            {
+                t_ns = t_ns.max((t.1 * 1e9).round() as u64);
+            }
+        } else {
+            t_ns = i as u64 * 1_000_000_000;
+        }
+        w.push_sample(&Sample::from_values(i as u64, t_ns, &row))?;
+        if let Some(step) = line.step
+            && line.rank.is_none_or(|r| r == 0)
+            && last_step != Some(step)
+        {
+            last_step = Some(step);
+            let tokens = line
+                .values
+                .iter()
+                .find(|(k, v, _)| k == "tokens" && *v >= 0.0)
+                .map(|t| t.1 as u64);
+            w.push_event(Event {
+                t_ns,
+                kind: EventKind::Step { step, tokens },
+            })?;
+        }
+        if let Some(text) = &line.marker {
+            w.push_event(Event {
+                t_ns,
+                kind: EventKind::Marker(text.clone()),
+            })?;
+        }
+    }
+    w.push_event(Event {
+        t_ns,
+        kind: EventKind::LinesRead {
+            source: "log".into(),
+            lines: read,
+            parsed,
+        },
+    })?;
+    Ok(Imported {
+        format,
+        write: w.finish("completed")?,
+        lines: read,
+        parsed,
+    })
+}
