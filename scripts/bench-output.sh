@@ -2,7 +2,8 @@
 # What reading a job's output costs the job: a printer of nanoGPT lines
 # (dashboard/tests/data/printers.py flood) run alone with its stdout piped to
 # cat, then under `flatline watch --headless`, RUNS times each, side by side.
-# Prints the printer's own time for both, and flatline's line counts.
+# Prints the printer's own time for both, flatline's line counts and its peak
+# RSS (GNU time).
 #
 # usage: scripts/bench-output.sh [LINES] [LINES_PER_S] [RUNS]   (0 lines/s: as fast as it can)
 set -euo pipefail
@@ -13,8 +14,8 @@ printer=$root/dashboard/tests/data/printers.py
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 for _ in $(seq "$runs"); do
   python3 "$printer" flood "$lines" "$rate" 2> "$tmp/alone" | cat > /dev/null
-  "$flatline" watch --headless --hz 10 --out "$tmp/w.flr" --force -- \
+  /usr/bin/time -f '%M' -o "$tmp/rss" "$flatline" watch --headless --hz 10 --out "$tmp/w.flr" --force -- \
     python3 "$printer" flood "$lines" "$rate" 2> "$tmp/watched" > "$tmp/receipt"
-  printf 'alone:   %s\nwatched: %s\n%s\n' "$(cat "$tmp/alone")" "$(grep flood "$tmp/watched")" \
-    "$(grep 'output:' "$tmp/receipt")"
+  printf 'alone:   %s\nwatched: %s\n%s\nflatline peak RSS: %s KiB\n' "$(cat "$tmp/alone")" \
+    "$(grep flood "$tmp/watched")" "$(grep 'output:' "$tmp/receipt")" "$(tail -1 "$tmp/rss")"
 done

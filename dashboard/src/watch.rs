@@ -137,6 +137,7 @@ impl Output {
         }
     }
 
+    /// What the receipt's line counts (`LinesRead`) do not say.
     fn summary(&self) -> Vec<String> {
         let mut out = Vec::new();
         let behind = |st: &output::OutputStats| match (
@@ -150,24 +151,19 @@ impl Output {
             ),
         };
         if let Some(st) = &self.printed {
-            out.push(format!(
-                "output: {} lines, {} with steps, metrics or markers{}",
-                st.lines.load(Ordering::Relaxed),
-                st.parsed.load(Ordering::Relaxed),
-                behind(st)
-            ));
+            let behind = behind(st);
+            if !behind.is_empty() {
+                out.push(format!("output{behind}"));
+            }
         }
         if let Some((format, st)) = &self.log_read {
-            let lines = st.lines.load(Ordering::Relaxed);
-            let parsed = st.parsed.load(Ordering::Relaxed);
             let rewrites = match st.rewrites.load(Ordering::Relaxed) {
                 0 => String::new(),
-                n => format!(", rewritten {n}×"),
+                n => format!(", rewritten {n}× while read"),
             };
             out.push(format!(
-                "log ({}): {lines} rows, {} that did not parse{rewrites}{}",
+                "log: read as {}{rewrites}{}",
                 format.name(),
-                lines.saturating_sub(parsed),
                 behind(st)
             ));
         }

@@ -140,7 +140,7 @@ fn nanogpt_output_gives_steps_metrics_and_markers() {
     assert_eq!(markers(&v), ["eval", "saving checkpoint to out"].repeat(3),);
     let text = String::from_utf8_lossy(&seen.stdout);
     assert!(
-        text.contains("output: 37 lines, 36 with steps, metrics or markers"),
+        text.contains("output: 37 lines read, 36 with steps, metrics or markers, 1 ignored"),
         "{text}"
     );
 }
@@ -271,10 +271,8 @@ fn a_lightning_csv_rewritten_mid_run_is_read_row_by_row_once() {
     // A validation row repeats its step: 40 steps, from the log.
     assert_eq!(v["events"]["steps"], 40);
     let text = String::from_utf8_lossy(&seen.stdout);
-    assert!(
-        text.contains("log (CSV): 44 rows, 0 that did not parse, rewritten"),
-        "{text}"
-    );
+    assert!(text.contains("log: 44 lines read, 44 with steps"), "{text}");
+    assert!(text.contains("log: read as CSV, rewritten"), "{text}");
 }
 
 /// A Hugging Face Trainer's trainer_state.json, rewritten whole at each
