@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
+use flatline_runtime::analysis::Verdict;
 use flatline_runtime::recording::{Recording, RecordingSetup};
 use flatline_runtime::telemetry::work::WorkProgress;
 use flatline_runtime::telemetry::{SamplerConfig, SamplerExit};
@@ -261,6 +262,9 @@ fn allocs(n: Option<f64>) -> String {
 /// Times `analysis::analyze` on one synthetic channel: a staircase of
 /// 256 KiB steps every 50 s with 4 KiB of noise, sampled at 100 Hz.
 fn run_analysis(args: &AnalysisBenchArgs) -> Result<()> {
+    if args.corpus {
+        return run_corpus(args);
+    }
     use flatline_runtime::analysis::{Context, analyze};
     use flatline_runtime::workload::SplitMix64;
     let mut rng = SplitMix64::new(42);
@@ -314,6 +318,175 @@ fn run_analysis(args: &AnalysisBenchArgs) -> Result<()> {
         a.verdict.as_str(),
         a.jumps,
         a.quantum.map_or("–".into(), |q| format!("{q:.0} bytes"))
+    );
+    Ok(())
+}
+
+/// Channels of the shipped recordings whose verdicts are known, by reading
+/// them: (file under `recordings/`, channel, verdict).
+const LABELLED: [(&str, &str, Verdict); 9] = [
+    ("seed-linux-10min.flr", "log.vm_rss_mb", Verdict::Staircase),
+    (
+        "seed-linux-10min.flr",
+        "log.rss_delta_mb",
+        Verdict::Staircase,
+    ),
+    ("seed-linux-10min.flr", "log.vram_alloc_mb", Verdict::Flat),
+    (
+        "seed-linux-10min.flr",
+        "log.vram_reserved_mb",
+        Verdict::Flat,
+    ),
+    ("sample-soak-both-60s.flr", "alloc.live", Verdict::Flat),
+    ("sample-soak-both-60s.flr", "mem.rss", Verdict::Flat),
+    ("sample-soak-both-60s.flr", "mem.vm_data", Verdict::Flat),
+    ("sample-soak-both-60s.flr", "mem.vm_pte", Verdict::Flat),
+    ("sample-soak-both-60s.flr", "malloc.arena", Verdict::Flat),
+];
+
+/// `bench analysis --corpus`: the analysis measured on series whose answer
+/// is known. Prints the confusion matrix (rows: the right verdict; columns:
+/// the one given), the series it got wrong, the slope errors of linear
+/// series, and the time for an hour at 100 Hz.
+fn run_corpus(args: &AnalysisBenchArgs) -> Result<()> {
+    use flatline_runtime::analysis::corpus::{self, LEVEL_VERDICTS};
+    use flatline_runtime::analysis::{Context, analyze};
+    let mut results: Vec<(String, Verdict, Verdict, usize, Option<f64>)> = Vec::new();
+    for c in corpus::generate() {
+        let a = analyze(
+            &c.t,
+            &c.v,
+            &Context {
+                min_growth: c.min_growth,
+                ..Context::default()
+            },
+        );
+        let err = c
+            .slope
+            .filter(|_| a.verdict == Verdict::Linear)
+            .map(|s| (a.slope_per_s / s - 1.0).abs());
+        results.push((c.name, c.expected, a.verdict, c.t.len(), err));
+    }
+    let synthetic = results.len();
+    let mut missing = Vec::new();
+    for (file, channel, expected) in LABELLED {
+        let path = std::path::Path::new("recordings").join(file);
+        let Ok(rec) = flatline_runtime::recording::Recording::open(&path) else {
+            missing.push(file);
+            continue;
+        };
+        let receipt = crate::report::analyse(&rec, None);
+        if let Some(r) = receipt.rows.iter().find(|r| r.spec.name == channel) {
+            results.push((
+                format!("{file}: {channel}"),
+                expected,
+                r.analysis.verdict,
+                r.analysis.points,
+                None,
+            ));
+        }
+    }
+    let right = results.iter().filter(|r| r.1 == r.2).count();
+    let false_growth = results
+        .iter()
+        .filter(|r| matches!(r.1, Verdict::Flat | Verdict::Noisy) && r.3 >= 100 && r.2.is_growth())
+        .count();
+    let mut errs: Vec<f64> = results.iter().filter_map(|r| r.4).collect();
+    errs.sort_by(f64::total_cmp);
+    let pick = |q: f64| {
+        errs.get(((errs.len().max(1) - 1) as f64 * q).round() as usize)
+            .copied()
+    };
+    // An hour at 100 Hz, timed.
+    let n = 360_000;
+    let t: Vec<f64> = (0..n).map(|i| i as f64 / 100.0).collect();
+    let v: Vec<f64> = (0..n)
+        .map(|i| 1.3e9 + 262_144.0 * (i / 5000) as f64 + ((i * 7919) % 8192) as f64)
+        .collect();
+    let mut times: Vec<u64> = (0..args.runs)
+        .map(|_| {
+            let t0 = std::time::Instant::now();
+            let _ = analyze(&t, &v, &Context::default());
+            t0.elapsed().as_nanos() as u64
+        })
+        .collect();
+    times.sort_unstable();
+    let median_ns = times[times.len() / 2];
+    if args.json {
+        let v = serde_json::json!({
+            "workload": "analysis-corpus",
+            "series": results.len(),
+            "synthetic": synthetic,
+            "right": right,
+            "share_right": right as f64 / results.len() as f64,
+            "false_growth": false_growth,
+            "slope_error_median": pick(0.5),
+            "slope_error_p90": pick(0.9),
+            "slope_error_max": errs.last(),
+            "hour_at_100hz_median_ns": median_ns,
+            "wrong": results.iter().filter(|r| r.1 != r.2).map(|r| format!("{}: {:?} as {:?}", r.0, r.1, r.2)).collect::<Vec<_>>(),
+        });
+        println!("{v}");
+        return Ok(());
+    }
+    println!(
+        "analysis corpus  {} series ({synthetic} synthetic, {} channels of shipped recordings)",
+        results.len(),
+        results.len() - synthetic
+    );
+    if !missing.is_empty() {
+        println!("  not found under recordings/: {}", missing.join(", "));
+    }
+    print!("\n  {:<14}", "right \\ given");
+    for v in LEVEL_VERDICTS {
+        print!("{:>13}", v.as_str());
+    }
+    println!();
+    for want in LEVEL_VERDICTS {
+        let row: Vec<usize> = LEVEL_VERDICTS
+            .iter()
+            .map(|got| {
+                results
+                    .iter()
+                    .filter(|r| r.1 == want && r.2 == *got)
+                    .count()
+            })
+            .collect();
+        if row.iter().sum::<usize>() == 0 {
+            continue;
+        }
+        print!("  {:<14}", want.as_str());
+        for k in row {
+            print!("{k:>13}");
+        }
+        println!();
+    }
+    println!(
+        "\n  right: {right} of {} ({:.1} %); flat or noisy series of 100+ points called growth: {false_growth}",
+        results.len(),
+        100.0 * right as f64 / results.len() as f64
+    );
+    if let (Some(m), Some(p), Some(x)) = (pick(0.5), pick(0.9), errs.last()) {
+        println!(
+            "  slope error of {} linear series (trend ≥ 10× noise): median {:.3} %, p90 {:.3} %, max {:.3} %",
+            errs.len(),
+            m * 100.0,
+            p * 100.0,
+            x * 100.0
+        );
+    }
+    for r in results.iter().filter(|r| r.1 != r.2) {
+        println!(
+            "  wrong: {} is {}, given {}",
+            r.0,
+            r.1.as_str(),
+            r.2.as_str()
+        );
+    }
+    println!(
+        "  one channel of an hour at 100 Hz: median {} over {} runs",
+        nanos(median_ns),
+        args.runs
     );
     Ok(())
 }

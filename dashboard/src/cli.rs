@@ -318,6 +318,11 @@ pub struct AnalysisBenchArgs {
     /// Print one JSON object instead of the table.
     #[arg(long)]
     pub json: bool,
+    /// Measure the analysis instead: run it over the labelled corpus
+    /// (synthetic series of known shape, and labelled channels of the
+    /// shipped recordings) and print the confusion matrix and slope errors.
+    #[arg(long)]
+    pub corpus: bool,
 }
 
 #[derive(Debug, Clone, Args)]

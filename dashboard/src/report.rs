@@ -5,8 +5,9 @@ use std::path::Path;
 
 use anyhow::{Context as _, Result};
 use flatline_runtime::analysis::rules::{self, ChannelStats, LimitSource, channel_stats, latest};
+use flatline_runtime::analysis::summary::{self, Assessed};
 use flatline_runtime::analysis::tree::{self as tree_analysis, TreeSummary};
-use flatline_runtime::analysis::{self, ChannelAnalysis, Context, Verdict};
+use flatline_runtime::analysis::{self, ChannelAnalysis, Context, Note, Verdict};
 use flatline_runtime::recording::{EventKind, Recording, TailProblemKind};
 use flatline_runtime::telemetry::{ChannelSpec, TOKEN_CHANNELS, Unit};
 use serde_json::{Map, Value, json};
@@ -77,8 +78,74 @@ fn memory_limit(rows: &[Row<'_>]) -> Option<(f64, LimitSource)> {
         .find_map(|r| Some((r.analysis.limit?, r.limit?)))
 }
 
-/// Analyses every channel of a recording.
-pub fn analyse(rec: &Recording, warmup_s: Option<f64>) -> Vec<Row<'_>> {
+/// How the warm-up of a receipt was chosen.
+#[derive(Debug, Clone, PartialEq)]
+pub enum WarmupChoice {
+    /// `--warmup-s`.
+    Given(f64),
+    /// Found where start-up ends in a memory channel.
+    Found { s: f64, channel: String },
+    /// No start-up found: every reading is analysed.
+    None,
+}
+
+impl WarmupChoice {
+    pub fn seconds(&self) -> f64 {
+        match self {
+            WarmupChoice::Given(s) | WarmupChoice::Found { s, .. } => *s,
+            WarmupChoice::None => 0.0,
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            WarmupChoice::Given(s) => format!("a warm-up of {s:.1} s (--warmup-s)"),
+            WarmupChoice::Found { s, channel } => {
+                format!("a warm-up of {s:.1} s (found: where {channel}'s start-up ends)")
+            }
+            WarmupChoice::None => "no warm-up (no start-up found: every reading counts)".into(),
+        }
+    }
+}
+
+/// A recording's channels, analysed, in the order a person reads them:
+/// growing levels by severity first.
+#[derive(Debug)]
+pub struct Receipt<'a> {
+    pub rows: Vec<Row<'a>>,
+    pub warmup: WarmupChoice,
+}
+
+impl Receipt<'_> {
+    fn assessed(&self) -> Vec<Assessed<'_>> {
+        self.rows
+            .iter()
+            .map(|r| Assessed {
+                name: &r.spec.name,
+                unit: r.spec.unit,
+                analysis: &r.analysis,
+                limit: r.limit,
+            })
+            .collect()
+    }
+
+    /// The one sentence a receipt starts with.
+    pub fn headline(&self) -> String {
+        summary::headline(&self.assessed(), &value, &duration)
+    }
+
+    /// The level channels called growth, most urgent first.
+    pub fn growing(&self) -> Vec<&str> {
+        summary::growing(&self.assessed())
+            .into_iter()
+            .map(|a| a.name)
+            .collect()
+    }
+}
+
+/// Analyses every channel of a recording, each as its kind, after one
+/// warm-up: `warmup_s`, else the one found in its memory channels.
+pub fn analyse(rec: &Recording, warmup_s: Option<f64>) -> Receipt<'_> {
     let t: Vec<f64> = rec.t_ns.iter().map(|&t| t as f64 / 1e9).collect();
     let column = |i: usize| rec.columns[i].as_slice();
     let steps = rules::step_axis(&rec.header.schema, column).map(column);
@@ -87,7 +154,19 @@ pub fn analyse(rec: &Recording, warmup_s: Option<f64>) -> Vec<Row<'_>> {
         .iter()
         .find_map(|n| rec.channel(n))
         .filter(|c| rules::advances(c));
-    rec.header
+    let t0 = t.first().copied().unwrap_or(0.0);
+    let warmup = match warmup_s {
+        Some(s) => WarmupChoice::Given(s),
+        None => match analysis::recording_warmup(&rec.header.schema, &t, column) {
+            Some(w) => WarmupChoice::Found {
+                s: w.at_s - t0,
+                channel: w.channel.unwrap_or_default(),
+            },
+            None => WarmupChoice::None,
+        },
+    };
+    let rows: Vec<Row<'_>> = rec
+        .header
         .schema
         .channels
         .iter()
@@ -95,7 +174,8 @@ pub fn analyse(rec: &Recording, warmup_s: Option<f64>) -> Vec<Row<'_>> {
         .map(|(spec, col)| {
             let limit = limit_of(rec, &spec.name, spec.unit);
             let ctx = Context {
-                warmup_s,
+                kind: spec.kind,
+                warmup_s: Some(warmup.seconds()),
                 steps,
                 tokens,
                 limit: limit.map(|l| l.0),
@@ -108,7 +188,57 @@ pub fn analyse(rec: &Recording, warmup_s: Option<f64>) -> Vec<Row<'_>> {
                 limit: limit.map(|l| l.1),
             }
         })
-        .collect()
+        .collect();
+    let order = summary::order(
+        &rows
+            .iter()
+            .map(|r| Assessed {
+                name: &r.spec.name,
+                unit: r.spec.unit,
+                analysis: &r.analysis,
+                limit: r.limit,
+            })
+            .collect::<Vec<_>>(),
+    );
+    let mut slots: Vec<Option<Row<'_>>> = rows.into_iter().map(Some).collect();
+    let rows = order.into_iter().filter_map(|i| slots[i].take()).collect();
+    Receipt { rows, warmup }
+}
+
+/// A verdict as a person reads it: a flat channel that moved says by how
+/// much; one whose growth stopped says so.
+pub fn verdict_text(a: &ChannelAnalysis, u: Unit) -> String {
+    match (a.verdict, a.note) {
+        (Verdict::Flat, Some(Note::Within { .. })) => {
+            format!("flat (within {})", change(a.drift, u))
+        }
+        (v, Some(Note::NotSustained)) => format!("{} (settled)", v.as_str()),
+        (v, _) => v.as_str().into(),
+    }
+}
+
+/// The sensitivity of the run, said of its main memory channel: how long a
+/// reference leak takes to show at this run's noise.
+fn sensitivity(receipt: &Receipt<'_>) -> Option<String> {
+    let r = receipt.rows.iter().find(|r| {
+        r.analysis.kind == analysis::Kind::Level
+            && rules::is_host_memory(&r.spec.name, r.spec.unit)
+            && r.analysis.verdict != Verdict::Insufficient
+    })?;
+    let after = r.analysis.detectable_after_s?;
+    let enough = if after <= r.analysis.duration_s {
+        "this run was long enough"
+    } else {
+        "this run was too short to rule one out"
+    };
+    Some(format!(
+        "a {}/h leak in {} would show after {} at this run's noise ({} points over {}: {enough})",
+        value(analysis::REFERENCE_LEAK_BYTES_PER_H, Unit::Bytes),
+        r.spec.name,
+        duration(after),
+        r.analysis.points,
+        duration(r.analysis.duration_s)
+    ))
 }
 
 fn num(v: f64) -> Value {
@@ -120,7 +250,8 @@ fn opt(v: Option<f64>) -> Value {
 }
 
 /// The JSON receipt.
-pub fn json_report(rec: &Recording, rows: &[Row<'_>]) -> Value {
+pub fn json_report(rec: &Recording, receipt: &Receipt<'_>) -> Value {
+    let rows = &receipt.rows;
     let h = &rec.header;
     let mut channels = Map::new();
     for r in rows {
@@ -129,6 +260,7 @@ pub fn json_report(rec: &Recording, rows: &[Row<'_>]) -> Value {
             r.spec.name.clone(),
             json!({
                 "unit": r.spec.unit,
+                "kind": r.spec.kind,
                 "group": r.spec.group,
                 "samples": st.samples,
                 "first": num(st.first),
@@ -148,12 +280,19 @@ pub fn json_report(rec: &Recording, rows: &[Row<'_>]) -> Value {
                 "jumps": a.jumps,
                 "quantum": opt(a.quantum),
                 "longest_flat_s": num(a.longest_flat_s),
-                "projection_24h": num(a.projection_24h),
+                "projection_24h": opt(a.projection_24h),
                 "limit": opt(a.limit),
                 "limit_source": r.limit,
                 "time_to_limit_s": opt(a.time_to_limit_s),
+                "severity": a.severity,
+                "rate_per_s": opt(a.rate_per_s),
+                "pct_per_hour": opt(a.pct_per_hour),
+                "last_rise_s": opt(a.last_rise_s),
+                "detectable_after_s": opt(a.detectable_after_s),
+                "note": a.note,
                 "warmup_s": num(a.warmup_s),
                 "analysed_points": a.points,
+                "analysed_s": num(a.duration_s),
             }),
         );
     }
@@ -163,6 +302,13 @@ pub fn json_report(rec: &Recording, rows: &[Row<'_>]) -> Value {
         .map(|u| (u.probe.clone(), json!(u.reason)))
         .collect();
     json!({
+        "headline": receipt.headline(),
+        "growing": receipt.growing(),
+        "warmup": match &receipt.warmup {
+            WarmupChoice::Given(s) => json!({"s": s, "how": "given"}),
+            WarmupChoice::Found { s, channel } => json!({"s": s, "how": "found", "channel": channel}),
+            WarmupChoice::None => json!({"s": 0.0, "how": "none"}),
+        },
         "recording": {
             "path": rec.path.display().to_string(),
             "format_version": h.format_version,
@@ -269,6 +415,59 @@ fn jumps_cell(a: &ChannelAnalysis, unit: Unit) -> String {
     }
 }
 
+/// A channel's baseline, final, drift, trend, jumps, 24 h and time-to-limit
+/// cells, as its kind is read: counters as rates, gauges by % an hour, peaks
+/// by their rises; only levels are projected.
+fn cells(a: &ChannelAnalysis, u: Unit) -> [String; 7] {
+    let dash = || "–".to_string();
+    let rate = |v: f64| {
+        if v.is_nan() {
+            dash()
+        } else {
+            format!("{}/s", value(v, u))
+        }
+    };
+    let pct = || a.pct_per_hour.map_or(dash(), |p| format!("{p:+.1} %/h"));
+    match a.kind {
+        analysis::Kind::Level => [
+            value(a.baseline, u),
+            value(a.final_value, u),
+            change(a.drift, u),
+            change(a.slope_per_s, u),
+            jumps_cell(a, u),
+            a.projection_24h.map_or(dash(), |p| change(p, u)),
+            eta(a),
+        ],
+        analysis::Kind::Counter => [
+            rate(a.baseline),
+            rate(a.final_value),
+            rate(a.drift),
+            pct(),
+            dash(),
+            dash(),
+            dash(),
+        ],
+        analysis::Kind::Gauge => [
+            value(a.baseline, u),
+            value(a.final_value, u),
+            change(a.drift, u),
+            pct(),
+            dash(),
+            dash(),
+            dash(),
+        ],
+        analysis::Kind::Peak => [
+            value(a.baseline, u),
+            value(a.final_value, u),
+            change(a.drift, u),
+            dash(),
+            format!("{} rises", a.jumps),
+            dash(),
+            dash(),
+        ],
+    }
+}
+
 fn eta(a: &ChannelAnalysis) -> String {
     match a.time_to_limit_s {
         Some(s) => duration(s),
@@ -277,9 +476,11 @@ fn eta(a: &ChannelAnalysis) -> String {
 }
 
 /// The terminal receipt.
-pub fn text_report(rec: &Recording, rows: &[Row<'_>]) -> String {
+pub fn text_report(rec: &Recording, receipt: &Receipt<'_>) -> String {
+    let rows = &receipt.rows;
     let h = &rec.header;
     let mut s = String::new();
+    let _ = writeln!(s, "{}\n", receipt.headline());
     let _ = writeln!(s, "recording  {}", rec.path.display());
     let _ = writeln!(
         s,
@@ -308,12 +509,15 @@ pub fn text_report(rec: &Recording, rows: &[Row<'_>]) -> String {
     for n in &h.notes {
         let _ = writeln!(s, "  note: {n}");
     }
-    let warm = rows.first().map_or(0.0, |r| r.analysis.warmup_s);
-    let _ = writeln!(s, "  analysis after a warm-up of {warm:.1} s");
+    let _ = writeln!(s, "  analysis after {}", receipt.warmup.describe());
+    if let Some(line) = sensitivity(receipt) {
+        let _ = writeln!(s, "  sensitivity: {line}");
+    }
     let _ = writeln!(
         s,
-        "\n  {:<26}{:>11} {:>14}{:>14}{:>14}{:>16}{:>18}{:>16}{:>12}",
+        "\n  {:<26}{:>8}{:>26} {:>14}{:>14}{:>14}{:>16}{:>18}{:>16}{:>12}",
         "channel",
+        "kind",
         "verdict",
         "baseline",
         "final",
@@ -325,18 +529,23 @@ pub fn text_report(rec: &Recording, rows: &[Row<'_>]) -> String {
     );
     for r in rows {
         let (a, u) = (&r.analysis, r.spec.unit);
+        let [b, f, d, sl, j, p, e] = cells(a, u);
+        let severity = a
+            .severity
+            .map_or(String::new(), |s| format!(" {}", s.as_str()));
         let _ = writeln!(
             s,
-            "  {:<26}{:>11} {:>14}{:>14}{:>14}{:>16}{:>18}{:>16}{:>12}",
+            "  {:<26}{:>8}{:>26} {:>14}{:>14}{:>14}{:>16}{:>18}{:>16}{:>12}{severity}",
             r.spec.name,
-            a.verdict.as_str(),
-            value(a.baseline, u),
-            value(a.final_value, u),
-            change(a.drift, u),
-            change(a.slope_per_s, u),
-            jumps_cell(a, u),
-            change(a.projection_24h, u),
-            eta(a),
+            kind_name(a.kind),
+            verdict_text(a, u),
+            b,
+            f,
+            d,
+            sl,
+            j,
+            p,
+            e,
         );
     }
     if let Some((v, src)) = memory_limit(rows) {
@@ -410,7 +619,8 @@ fn tree_text(t: &TreeSummary, indent: &str) -> String {
 }
 
 /// The Markdown receipt, for an RFC or an issue.
-pub fn md_report(rec: &Recording, rows: &[Row<'_>]) -> String {
+pub fn md_report(rec: &Recording, receipt: &Receipt<'_>) -> String {
+    let rows = &receipt.rows;
     let h = &rec.header;
     let mut s = String::new();
     let name = rec.path.file_name().map_or_else(
@@ -418,6 +628,7 @@ pub fn md_report(rec: &Recording, rows: &[Row<'_>]) -> String {
         |n| n.to_string_lossy().into(),
     );
     let _ = writeln!(s, "# Drift receipt: `{name}`\n");
+    let _ = writeln!(s, "**{}**\n", receipt.headline());
     let _ = writeln!(s, "| | |\n|---|---|");
     let _ = writeln!(
         s,
@@ -454,34 +665,35 @@ pub fn md_report(rec: &Recording, rows: &[Row<'_>]) -> String {
     if !h.command_line.is_empty() {
         let _ = writeln!(s, "| command | `{}` |", h.command_line.join(" "));
     }
-    let warm = rows.first().map_or(0.0, |r| r.analysis.warmup_s);
     let _ = writeln!(
         s,
-        "\nAnalysis after a warm-up of {warm:.1} s. Verdicts: `flat` (within 1 % of its level, no trend), `staircase` (discrete jumps with flat runs between), `linear` (steady growth), `noisy` (varying without trend). Every trend is projected to 24 hours, staircases included.\n"
+        "\nAnalysis after {}. Each channel is read as its kind: levels (memory in use) `flat` (within 1 % of its level, or under the evidence it needs), `staircase` (discrete jumps with flat runs between), `linear` (steady growth), `noisy`; only levels are projected to 24 hours, staircases included, and get a severity from their time to the limit. Counters are read as rates (`steady`, `rising`, `falling`, `bursty`), gauges by their trend (`stable`, `drifting up/down` in % an hour, `noisy`), peaks by their rises (`held`, `rose`).\n",
+        receipt.warmup.describe()
+    );
+    if let Some(line) = sensitivity(receipt) {
+        let _ = writeln!(s, "Sensitivity: {line}.\n");
+    }
+    let _ = writeln!(
+        s,
+        "| channel | kind | verdict | severity | baseline | final | drift | drift/step | trend | jumps × quantum | longest flat | 24 h projection | time to limit |"
     );
     let _ = writeln!(
         s,
-        "| channel | verdict | baseline | final | drift | drift/step | slope/s | jumps × quantum | longest flat | 24 h projection | time to limit |"
+        "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     );
-    let _ = writeln!(s, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for r in rows {
         let (a, u) = (&r.analysis, r.spec.unit);
         let per_step = a.drift_per_step.map_or("–".into(), |d| change(d, u));
+        let [b, f, d, sl, j, p, e] = cells(a, u);
         let _ = writeln!(
             s,
-            "| `{}` | {} ({:.0} %) | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| `{}` | {} | {} ({:.0} %) | {} | {b} | {f} | {d} | {per_step} | {sl} | {j} | {} | {p} | {e} |",
             r.spec.name,
-            a.verdict.as_str(),
+            kind_name(a.kind),
+            verdict_text(a, u),
             a.confidence * 100.0,
-            value(a.baseline, u),
-            value(a.final_value, u),
-            change(a.drift, u),
-            per_step,
-            change(a.slope_per_s, u),
-            jumps_cell(a, u),
+            a.severity.map_or("–", |s| s.as_str()),
             duration(a.longest_flat_s),
-            change(a.projection_24h, u),
-            eta(a),
         );
     }
     if let Some((v, src)) = memory_limit(rows) {
@@ -504,20 +716,24 @@ pub fn md_report(rec: &Recording, rows: &[Row<'_>]) -> String {
     for n in &h.notes {
         let _ = writeln!(s, "\nNote: {n}");
     }
-    let growing: Vec<&str> = rows
-        .iter()
-        .filter(|r| matches!(r.analysis.verdict, Verdict::Linear | Verdict::Staircase))
-        .filter(|r| matches!(r.spec.unit, Unit::Bytes | Unit::Mebibytes))
-        .map(|r| r.spec.name.as_str())
-        .collect();
+    let growing = receipt.growing();
     if !growing.is_empty() {
         let _ = writeln!(
             s,
-            "\nMemory channels that grow (linear or staircase): {}.",
+            "\nLevels that grow, most urgent first: {}.",
             growing.join(", ")
         );
     }
     s
+}
+
+fn kind_name(k: analysis::Kind) -> &'static str {
+    match k {
+        analysis::Kind::Level => "level",
+        analysis::Kind::Peak => "peak",
+        analysis::Kind::Counter => "counter",
+        analysis::Kind::Gauge => "gauge",
+    }
 }
 
 /// Opens a recording, warning on stderr if its tail is bad.
@@ -541,14 +757,14 @@ pub fn open(path: &Path) -> Result<Recording> {
 
 pub fn run(args: &ReportArgs) -> Result<()> {
     let rec = open(&args.file)?;
-    let rows = analyse(&rec, args.warmup_s);
+    let receipt = analyse(&rec, args.warmup_s);
     match args.format {
         ReportFormat::Json => println!(
             "{}",
-            serde_json::to_string_pretty(&json_report(&rec, &rows))?
+            serde_json::to_string_pretty(&json_report(&rec, &receipt))?
         ),
-        ReportFormat::Md => print!("{}", md_report(&rec, &rows)),
-        ReportFormat::Text => print!("{}", text_report(&rec, &rows)),
+        ReportFormat::Md => print!("{}", md_report(&rec, &receipt)),
+        ReportFormat::Text => print!("{}", text_report(&rec, &receipt)),
     }
     Ok(())
 }

@@ -274,8 +274,8 @@ pub fn run(args: &SoakArgs) -> Result<()> {
         eprintln!("flatline: interrupted; the recording is complete up to now");
     }
     let rec = crate::report::open(&out)?;
-    let rows = crate::report::analyse(&rec, None);
-    print!("{}", crate::report::text_report(&rec, &rows));
+    let receipt = crate::report::analyse(&rec, None);
+    print!("{}", crate::report::text_report(&rec, &receipt));
     let w = &end.recorder.write;
     let per_hour = w.bytes as f64 * 3600.0 / wall.as_secs_f64().max(1e-3);
     println!(

@@ -463,8 +463,8 @@ pub fn run(args: &WatchArgs) -> Result<Option<i32>> {
     drop(marks);
     let end = session.finish(ended_by)?;
     let rec = crate::report::open(&out)?;
-    let rows = crate::report::analyse(&rec, None);
-    print!("{}", crate::report::text_report(&rec, &rows));
+    let receipt = crate::report::analyse(&rec, None);
+    print!("{}", crate::report::text_report(&rec, &receipt));
     if let Some(o) = &target.output {
         for line in o.summary() {
             println!("  {line}");

@@ -274,12 +274,28 @@ fn receipts_carry_the_analysis_in_every_format() {
     );
 
     let v = report(&golden);
+    assert_eq!(v["headline"], "Memory is flat.");
+    assert_eq!(v["growing"], serde_json::json!([]));
     for (name, c) in v["channels"].as_object().unwrap() {
         let verdict = c["verdict"].as_str().unwrap();
-        assert!(
-            ["flat", "staircase", "linear", "noisy", "insufficient"].contains(&verdict),
-            "{name}: {verdict}"
-        );
+        // Each kind has its own verdicts.
+        let allowed: &[&str] = match c["kind"].as_str().unwrap() {
+            "level" => &["flat", "staircase", "linear", "noisy", "insufficient"],
+            "counter" => &["steady", "rising", "falling", "bursty", "insufficient"],
+            "gauge" => &[
+                "stable",
+                "drifting_up",
+                "drifting_down",
+                "noisy",
+                "insufficient",
+            ],
+            "peak" => &["held", "rose", "insufficient"],
+            other => panic!("{name}: kind {other}"),
+        };
+        assert!(allowed.contains(&verdict), "{name}: {verdict}");
+        if c["kind"] != "level" {
+            assert!(c["projection_24h"].is_null(), "{name} is not projected");
+        }
         for key in [
             "confidence",
             "baseline",
@@ -293,10 +309,9 @@ fn receipts_carry_the_analysis_in_every_format() {
         }
         assert!(c["jumps"].is_u64(), "{name}");
     }
-    assert_eq!(
-        v["channels"]["work.steps"]["verdict"], "linear",
-        "one step every 200 ms"
-    );
+    // A counter is read as a rate: one step every 200 ms is steady, not a leak.
+    assert_eq!(v["channels"]["work.steps"]["verdict"], "steady");
+    assert!((v["channels"]["work.steps"]["rate_per_s"].as_f64().unwrap() - 5.0).abs() < 0.5);
     assert_eq!(v["channels"]["mem.swap"]["verdict"], "flat");
     assert!(
         v["channels"]["mem.rss"]["limit"].as_f64().unwrap() > 1e9,
@@ -305,7 +320,9 @@ fn receipts_carry_the_analysis_in_every_format() {
 
     let text = ok(&flatline(&["report", g]));
     assert!(
-        text.contains("jumps × quantum") && text.contains("analysis after a warm-up of 0.3 s"),
+        text.starts_with("Memory is flat.\n")
+            && text.contains("jumps × quantum")
+            && text.contains("analysis after a warm-up of 0.2 s (found: where"),
         "{text}"
     );
     let v: serde_json::Value = serde_json::from_str(&ok(&flatline(&[

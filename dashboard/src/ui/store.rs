@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use flatline_runtime::analysis::{ChannelAnalysis, Tracker, rules};
+use flatline_runtime::analysis::{self, ChannelAnalysis, Tracker, rules};
 use flatline_runtime::recording::Slots;
 use flatline_runtime::recording::{Event, HostFacts, Recording};
 use flatline_runtime::telemetry::{STEP_CHANNELS, Sample, Schema, TOKEN_CHANNELS};
@@ -157,6 +157,10 @@ pub struct Store {
     events: Vec<Event>,
     trackers: Vec<Tracker>,
     analyses: Vec<Option<ChannelAnalysis>>,
+    /// Where start-up ended (stream time) and in which channel, found in
+    /// the memory channels' trackers at most once a second.
+    warmup: Option<(f64, String)>,
+    warmup_at: Option<Instant>,
     /// When each analysis was made, and how many readings it had seen.
     analysed: Vec<Option<(Instant, u64)>>,
     steps_idx: Option<usize>,
@@ -191,6 +195,8 @@ impl Store {
             events: Vec::new(),
             trackers: vec![Tracker::default(); n],
             analyses: vec![None; n],
+            warmup: None,
+            warmup_at: None,
             analysed: vec![None; n],
             steps_idx,
             tokens_idx,
@@ -408,6 +414,13 @@ impl Store {
     pub fn begin_frame(&mut self, budget: Option<Duration>) {
         let start = Instant::now();
         let n = self.trackers.len();
+        if self
+            .warmup_at
+            .is_none_or(|at| at.elapsed() >= Duration::from_secs(1))
+        {
+            self.warmup_at = Some(start);
+            self.warmup = self.find_warmup();
+        }
         for k in 0..n {
             if budget.is_some_and(|b| k > 0 && start.elapsed() >= b) {
                 break;
@@ -422,11 +435,38 @@ impl Store {
                 let limit = self.limit(i).map(|l| l.0);
                 let spec = &self.schema.channels[i];
                 let floor = rules::evidence_floor(&spec.name, spec.unit);
-                self.analyses[i] = Some(self.trackers[i].analyze(None, limit, floor));
+                let t0 = tr.points().0.first().copied().unwrap_or(0.0);
+                let warmup = self.warmup.as_ref().map_or(0.0, |w| (w.0 - t0).max(0.0));
+                self.analyses[i] =
+                    Some(self.trackers[i].analyze(spec.kind, Some(warmup), limit, floor));
                 self.analysed[i] = Some((Instant::now(), tr.seen()));
                 self.next_analysis = (i + 1) % n;
             }
         }
+    }
+
+    /// The live warm-up: the latest start-up end found among the memory
+    /// channels (as a receipt finds it), on their kept points.
+    fn find_warmup(&self) -> Option<(f64, String)> {
+        self.schema
+            .channels
+            .iter()
+            .zip(&self.trackers)
+            .filter(|(c, _)| {
+                c.kind == flatline_runtime::telemetry::Kind::Level
+                    && (rules::is_host_memory(&c.name, c.unit) || c.name == "alloc.live")
+            })
+            .filter_map(|(c, tr)| {
+                let (t, v) = tr.points();
+                let floor = rules::evidence_floor(&c.name, c.unit);
+                analysis::find_warmup(t, v, floor).map(|w| (w.at_s, c.name.clone()))
+            })
+            .max_by(|a, b| a.0.total_cmp(&b.0))
+    }
+
+    /// Where start-up ended (stream seconds) and the channel it was found in.
+    pub fn warmup(&self) -> Option<(f64, &str)> {
+        self.warmup.as_ref().map(|(t, c)| (*t, c.as_str()))
     }
 
     /// Channels with readings that have no analysis yet.
@@ -536,6 +576,35 @@ mod tests {
         let a = store.analysis(0).unwrap();
         assert_eq!(a.verdict, flatline_runtime::analysis::Verdict::Staircase);
         assert!(store.heap_bytes() < 2 << 20, "{}", store.heap_bytes());
+    }
+
+    /// The case a person saw: a job builds its dataset for 14 s, then stays
+    /// flat; 40 s in, the live card must not call its RSS a leak.
+    #[test]
+    fn a_live_start_up_is_found_and_not_called_a_leak() {
+        use flatline_runtime::analysis::Verdict;
+        use flatline_runtime::telemetry::{ChannelSpec, Group, Unit};
+        let schema = Schema {
+            channels: vec![ChannelSpec::new("mem.rss", Unit::Bytes, Group::Memory)],
+        };
+        let mut store = Store::new(schema, 10_000);
+        const MIB: f64 = 1_048_576.0;
+        for i in 0..400u64 {
+            let t = i as f64 / 10.0;
+            // +930 MiB over 14 s, then a page or two of jitter.
+            let rss = 200.0 * MIB + 930.0 * MIB * (t / 14.0).min(1.0) + 4096.0 * (i % 3) as f64;
+            store.push(&Sample::from_values(i, i * 100_000_000, &[rss]));
+        }
+        store.begin_frame(None);
+        let (at, channel) = store.warmup().expect("the start-up is found");
+        assert!(
+            (at - 14.0).abs() < 1.0 && channel == "mem.rss",
+            "{at} {channel}"
+        );
+        let a = store.analysis(0).unwrap();
+        assert_eq!(a.verdict, Verdict::Flat, "{a:?}");
+        assert!(a.drift.abs() < 65536.0, "drift and verdict agree: {a:?}");
+        assert_eq!(a.severity, None);
     }
 
     #[test]

@@ -10,7 +10,8 @@ use eframe::egui::{self, Color32, RichText};
 use egui_plot::{
     FilledArea, Legend, Line, LineStyle, Plot, PlotPoint, PlotPoints, PlotUi, Points, Text, VLine,
 };
-use flatline_runtime::analysis::{ChannelAnalysis, Verdict};
+use flatline_runtime::analysis::summary::{self, Assessed};
+use flatline_runtime::analysis::{ChannelAnalysis, Kind, Severity, Verdict};
 use flatline_runtime::recording::EventKind;
 use flatline_runtime::telemetry::{Group, Unit};
 
@@ -292,10 +293,17 @@ fn group_name(g: Group) -> &'static str {
 
 fn verdict_color(v: Verdict) -> Color32 {
     match v {
-        Verdict::Flat => Color32::from_rgb(60, 170, 90),
+        Verdict::Flat | Verdict::Stable | Verdict::Steady | Verdict::Held => {
+            Color32::from_rgb(60, 170, 90)
+        }
         Verdict::Staircase => Color32::from_rgb(220, 160, 40),
         Verdict::Linear => Color32::from_rgb(220, 70, 60),
-        Verdict::Noisy => Color32::from_rgb(120, 140, 200),
+        Verdict::Noisy | Verdict::Bursty => Color32::from_rgb(120, 140, 200),
+        Verdict::Rising
+        | Verdict::Falling
+        | Verdict::DriftingUp
+        | Verdict::DriftingDown
+        | Verdict::Rose => Color32::from_rgb(200, 170, 110),
         Verdict::Insufficient => Color32::GRAY,
     }
 }
@@ -514,7 +522,10 @@ fn channel_row(d: &mut Dashboard, ui: &mut egui::Ui, i: usize, visible: usize) {
         }
         ui.with_layout(egui::Layout::right_to_left(egui::Align::Center), |ui| {
             badge(ui, analysis);
-            if let Some(a) = analysis
+            // A counter beside its rate; anything else beside its drift.
+            if let Some(r) = analysis.and_then(|a| a.rate_per_s) {
+                ui.label(RichText::new(format!("{}/s", value(r, spec.unit))).small());
+            } else if let Some(a) = analysis
                 && a.drift != 0.0
                 && a.drift.is_finite()
             {
@@ -531,65 +542,135 @@ fn channel_row(d: &mut Dashboard, ui: &mut egui::Ui, i: usize, visible: usize) {
 }
 
 fn cards(d: &mut Dashboard, ui: &mut egui::Ui) {
-    let selected: Vec<usize> = (0..d.store.schema().len())
-        .filter(|&i| {
-            d.settings
-                .selected
-                .contains(&d.store.schema().channels[i].name)
+    let schema = d.store.schema();
+    let all: Vec<(usize, &ChannelAnalysis)> = (0..schema.len())
+        .filter_map(|i| Some((i, d.store.analysis(i)?)))
+        .collect();
+    let assessed: Vec<Assessed<'_>> = all
+        .iter()
+        .map(|&(i, a)| Assessed {
+            name: &schema.channels[i].name,
+            unit: schema.channels[i].unit,
+            analysis: a,
+            limit: d.store.limit(i).map(|l| l.1),
         })
         .collect();
+    let headline = summary::headline(&assessed, &value, &crate::fmt::duration);
+    // The chosen channels, most urgent first.
+    let selected: Vec<usize> = summary::order(&assessed)
+        .into_iter()
+        .map(|k| all[k].0)
+        .filter(|&i| d.settings.selected.contains(&schema.channels[i].name))
+        .collect();
+    let warmup = match d.store.warmup() {
+        Some((t, ch)) => format!(
+            "after a warm-up of {:.1} s (where {ch}'s start-up ends)",
+            t - d.store.time_range().0
+        ),
+        None => "no start-up found: every reading counts".into(),
+    };
     egui::Panel::right("verdicts")
         .resizable(true)
         .default_size(250.0)
         .show(ui, |ui| {
             ui.heading("Verdicts");
-            ui.label(RichText::new("updated once a second, after a 10 % warm-up").small());
+            ui.label(RichText::new(headline).strong());
+            ui.label(RichText::new(format!("updated once a second, {warmup}")).small());
             egui::ScrollArea::vertical().show(ui, |ui| {
                 for i in selected {
                     let spec = d.store.schema().channels[i].clone();
                     let Some(a) = d.store.analysis(i) else {
                         continue;
                     };
-                    let u = spec.unit;
                     egui::Frame::group(ui.style()).show(ui, |ui| {
                         ui.set_width(ui.available_width());
-                        ui.horizontal(|ui| {
-                            ui.label(RichText::new(&spec.name).strong());
-                            badge(ui, Some(a));
-                            ui.label(
-                                RichText::new(format!("{:.0} %", a.confidence * 100.0)).small(),
-                            );
-                        });
-                        let signed = |v: f64| {
-                            if v == 0.0 || !v.is_finite() {
-                                "0".to_string()
-                            } else {
-                                format!("{}{}", if v > 0.0 { "+" } else { "-" }, value(v.abs(), u))
-                            }
-                        };
-                        ui.label(format!(
-                            "drift {}   slope {}/s",
-                            signed(a.drift),
-                            signed(a.slope_per_s)
-                        ));
-                        let jumps = match a.quantum {
-                            Some(q) if a.jumps > 0 => {
-                                format!("{} jumps × {}", a.jumps, value(q, u))
-                            }
-                            _ => format!("{} jumps", a.jumps),
-                        };
-                        ui.label(format!(
-                            "{jumps}, longest flat {}",
-                            crate::fmt::duration(a.longest_flat_s)
-                        ));
-                        let eta = a.time_to_limit_s.map_or(String::new(), |s| {
-                            format!(", limit in {}", crate::fmt::duration(s))
-                        });
-                        ui.label(format!("24 h: {}{eta}", signed(a.projection_24h)));
+                        card(ui, &spec.name, spec.unit, a);
                     });
                 }
             });
         });
+}
+
+/// One channel's verdict card, as its kind is read.
+fn card(ui: &mut egui::Ui, name: &str, u: Unit, a: &ChannelAnalysis) {
+    ui.horizontal(|ui| {
+        ui.label(RichText::new(name).strong());
+        badge(ui, Some(a));
+        if let Some(sev) = a.severity {
+            let c = match sev {
+                Severity::Critical => Color32::from_rgb(220, 70, 60),
+                Severity::Warning => Color32::from_rgb(220, 160, 40),
+                Severity::Info => Color32::GRAY,
+            };
+            ui.label(RichText::new(sev.as_str()).small().strong().color(c));
+        }
+        ui.label(RichText::new(format!("{:.0} %", a.confidence * 100.0)).small());
+    });
+    let signed = |v: f64| {
+        if v == 0.0 || !v.is_finite() {
+            "0".to_string()
+        } else {
+            format!("{}{}", if v > 0.0 { "+" } else { "-" }, value(v.abs(), u))
+        }
+    };
+    let pct = a
+        .pct_per_hour
+        .map_or(String::new(), |p| format!("   trend {p:+.1} %/h"));
+    match a.kind {
+        Kind::Level => {
+            let text = crate::report::verdict_text(a, u);
+            if text != a.verdict.as_str() {
+                ui.label(RichText::new(text).small().italics());
+            }
+            ui.label(format!(
+                "drift {}   slope {}/s",
+                signed(a.drift),
+                signed(a.slope_per_s)
+            ));
+            let jumps = match a.quantum {
+                Some(q) if a.jumps > 0 => format!("{} jumps × {}", a.jumps, value(q, u)),
+                _ => format!("{} jumps", a.jumps),
+            };
+            ui.label(format!(
+                "{jumps}, longest flat {}",
+                crate::fmt::duration(a.longest_flat_s)
+            ));
+            let eta = a.time_to_limit_s.map_or(String::new(), |s| {
+                format!(", limit in {}", crate::fmt::duration(s))
+            });
+            ui.label(format!(
+                "24 h: {}{eta}",
+                signed(a.projection_24h.unwrap_or(0.0))
+            ));
+        }
+        Kind::Counter => {
+            ui.label(format!(
+                "rate {}/s{pct}",
+                value(a.rate_per_s.unwrap_or(0.0), u)
+            ));
+            ui.label(format!(
+                "from {}/s to {}/s",
+                value(a.baseline, u),
+                value(a.final_value, u)
+            ));
+            if let Some(p) = a.drift_per_step {
+                ui.label(format!("{} per step", value(p, u)));
+            }
+        }
+        Kind::Gauge => {
+            ui.label(format!(
+                "{} to {}{pct}",
+                value(a.baseline, u),
+                value(a.final_value, u)
+            ));
+        }
+        Kind::Peak => {
+            let last = a
+                .last_rise_s
+                .map_or(String::new(), |t| format!(", last at {t:.1} s"));
+            ui.label(format!("{} rises, {}{last}", a.jumps, signed(a.drift)));
+        }
+    }
 }
 
 /// How a unit is drawn on a plot axis: scale and label.
@@ -765,13 +846,24 @@ pub fn marker_lines(d: &Dashboard, visible: usize, x_steps: bool) -> Vec<(f64, S
         return Vec::new();
     };
     let steps = d.store.step_axis().filter(|_| x_steps);
-    d.store
+    // Where start-up ended goes with the markers: the analysis starts there.
+    let warmup = d
+        .store
+        .warmup()
+        .map(|(t, _)| (t, "warm-up ends".to_string()));
+    let mut marks: Vec<(f64, String)> = d
+        .store
         .events()
         .iter()
         .filter_map(|e| match &e.kind {
-            EventKind::Marker(text) => Some((e.t_ns as f64 / 1e9, text)),
+            EventKind::Marker(text) => Some((e.t_ns as f64 / 1e9, text.clone())),
             _ => None,
         })
+        .chain(warmup)
+        .collect();
+    marks.sort_by(|a, b| a.0.total_cmp(&b.0));
+    marks
+        .into_iter()
         .filter(|(t, _)| *t <= times[last])
         .filter_map(|(t, text)| match steps {
             None => Some((t, text.clone())),

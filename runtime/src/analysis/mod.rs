@@ -37,28 +37,55 @@
 //!   and the time until a known limit (RAM, GPU memory) at that rate. A
 //!   staircase is growth too: it is projected, not explained away.
 
+pub mod corpus;
 pub mod rules;
+pub mod summary;
 mod tracker;
 pub mod tree;
+mod warmup;
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::telemetry::Kind;
 pub use tracker::Tracker;
+pub use warmup::{Warmup, find_warmup, recording_warmup};
 
-/// What a series looks like.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// What a series looks like. Each kind of channel has its own verdicts:
+/// levels `flat`, `staircase`, `linear`, `noisy`; counters (read as rates)
+/// `steady`, `rising`, `falling`, `bursty`; gauges `stable`, `drifting_up`,
+/// `drifting_down`, `noisy`; peaks `held`, `rose`. Any: `insufficient`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
-    /// No trend, and the values stay within 1 % of their level.
+    /// No trend, and the values stay within 1 % of their level (or within
+    /// the channel's evidence floor).
     Flat,
     /// Discrete jumps separated by flat runs: allocator or OS reservations.
     Staircase,
     /// Steady growth (or shrinkage): a leak, if it is memory.
     Linear,
-    /// No trend, but varying more than a flat series.
+    /// No trend, but varying more than a flat (level) or stable (gauge) series.
     Noisy,
     /// Too few points to say.
     Insufficient,
+    /// A counter whose rate holds.
+    Steady,
+    /// A counter whose rate climbs.
+    Rising,
+    /// A counter whose rate falls.
+    Falling,
+    /// A counter that moves in bursts between idle spells.
+    Bursty,
+    /// A gauge without a trend.
+    Stable,
+    /// A gauge that trends up (by a % an hour).
+    DriftingUp,
+    /// A gauge that trends down.
+    DriftingDown,
+    /// A peak (high-water mark) that did not rise after the warm-up.
+    Held,
+    /// A peak that rose after the warm-up.
+    Rose,
 }
 
 impl Verdict {
@@ -69,6 +96,49 @@ impl Verdict {
             Verdict::Linear => "linear",
             Verdict::Noisy => "noisy",
             Verdict::Insufficient => "insufficient",
+            Verdict::Steady => "steady",
+            Verdict::Rising => "rising",
+            Verdict::Falling => "falling",
+            Verdict::Bursty => "bursty",
+            Verdict::Stable => "stable",
+            Verdict::DriftingUp => "drifting up",
+            Verdict::DriftingDown => "drifting down",
+            Verdict::Held => "held",
+            Verdict::Rose => "rose",
+        }
+    }
+
+    /// A level's growth (or shrinkage) verdict: the only verdicts projected.
+    pub fn is_growth(self) -> bool {
+        matches!(self, Verdict::Staircase | Verdict::Linear)
+    }
+}
+
+/// How soon a growing level reaches its limit: `critical` within 24 h,
+/// `warning` within 7 days, `info` later or with no limit known.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Severity {
+    Critical,
+    Warning,
+    Info,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Critical => "critical",
+            Severity::Warning => "warning",
+            Severity::Info => "info",
+        }
+    }
+
+    /// The severity of growth that reaches its limit in `time_to_limit_s`.
+    pub fn of(time_to_limit_s: Option<f64>) -> Self {
+        match time_to_limit_s {
+            Some(s) if s < DAY_S => Severity::Critical,
+            Some(s) if s < 7.0 * DAY_S => Severity::Warning,
+            _ => Severity::Info,
         }
     }
 }
@@ -83,9 +153,12 @@ pub struct Jump {
 }
 
 /// Extra knowledge about a series.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Context<'a> {
-    /// Seconds to skip at the start; `None`: the first 10 % of the run.
+    /// What the channel measures, which decides how it is read.
+    pub kind: Kind,
+    /// Seconds to skip at the start; `None`: found on this series
+    /// ([`find_warmup`]: where start-up ends), 0 if it has none.
     pub warmup_s: Option<f64>,
     /// Training steps done at each point (same length as the series), for drift per step.
     pub steps: Option<&'a [f64]>,
@@ -95,13 +168,40 @@ pub struct Context<'a> {
     pub limit: Option<f64>,
     /// The smallest change that is evidence of growth for this channel (its
     /// measurement's resolution; see [`rules::evidence_floor`]); changes
-    /// below it read as flat. 0: any change counts.
+    /// below it read as flat. 0: the channel has no such resolution, and a
+    /// level's growth must pass [`MATERIAL_SHARE`] of its level instead.
     pub min_growth: f64,
 }
+
+impl Default for Context<'_> {
+    fn default() -> Self {
+        Self {
+            kind: Kind::Level,
+            warmup_s: None,
+            steps: None,
+            tokens: None,
+            limit: None,
+            min_growth: 0.0,
+        }
+    }
+}
+
+/// Growth of a level smaller than this share of the level is not material.
+pub const MATERIAL_SHARE: f64 = 0.001;
+
+/// A level's growth must hold in the later half of the run: its drift there
+/// at least this share of what the run's rate predicts for it.
+pub const SUSTAINED_SHARE: f64 = 0.25;
+
+/// The leak rate a run's sensitivity is stated for: 1 MiB an hour for
+/// bytes, 0.1 % of the level an hour otherwise.
+pub const REFERENCE_LEAK_BYTES_PER_H: f64 = 1_048_576.0;
 
 /// The analysis of one channel.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ChannelAnalysis {
+    /// How the channel was read (see [`Context::kind`]).
+    pub kind: Kind,
     pub verdict: Verdict,
     /// How cleanly the series fits its verdict, 0–1. `staircase`: the share of
     /// the drift the jumps explain, times the share of points that do not
@@ -113,28 +213,60 @@ pub struct ChannelAnalysis {
     pub warmup_s: f64,
     /// Seconds from the first analysed point to the last.
     pub duration_s: f64,
+    /// Levels, gauges, peaks: medians of the first and last windows.
+    /// Counters: the rate (per second) at the start and the end.
     pub baseline: f64,
     #[serde(rename = "final")]
     pub final_value: f64,
     pub drift: f64,
     pub drift_per_step: Option<f64>,
     pub drift_per_token: Option<f64>,
+    /// The trend per second (counters: of the rate).
     pub slope_per_s: f64,
     pub slope_per_step: Option<f64>,
     /// Robust standard deviation of the step-to-step differences.
     pub noise: f64,
-    /// Number of jumps.
+    /// Number of jumps (peaks: rises).
     pub jumps: usize,
     /// The first 1000 jumps.
     pub jump_list: Vec<Jump>,
     pub quantum: Option<f64>,
     /// Longest time without a jump, in seconds.
     pub longest_flat_s: f64,
-    /// The growth over 24 hours at the projected rate.
-    pub projection_24h: f64,
+    /// Levels only: the growth over 24 hours at the projected rate (0 when
+    /// flat); `None` for other kinds, which are never projected.
+    pub projection_24h: Option<f64>,
     pub limit: Option<f64>,
     /// Seconds until `limit` at the projected rate, if it is being approached.
     pub time_to_limit_s: Option<f64>,
+    /// Growing levels: how soon the limit is reached.
+    pub severity: Option<Severity>,
+    /// Counters: the count per second over the run.
+    pub rate_per_s: Option<f64>,
+    /// Gauges: the trend in % of the level per hour (counters: of the rate).
+    pub pct_per_hour: Option<f64>,
+    /// Peaks: when the peak last rose.
+    pub last_rise_s: Option<f64>,
+    /// Levels: how long a run at this noise must be before a leak of
+    /// [`REFERENCE_LEAK_BYTES_PER_H`] (bytes; else 0.1 % of the level an
+    /// hour) shows as growth.
+    pub detectable_after_s: Option<f64>,
+    /// Why a level that moved is not called growth, where it moved.
+    pub note: Option<Note>,
+}
+
+/// Why a level that moved is still not growth.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "why")]
+pub enum Note {
+    /// It moved, but by less than a level must to be more than flat: the
+    /// larger of 1 % of its level and the evidence growth needs (its
+    /// resolution floor, or [`MATERIAL_SHARE`] of its level): "flat within
+    /// 12 KiB".
+    Within { band: f64 },
+    /// It moved in the first half of the run, then held: start-up the
+    /// warm-up did not catch, or a level that stepped once.
+    NotSustained,
 }
 
 const MAX_THEIL_SEN_POINTS: usize = 400;
@@ -206,29 +338,25 @@ fn quantum_of(sizes: &[f64]) -> Option<f64> {
     Some(abs.iter().sum::<f64>() / units)
 }
 
-/// Analyses one channel: `t_s` in seconds (ascending), `v` its values (`NaN`:
-/// no reading, skipped).
-pub fn analyze(t_s: &[f64], v: &[f64], ctx: &Context<'_>) -> ChannelAnalysis {
-    let n_all = t_s.len().min(v.len());
-    let t0 = t_s.first().copied().unwrap_or(0.0);
-    let t_end = t_s[..n_all].last().copied().unwrap_or(0.0);
-    let warmup_s = ctx.warmup_s.unwrap_or((t_end - t0) * 0.1).max(0.0);
-    let cut = t0 + warmup_s;
-    // Readings after the warm-up, with their row index (for steps and tokens).
-    let rows: Vec<usize> = (0..n_all)
-        .filter(|&i| t_s[i] >= cut && !v[i].is_nan())
-        .collect();
-    let t: Vec<f64> = rows.iter().map(|&i| t_s[i]).collect();
-    let x: Vec<f64> = rows.iter().map(|&i| v[i]).collect();
-    let n = x.len();
-    let mut out = ChannelAnalysis {
+/// The readings after the warm-up.
+struct Prepared {
+    /// Row index of each reading (for steps and tokens).
+    rows: Vec<usize>,
+    t: Vec<f64>,
+    x: Vec<f64>,
+}
+
+fn empty(ctx: &Context<'_>, warmup_s: f64, p: &Prepared) -> ChannelAnalysis {
+    let n = p.x.len();
+    ChannelAnalysis {
+        kind: ctx.kind,
         verdict: Verdict::Insufficient,
         confidence: 0.0,
         points: n,
         warmup_s,
-        duration_s: if n > 1 { t[n - 1] - t[0] } else { 0.0 },
-        baseline: x.first().copied().unwrap_or(f64::NAN),
-        final_value: x.last().copied().unwrap_or(f64::NAN),
+        duration_s: if n > 1 { p.t[n - 1] - p.t[0] } else { 0.0 },
+        baseline: p.x.first().copied().unwrap_or(f64::NAN),
+        final_value: p.x.last().copied().unwrap_or(f64::NAN),
         drift: 0.0,
         drift_per_step: None,
         drift_per_token: None,
@@ -239,24 +367,96 @@ pub fn analyze(t_s: &[f64], v: &[f64], ctx: &Context<'_>) -> ChannelAnalysis {
         jump_list: Vec::new(),
         quantum: None,
         longest_flat_s: 0.0,
-        projection_24h: 0.0,
+        projection_24h: None,
         limit: ctx.limit,
         time_to_limit_s: None,
+        severity: None,
+        rate_per_s: None,
+        pct_per_hour: None,
+        last_rise_s: None,
+        detectable_after_s: None,
+        note: None,
+    }
+}
+
+/// A line through (t, x) by Theil–Sen, and the robust scatter around it.
+struct Trend {
+    slope: f64,
+    intercept: f64,
+    scatter: f64,
+}
+
+fn trend(t: &[f64], x: &[f64]) -> Trend {
+    let slope = theil_sen(t, x);
+    let intercept = median(
+        &mut t
+            .iter()
+            .zip(x)
+            .map(|(ti, xi)| xi - slope * ti)
+            .collect::<Vec<_>>(),
+    );
+    let mut resid: Vec<f64> = t
+        .iter()
+        .zip(x)
+        .map(|(ti, xi)| (xi - intercept - slope * ti).abs())
+        .collect();
+    Trend {
+        slope,
+        intercept,
+        scatter: 1.4826 * median(&mut resid),
+    }
+}
+
+/// Analyses one channel: `t_s` in seconds (ascending), `v` its values (`NaN`:
+/// no reading, skipped), read as its kind says (`ctx.kind`).
+pub fn analyze(t_s: &[f64], v: &[f64], ctx: &Context<'_>) -> ChannelAnalysis {
+    let n_all = t_s.len().min(v.len());
+    let t0 = t_s.first().copied().unwrap_or(0.0);
+    let warmup_s = match ctx.warmup_s {
+        Some(w) => w.max(0.0),
+        None => {
+            let floor = ctx.min_growth;
+            find_warmup(&t_s[..n_all], &v[..n_all], floor).map_or(0.0, |w| w.at_s - t0)
+        }
     };
-    if n < 8 {
+    let cut = t0 + warmup_s;
+    let rows: Vec<usize> = (0..n_all)
+        .filter(|&i| t_s[i] >= cut && !v[i].is_nan())
+        .collect();
+    let p = Prepared {
+        t: rows.iter().map(|&i| t_s[i]).collect(),
+        x: rows.iter().map(|&i| v[i]).collect(),
+        rows,
+    };
+    let mut out = empty(ctx, warmup_s, &p);
+    if p.x.len() < 8 {
         out.drift = out.final_value - out.baseline;
         if out.drift.is_nan() {
             out.drift = 0.0;
         }
+        if ctx.kind == Kind::Level {
+            out.projection_24h = Some(0.0);
+        }
         return out;
     }
+    match ctx.kind {
+        Kind::Level => level(&p, ctx, &mut out),
+        Kind::Peak => peak(&p, ctx, &mut out),
+        Kind::Counter => counter(&p, ctx, &mut out),
+        Kind::Gauge => gauge(&p, &mut out),
+    }
+    out
+}
 
-    // Baseline and final: medians of the first and last windows.
+/// Baseline and final (medians of the first and last windows), drift, and
+/// drift per step and token. Returns the window.
+fn ends(p: &Prepared, ctx: &Context<'_>, out: &mut ChannelAnalysis) -> usize {
+    let (x, n) = (&p.x, p.x.len());
     let w = (n / 20).max(5).min(n / 2);
     out.baseline = median(&mut x[..w].to_vec());
     out.final_value = median(&mut x[n - w..].to_vec());
     out.drift = out.final_value - out.baseline;
-    let (a_mid, b_mid) = (rows[w / 2], rows[n - w + w / 2]);
+    let (a_mid, b_mid) = (p.rows[w / 2], p.rows[n - w + w / 2]);
     let per = |axis: Option<&[f64]>| {
         let axis = axis?;
         let d = axis.get(b_mid)? - axis.get(a_mid)?;
@@ -268,6 +468,22 @@ pub fn analyze(t_s: &[f64], v: &[f64], ctx: &Context<'_>) -> ChannelAnalysis {
     if let Some(dk) = per(ctx.tokens) {
         out.drift_per_token = Some(out.drift / dk);
     }
+    w
+}
+
+/// Steps per second over the analysed run, where steps advance.
+fn steps_per_s(p: &Prepared, ctx: &Context<'_>, duration_s: f64) -> Option<f64> {
+    let steps = ctx.steps?;
+    let n = p.rows.len();
+    let ds = steps.get(p.rows[n - 1])? - steps.get(p.rows[0])?;
+    (ds > 0.0 && duration_s > 0.0).then(|| ds / duration_s)
+}
+
+/// A level: flat, staircase, linear or noisy; projected, with its time to
+/// the limit and severity.
+fn level(p: &Prepared, ctx: &Context<'_>, out: &mut ChannelAnalysis) {
+    let (t, x, n) = (&p.t, &p.x, p.x.len());
+    let w = ends(p, ctx, out);
 
     // Noise of the differences, jumps, ramps.
     let d: Vec<f64> = x.windows(2).map(|p| p[1] - p[0]).collect();
@@ -280,8 +496,13 @@ pub fn analyze(t_s: &[f64], v: &[f64], ctx: &Context<'_>) -> ChannelAnalysis {
     let level = median(&mut x.iter().map(|v| v.abs()).collect::<Vec<_>>());
     let resolution = level * 1e-12 + f64::MIN_POSITIVE;
     // Jumps are found at the data's own resolution; growth must pass the
-    // channel's evidence floor to be called growth.
-    let evidence = resolution.max(ctx.min_growth);
+    // channel's evidence floor, and be material against its level, to be
+    // called growth.
+    let evidence = if ctx.min_growth > 0.0 {
+        resolution.max(ctx.min_growth)
+    } else {
+        resolution.max(MATERIAL_SHARE * level)
+    };
     let threshold = (6.0 * out.noise).max(resolution);
     let mut changes = 0usize;
     let mut jumps: Vec<Jump> = Vec::new();
@@ -299,11 +520,13 @@ pub fn analyze(t_s: &[f64], v: &[f64], ctx: &Context<'_>) -> ChannelAnalysis {
         }
         changes += i - start;
         // A jump is a new level that holds: no other large change in the
-        // next three steps (else it is a spike or a flicker).
+        // next three steps (else it is a spike or a flicker), and not the
+        // way back from a spike that went the other way just before.
         let holds = d[i..d.len().min(i + 3)]
             .iter()
             .all(|x| x.abs() <= threshold);
-        if i - start <= 3 && holds {
+        let returns = start > 0 && d[start - 1].abs() > threshold && d[start - 1].signum() != sign;
+        if i - start <= 3 && holds && !returns {
             jumps.push(Jump {
                 t_s: t[start + 1],
                 size: d[start..i].iter().sum(),
@@ -318,21 +541,9 @@ pub fn analyze(t_s: &[f64], v: &[f64], ctx: &Context<'_>) -> ChannelAnalysis {
     out.longest_flat_s = edges.windows(2).map(|e| e[1] - e[0]).fold(0.0, f64::max);
 
     // Trend and scatter around it.
-    out.slope_per_s = theil_sen(&t, &x);
-    let intercept = median(
-        &mut t
-            .iter()
-            .zip(&x)
-            .map(|(ti, xi)| xi - out.slope_per_s * ti)
-            .collect::<Vec<_>>(),
-    );
-    let mut resid: Vec<f64> = t
-        .iter()
-        .zip(&x)
-        .map(|(ti, xi)| (xi - intercept - out.slope_per_s * ti).abs())
-        .collect();
-    let scatter = 1.4826 * median(&mut resid);
-    let trend = out.slope_per_s * out.duration_s;
+    let tr = trend(t, x);
+    out.slope_per_s = tr.slope;
+    let run_trend = tr.slope * out.duration_s;
     let spread = {
         let mut c = x.clone();
         quantile(&mut c, 0.95) - quantile(&mut c, 0.05)
@@ -349,18 +560,20 @@ pub fn analyze(t_s: &[f64], v: &[f64], ctx: &Context<'_>) -> ChannelAnalysis {
     let gross: f64 = deciding().map(|j| j.size.abs()).sum();
     let changing = changes as f64 / d.len() as f64;
     let growth = out.drift.abs();
-    let (verdict, confidence) = if deciding().next().is_some()
+    let (mut verdict, mut confidence) = if deciding().next().is_some()
         && changing <= 0.2
+        && net.signum() == out.drift.signum()
         && net.abs() >= 0.6 * gross
         && growth > evidence
         && net.abs() >= 0.5 * growth
     {
         let explained = (net.abs() / growth.max(net.abs())).min(1.0);
         (Verdict::Staircase, explained * (1.0 - changing))
-    } else if trend.abs() > 3.0 * scatter && trend.abs() > evidence && growth > evidence {
+    } else if run_trend.abs() > 3.0 * tr.scatter && run_trend.abs() > evidence && growth > evidence
+    {
         (
             Verdict::Linear,
-            (1.0 - scatter / trend.abs()).clamp(0.0, 1.0),
+            (1.0 - tr.scatter / run_trend.abs()).clamp(0.0, 1.0),
         )
     } else if spread <= tolerance {
         (
@@ -370,35 +583,240 @@ pub fn analyze(t_s: &[f64], v: &[f64], ctx: &Context<'_>) -> ChannelAnalysis {
     } else {
         (Verdict::Noisy, (spread / tolerance / 10.0).clamp(0.5, 1.0))
     };
+    let rate = |v: Verdict| match v {
+        Verdict::Staircase if out.duration_s > 0.0 => out.drift / out.duration_s,
+        Verdict::Linear => tr.slope,
+        _ => 0.0,
+    };
+    // Growth must hold: the later half of the run moves the same way, by a
+    // fair share of what the run's rate predicts for it. Growth that stopped
+    // is start-up the warm-up did not catch, or a level that stepped once.
+    if verdict.is_growth() {
+        let mid = t[0] + out.duration_s / 2.0;
+        let from = t.partition_point(|&ti| ti < mid);
+        let late = &x[from..];
+        let lw = (late.len() / 10).max(3).min(late.len() / 2).max(1);
+        let late_drift =
+            median(&mut late[late.len() - lw..].to_vec()) - median(&mut late[..lw].to_vec());
+        let expected = rate(verdict) * (t[n - 1] - t[from.min(n - 1)]);
+        let sustained = late_drift * expected.signum() >= SUSTAINED_SHARE * expected.abs();
+        if !sustained {
+            let mut l = late.to_vec();
+            let late_spread = quantile(&mut l, 0.95) - quantile(&mut l, 0.05);
+            verdict = if late_spread <= tolerance {
+                Verdict::Flat
+            } else {
+                Verdict::Noisy
+            };
+            confidence = 0.5;
+            out.note = Some(Note::NotSustained);
+        }
+    } else if verdict == Verdict::Flat && out.drift != 0.0 {
+        out.note = Some(Note::Within { band: tolerance });
+    }
     out.verdict = verdict;
     out.confidence = confidence;
 
-    // Projection.
-    let rate = match verdict {
-        // Flat within the evidence floor: nothing to project.
-        Verdict::Flat => 0.0,
-        Verdict::Staircase if out.duration_s > 0.0 => out.drift / out.duration_s,
-        _ => out.slope_per_s,
-    };
-    out.projection_24h = rate * DAY_S;
-    if let Some(steps) = ctx.steps {
-        let ds = steps
-            .get(rows[n - 1])
-            .zip(steps.get(rows[0]))
-            .map(|(b, a)| b - a);
-        if let Some(ds) = ds.filter(|d| *d > 0.0 && out.duration_s > 0.0) {
-            out.slope_per_step = Some(rate / (ds / out.duration_s));
-        }
+    // Projection, limit, severity.
+    let r = rate(verdict);
+    out.projection_24h = Some(r * DAY_S);
+    if let Some(sps) = steps_per_s(p, ctx, out.duration_s) {
+        out.slope_per_step = Some(r / sps);
     }
     if let Some(limit) = ctx.limit
-        && rate > 0.0
+        && r > 0.0
         && limit > out.final_value
     {
-        out.time_to_limit_s = Some((limit - out.final_value) / rate);
+        out.time_to_limit_s = Some((limit - out.final_value) / r);
     }
+    if verdict.is_growth() && r > 0.0 {
+        out.severity = Some(Severity::of(out.time_to_limit_s));
+    }
+    // How long before a reference leak rises above this run's scatter and
+    // the evidence floor.
+    let reference_per_s = if ctx.min_growth > 0.0 || level > 1e6 {
+        REFERENCE_LEAK_BYTES_PER_H / 3600.0
+    } else {
+        MATERIAL_SHARE * level / 3600.0
+    };
+    if reference_per_s > 0.0 {
+        out.detectable_after_s = Some((3.0 * tr.scatter).max(evidence) / reference_per_s);
+    }
+    let _ = tr.intercept;
     jumps.truncate(MAX_JUMP_LIST);
     out.jump_list = jumps;
-    out
+}
+
+/// A peak (high-water mark): how often and by how much it rose, and when
+/// last. Never projected: a peak that keeps rising is told by its level.
+fn peak(p: &Prepared, ctx: &Context<'_>, out: &mut ChannelAnalysis) {
+    let (t, x) = (&p.t, &p.x);
+    ends(p, ctx, out);
+    out.baseline = x[0];
+    out.final_value = x[x.len() - 1];
+    out.drift = out.final_value - out.baseline;
+    let level = median(&mut x.iter().map(|v| v.abs()).collect::<Vec<_>>());
+    let floor = ctx.min_growth.max(level * 1e-12 + f64::MIN_POSITIVE);
+    let mut rises: Vec<Jump> = Vec::new();
+    let mut i = 1;
+    while i < x.len() {
+        if x[i] - x[i - 1] > 0.0 {
+            let start = i;
+            while i < x.len() && x[i] - x[i - 1] > 0.0 {
+                i += 1;
+            }
+            let size = x[i - 1] - x[start - 1];
+            if size > floor {
+                rises.push(Jump {
+                    t_s: t[start],
+                    size,
+                });
+            }
+        } else {
+            i += 1;
+        }
+    }
+    out.jumps = rises.len();
+    out.last_rise_s = rises.last().map(|j| j.t_s);
+    out.verdict = if rises.is_empty() {
+        Verdict::Held
+    } else {
+        Verdict::Rose
+    };
+    out.confidence = 1.0;
+    rises.truncate(MAX_JUMP_LIST);
+    out.jump_list = rises;
+}
+
+/// A counter, read as a rate: steady, rising, falling or bursty; the rate
+/// per second (and the count per step where steps exist), never a 24 h
+/// projection of the count.
+fn counter(p: &Prepared, ctx: &Context<'_>, out: &mut ChannelAnalysis) {
+    let (t, x, n) = (&p.t, &p.x, p.x.len());
+    // The count per step, over the run.
+    if let Some(sps) = steps_per_s(p, ctx, out.duration_s) {
+        let total = x[n - 1] - x[0];
+        if total >= 0.0 {
+            out.drift_per_step = Some(total / (sps * out.duration_s));
+        }
+    }
+    // Rates over windows of equal time (at least a second, at most 200 of
+    // them): a counter read at 100 Hz is too coarse sample to sample.
+    let windows = (out.duration_s.floor() as usize).clamp(8, 200);
+    let span = out.duration_s / windows as f64;
+    let mut rt = Vec::with_capacity(windows);
+    let mut r = Vec::with_capacity(windows);
+    let (mut counted, mut over) = (0.0, 0.0);
+    let mut j = 0;
+    let mut prev = (t[0], x[0]);
+    for k in 1..=windows {
+        let edge = t[0] + span * k as f64;
+        while j + 1 < n && t[j + 1] <= edge + 1e-9 {
+            j += 1;
+        }
+        let (tj, xj) = (t[j], x[j]);
+        if tj > prev.0 {
+            let dx = xj - prev.1;
+            // A counter that went back (restarted) says nothing for this window.
+            if dx >= 0.0 {
+                rt.push(edge);
+                r.push(dx / (tj - prev.0));
+                counted += dx;
+                over += tj - prev.0;
+            }
+            prev = (tj, xj);
+        }
+    }
+    if r.len() < 4 {
+        return;
+    }
+    // The rate told is the count over the time (restarts left out); the
+    // windows' median decides the shape.
+    out.rate_per_s = Some(counted / over);
+    let rate = median(&mut r.clone());
+    let m = r.len();
+    let w = (m / 5).max(2);
+    out.baseline = median(&mut r[..w].to_vec());
+    out.final_value = median(&mut r[m - w..].to_vec());
+    out.drift = out.final_value - out.baseline;
+    let tr = trend(&rt, &r);
+    out.slope_per_s = tr.slope;
+    out.noise = tr.scatter;
+    let change = tr.slope * (rt[m - 1] - rt[0]);
+    let idle = r.iter().filter(|&&v| v == 0.0).count() as f64 / m as f64;
+    let high = quantile(&mut r.clone(), 0.9);
+
+    let (verdict, confidence) =
+        if ((0.2..=0.8).contains(&idle) && high > 0.0) || (rate > 0.0 && high > 5.0 * rate) {
+            (Verdict::Bursty, idle.max(0.5))
+        } else if change.abs() > 3.0 * tr.scatter && change.abs() > 0.1 * rate.abs().max(1e-12) {
+            (
+                if change > 0.0 {
+                    Verdict::Rising
+                } else {
+                    Verdict::Falling
+                },
+                (1.0 - tr.scatter / change.abs()).clamp(0.0, 1.0),
+            )
+        } else {
+            (
+                Verdict::Steady,
+                1.0 - (change.abs() / (3.0 * tr.scatter).max(1e-12)).min(0.5),
+            )
+        };
+    if matches!(verdict, Verdict::Rising | Verdict::Falling) && rate > 0.0 {
+        out.pct_per_hour = Some(tr.slope * 3600.0 / rate * 100.0);
+    }
+    out.verdict = verdict;
+    out.confidence = confidence;
+}
+
+/// A gauge: stable, drifting up or down (by % of its level an hour), or
+/// noisy. Never projected to a day.
+fn gauge(p: &Prepared, out: &mut ChannelAnalysis) {
+    let (t, x) = (&p.t, &p.x);
+    let n = x.len();
+    let w = (n / 20).max(5).min(n / 2);
+    out.baseline = median(&mut x[..w].to_vec());
+    out.final_value = median(&mut x[n - w..].to_vec());
+    out.drift = out.final_value - out.baseline;
+    let tr = trend(t, x);
+    out.slope_per_s = tr.slope;
+    out.noise = tr.scatter;
+    let level = median(&mut x.iter().map(|v| v.abs()).collect::<Vec<_>>());
+    let change = tr.slope * out.duration_s;
+    let spread = {
+        let mut c = x.clone();
+        quantile(&mut c, 0.95) - quantile(&mut c, 0.05)
+    };
+    let (verdict, confidence) = if change.abs() > 3.0 * tr.scatter
+        && change.abs() > 0.02 * level
+        && out.drift.abs() > 0.02 * level
+    {
+        (
+            if change > 0.0 {
+                Verdict::DriftingUp
+            } else {
+                Verdict::DriftingDown
+            },
+            (1.0 - tr.scatter / change.abs()).clamp(0.0, 1.0),
+        )
+    } else if spread > 0.2 * level.max(f64::MIN_POSITIVE) {
+        (
+            Verdict::Noisy,
+            (spread / level.max(f64::MIN_POSITIVE)).clamp(0.5, 1.0),
+        )
+    } else {
+        (
+            Verdict::Stable,
+            1.0 - (spread / (0.2 * level).max(f64::MIN_POSITIVE)).min(0.5),
+        )
+    };
+    if matches!(verdict, Verdict::DriftingUp | Verdict::DriftingDown) && level > 0.0 {
+        out.pct_per_hour = Some(tr.slope * 3600.0 / level * 100.0);
+    }
+    out.verdict = verdict;
+    out.confidence = confidence;
 }
 
 #[cfg(test)]

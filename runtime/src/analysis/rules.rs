@@ -81,11 +81,16 @@ pub const EVIDENCE_PAGES: f64 = 16.0;
 /// processes counts 1/k page in each): one last page fault, or a reader
 /// touching a few shared pages, is not a leak. Below 16 pages (64 KiB) such
 /// a change reads as flat, never as a staircase projected to a day; six
-/// 64-page steps are still a staircase. Other channels: 0 (any change
-/// counts) until the analysis learns every channel's resolution.
+/// 64-page steps are still a staircase. Memory a job logs in MiB
+/// (`log.*_mb`) is paged too: 16 pages in MiB. Other channels: 0, and a
+/// level's growth must then pass 0.1 % of its level
+/// ([`super::MATERIAL_SHARE`]).
 pub fn evidence_floor(name: &str, unit: Unit) -> f64 {
     if is_host_memory(name, unit) {
         EVIDENCE_PAGES * 4096.0
+    } else if unit == Unit::Mebibytes {
+        // A job's own log of its memory in MiB (`log.vm_rss_mb`): pages too.
+        EVIDENCE_PAGES * 4096.0 / 1_048_576.0
     } else {
         0.0
     }

@@ -1,6 +1,6 @@
 //! [`Tracker`]: a bounded history of one live channel, analysed on demand.
 
-use super::{ChannelAnalysis, Context, analyze};
+use super::{ChannelAnalysis, Context, Kind, analyze};
 
 /// Keeps every point until `capacity`, then thins evenly: each time it fills,
 /// every other kept point goes and the stride doubles, so the history always
@@ -81,14 +81,20 @@ impl Tracker {
         self.t.is_empty()
     }
 
+    /// The kept points (times and values), without the latest reading.
+    pub fn points(&self) -> (&[f64], &[f64]) {
+        (&self.t, &self.v)
+    }
+
     /// Readings pushed so far.
     pub fn seen(&self) -> u64 {
         self.seen
     }
 
-    /// Analyses what is kept (plus the latest reading).
+    /// Analyses what is kept (plus the latest reading) as `kind`.
     pub fn analyze(
         &self,
+        kind: Kind,
         warmup_s: Option<f64>,
         limit: Option<f64>,
         min_growth: f64,
@@ -109,6 +115,7 @@ impl Tracker {
         }
         let axis = |a: &[f64]| a.iter().any(|x| !x.is_nan());
         let ctx = Context {
+            kind,
             warmup_s,
             steps: axis(&steps).then_some(&steps[..]),
             tokens: axis(&tokens).then_some(&tokens[..]),

@@ -1,0 +1,220 @@
+//! Where start-up ends: the warm-up is found, not assumed.
+//!
+//! A job's memory climbs while it loads a model, builds its dataset or
+//! fills caches, then settles. [`find_warmup`] fits the series (reduced to at
+//! most [`BUCKETS`] bucket means) with two independent straight lines, before
+//! and after each candidate break in the first half of the run, and keeps
+//! the break that leaves the least squared error. It is start-up only when
+//!
+//! - two lines explain the series much better than one (they remove at
+//!   least half of one line's squared error),
+//! - the level moved during start-up, from the run's start to where the
+//!   settled line begins, by more than the channel's evidence floor and
+//!   four times the settled part's scatter, and
+//! - the settled part moves by less than a quarter of that over its whole
+//!   length.
+//!
+//! So a leak from the start (one line), a leak that starts late (the later
+//! line is the steeper) and a flat run (nothing moved) have no warm-up; a
+//! ramp or a step up followed by a plateau does.
+
+use super::rules;
+use crate::telemetry::{Kind, Schema};
+
+/// Most points the break is searched over.
+pub const BUCKETS: usize = 400;
+
+/// A warm-up found in a series.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Warmup {
+    /// When start-up ended, on the series' clock.
+    pub at_s: f64,
+    /// The channel it was found in (for a recording's warm-up).
+    pub channel: Option<String>,
+}
+
+/// Running sums for least-squares lines over any range of points.
+struct Sums {
+    t: Vec<f64>,
+    v: Vec<f64>,
+    tt: Vec<f64>,
+    tv: Vec<f64>,
+    vv: Vec<f64>,
+}
+
+/// A fitted line over a range: slope, value at `t`, squared error.
+struct Fit {
+    slope: f64,
+    mean_t: f64,
+    mean_v: f64,
+    sse: f64,
+}
+
+impl Fit {
+    fn at(&self, t: f64) -> f64 {
+        self.mean_v + self.slope * (t - self.mean_t)
+    }
+}
+
+impl Sums {
+    fn new(t: &[f64], v: &[f64]) -> Self {
+        let mut s = Self {
+            t: vec![0.0],
+            v: vec![0.0],
+            tt: vec![0.0],
+            tv: vec![0.0],
+            vv: vec![0.0],
+        };
+        for (&ti, &vi) in t.iter().zip(v) {
+            let last = s.t.len() - 1;
+            s.t.push(s.t[last] + ti);
+            s.v.push(s.v[last] + vi);
+            s.tt.push(s.tt[last] + ti * ti);
+            s.tv.push(s.tv[last] + ti * vi);
+            s.vv.push(s.vv[last] + vi * vi);
+        }
+        s
+    }
+
+    fn fit(&self, a: usize, b: usize) -> Fit {
+        let n = (b - a) as f64;
+        let d = |c: &[f64]| (c[b] - c[a]) / n;
+        let (mt, mv) = (d(&self.t), d(&self.v));
+        let var_t = (d(&self.tt) - mt * mt).max(0.0);
+        let cov = d(&self.tv) - mt * mv;
+        let var_v = (d(&self.vv) - mv * mv).max(0.0);
+        let slope = if var_t > 0.0 { cov / var_t } else { 0.0 };
+        Fit {
+            slope,
+            mean_t: mt,
+            mean_v: mv,
+            sse: (n * (var_v - slope * cov)).max(0.0),
+        }
+    }
+}
+
+/// Where start-up ends in this series (`NaN`: no reading), if it has a
+/// start-up; `floor` is the smallest change that counts for the channel.
+pub fn find_warmup(t_s: &[f64], v: &[f64], floor: f64) -> Option<Warmup> {
+    let (t, x): (Vec<f64>, Vec<f64>) = t_s
+        .iter()
+        .zip(v)
+        .filter(|(_, v)| !v.is_nan())
+        .map(|(&t, &v)| (t, v))
+        .unzip();
+    if x.len() < 16 {
+        return None;
+    }
+    // Bucket means, centred (large byte counts squared lose digits).
+    let (t0, v0) = (t[0], x[0]);
+    let per = x.len().div_ceil(BUCKETS);
+    let mut bt = Vec::with_capacity(BUCKETS);
+    let mut bv = Vec::with_capacity(BUCKETS);
+    let mut starts = Vec::with_capacity(BUCKETS);
+    for (tc, xc) in t.chunks(per).zip(x.chunks(per)) {
+        let k = tc.len() as f64;
+        starts.push(tc[0]);
+        bt.push(tc.iter().map(|t| t - t0).sum::<f64>() / k);
+        bv.push(xc.iter().map(|v| v - v0).sum::<f64>() / k);
+    }
+    let m = bv.len();
+    if m < 16 {
+        return None;
+    }
+    let sums = Sums::new(&bt, &bv);
+    let one = sums.fit(0, m);
+    if one.sse <= 0.0 {
+        return None;
+    }
+    let lo = (m / 50).max(3);
+    let (k, a, b) = (lo..=m / 2)
+        .map(|k| (k, sums.fit(0, k), sums.fit(k, m)))
+        .min_by(|x, y| (x.1.sse + x.2.sse).total_cmp(&(y.1.sse + y.2.sse)))?;
+    let explained = 1.0 - (a.sse + b.sse) / one.sse;
+    let startup = (b.at(bt[k]) - a.at(bt[0])).abs();
+    let settled = (b.slope * (bt[m - 1] - bt[k])).abs();
+    let scatter = (b.sse / (m - k) as f64).sqrt();
+    (explained >= 0.5 && startup > floor.max(4.0 * scatter) && settled < 0.25 * startup).then(
+        || Warmup {
+            at_s: starts[k],
+            channel: None,
+        },
+    )
+}
+
+/// The warm-up of a whole recording: the latest start-up found among its
+/// memory levels (host memory, the allocator's live bytes, GPU memory in
+/// use), or `None` when none has one. Every channel is then analysed after
+/// it, so one receipt has one warm-up.
+pub fn recording_warmup<'a>(
+    schema: &Schema,
+    t_s: &[f64],
+    column: impl Fn(usize) -> &'a [f64],
+) -> Option<Warmup> {
+    schema
+        .channels
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| {
+            c.kind == Kind::Level
+                && (rules::is_host_memory(&c.name, c.unit)
+                    || c.name == "alloc.live"
+                    || (c.name.starts_with("gpu") && c.name.ends_with(".used")))
+        })
+        .filter_map(|(i, c)| {
+            let floor = rules::evidence_floor(&c.name, c.unit);
+            find_warmup(t_s, column(i), floor).map(|w| Warmup {
+                at_s: w.at_s,
+                channel: Some(c.name.clone()),
+            })
+        })
+        .max_by(|a, b| a.at_s.total_cmp(&b.at_s))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn series(n: usize, hz: f64, f: impl Fn(f64) -> f64) -> (Vec<f64>, Vec<f64>) {
+        let t: Vec<f64> = (0..n).map(|i| i as f64 / hz).collect();
+        let v = t.iter().map(|&t| f(t)).collect();
+        (t, v)
+    }
+
+    /// A deterministic wiggle standing in for noise.
+    fn wiggle(t: f64) -> f64 {
+        (t * 7.3).sin() * 0.6 + (t * 2.1).cos() * 0.4
+    }
+
+    #[test]
+    fn a_dataset_build_then_a_plateau_ends_where_it_settles() {
+        // 14 s of building (+60 MiB), then flat for 26 s, at 10 Hz.
+        let (t, v) = series(400, 10.0, |t| {
+            1e8 + 6e7 * (t / 14.0).min(1.0) + 2e5 * wiggle(t)
+        });
+        let w = find_warmup(&t, &v, 65536.0).expect("a start-up");
+        assert!((w.at_s - 14.0).abs() < 1.0, "{w:?}");
+        // A step up at 5 s, then flat.
+        let (t, v) = series(600, 10.0, |t| if t < 5.0 { 1e6 } else { 9e6 } + wiggle(t));
+        let w = find_warmup(&t, &v, 0.0).expect("a step");
+        assert!((w.at_s - 5.0).abs() < 0.5, "{w:?}");
+    }
+
+    #[test]
+    fn leaks_and_flat_runs_have_no_warm_up() {
+        let floor = 65536.0;
+        let flat = series(1000, 10.0, |t| 1e9 + 1e4 * wiggle(t));
+        let leak = series(1000, 10.0, |t| 1e9 + 1e6 * t + 1e4 * wiggle(t));
+        let late = series(1000, 10.0, |t| {
+            1e9 + 1e6 * (t - 60.0).max(0.0) + 1e4 * wiggle(t)
+        });
+        for (name, (t, v)) in [("flat", flat), ("leak", leak), ("late leak", late)] {
+            assert_eq!(find_warmup(&t, &v, floor), None, "{name}");
+        }
+        // A start-up smaller than the floor is none.
+        let (t, v) = series(400, 10.0, |t| 1e8 + 3e4 * (t / 10.0).min(1.0));
+        assert_eq!(find_warmup(&t, &v, floor), None);
+        assert!(find_warmup(&t, &v, 0.0).is_some());
+        assert_eq!(find_warmup(&t[..10], &v[..10], 0.0), None, "too short");
+    }
+}
