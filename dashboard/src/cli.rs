@@ -234,7 +234,8 @@ pub struct ReportArgs {
     pub file: PathBuf,
     #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
     pub format: ReportFormat,
-    /// Seconds at the start left out of the analysis (default: the first 10 %).
+    /// Seconds at the start left out of the analysis (default: found where
+    /// the memory channels' start-up ends; none if they have none).
     #[arg(long, value_name = "S", value_parser = non_negative)]
     pub warmup_s: Option<f64>,
 }

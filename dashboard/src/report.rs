@@ -587,6 +587,7 @@ fn tree_text(t: &TreeSummary, indent: &str) -> String {
         t.processes.len(),
         t.peak
     );
+    let workers = t.processes.iter().any(|p| p.role == "worker");
     for p in &t.processes {
         let life = match (p.started_s, p.exited_s) {
             (Some(a), Some(b)) => format!("{a:.1}–{b:.1} s"),
@@ -594,9 +595,14 @@ fn tree_text(t: &TreeSummary, indent: &str) -> String {
             (None, Some(b)) => format!("until {b:.1} s"),
             (None, None) => String::new(),
         };
+        let since = if workers {
+            "since the workers started"
+        } else {
+            "since the warm-up"
+        };
         let pss = match (p.pss_verdict, p.pss_growth) {
             (Some(v), Some(d)) => format!(
-                "PSS {} after the warm-up, {} since the workers started",
+                "PSS {} after the warm-up, {} {since}",
                 v.as_str(),
                 change(d, Unit::Bytes)
             ),

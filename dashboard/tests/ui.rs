@@ -524,3 +524,23 @@ fn markers_are_placed_at_their_time_or_step() {
         "the playhead goes no further than the end"
     );
 }
+
+/// Counters are plotted as rates: the rise of each column over its width.
+#[test]
+fn counters_plot_as_rates() {
+    use egui_plot::PlotPoint;
+    use flatline_dashboard::ui::rates;
+    let p = |x, y| PlotPoint::new(x, y);
+    // Columns of min and max points: 10/s, then a restart, then 20/s.
+    let pts = [
+        p(0.0, 0.0),
+        p(1.0, 5.0),
+        p(1.0, 10.0),
+        p(2.0, 20.0),
+        p(3.0, 1.0),
+        p(4.0, 21.0),
+    ];
+    let r = rates(&pts);
+    let got: Vec<(f64, f64)> = r.iter().map(|p| (p.x, p.y)).collect();
+    assert_eq!(got, [(1.0, 10.0), (2.0, 10.0), (4.0, 20.0)]);
+}

@@ -24,7 +24,7 @@ use eframe::egui;
 pub use source::{LiveSource, Meta, ReplaySource, Source, SourceKind, WatchSource};
 pub use store::{Series, Store};
 pub use timeline::Timeline;
-pub use view::{Action, ProcessRow, marker_lines, process_rows};
+pub use view::{Action, ProcessRow, marker_lines, process_rows, rates};
 
 /// Samples a live session keeps at full resolution before thinning its older
 /// history (131,072: about 22 minutes at 100 Hz).
@@ -42,6 +42,9 @@ pub struct Settings {
     pub dark: bool,
     /// Show the verdict cards.
     pub cards: bool,
+    /// Plot counters as their cumulative count instead of their rate.
+    #[serde(default)]
+    pub counts: bool,
 }
 
 impl Default for Settings {
@@ -73,6 +76,7 @@ impl Default for Settings {
             x_steps: false,
             dark: true,
             cards: true,
+            counts: false,
         }
     }
 }

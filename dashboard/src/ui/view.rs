@@ -160,6 +160,8 @@ fn top_bar(d: &mut Dashboard, ui: &mut egui::Ui, actions: &mut Vec<Action>) {
             if d.store.step_axis().is_some() {
                 ui.toggle_value(&mut d.settings.x_steps, "x: step");
             }
+            ui.toggle_value(&mut d.settings.counts, "Counts")
+                .on_hover_text("plot counters as their cumulative count, not their rate");
             ui.toggle_value(&mut d.settings.cards, "Verdicts");
             if ui
                 .button(if d.settings.dark { "Light" } else { "Dark" })
@@ -726,9 +728,28 @@ pub fn decimate(
     out
 }
 
+/// A counter's points as its rate: between consecutive columns, the rise of
+/// their highest point (a count only rises) over the x between them; a
+/// counter that went back (restarted) draws nothing there.
+pub fn rates(pts: &[PlotPoint]) -> Vec<PlotPoint> {
+    let mut cols: Vec<PlotPoint> = Vec::with_capacity(pts.len() / 2 + 1);
+    for p in pts {
+        match cols.last_mut() {
+            Some(last) if last.x == p.x => last.y = last.y.max(p.y),
+            _ => cols.push(*p),
+        }
+    }
+    cols.windows(2)
+        .filter(|w| w[1].x > w[0].x && w[1].y >= w[0].y)
+        .map(|w| PlotPoint::new(w[1].x, (w[1].y - w[0].y) / (w[1].x - w[0].x)))
+        .collect()
+}
+
 fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
     // One plot per (group, unit) among the chosen channels, in schema order.
-    let mut panels: Vec<((Group, Unit), Vec<usize>)> = Vec::new();
+    // Counters are drawn as rates (per second, or per step on a step axis)
+    // unless the person asked for counts: a panel of their own.
+    let mut panels: Vec<((Group, Unit, bool), Vec<usize>)> = Vec::new();
     // tree.pss gets a plot of its own, the processes' PSS stacked under it.
     let tree = d
         .store
@@ -739,9 +760,13 @@ fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
         if !d.settings.selected.contains(&c.name) || Some(i) == tree {
             continue;
         }
-        match panels.iter_mut().find(|(k, _)| *k == (c.group, c.unit)) {
+        let rate = c.kind == Kind::Counter && !d.settings.counts;
+        match panels
+            .iter_mut()
+            .find(|(k, _)| *k == (c.group, c.unit, rate))
+        {
             Some((_, v)) => v.push(i),
-            None => panels.push(((c.group, c.unit), vec![i])),
+            None => panels.push(((c.group, c.unit, rate), vec![i])),
         }
     }
     let count = panels.len() + usize::from(tree.is_some());
@@ -761,9 +786,17 @@ fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
         if let Some(tree) = tree {
             tree_plot(d, ui, tree, visible, columns, height, link);
         }
-        for ((group, unit), chans) in panels {
+        for ((group, unit, rate), chans) in panels {
             let (scale, label) = axis_unit(group, unit);
-            let title = if d.settings.drift {
+            let per = if x_steps { "step" } else { "s" };
+            let label = if rate {
+                format!("{label}/{per}").replace("count/", "/")
+            } else {
+                label.to_string()
+            };
+            let title = if rate {
+                format!("{} rates ({label})", group_name(group))
+            } else if d.settings.drift {
                 format!("{} drift ({label})", group_name(group))
             } else {
                 format!("{} ({label})", group_name(group))
@@ -781,10 +814,14 @@ fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
                 } else {
                     0.0
                 };
-                let pts = decimate(d, ch, visible, columns, baseline, scale);
+                let pts = if rate {
+                    rates(&decimate(d, ch, visible, columns, 0.0, scale))
+                } else {
+                    decimate(d, ch, visible, columns, baseline, scale)
+                };
                 // Jumps found by the analysis, marked on the line (time axis only).
                 let marks: Vec<[f64; 2]> = match (&analysis, x_steps) {
-                    (Some(a), false) => a
+                    (Some(a), false) if !rate => a
                         .jump_list
                         .iter()
                         .filter_map(|j| {
@@ -816,7 +853,7 @@ fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
             };
             ui.label(RichText::new(title).strong());
             linked_plot(
-                ("plot", group as u8, unit as u8),
+                ("plot", group as u8, unit as u8, rate),
                 height,
                 link,
                 capturing,
@@ -825,7 +862,7 @@ fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
             .include_y(band.map_or(f64::NAN, |b| b.0))
             .include_y(band.map_or(f64::NAN, |b| b.1))
             .show(ui, |pui| {
-                draw_markers(pui, &marks);
+                draw_markers(pui, &marks, band.map_or(hi, |b| b.1.max(hi)));
                 for (name, pts, marks) in lines {
                     let has_marks = !marks.is_empty();
                     pui.line(Line::new(name.clone(), PlotPoints::Owned(pts)));
@@ -885,10 +922,18 @@ const MARKER_LABELS: usize = 24;
 
 /// Markers as dashed vertical lines, labelled at the top of the plot;
 /// markers closer than 1 % of the x range share a line and a label.
-fn draw_markers(pui: &mut PlotUi<'_>, marks: &[(f64, String)]) {
+/// Labels sit at `top`, the highest point drawn: a label placed at the
+/// plot's own upper bound would widen the bounds it is placed by, frame after
+/// frame.
+fn draw_markers(pui: &mut PlotUi<'_>, marks: &[(f64, String)], top: f64) {
     let color = Color32::from_rgb(190, 150, 230);
     let bounds = pui.plot_bounds();
-    let (top, near) = (bounds.max()[1], 0.01 * bounds.width());
+    let near = 0.01 * bounds.width();
+    let top = if top.is_finite() {
+        top
+    } else {
+        bounds.max()[1]
+    };
     let mut merged: Vec<(f64, String)> = Vec::new();
     for (x, text) in marks {
         match merged.last_mut() {
@@ -1024,8 +1069,13 @@ fn tree_plot(
             for a in areas {
                 pui.add(a);
             }
+            let top = lower
+                .iter()
+                .chain(total.iter().map(|p| &p.y))
+                .copied()
+                .fold(0.0, f64::max);
             pui.line(Line::new("tree.pss", PlotPoints::Owned(total)).width(2.0));
-            draw_markers(pui, &marker_lines(d, visible, x_steps));
+            draw_markers(pui, &marker_lines(d, visible, x_steps), top);
         });
 }
 

@@ -5,7 +5,14 @@
 //! it over a whole recording; the dashboard keeps a bounded [`Tracker`] per
 //! channel and runs the same function over it once a second.
 //!
-//! The method, after a warm-up (default: the first 10 % of the run):
+//! Each channel is read as its [`Kind`] says: a **level** (memory in use)
+//! by the method below; a **counter** as its rate over windows of equal time
+//! (`steady`, `rising`, `falling`, `bursty`); a **gauge** by its trend
+//! (`stable`, `drifting up/down` by % of its level an hour, `noisy`); a
+//! **peak** by its rises (`held`, `rose`). Only levels are projected.
+//!
+//! A level's method, after a warm-up (given, or found where start-up ends:
+//! [`find_warmup`]):
 //!
 //! * **baseline** and **final**: medians of the first and last 5 % of the
 //!   points (at least 5); **drift** = final − baseline.
@@ -17,24 +24,30 @@
 //! * **jumps**: differences larger than 6 × noise (or any change at all in a
 //!   noiseless series), neighbours in the same direction merged, that hold
 //!   (no other large change in the next three steps: else it is a spike or
-//!   a flicker); a run of more than three such changes in a row is a ramp,
-//!   not a jump. The
-//!   **quantum** is the largest unit (the smallest jump, or a whole fraction
-//!   of it down to 1/8) of which every jump is a whole multiple within 10 %,
-//!   then refined as the total of the jumps over the total of their units.
-//! * **verdict**:
-//!   `staircase` when there are jumps, they are sparse (at most 20 % of
-//!   the points change), they mostly go one way and they explain at least
-//!   half of the drift (jumps inside the final 5 % window are listed but do
-//!   not decide: a process that exits frees its memory there); else `linear` when the trend over the run (slope ×
+//!   a flicker) and are not the way back from a spike; a run of more than
+//!   three such changes in a row is a ramp, not a jump. The **quantum** is
+//!   the largest unit (the smallest jump, or a whole fraction of it down to
+//!   1/8) of which every jump is a whole multiple within 10 %, then refined
+//!   as the total of the jumps over the total of their units.
+//! * **evidence**: growth counts only above the channel's resolution
+//!   ([`rules::evidence_floor`]: 16 pages for paged memory) or, where it has
+//!   none, above [`MATERIAL_SHARE`] of its level.
+//! * **verdict**: `staircase` when there are jumps, they are sparse (at most
+//!   20 % of the points change), they mostly go one way, the drift's way,
+//!   and they explain at least half of the drift (jumps inside the final 5 %
+//!   window are listed but do not decide: a process that exits frees its
+//!   memory there); else `linear` when the trend over the run (slope ×
 //!   duration) is larger than three times the robust scatter around the
-//!   fitted line; else `flat` when the middle 90 % of the values spans at most 1 % of
-//!   their level; else `noisy`. Fewer than 8 points: `insufficient`.
+//!   fitted line; else `flat` when the middle 90 % of the values spans at
+//!   most 1 % of their level (or the evidence); else `noisy`. Growth must
+//!   also be **sustained** ([`SUSTAINED_SHARE`]): else the verdict is that
+//!   of the later half, with [`Note::NotSustained`]. Fewer than 8 points:
+//!   `insufficient`.
 //! * **confidence** (0–1) says how cleanly the series fits its verdict; it is
 //!   a heuristic, documented on [`ChannelAnalysis::confidence`].
 //! * **projection**: the growth rate (the slope for `linear`, the average
-//!   rate drift / time for `staircase`, the slope otherwise) over 24 hours,
-//!   and the time until a known limit (RAM, GPU memory) at that rate. A
+//!   rate drift / time for `staircase`, 0 otherwise) over 24 hours, the time
+//!   until a known limit at that rate, and a [`Severity`] from it. A
 //!   staircase is growth too: it is projected, not explained away.
 
 pub mod corpus;

@@ -82,12 +82,18 @@ pub const EVIDENCE_PAGES: f64 = 16.0;
 /// touching a few shared pages, is not a leak. Below 16 pages (64 KiB) such
 /// a change reads as flat, never as a staircase projected to a day; six
 /// 64-page steps are still a staircase. Memory a job logs in MiB
-/// (`log.*_mb`) is paged too: 16 pages in MiB. Other channels: 0, and a
+/// (`log.*_mb`) is paged too: 16 pages in MiB. glibc's statistics
+/// (`malloc.*`) move by its heap's granule, [`MALLOC_GRANULE`]. Other
+/// channels: 0, and a
 /// level's growth must then pass 0.1 % of its level
 /// ([`super::MATERIAL_SHARE`]).
 pub fn evidence_floor(name: &str, unit: Unit) -> f64 {
     if is_host_memory(name, unit) {
         EVIDENCE_PAGES * 4096.0
+    } else if unit == Unit::Bytes && name.starts_with("malloc.") {
+        // glibc grows and trims its heap by M_TOP_PAD (128 KiB): less than
+        // that moving between in-use and free costs the process nothing.
+        MALLOC_GRANULE
     } else if unit == Unit::Mebibytes {
         // A job's own log of its memory in MiB (`log.vm_rss_mb`): pages too.
         EVIDENCE_PAGES * 4096.0 / 1_048_576.0
@@ -95,6 +101,9 @@ pub fn evidence_floor(name: &str, unit: Unit) -> f64 {
         0.0
     }
 }
+
+/// glibc's default `M_TOP_PAD`: the step its heap grows and shrinks by.
+pub const MALLOC_GRANULE: f64 = 128.0 * 1024.0;
 
 /// The channel holding the watched process's cgroup memory limit.
 pub const CGROUP_LIMIT: &str = "cgroup.max";

@@ -327,6 +327,8 @@ fn changes_below_the_evidence_floor_read_flat() {
         "exact: every byte counts"
     );
     assert_eq!(evidence_floor("mem.minflt", Unit::Count), 0.0);
+    assert_eq!(evidence_floor("malloc.in_use", Unit::Bytes), 131072.0);
+    assert_eq!(evidence_floor("log.vm_rss_mb", Unit::Mebibytes), 0.0625);
     // Flat is flat: no 24 h projection, no time to a limit.
     let capped = analyze(
         &t,

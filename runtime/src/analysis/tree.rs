@@ -132,7 +132,8 @@ pub fn summarize<'a, 'c, F: Fn(&str) -> Option<&'c [f64]>>(
     analysis: impl Fn(&str) -> Option<&'a ChannelAnalysis>,
     data: &Columns<'c, F>,
 ) -> Option<TreeSummary> {
-    analysis("tree.pss")?;
+    // Without workers, growth is counted from where start-up ended.
+    let warmup_end = data.t.first().copied().unwrap_or(0.0) + analysis("tree.pss")?.warmup_s;
     let mut seen: BTreeMap<u32, ProcessSeen> = BTreeMap::new();
     let t = |e: &Event| e.t_ns as f64 / 1e9;
     for e in events {
@@ -184,11 +185,12 @@ pub fn summarize<'a, 'c, F: Fn(&str) -> Option<&'c [f64]>>(
         p.channels = Some(stem.to_owned());
         p.pss_verdict = analysis(&c.name).map(|a| a.verdict);
     }
-    // Growth since the tree took its shape (the last worker started), or
-    // since the process started if later; grew: by MATERIAL_SHARE or more.
+    // Growth since the tree took its shape (the last worker started; with no
+    // workers, the warm-up's end), or since the process started if later;
+    // grew: by MATERIAL_SHARE or more.
     let from = data
         .t
-        .partition_point(|&t| t < settled(&seen).unwrap_or(0.0));
+        .partition_point(|&t| t < settled(&seen).unwrap_or(warmup_end));
     let mut grew = Vec::new();
     for p in seen.values_mut() {
         let ends = p
