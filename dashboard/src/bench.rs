@@ -353,14 +353,7 @@ fn run_corpus(args: &AnalysisBenchArgs) -> Result<()> {
     use flatline_runtime::analysis::{Context, analyze};
     let mut results: Vec<(String, Verdict, Verdict, usize, Option<f64>)> = Vec::new();
     for c in corpus::generate() {
-        let a = analyze(
-            &c.t,
-            &c.v,
-            &Context {
-                min_growth: c.min_growth,
-                ..Context::default()
-            },
-        );
+        let a = c.analyze();
         let err = c
             .slope
             .filter(|_| a.verdict == Verdict::Linear)

@@ -32,6 +32,20 @@ pub struct Case {
     pub min_growth: f64,
 }
 
+impl Case {
+    /// The analysis of this series, as a level with its evidence floor.
+    pub fn analyze(&self) -> super::ChannelAnalysis {
+        super::analyze(
+            &self.t,
+            &self.v,
+            &super::Context {
+                min_growth: self.min_growth,
+                ..super::Context::default()
+            },
+        )
+    }
+}
+
 /// Approximately normal noise (sum of 12 uniforms), reproducible.
 struct Noise(SplitMix64);
 
@@ -254,7 +268,6 @@ pub const LEVEL_VERDICTS: [Verdict; 5] = [
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::{Context, analyze};
 
     #[test]
     fn the_corpus_is_labelled_and_deterministic() {
@@ -293,14 +306,7 @@ mod tests {
         let mut right = 0;
         let mut wrong = Vec::new();
         for c in &corpus {
-            let a = analyze(
-                &c.t,
-                &c.v,
-                &Context {
-                    min_growth: c.min_growth,
-                    ..Context::default()
-                },
-            );
+            let a = c.analyze();
             if a.verdict == c.expected {
                 right += 1;
             } else {

@@ -199,18 +199,10 @@ pub fn import(
         )
     });
     let tokens_at = numeric.iter().position(|&i| names[i] == "tokens");
-    // Made elsewhere: the host is unknown, and the run started when the log
-    // was last written (the best the file says).
     let mut setup = RecordingSetup::new("import");
     setup.set("csv", csv_path.display());
     setup.notes = notes;
-    let mut header = setup.header(schema, Vec::new());
-    header.started_unix_ms = std::fs::metadata(csv_path)
-        .and_then(|m| m.modified())
-        .ok()
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map_or(0, |d| d.as_millis() as u64);
-    header.command_line = command_line;
+    let header = imported_header(&setup, schema, csv_path, command_line);
     let mut w = RecordingWriter::create(out, &header, force)?;
     let mut values = vec![0.0; numeric.len()];
     let mut last_t = 0u64;
@@ -277,6 +269,25 @@ pub fn import(
         push(&mut w, s)?;
     }
     Ok(w.finish("completed")?)
+}
+
+/// The header of a recording made from a log elsewhere: the host is
+/// unknown, and the run started when the log was last written (the best the
+/// file says).
+pub(super) fn imported_header(
+    setup: &RecordingSetup,
+    schema: Schema,
+    log: &Path,
+    command_line: Vec<String>,
+) -> super::Header {
+    let mut header = setup.header(schema, Vec::new());
+    header.started_unix_ms = std::fs::metadata(log)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_millis() as u64);
+    header.command_line = command_line;
+    header
 }
 
 fn csv_bad(path: &Path, e: csv::Error) -> CsvError {

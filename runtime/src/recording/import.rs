@@ -96,13 +96,7 @@ pub fn import(
             .notes
             .push("the log has no elapsed_s/t_s/time_s: one row per second assumed".into());
     }
-    let mut header = setup.header(Schema::default(), Vec::new());
-    header.started_unix_ms = std::fs::metadata(path)
-        .and_then(|m| m.modified())
-        .ok()
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map_or(0, |d| d.as_millis() as u64);
-    header.command_line = command_line;
+    let header = super::csv::imported_header(&setup, Schema::default(), path, command_line);
     let mut w = RecordingWriter::create(out, &header, force)?;
     let mut positions: HashMap<String, usize> = HashMap::new();
     let mut row: Vec<f64> = Vec::new();
