@@ -427,7 +427,7 @@ fn cells(a: &ChannelAnalysis, u: Unit) -> [String; 7] {
             format!("{}/s", value(v, u))
         }
     };
-    let pct = || a.pct_per_hour.map_or(dash(), |p| format!("{p:+.1} %/h"));
+    let pct = || trend_text(a).unwrap_or_else(dash);
     match a.kind {
         analysis::Kind::Level => [
             value(a.baseline, u),
@@ -466,6 +466,22 @@ fn cells(a: &ChannelAnalysis, u: Unit) -> [String; 7] {
             dash(),
         ],
     }
+}
+
+/// A trend in %: per hour of the level over a run of an hour or more; over a
+/// shorter run, how far it moved from where it started (an hour's
+/// extrapolation of 44 seconds says nothing a person can use).
+pub fn trend_text(a: &ChannelAnalysis) -> Option<String> {
+    let p = a.pct_per_hour?;
+    Some(if a.duration_s >= 3600.0 || a.baseline == 0.0 {
+        format!("{p:+.1} %/h")
+    } else {
+        format!(
+            "{:+.1} % in {}",
+            a.drift / a.baseline.abs() * 100.0,
+            duration(a.duration_s)
+        )
+    })
 }
 
 fn eta(a: &ChannelAnalysis) -> String {
@@ -515,7 +531,7 @@ pub fn text_report(rec: &Recording, receipt: &Receipt<'_>) -> String {
     }
     let _ = writeln!(
         s,
-        "\n  {:<26}{:>8}{:>26} {:>14}{:>14}{:>14}{:>16}{:>18}{:>16}{:>12}",
+        "\n  {:<26}{:>8}{:>26} {:>14}{:>14}{:>14}{:>20}{:>18}{:>16}{:>12}",
         "channel",
         "kind",
         "verdict",
@@ -535,7 +551,7 @@ pub fn text_report(rec: &Recording, receipt: &Receipt<'_>) -> String {
             .map_or(String::new(), |s| format!(" {}", s.as_str()));
         let _ = writeln!(
             s,
-            "  {:<26}{:>8}{:>26} {:>14}{:>14}{:>14}{:>16}{:>18}{:>16}{:>12}{severity}",
+            "  {:<26}{:>8}{:>26} {:>14}{:>14}{:>14}{:>20}{:>18}{:>16}{:>12}{severity}",
             r.spec.name,
             kind_name(a.kind),
             verdict_text(a, u),

@@ -615,9 +615,7 @@ fn card(ui: &mut egui::Ui, name: &str, u: Unit, a: &ChannelAnalysis) {
             format!("{}{}", if v > 0.0 { "+" } else { "-" }, value(v.abs(), u))
         }
     };
-    let pct = a
-        .pct_per_hour
-        .map_or(String::new(), |p| format!("   trend {p:+.1} %/h"));
+    let pct = crate::report::trend_text(a).map_or(String::new(), |t| format!("   trend {t}"));
     match a.kind {
         Kind::Level => {
             let text = crate::report::verdict_text(a, u);
