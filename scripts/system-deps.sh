@@ -6,9 +6,11 @@
 # draw the window and the egui_kittest snapshots; they ship with the base image
 # of the project's machines and are listed here for machines without them.
 # The tests run small Python fixtures (no packages beyond the standard
-# library): python3.
+# library): python3. They build a stand-in NVML library from C
+# (dashboard/tests/data/nvml_stub.c): gcc and libc6-dev, which Rust's linker
+# needs anyway.
 set -euo pipefail
-packages=(xvfb xauth libegl1 libgl1-mesa-dri python3)
+packages=(xvfb xauth libegl1 libgl1-mesa-dri python3 gcc libc6-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,7 +1,7 @@
 //! `gpu<i>.*` channels from NVIDIA's NVML, through `nvml-wrapper`.
 //!
-//! NVML is loaded at run time (`libnvidia-ml.so.1`), so flatline builds and
-//! runs without an NVIDIA driver: then [`GpuProbe::new`] returns
+//! NVML is loaded at run time (`libnvidia-ml.so.1`, or the library named by
+//! `FLATLINE_NVML_LIB`), so flatline builds and runs without an NVIDIA driver: then [`GpuProbe::new`] returns
 //! [`Unavailable`] with the loader's reason, at once. NVML calls can take tens
 //! of milliseconds, so the sampler reads this probe on its slower thread.
 //! nvml-wrapper allocates inside its process queries; that thread is an
@@ -21,6 +21,10 @@ const PER_DEVICE: [(&str, Unit); 5] = [
     ("temp_c", Unit::Celsius),
     ("proc_used", Unit::Bytes),
 ];
+
+/// The variable naming another NVML library to load instead of the system's
+/// `libnvidia-ml.so.1` (the tests' stand-in, or a driver in an odd place).
+pub const NVML_LIB_VAR: &str = "FLATLINE_NVML_LIB";
 
 /// What NVML says about the GPUs, for a recording's host facts.
 pub use flatline_format::GpuFacts;
@@ -45,7 +49,18 @@ impl GpuProbe {
     /// Loads NVML and counts the devices; `pid` is the process whose own GPU
     /// memory `gpu<i>.proc_used` reports.
     pub fn new(pid: u32) -> Result<Self, Unavailable> {
-        let nvml = Nvml::init().map_err(|e| Unavailable::new("gpu", format!("NVML: {e}")))?;
+        let lib = std::env::var_os(NVML_LIB_VAR).filter(|p| !p.is_empty());
+        let nvml = match &lib {
+            Some(path) => Nvml::builder().lib_path(path).init(),
+            None => Nvml::init(),
+        }
+        .map_err(|e| match &lib {
+            Some(path) => Unavailable::new(
+                "gpu",
+                format!("NVML from {}: {e}", std::path::Path::new(path).display()),
+            ),
+            None => Unavailable::new("gpu", format!("NVML: {e}")),
+        })?;
         let devices = nvml
             .device_count()
             .map_err(|e| Unavailable::new("gpu", format!("NVML device count: {e}")))?;
@@ -125,17 +140,24 @@ impl Probe for GpuProbe {
             .collect()
     }
 
+    /// Reads every device; one that fails (a GPU fallen off the bus) reads
+    /// as gaps while the others go on. Fails only when every device does.
     fn read(&mut self, out: &mut [f64]) -> Result<(), ProbeError> {
         let mut first_err = None;
+        let mut read_any = false;
         for (i, chunk) in out.chunks_exact_mut(PER_DEVICE.len()).enumerate() {
             chunk.fill(f64::NAN);
-            if let Err(e) = self.read_device(i as u32, chunk) {
-                first_err.get_or_insert(e);
+            match self.read_device(i as u32, chunk) {
+                Ok(()) => read_any = true,
+                Err(e) => {
+                    chunk.fill(f64::NAN);
+                    first_err.get_or_insert(e);
+                }
             }
         }
         match first_err {
-            Some(e) => Err(ProbeError::Failed(format!("NVML: {e}"))),
-            None => Ok(()),
+            Some(e) if !read_any => Err(ProbeError::Failed(format!("NVML: {e}"))),
+            _ => Ok(()),
         }
     }
 }

@@ -1,0 +1,124 @@
+//! The GPU path read through to the receipt without a GPU: a stand-in NVML
+//! (`tests/data/nvml_stub.c`, built here with `cc`) answers from a script,
+//! and flatline loads it through `FLATLINE_NVML_LIB`.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Builds the stand-in NVML into `dir`.
+fn stub(dir: &Path) -> PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/nvml_stub.c");
+    let lib = dir.join("libnvml_stub.so");
+    let cc = Command::new("cc")
+        .args(["-shared", "-fPIC", "-O1", "-o"])
+        .arg(&lib)
+        .arg(&src)
+        .output()
+        .expect("a C compiler (the Rust toolchain's linker)");
+    assert!(
+        cc.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cc.stderr)
+    );
+    lib
+}
+
+const MIB: f64 = 1_048_576.0;
+
+#[test]
+fn nvml_readings_reach_the_receipt_and_a_lost_gpu_leaves_the_others_reading() {
+    let dir = tempfile::tempdir().unwrap();
+    let lib = stub(dir.path());
+    let mut job = Command::new("sleep").arg("30").spawn().unwrap();
+    let script = dir.path().join("nvml.txt");
+    // gpu0 leaks 10 MiB/s, the watched process 1 MiB/s of it; another
+    // process holds 700 MB there; gpu1 falls off the bus after 3 s.
+    std::fs::write(
+        &script,
+        format!(
+            "driver 550.54.15\n\
+             device 0 NVIDIA_H200 150000000000 2000000000 {} 87 41 -1\n\
+             device 1 NVIDIA_H200 150000000000 1000000000 0 5 35 3\n\
+             proc 0 {} 500000000 {}\n\
+             proc 0 999999 700000000 0\n",
+            10.0 * MIB,
+            job.id(),
+            MIB
+        ),
+    )
+    .unwrap();
+    let out = dir.path().join("g.flr");
+    let run = Command::new(env!("CARGO_BIN_EXE_flatline"))
+        .args([
+            "watch",
+            "--headless",
+            "--hz",
+            "10",
+            "--seconds",
+            "8",
+            "--pid",
+        ])
+        .arg(job.id().to_string())
+        .arg("--out")
+        .arg(&out)
+        .env("FLATLINE_NVML_LIB", &lib)
+        .env("FLATLINE_NVML_STUB", &script)
+        .env("XDG_RUNTIME_DIR", dir.path())
+        .output()
+        .unwrap();
+    let _ = job.kill();
+    let _ = job.wait();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let v = support::report(&out);
+    let ch = |n: &str| v["channels"][n].clone();
+    assert_eq!(ch("gpu0.total")["last"], 150e9, "exact");
+    assert_eq!(ch("gpu0.util")["last"], 87.0);
+    assert_eq!(ch("gpu0.temp_c")["last"], 41.0);
+    let used = ch("gpu0.used");
+    assert_eq!(used["verdict"], "linear", "{used}");
+    let slope = used["slope_per_s"].as_f64().unwrap();
+    assert!((slope / (10.0 * MIB) - 1.0).abs() < 0.05, "{slope}");
+    assert_eq!(used["limit_source"], "gpu_total");
+    // Only the watched process's own memory, not the other process's.
+    let mine = ch("gpu0.proc_used");
+    let first = mine["first"].as_f64().unwrap();
+    assert!((500e6..510e6).contains(&first), "{mine}");
+    let slope = mine["slope_per_s"].as_f64().unwrap();
+    assert!((slope / MIB - 1.0).abs() < 0.05, "{mine}");
+    // gpu1 read until it was lost (3 s of readings at the GPU's 2 Hz); gpu0
+    // went on reading for 5 s more.
+    let lost = ch("gpu1.used")["samples"].as_u64().unwrap();
+    let kept = used["samples"].as_u64().unwrap();
+    assert!(
+        (1..=8).contains(&lost) && kept >= lost + 6,
+        "gpu1 {lost} readings, gpu0 {kept}"
+    );
+    assert_eq!(v["host"]["gpu"]["driver"], "550.54.15", "{}", v["host"]);
+}
+
+#[test]
+fn a_missing_nvml_library_is_a_reason_not_a_failure() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("n.flr");
+    let run = Command::new(env!("CARGO_BIN_EXE_flatline"))
+        .args(["soak", "--workload", "idle", "--seconds", "1", "--out"])
+        .arg(&out)
+        .env("FLATLINE_NVML_LIB", dir.path().join("no-such-libnvml.so"))
+        .env("XDG_RUNTIME_DIR", dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let v = support::report(&out);
+    let reason = v["unavailable"]["gpu"].as_str().unwrap();
+    assert!(reason.contains("no-such-libnvml.so"), "{reason}");
+}
