@@ -122,3 +122,76 @@ fn a_missing_nvml_library_is_a_reason_not_a_failure() {
     let reason = v["unavailable"]["gpu"].as_str().unwrap();
     assert!(reason.contains("no-such-libnvml.so"), "{reason}");
 }
+
+/// torchrun's ranks hold the VRAM, not the agent that was started: the
+/// watched tree's processes are summed.
+#[test]
+fn a_trees_gpu_memory_is_the_sum_over_its_processes() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let lib = stub(dir.path());
+    // A launcher with one child, which says its pid.
+    let mut job = Command::new("python3")
+        .args([
+            "-c",
+            "import subprocess, time; p = subprocess.Popen(['sleep', '30']); \
+             print(p.pid, flush=True); time.sleep(30)",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(job.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let child: u32 = line.trim().parse().unwrap();
+    let script = dir.path().join("nvml.txt");
+    std::fs::write(
+        &script,
+        format!(
+            "driver 550.54.15\n\
+             device 0 NVIDIA_H200 150000000000 9000000000 0 50 40 -1\n\
+             proc 0 {} 300000000 0\n\
+             proc 0 {child} 4000000000 0\n\
+             proc 0 999999 700000000 0\n",
+            job.id()
+        ),
+    )
+    .unwrap();
+    let out = dir.path().join("t.flr");
+    let run = Command::new(env!("CARGO_BIN_EXE_flatline"))
+        .args([
+            "watch",
+            "--headless",
+            "--hz",
+            "10",
+            "--seconds",
+            "4",
+            "--pid",
+        ])
+        .arg(job.id().to_string())
+        .arg("--out")
+        .arg(&out)
+        .env("FLATLINE_NVML_LIB", &lib)
+        .env("FLATLINE_NVML_STUB", &script)
+        .env("XDG_RUNTIME_DIR", dir.path())
+        .output()
+        .unwrap();
+    let _ = Command::new("kill").arg(child.to_string()).status();
+    let _ = job.kill();
+    let _ = job.wait();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let v = support::report(&out);
+    // The child ran before the watch began: both count in every reading,
+    // the stranger in none.
+    let used = &v["channels"]["gpu0.proc_used"];
+    assert_eq!(
+        (used["min"].as_f64(), used["max"].as_f64()),
+        (Some(4.3e9), Some(4.3e9)),
+        "{used}"
+    );
+}

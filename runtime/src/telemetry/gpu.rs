@@ -33,6 +33,9 @@ pub struct GpuProbe {
     nvml: Nvml,
     devices: u32,
     pid: u32,
+    /// The watched tree's pids, where a tree probe shares them: VRAM is held
+    /// by the ranks and workers, not by the launcher that was started.
+    tree: Option<super::tree::TreePids>,
     facts: GpuFacts,
 }
 
@@ -47,7 +50,8 @@ impl std::fmt::Debug for GpuProbe {
 
 impl GpuProbe {
     /// Loads NVML and counts the devices; `pid` is the process whose own GPU
-    /// memory `gpu<i>.proc_used` reports.
+    /// memory `gpu<i>.proc_used` reports (with [`GpuProbe::over_tree`], its
+    /// whole tree's).
     pub fn new(pid: u32) -> Result<Self, Unavailable> {
         let lib = std::env::var_os(NVML_LIB_VAR).filter(|p| !p.is_empty());
         let nvml = match &lib {
@@ -81,11 +85,19 @@ impl GpuProbe {
             nvml,
             devices,
             pid,
+            tree: None,
             facts: GpuFacts {
                 driver,
                 devices: names,
             },
         })
+    }
+
+    /// Sums `gpu<i>.proc_used` over the tree's pids (else the watched pid's
+    /// own).
+    pub fn over_tree(mut self, pids: super::tree::TreePids) -> Self {
+        self.tree = Some(pids);
+        self
     }
 
     /// Driver version and device names.
@@ -106,6 +118,14 @@ impl GpuProbe {
             .map_or(f64::NAN, f64::from);
         // A process with a CUDA context shows up as a compute process; one that only
         // draws shows up as a graphics process. Absent from both lists: it holds nothing.
+        let tree: Vec<u32> = match &self.tree {
+            Some(t) => t
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .clone(),
+            None => Vec::new(),
+        };
+        let ours = |pid: u32| pid == self.pid || tree.contains(&pid);
         let mut mine = 0u64;
         let mut listed = false;
         let lists = [
@@ -114,7 +134,7 @@ impl GpuProbe {
         ];
         for list in lists.into_iter().flatten() {
             listed = true;
-            for p in list.iter().filter(|p| p.pid == self.pid) {
+            for p in list.iter().filter(|p| ours(p.pid)) {
                 if let UsedGpuMemory::Used(b) = p.used_gpu_memory {
                     mine += b;
                 }

@@ -408,13 +408,14 @@ pub fn start_with(
             Err(u) => unavailable.push(u),
         }
     }
+    // The tree probe reads before the GPU probe on the slow thread, and tells
+    // it the tree's pids: the GPU memory of the whole tree is summed.
+    let tree_pids = super::tree::TreePids::default();
     if config.tree {
-        slow.push(Box::new(TreeProbe::new(
-            pid,
-            config.per_process,
-            config.events.clone(),
-            clock,
-        )));
+        slow.push(Box::new(
+            TreeProbe::new(pid, config.per_process, config.events.clone(), clock)
+                .sharing(tree_pids.clone()),
+        ));
     }
     if config.cgroup && cfg!(target_os = "linux") {
         match CgroupProbe::new(pid) {
@@ -427,6 +428,11 @@ pub fn start_with(
         match GpuProbe::new(pid) {
             Ok(p) => {
                 gpu = Some(p.facts().clone());
+                let p = if config.tree {
+                    p.over_tree(tree_pids)
+                } else {
+                    p
+                };
                 slow.push(Box::new(p));
             }
             Err(u) => unavailable.push(u),

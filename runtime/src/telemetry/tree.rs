@@ -177,7 +177,14 @@ pub struct TreeProbe {
     told_full: bool,
     budget_start: std::time::Instant,
     spent_ns: u64,
+    /// The members' pids, told to whoever shares them (the GPU probe sums
+    /// the tree's VRAM over them).
+    shared: Option<TreePids>,
 }
+
+/// The watched tree's pids as the tree probe last saw them; shared with
+/// probes that read per-process figures elsewhere (NVML).
+pub type TreePids = std::sync::Arc<std::sync::Mutex<Vec<u32>>>;
 
 impl TreeProbe {
     /// Watches `root` and its descendants through `/proc`. With
@@ -209,7 +216,14 @@ impl TreeProbe {
             told_full: false,
             budget_start: std::time::Instant::now(),
             spent_ns: 0,
+            shared: None,
         }
+    }
+
+    /// Tells `pids` the members after every scan.
+    pub fn sharing(mut self, pids: TreePids) -> Self {
+        self.shared = Some(pids);
+        self
     }
 
     /// Lets the `smaps_rollup` reads use `share` of one core on average
@@ -469,7 +483,18 @@ impl Probe for TreeProbe {
     }
 
     fn read(&mut self, out: &mut [f64]) -> Result<(), ProbeError> {
-        self.scan()?;
+        let scanned = self.scan();
+        if let Some(shared) = &self.shared {
+            let mut pids = shared
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            pids.clear();
+            pids.extend(self.members.keys().copied());
+            if !pids.contains(&self.root) && scanned.is_ok() {
+                pids.push(self.root);
+            }
+        }
+        scanned?;
         let rss: Vec<f64> = self.members.values().filter_map(|m| m.rss).collect();
         out[0] = if rss.is_empty() {
             f64::NAN
