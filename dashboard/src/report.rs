@@ -51,6 +51,15 @@ fn markers(rec: &Recording) -> impl Iterator<Item = (f64, &str)> {
     })
 }
 
+/// What probes said during the run (a GPU that stopped answering, the
+/// tree's per-process channels running out), as (seconds, text).
+fn event_notes(rec: &Recording) -> impl Iterator<Item = (f64, &str)> {
+    rec.events.iter().filter_map(|e| match &e.kind {
+        EventKind::Note(text) => Some((e.t_ns as f64 / 1e9, text.as_str())),
+        _ => None,
+    })
+}
+
 /// Each reader's last line counts (what the job printed, its log): source,
 /// lines read, lines that said something.
 fn lines_read(rec: &Recording) -> Vec<(&str, u64, u64)> {
@@ -335,6 +344,9 @@ pub fn json_report(rec: &Recording, receipt: &Receipt<'_>) -> Value {
             "markers": markers(rec)
                 .map(|(t_s, text)| json!({"t_s": t_s, "text": text}))
                 .collect::<Vec<_>>(),
+            "notes": event_notes(rec)
+                .map(|(t_s, text)| json!({"t_s": t_s, "text": text}))
+                .collect::<Vec<_>>(),
             "lines_read": lines_read(rec)
                 .into_iter()
                 .map(|(source, lines, parsed)| json!({
@@ -577,6 +589,9 @@ pub fn text_report(rec: &Recording, receipt: &Receipt<'_>) -> String {
         .collect();
     if !marks.is_empty() {
         let _ = writeln!(s, "  markers: {}", marks.join("; "));
+    }
+    for (t, text) in event_notes(rec) {
+        let _ = writeln!(s, "  at {t:.1} s: {text}");
     }
     for (source, lines, parsed) in lines_read(rec) {
         let _ = writeln!(

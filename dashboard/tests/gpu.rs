@@ -100,6 +100,26 @@ fn nvml_readings_reach_the_receipt_and_a_lost_gpu_leaves_the_others_reading() {
         "gpu1 {lost} readings, gpu0 {kept}"
     );
     assert_eq!(v["host"]["gpu"]["driver"], "550.54.15", "{}", v["host"]);
+    // The receipt says which GPU was lost, and when.
+    let notes = v["events"]["notes"].as_array().unwrap();
+    let lost_at = notes
+        .iter()
+        .find(|n| {
+            n["text"]
+                .as_str()
+                .unwrap()
+                .starts_with("gpu1 stopped answering")
+        })
+        .unwrap_or_else(|| panic!("{notes:?}"))["t_s"]
+        .as_f64()
+        .unwrap();
+    assert!((3.0..4.5).contains(&lost_at), "{lost_at}");
+    assert!(
+        !notes
+            .iter()
+            .any(|n| n["text"].as_str().unwrap().starts_with("gpu0"))
+    );
+    assert!(String::from_utf8_lossy(&run.stdout).contains("gpu1 stopped answering"));
 }
 
 #[test]

@@ -37,6 +37,13 @@ pub struct GpuProbe {
     /// by the ranks and workers, not by the launcher that was started.
     tree: Option<super::tree::TreePids>,
     facts: GpuFacts,
+    /// Where a device that stops (or starts again) answering is told, and
+    /// which devices failed at the last reading.
+    events: Option<(
+        crossbeam_channel::Sender<flatline_format::Event>,
+        super::Clock,
+    )>,
+    failing: Vec<bool>,
 }
 
 impl std::fmt::Debug for GpuProbe {
@@ -86,6 +93,8 @@ impl GpuProbe {
             devices,
             pid,
             tree: None,
+            events: None,
+            failing: vec![false; devices as usize],
             facts: GpuFacts {
                 driver,
                 devices: names,
@@ -97,6 +106,17 @@ impl GpuProbe {
     /// own).
     pub fn over_tree(mut self, pids: super::tree::TreePids) -> Self {
         self.tree = Some(pids);
+        self
+    }
+
+    /// Tells `events` (stamped on `clock`) when a device stops answering,
+    /// and when it answers again.
+    pub fn with_events(
+        mut self,
+        events: crossbeam_channel::Sender<flatline_format::Event>,
+        clock: super::Clock,
+    ) -> Self {
+        self.events = Some((events, clock));
         self
     }
 
@@ -167,7 +187,22 @@ impl Probe for GpuProbe {
         let mut read_any = false;
         for (i, chunk) in out.chunks_exact_mut(PER_DEVICE.len()).enumerate() {
             chunk.fill(f64::NAN);
-            match self.read_device(i as u32, chunk) {
+            let result = self.read_device(i as u32, chunk);
+            let failed = result.is_err();
+            if failed != self.failing[i]
+                && let Some((tx, clock)) = &self.events
+            {
+                let text = match &result {
+                    Err(e) => format!("gpu{i} stopped answering: NVML: {e}"),
+                    Ok(()) => format!("gpu{i} answers again"),
+                };
+                let _ = tx.try_send(flatline_format::Event {
+                    t_ns: clock.now_ns(),
+                    kind: flatline_format::EventKind::Note(text),
+                });
+            }
+            self.failing[i] = failed;
+            match result {
                 Ok(()) => read_any = true,
                 Err(e) => {
                     chunk.fill(f64::NAN);

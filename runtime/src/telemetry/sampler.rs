@@ -433,6 +433,10 @@ pub fn start_with(
                 } else {
                     p
                 };
+                let p = match &config.events {
+                    Some(tx) => p.with_events(tx.clone(), clock),
+                    None => p,
+                };
                 slow.push(Box::new(p));
             }
             Err(u) => unavailable.push(u),
