@@ -25,6 +25,37 @@ fn stub(dir: &Path) -> PathBuf {
     lib
 }
 
+/// `flatline watch --headless` of `pid` for `seconds`, into `dir/name`,
+/// reading the stand-in NVML `lib` scripted by `dir/nvml.txt`.
+fn watch_with_stub(
+    dir: &Path,
+    lib: &Path,
+    pid: u32,
+    seconds: &str,
+    name: &str,
+) -> (std::process::Output, PathBuf) {
+    let out = dir.join(name);
+    let run = Command::new(env!("CARGO_BIN_EXE_flatline"))
+        .args([
+            "watch",
+            "--headless",
+            "--hz",
+            "10",
+            "--seconds",
+            seconds,
+            "--pid",
+        ])
+        .arg(pid.to_string())
+        .arg("--out")
+        .arg(&out)
+        .env("FLATLINE_NVML_LIB", lib)
+        .env("FLATLINE_NVML_STUB", dir.join("nvml.txt"))
+        .env("XDG_RUNTIME_DIR", dir)
+        .output()
+        .unwrap();
+    (run, out)
+}
+
 const MIB: f64 = 1_048_576.0;
 
 #[test]
@@ -49,25 +80,7 @@ fn nvml_readings_reach_the_receipt_and_a_lost_gpu_leaves_the_others_reading() {
         ),
     )
     .unwrap();
-    let out = dir.path().join("g.flr");
-    let run = Command::new(env!("CARGO_BIN_EXE_flatline"))
-        .args([
-            "watch",
-            "--headless",
-            "--hz",
-            "10",
-            "--seconds",
-            "8",
-            "--pid",
-        ])
-        .arg(job.id().to_string())
-        .arg("--out")
-        .arg(&out)
-        .env("FLATLINE_NVML_LIB", &lib)
-        .env("FLATLINE_NVML_STUB", &script)
-        .env("XDG_RUNTIME_DIR", dir.path())
-        .output()
-        .unwrap();
+    let (run, out) = watch_with_stub(dir.path(), &lib, job.id(), "8", "g.flr");
     let _ = job.kill();
     let _ = job.wait();
     assert!(
@@ -178,25 +191,7 @@ fn a_trees_gpu_memory_is_the_sum_over_its_processes() {
         ),
     )
     .unwrap();
-    let out = dir.path().join("t.flr");
-    let run = Command::new(env!("CARGO_BIN_EXE_flatline"))
-        .args([
-            "watch",
-            "--headless",
-            "--hz",
-            "10",
-            "--seconds",
-            "4",
-            "--pid",
-        ])
-        .arg(job.id().to_string())
-        .arg("--out")
-        .arg(&out)
-        .env("FLATLINE_NVML_LIB", &lib)
-        .env("FLATLINE_NVML_STUB", &script)
-        .env("XDG_RUNTIME_DIR", dir.path())
-        .output()
-        .unwrap();
+    let (run, out) = watch_with_stub(dir.path(), &lib, job.id(), "4", "t.flr");
     let _ = Command::new("kill").arg(child.to_string()).status();
     let _ = job.kill();
     let _ = job.wait();
