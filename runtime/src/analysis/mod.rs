@@ -395,7 +395,6 @@ fn empty(ctx: &Context<'_>, warmup_s: f64, p: &Prepared) -> ChannelAnalysis {
 /// A line through (t, x) by Theil–Sen, and the robust scatter around it.
 struct Trend {
     slope: f64,
-    intercept: f64,
     scatter: f64,
 }
 
@@ -415,7 +414,6 @@ fn trend(t: &[f64], x: &[f64]) -> Trend {
         .collect();
     Trend {
         slope,
-        intercept,
         scatter: 1.4826 * median(&mut resid),
     }
 }
@@ -655,7 +653,6 @@ fn level(p: &Prepared, ctx: &Context<'_>, out: &mut ChannelAnalysis) {
     if reference_per_s > 0.0 {
         out.detectable_after_s = Some((3.0 * tr.scatter).max(evidence) / reference_per_s);
     }
-    let _ = tr.intercept;
     jumps.truncate(MAX_JUMP_LIST);
     out.jump_list = jumps;
 }

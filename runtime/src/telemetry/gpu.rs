@@ -125,7 +125,13 @@ impl GpuProbe {
         &self.facts
     }
 
-    fn read_device(&self, i: u32, out: &mut [f64]) -> Result<(), nvml_wrapper::error::NvmlError> {
+    /// One device's readings; `tree`: the watched tree's pids (may be empty).
+    fn read_device(
+        &self,
+        i: u32,
+        tree: &[u32],
+        out: &mut [f64],
+    ) -> Result<(), nvml_wrapper::error::NvmlError> {
         let dev = self.nvml.device_by_index(i)?;
         let mem = dev.memory_info()?;
         out[0] = mem.used as f64;
@@ -138,13 +144,6 @@ impl GpuProbe {
             .map_or(f64::NAN, f64::from);
         // A process with a CUDA context shows up as a compute process; one that only
         // draws shows up as a graphics process. Absent from both lists: it holds nothing.
-        let tree: Vec<u32> = match &self.tree {
-            Some(t) => t
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .clone(),
-            None => Vec::new(),
-        };
         let ours = |pid: u32| pid == self.pid || tree.contains(&pid);
         let mut mine = 0u64;
         let mut listed = false;
@@ -183,11 +182,17 @@ impl Probe for GpuProbe {
     /// Reads every device; one that fails (a GPU fallen off the bus) reads
     /// as gaps while the others go on. Fails only when every device does.
     fn read(&mut self, out: &mut [f64]) -> Result<(), ProbeError> {
+        // The tree's pids once per reading, not once per device.
+        let tree: Vec<u32> = self.tree.as_ref().map_or_else(Vec::new, |t| {
+            t.lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .clone()
+        });
         let mut first_err = None;
         let mut read_any = false;
         for (i, chunk) in out.chunks_exact_mut(PER_DEVICE.len()).enumerate() {
             chunk.fill(f64::NAN);
-            let result = self.read_device(i as u32, chunk);
+            let result = self.read_device(i as u32, &tree, chunk);
             let failed = result.is_err();
             if failed != self.failing[i]
                 && let Some((tx, clock)) = &self.events
