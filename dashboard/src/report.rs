@@ -18,6 +18,8 @@ use crate::fmt::{bytes, duration, value};
 /// One channel of a receipt.
 #[derive(Debug)]
 pub struct Row<'a> {
+    /// Its position in the recording's schema.
+    pub index: usize,
     pub spec: &'a ChannelSpec,
     pub stats: ChannelStats,
     pub analysis: ChannelAnalysis,
@@ -143,6 +145,12 @@ impl Receipt<'_> {
         summary::headline(&self.assessed(), &value, &duration)
     }
 
+    /// Which layer of a PyTorch job's GPU memory grows, where it logs
+    /// its allocator's statistics.
+    pub fn gpu_layers(&self) -> Option<summary::LayerFinding> {
+        summary::gpu_layers(&self.assessed(), &value)
+    }
+
     /// The level channels called growth, most urgent first.
     pub fn growing(&self) -> Vec<&str> {
         summary::growing(&self.assessed())
@@ -180,7 +188,8 @@ pub fn analyse(rec: &Recording, warmup_s: Option<f64>) -> Receipt<'_> {
         .channels
         .iter()
         .zip(&rec.columns)
-        .map(|(spec, col)| {
+        .enumerate()
+        .map(|(index, (spec, col))| {
             let limit = limit_of(rec, &spec.name, spec.unit);
             let ctx = Context {
                 kind: spec.kind,
@@ -191,6 +200,7 @@ pub fn analyse(rec: &Recording, warmup_s: Option<f64>) -> Receipt<'_> {
                 min_growth: rules::evidence_floor(&spec.name, spec.unit),
             };
             Row {
+                index,
                 spec,
                 stats: channel_stats(col),
                 analysis: analysis::analyze(&t, col, &ctx),
@@ -265,6 +275,14 @@ pub fn json_report(rec: &Recording, receipt: &Receipt<'_>) -> Value {
     let mut channels = Map::new();
     for r in rows {
         let (st, a) = (&r.stats, &r.analysis);
+        // When a channel added mid-run began, and when one ended (a process
+        // exited, a GPU was lost).
+        let at = |i: usize| {
+            rec.t_ns
+                .get(i)
+                .map_or(Value::Null, |&t| num(t as f64 / 1e9))
+        };
+        let life = rec.lifetimes.get(r.index);
         channels.insert(
             r.spec.name.clone(),
             json!({
@@ -272,6 +290,8 @@ pub fn json_report(rec: &Recording, receipt: &Receipt<'_>) -> Value {
                 "kind": r.spec.kind,
                 "group": r.spec.group,
                 "samples": st.samples,
+                "started_s": life.map_or(Value::Null, |l| at(l.from)),
+                "ended_s": life.and_then(|l| l.until).map_or(Value::Null, at),
                 "first": num(st.first),
                 "last": num(st.last),
                 "min": num(st.min),
@@ -313,6 +333,7 @@ pub fn json_report(rec: &Recording, receipt: &Receipt<'_>) -> Value {
     json!({
         "headline": receipt.headline(),
         "growing": receipt.growing(),
+        "gpu_layers": receipt.gpu_layers(),
         "warmup": match &receipt.warmup {
             WarmupChoice::Given(s) => json!({"s": s, "how": "given"}),
             WarmupChoice::Found { s, channel } => json!({"s": s, "how": "found", "channel": channel}),
@@ -508,8 +529,11 @@ pub fn text_report(rec: &Recording, receipt: &Receipt<'_>) -> String {
     let rows = &receipt.rows;
     let h = &rec.header;
     let mut s = String::new();
-    let _ = writeln!(s, "{}\n", receipt.headline());
-    let _ = writeln!(s, "recording  {}", rec.path.display());
+    let _ = writeln!(s, "{}", receipt.headline());
+    if let Some(f) = receipt.gpu_layers() {
+        let _ = writeln!(s, "{}", f.text);
+    }
+    let _ = writeln!(s, "\nrecording  {}", rec.path.display());
     let _ = writeln!(
         s,
         "  {} from {}, flatline {}, format v{}; {:.1} s, {} samples, {} events, {}; {}",
@@ -666,6 +690,9 @@ pub fn md_report(rec: &Recording, receipt: &Receipt<'_>) -> String {
     );
     let _ = writeln!(s, "# Drift receipt: `{name}`\n");
     let _ = writeln!(s, "**{}**\n", receipt.headline());
+    if let Some(f) = receipt.gpu_layers() {
+        let _ = writeln!(s, "{}\n", f.text);
+    }
     let _ = writeln!(s, "| | |\n|---|---|");
     let _ = writeln!(
         s,

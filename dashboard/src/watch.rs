@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use crossbeam_channel::Sender;
+use flatline_runtime::telemetry::torch::TorchSeen;
 use flatline_runtime::telemetry::{GrowHandle, output};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -61,6 +62,8 @@ struct Output {
     log_thread: Option<(std::thread::JoinHandle<Option<String>>, Arc<AtomicBool>)>,
     log_read: Option<(LogFormat, Arc<output::OutputStats>)>,
     collector: Option<std::thread::JoinHandle<()>>,
+    /// The job's logged PyTorch reserved bytes, for the GPU probe.
+    torch: TorchSeen,
 }
 
 impl Output {
@@ -75,6 +78,7 @@ impl Output {
             log_thread: None,
             log_read: None,
             collector: None,
+            torch: TorchSeen::default(),
         }
     }
 
@@ -101,8 +105,16 @@ impl Output {
         // A job's log, when one is read, gives the steps; else what it prints.
         let output_steps = self.log_read.is_none();
         self.collector = Some(
-            output::collect(lines, grow, events, output_steps, clock, counts)
-                .context("starting the output reader")?,
+            output::collect(
+                lines,
+                grow,
+                events,
+                output_steps,
+                clock,
+                counts,
+                Some(self.torch.clone()),
+            )
+            .context("starting the output reader")?,
         );
         Ok(())
     }
@@ -338,13 +350,14 @@ fn setup(args: &WatchArgs, pid: u32) -> RecordingSetup {
 
 fn sampler_config(
     args: &WatchArgs,
-    pid: u32,
+    target: &Watched,
     clock: Clock,
     events: Sender<Event>,
 ) -> SamplerConfig {
     SamplerConfig {
+        torch: target.output.as_ref().map(|o| o.torch.clone()),
         hz: args.hz,
-        target: Target::Pid(pid),
+        target: Target::Pid(target.pid),
         clock: Some(clock),
         tree: !args.no_tree,
         per_process: !args.no_per_process,
@@ -388,7 +401,7 @@ pub fn run(args: &WatchArgs) -> Result<Option<i32>> {
         let _marks = mark(args.out.as_deref());
         let (src, store) = crate::ui::WatchSource::start(
             target.pid,
-            sampler_config(args, target.pid, clock, events.0.clone()),
+            sampler_config(args, &target, clock, events.0.clone()),
             Vec::new(),
             events.1,
             setup(args, target.pid),
@@ -430,7 +443,7 @@ pub fn run(args: &WatchArgs) -> Result<Option<i32>> {
     let marks = mark(Some(&out));
     let session = Session::start_with(
         setup(args, target.pid),
-        sampler_config(args, target.pid, clock, events.0.clone()),
+        sampler_config(args, &target, clock, events.0.clone()),
         Vec::new(),
         events,
         &out,

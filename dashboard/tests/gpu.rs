@@ -33,6 +33,7 @@ fn watch_with_stub(
     pid: u32,
     seconds: &str,
     name: &str,
+    extra: &[&str],
 ) -> (std::process::Output, PathBuf) {
     let out = dir.join(name);
     let run = Command::new(env!("CARGO_BIN_EXE_flatline"))
@@ -48,6 +49,7 @@ fn watch_with_stub(
         .arg(pid.to_string())
         .arg("--out")
         .arg(&out)
+        .args(extra)
         .env("FLATLINE_NVML_LIB", lib)
         .env("FLATLINE_NVML_STUB", dir.join("nvml.txt"))
         .env("XDG_RUNTIME_DIR", dir)
@@ -80,7 +82,7 @@ fn nvml_readings_reach_the_receipt_and_a_lost_gpu_leaves_the_others_reading() {
         ),
     )
     .unwrap();
-    let (run, out) = watch_with_stub(dir.path(), &lib, job.id(), "8", "g.flr");
+    let (run, out) = watch_with_stub(dir.path(), &lib, job.id(), "8", "g.flr", &[]);
     let _ = job.kill();
     let _ = job.wait();
     assert!(
@@ -112,6 +114,13 @@ fn nvml_readings_reach_the_receipt_and_a_lost_gpu_leaves_the_others_reading() {
         (1..=8).contains(&lost) && kept >= lost + 6,
         "gpu1 {lost} readings, gpu0 {kept}"
     );
+    // Its channels ended there; gpu0's did not.
+    let ended = ch("gpu1.used")["ended_s"]
+        .as_f64()
+        .expect("gpu1.used ended");
+    assert!((3.0..4.5).contains(&ended), "{ended}");
+    assert_eq!(ch("gpu1.total")["ended_s"], ended);
+    assert!(used["ended_s"].is_null(), "{used}");
     assert_eq!(v["host"]["gpu"]["driver"], "550.54.15", "{}", v["host"]);
     // The receipt says which GPU was lost, and when.
     let notes = v["events"]["notes"].as_array().unwrap();
@@ -191,7 +200,7 @@ fn a_trees_gpu_memory_is_the_sum_over_its_processes() {
         ),
     )
     .unwrap();
-    let (run, out) = watch_with_stub(dir.path(), &lib, job.id(), "4", "t.flr");
+    let (run, out) = watch_with_stub(dir.path(), &lib, job.id(), "4", "t.flr", &[]);
     let _ = Command::new("kill").arg(child.to_string()).status();
     let _ = job.kill();
     let _ = job.wait();
@@ -209,4 +218,173 @@ fn a_trees_gpu_memory_is_the_sum_over_its_processes() {
         (Some(4.3e9), Some(4.3e9)),
         "{used}"
     );
+    // Each of them has its own, the stranger none.
+    let vram = |pid: u32| v["channels"][format!("pid{pid}.vram")]["last"].as_f64();
+    assert_eq!(vram(child), Some(4e9), "{}", v["channels"]);
+    assert_eq!(vram(job.id()), Some(3e8));
+    assert_eq!(vram(999_999), None);
+}
+
+/// A pid no process has here.
+fn unused_pid() -> u32 {
+    (4_000_000..4_194_304)
+        .find(|p| !Path::new(&format!("/proc/{p}")).exists())
+        .unwrap()
+}
+
+/// In a container with a PID namespace of its own, NVML lists host pids no
+/// process here has: the process's GPU memory is unknown, not 0.
+#[test]
+fn gpu_memory_of_processes_out_of_sight_is_absent_with_its_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let lib = stub(dir.path());
+    let mut job = Command::new("sleep").arg("30").spawn().unwrap();
+    std::fs::write(
+        dir.path().join("nvml.txt"),
+        format!(
+            "driver 550.54.15\n\
+             device 0 NVIDIA_H200 150000000000 9000000000 0 50 40 -1\n\
+             proc 0 {} 4000000000 0\n",
+            unused_pid()
+        ),
+    )
+    .unwrap();
+    let (run, out) = watch_with_stub(dir.path(), &lib, job.id(), "3", "c.flr", &[]);
+    let _ = job.kill();
+    let _ = job.wait();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let v = support::report(&out);
+    assert_eq!(v["channels"]["gpu0.used"]["last"], 9e9);
+    assert_eq!(
+        v["channels"]["gpu0.proc_used"]["samples"], 0,
+        "{}",
+        v["channels"]["gpu0.proc_used"]
+    );
+    let notes = v["events"]["notes"].to_string();
+    assert!(
+        notes.contains("none of them visible in this PID namespace"),
+        "{notes}"
+    );
+}
+
+/// A job that logs PyTorch's statistics: the cache and the memory outside
+/// PyTorch are derived, and the layer that grows is named.
+#[test]
+fn memory_outside_pytorch_is_told_from_its_allocator() {
+    let dir = tempfile::tempdir().unwrap();
+    let lib = stub(dir.path());
+    let log = dir.path().join("train.jsonl");
+    // Allocated and reserved stay flat; the driver's count of the process
+    // grows 1 MiB/s (a library allocating outside PyTorch).
+    let mut job = Command::new("python3")
+        .arg("-c")
+        .arg(format!(
+            "import json, time\n\
+             f = open({log:?}, 'a')\n\
+             for i in range(300):\n\
+             \x20   f.write(json.dumps({{'step': i, 'loss': 2.0, \
+             'torch.cuda.memory_allocated': 1000000000, \
+             'torch.cuda.memory_reserved': 2000000000}}) + '\\n')\n\
+             \x20   f.flush()\n\
+             \x20   time.sleep(0.1)\n",
+            log = log.display().to_string()
+        ))
+        .spawn()
+        .unwrap();
+    std::fs::write(
+        dir.path().join("nvml.txt"),
+        format!(
+            "driver 550.54.15\n\
+             device 0 NVIDIA_H200 150000000000 9000000000 0 50 40 -1\n\
+             proc 0 {} 2500000000 {MIB}\n",
+            job.id()
+        ),
+    )
+    .unwrap();
+    let (run, out) = watch_with_stub(
+        dir.path(),
+        &lib,
+        job.id(),
+        "8",
+        "p.flr",
+        &["--log", log.to_str().unwrap()],
+    );
+    let _ = job.kill();
+    let _ = job.wait();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let v = support::report(&out);
+    let ch = |n: &str| v["channels"][n].clone();
+    assert_eq!(ch("torch.allocated")["last"], 1e9, "{}", v["channels"]);
+    assert_eq!(ch("torch.cache")["last"], 1e9);
+    assert!(ch("log.torch_cuda_memory_allocated").is_null(), "not twice");
+    let other = ch("gpu.other");
+    let first = other["first"].as_f64().unwrap();
+    assert!((5e8..5.2e8).contains(&first), "{other}");
+    let slope = other["slope_per_s"].as_f64().unwrap();
+    assert!((slope / MIB - 1.0).abs() < 0.05, "{other}");
+    assert_eq!(
+        v["gpu_layers"]["layer"], "outside_pytorch",
+        "{}",
+        v["gpu_layers"]
+    );
+    let text = support::ok(&support::flatline(&["report", out.to_str().unwrap()]));
+    assert!(
+        text.contains("GPU: outside PyTorch. gpu.other grows"),
+        "{text}"
+    );
+}
+
+/// A device that was lost and answers again (a reset GPU) reads on under
+/// channels of its own: an ended channel is never reused.
+#[test]
+fn a_lost_gpu_that_answers_again_reads_under_new_channels() {
+    let dir = tempfile::tempdir().unwrap();
+    let lib = stub(dir.path());
+    let mut job = Command::new("sleep").arg("30").spawn().unwrap();
+    let script = |lost_after: &str| {
+        format!(
+            "driver 550.54.15\n\
+             device 0 NVIDIA_H200 150000000000 1000000000 0 5 35 -1\n\
+             device 1 NVIDIA_H200 150000000000 2000000000 0 5 35 {lost_after}\n"
+        )
+    };
+    std::fs::write(dir.path().join("nvml.txt"), script("1.5")).unwrap();
+    let out = dir.path().join("r.flr");
+    let watch = Command::new(env!("CARGO_BIN_EXE_flatline"))
+        .args(["watch", "--headless", "--seconds", "7", "--pid"])
+        .arg(job.id().to_string())
+        .arg("--out")
+        .arg(&out)
+        .env("FLATLINE_NVML_LIB", &lib)
+        .env("FLATLINE_NVML_STUB", dir.path().join("nvml.txt"))
+        .env("XDG_RUNTIME_DIR", dir.path())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    std::fs::write(dir.path().join("nvml.txt"), script("-1")).unwrap();
+    let run = watch.wait_with_output().unwrap();
+    let _ = job.kill();
+    let _ = job.wait();
+    assert!(run.status.success());
+    let v = support::report(&out);
+    let ch = |n: &str| v["channels"][n].clone();
+    let ended = ch("gpu1.used")["ended_s"].as_f64().expect("ended");
+    let again = ch("gpu1-2.used");
+    let started = again["started_s"].as_f64().expect("gpu1-2.used");
+    assert!(
+        ended < 3.0 && (3.5..6.0).contains(&started),
+        "{ended} {started}"
+    );
+    assert_eq!(again["last"], 2e9);
+    assert_eq!(again["limit_source"], "gpu_total");
+    let notes = v["events"]["notes"].to_string();
+    assert!(notes.contains("gpu1 answers again"), "{notes}");
 }

@@ -393,3 +393,55 @@ fn import_reads_trainer_states_lightning_csvs_and_saved_console_output() {
     support::fails(&e, "none of its 2 lines has a step, a metric or a marker");
     assert!(!out.exists());
 }
+
+/// A job's logged PyTorch statistics become `torch.*` in bytes, whatever
+/// the format and scale, and the receipt names the layer that grows.
+#[test]
+fn pytorch_statistics_name_the_layer_that_grows() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    const MIB: f64 = 1_048_576.0;
+    // memory_stats() keys in JSON lines: tensors pile up, 1 MiB a step.
+    let mut leak = String::new();
+    for i in 0..400 {
+        leak.push_str(&format!(
+            "{{\"step\": {i}, \"elapsed_s\": {}, \"allocated_bytes.all.current\": {}, \
+             \"reserved_bytes.all.current\": {}}}\n",
+            f64::from(i) * 0.5,
+            1e9 + f64::from(i) * MIB,
+            2e9 + f64::from(i) * MIB
+        ));
+    }
+    std::fs::write(d.join("leak.jsonl"), leak).unwrap();
+    let v = import(&d.join("leak.jsonl"), &d.join("leak.flr"));
+    assert_eq!(v["gpu_layers"]["layer"], "tensors", "{}", v["gpu_layers"]);
+    assert_eq!(v["channels"]["torch.cache"]["last"], 1e9);
+    assert_eq!(v["channels"]["torch.allocated"]["unit"], "bytes");
+    // Logged in MiB on console lines: the cache grows, the tensors do not.
+    let mut frag = String::new();
+    for i in 0..400 {
+        frag.push_str(&format!(
+            "step {i} loss=2.0 mem_allocated_mb=1000 mem_reserved_mb={} elapsed_s={}\n",
+            2000 + i,
+            f64::from(i) * 0.5
+        ));
+    }
+    std::fs::write(d.join("frag.log"), frag).unwrap();
+    let v = import(&d.join("frag.log"), &d.join("frag.flr"));
+    assert_eq!(
+        v["gpu_layers"]["layer"], "caching_allocator",
+        "{}",
+        v["gpu_layers"]
+    );
+    assert_eq!(v["channels"]["torch.allocated"]["last"], 1000.0 * MIB);
+    assert!(
+        v["gpu_layers"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("expandable_segments")
+    );
+    // Without PyTorch's statistics there is no layer to name.
+    std::fs::write(d.join("plain.log"), "step 1 loss=2.0\nstep 2 loss=1.9\n").unwrap();
+    let v = import(&d.join("plain.log"), &d.join("plain.flr"));
+    assert!(v["gpu_layers"].is_null());
+}

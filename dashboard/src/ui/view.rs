@@ -558,6 +558,7 @@ fn cards(d: &mut Dashboard, ui: &mut egui::Ui) {
         })
         .collect();
     let headline = summary::headline(&assessed, &value, &crate::fmt::duration);
+    let layers = summary::gpu_layers(&assessed, &value);
     // The chosen channels, most urgent first.
     let selected: Vec<usize> = summary::order(&assessed)
         .into_iter()
@@ -577,6 +578,9 @@ fn cards(d: &mut Dashboard, ui: &mut egui::Ui) {
         .show(ui, |ui| {
             ui.heading("Verdicts");
             ui.label(RichText::new(headline).strong());
+            if let Some(f) = layers {
+                ui.label(RichText::new(f.text).strong());
+            }
             ui.label(RichText::new(format!("updated once a second, {warmup}")).small());
             egui::ScrollArea::vertical().show(ui, |ui| {
                 for i in selected {

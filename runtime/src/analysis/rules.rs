@@ -66,9 +66,12 @@ pub fn limit_channel(name: &str, unit: Unit) -> Option<String> {
     if is_host_memory(name, unit) {
         return Some(CGROUP_LIMIT.into());
     }
-    let (index, what) = name.strip_prefix("gpu")?.split_once('.')?;
-    (matches!(what, "used" | "proc_used") && index.bytes().all(|b| b.is_ascii_digit()))
-        .then(|| format!("gpu{index}.total"))
+    // `gpu<i>`, or `gpu<i>-<k>` for a lost device's channels once it answered again.
+    let (stem, what) = name.strip_prefix("gpu")?.split_once('.')?;
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    let (index, again) = stem.split_once('-').unwrap_or((stem, "0"));
+    (matches!(what, "used" | "proc_used") && digits(index) && digits(again))
+        .then(|| format!("gpu{stem}.total"))
 }
 
 /// Pages of growth host memory channels need before they are evidence of
@@ -191,6 +194,11 @@ mod tests {
             Some("gpu12.total")
         );
         assert_eq!(limit_channel("gpux.used", Unit::Bytes), None);
+        assert_eq!(
+            limit_channel("gpu1-2.used", Unit::Bytes).as_deref(),
+            Some("gpu1-2.total")
+        );
+        assert_eq!(limit_channel("gpu1-.used", Unit::Bytes), None);
         assert_eq!(limit_channel("mem.minflt", Unit::Count), None);
         assert_eq!(
             limit_channel("mem.rss", Unit::Bytes).as_deref(),

@@ -147,6 +147,92 @@ pub fn headline(
     s
 }
 
+/// Which layer of a PyTorch job's GPU memory grows (see
+/// [`crate::telemetry::torch`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GpuLayer {
+    /// `torch.allocated` grows: live tensors are kept (a tensor leak).
+    Tensors,
+    /// `torch.reserved` grows while allocated is flat: the caching
+    /// allocator holds ever more blocks (fragmentation).
+    CachingAllocator,
+    /// The driver's count of the process grows while reserved is flat:
+    /// memory outside PyTorch's allocator.
+    OutsidePytorch,
+    /// Nothing grows.
+    None,
+}
+
+/// What the layers of GPU memory say, in one sentence.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct LayerFinding {
+    pub layer: GpuLayer,
+    pub text: String,
+}
+
+/// Which layer grows, where the job logs PyTorch's allocated and reserved
+/// memory (`torch.allocated`, `torch.reserved`): the tensors, the caching
+/// allocator, or what lies outside it (`gpu.other`, else the driver's count
+/// of the watched processes, `gpu<i>.proc_used`). `None` without those
+/// channels, or while too few readings are in to judge them.
+pub fn gpu_layers(
+    rows: &[Assessed<'_>],
+    value: &dyn Fn(f64, Unit) -> String,
+) -> Option<LayerFinding> {
+    let find = |pred: &dyn Fn(&str) -> bool| {
+        rows.iter()
+            .find(|r| pred(r.name) && r.analysis.verdict != Verdict::Insufficient)
+    };
+    let allocated = find(&|n| n == "torch.allocated")?;
+    let reserved = find(&|n| n == "torch.reserved")?;
+    let driver = find(&|n| n == crate::telemetry::torch::OTHER)
+        .or_else(|| find(&|n| n.starts_with("gpu") && n.ends_with(".proc_used")));
+    let grows = |r: &Assessed<'_>| r.analysis.kind == Kind::Level && r.analysis.severity.is_some();
+    let rate = |r: &Assessed<'_>| {
+        let per_s = r.analysis.projection_24h.unwrap_or(0.0) / 86_400.0;
+        format!("{} grows {}", r.name, rate_text(per_s, r.unit, value))
+    };
+    let (layer, text) = if grows(allocated) {
+        (
+            GpuLayer::Tensors,
+            format!(
+                "GPU: a tensor leak. {}: live tensors are kept from step to step \
+                 (losses kept with their graphs, outputs cached in a list).",
+                rate(allocated)
+            ),
+        )
+    } else if grows(reserved) {
+        (
+            GpuLayer::CachingAllocator,
+            format!(
+                "GPU: PyTorch's caching allocator. {} while torch.allocated is flat: it holds \
+                 ever more blocks it cannot reuse (fragmentation); try \
+                 PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True.",
+                rate(reserved)
+            ),
+        )
+    } else if let Some(d) = driver.filter(|d| grows(d)) {
+        (
+            GpuLayer::OutsidePytorch,
+            format!(
+                "GPU: outside PyTorch. {} while torch.reserved is flat: the CUDA context, NCCL \
+                 buffers, cuBLAS/cuDNN workspaces or another library allocate it.",
+                rate(d)
+            ),
+        )
+    } else {
+        (
+            GpuLayer::None,
+            format!(
+                "GPU: PyTorch's allocated and reserved memory{} do not grow.",
+                driver.map_or(String::new(), |d| format!(" and {}", d.name))
+            ),
+        )
+    };
+    Some(LayerFinding { layer, text })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -212,5 +298,52 @@ mod tests {
         );
         assert_eq!(rate_text(100.0, Unit::Bytes, &value), "0.3 MiB/h");
         assert_eq!(rate_text(2048.0, Unit::Bytes, &value), "0.0 MiB/s");
+    }
+
+    #[test]
+    fn the_growing_layer_of_gpu_memory_is_named() {
+        let t: Vec<f64> = (0..600).map(f64::from).collect();
+        let ctx = Context::default();
+        let leak = analyze(
+            &t,
+            &t.iter().map(|t| 2e9 + 1_048_576.0 * t).collect::<Vec<_>>(),
+            &ctx,
+        );
+        let flat = analyze(&t, &vec![3e9; t.len()], &ctx);
+        let short = analyze(&t[..3], &[1.0, 2.0, 3.0], &ctx);
+        let row = |name, analysis| Assessed {
+            name,
+            unit: Unit::Bytes,
+            analysis,
+            limit: None,
+        };
+        let layer = |a, r, d| {
+            gpu_layers(
+                &[
+                    row("torch.allocated", a),
+                    row("torch.reserved", r),
+                    row("gpu.other", d),
+                ],
+                &value,
+            )
+            .map(|f| f.layer)
+        };
+        assert_eq!(layer(&leak, &leak, &flat), Some(GpuLayer::Tensors));
+        assert_eq!(layer(&flat, &leak, &flat), Some(GpuLayer::CachingAllocator));
+        assert_eq!(layer(&flat, &flat, &leak), Some(GpuLayer::OutsidePytorch));
+        assert_eq!(layer(&flat, &flat, &flat), Some(GpuLayer::None));
+        assert_eq!(layer(&short, &flat, &flat), None, "too few readings");
+        let f = gpu_layers(
+            &[row("torch.allocated", &flat), row("torch.reserved", &leak)],
+            &value,
+        )
+        .unwrap();
+        assert!(f.text.contains("expandable_segments"), "{}", f.text);
+        assert!(
+            f.text.contains("torch.reserved grows 1.0 MiB/s"),
+            "{}",
+            f.text
+        );
+        assert_eq!(gpu_layers(&[row("gpu0.used", &leak)], &value), None);
     }
 }

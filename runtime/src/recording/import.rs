@@ -16,8 +16,8 @@ use std::sync::Arc;
 
 use super::{Event, EventKind, RecordingError, RecordingSetup, RecordingWriter, WriteSummary};
 use crate::telemetry::logfile::{self, LogError, LogFormat};
-use crate::telemetry::output::{OutputStats, StepPattern};
-use crate::telemetry::{ChannelSpec, Group, Kind, Sample, Schema, Unit};
+use crate::telemetry::output::{self, OutputStats, StepPattern};
+use crate::telemetry::{ChannelSpec, Sample, Schema};
 
 /// Why a log could not be imported.
 #[derive(Debug, thiserror::Error)]
@@ -88,7 +88,7 @@ pub fn import(
     setup.set("log", path.display());
     setup.set("format", format.name());
     setup.notes.push(format!(
-        "{read} lines read as a {}; {parsed} had a step, a metric or a marker",
+        "{read} lines read ({}); {parsed} had a step, a metric or a marker",
         format.name()
     ));
     if !timed {
@@ -102,29 +102,13 @@ pub fn import(
     let mut row: Vec<f64> = Vec::new();
     let (mut t_ns, mut last_step) = (0u64, None);
     for (i, line) in lines.iter().enumerate() {
-        let prefix = match line.rank {
-            Some(r) if r > 0 => format!("log.rank{r}."),
-            _ => "log.".into(),
-        };
-        let mut cells: Vec<(String, f64, Unit, Option<Kind>)> = line
-            .values
-            .iter()
-            .map(|(k, v, u)| (format!("{prefix}{k}"), *v, *u, None))
-            .collect();
-        if let Some(s) = line.step {
-            cells.push((
-                format!("{prefix}step"),
-                s as f64,
-                Unit::Count,
-                Some(Kind::Counter),
-            ));
-        }
+        let cells = output::cells(line);
         let new: Vec<ChannelSpec> = cells
             .iter()
-            .filter(|(name, ..)| !positions.contains_key(name))
-            .map(|(name, _, unit, kind)| {
-                let spec = ChannelSpec::new(name.clone(), *unit, Group::StepLog);
-                kind.map_or(spec.clone(), |k| spec.with_kind(k))
+            .filter(|c| !positions.contains_key(&c.name))
+            .map(|c| {
+                let spec = ChannelSpec::new(c.name.clone(), c.unit, c.group);
+                c.kind.map_or(spec.clone(), |k| spec.with_kind(k))
             })
             .collect();
         if !new.is_empty() {
@@ -135,8 +119,8 @@ pub fn import(
         }
         row.clear();
         row.resize(positions.len(), f64::NAN);
-        for (name, v, ..) in &cells {
-            row[positions[name]] = *v;
+        for c in &cells {
+            row[positions[&c.name]] = c.value;
         }
         if timed {
             if let Some(t) = line

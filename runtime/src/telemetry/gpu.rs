@@ -7,11 +7,19 @@
 //! nvml-wrapper allocates inside its process queries; that thread is an
 //! observer thread, so those allocations stay out of `alloc.*`.
 
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
 use nvml_wrapper::Nvml;
 use nvml_wrapper::enum_wrappers::device::TemperatureSensor;
 use nvml_wrapper::enums::device::UsedGpuMemory;
+use nvml_wrapper::error::NvmlError;
 
-use super::{ChannelSpec, Group, Probe, ProbeError, Unavailable, Unit};
+use super::torch::{OTHER, TorchSeen};
+use super::{
+    ChannelSpec, Clock, DynamicChannels, Group, Kind, Probe, ProbeError, Unavailable, Unit,
+};
+use flatline_format::{Event, EventKind};
 
 /// Channels per device, in order.
 const PER_DEVICE: [(&str, Unit); 5] = [
@@ -22,6 +30,11 @@ const PER_DEVICE: [(&str, Unit); 5] = [
     ("proc_used", Unit::Bytes),
 ];
 
+/// Readings in a row a device may fail (a timed-out call, a driver busy
+/// resetting another GPU) before its channels end; `GPU_IS_LOST` ends them
+/// at once.
+pub const END_AFTER_FAILURES: u32 = 20;
+
 /// The variable naming another NVML library to load instead of the system's
 /// `libnvidia-ml.so.1` (the tests' stand-in, or a driver in an odd place).
 pub const NVML_LIB_VAR: &str = "FLATLINE_NVML_LIB";
@@ -29,21 +42,56 @@ pub const NVML_LIB_VAR: &str = "FLATLINE_NVML_LIB";
 /// What NVML says about the GPUs, for a recording's host facts.
 pub use flatline_format::GpuFacts;
 
+/// One device's state between readings.
+#[derive(Debug, Clone)]
+struct Device {
+    values: [f64; PER_DEVICE.len()],
+    /// The last reading failed, and how many in a row did.
+    failing: bool,
+    failures: u32,
+    /// NVML said the GPU is lost (fallen off the bus).
+    lost: bool,
+    /// Where its channels are while they live.
+    first: Option<usize>,
+    /// Its channels were added once, and they ended (it was lost).
+    added: bool,
+    ended: bool,
+    /// Told that its listed processes are all out of sight.
+    told_hidden: bool,
+}
+
+/// The `gpu<i>.*` channels of every device, `pid<N>.vram` for each process
+/// of the watched tree that holds GPU memory, and `gpu.other` where the job
+/// logs PyTorch's reserved memory (see [`super::torch`]). All of them are
+/// grown on the stream (see [`super::dynamic`]): a lost device's channels and
+/// an exited process's end.
 pub struct GpuProbe {
     nvml: Nvml,
-    devices: u32,
     pid: u32,
     /// The watched tree's pids, where a tree probe shares them: VRAM is held
     /// by the ranks and workers, not by the launcher that was started.
     tree: Option<super::tree::TreePids>,
+    /// Give each process of the tree that holds GPU memory `pid<N>.vram`.
+    per_process: bool,
     facts: GpuFacts,
-    /// Where a device that stops (or starts again) answering is told, and
-    /// which devices failed at the last reading.
-    events: Option<(
-        crossbeam_channel::Sender<flatline_format::Event>,
-        super::Clock,
-    )>,
-    failing: Vec<bool>,
+    /// Where a device that stops (or starts again) answering is told.
+    events: Option<(crossbeam_channel::Sender<Event>, Clock)>,
+    devices: Vec<Device>,
+    /// GPU memory by process of the tree (summed over devices) at the last
+    /// reading, and whether every device answered it.
+    vram: HashMap<u32, f64>,
+    complete: bool,
+    /// `pid<N>.vram` positions by pid.
+    vram_channels: HashMap<u32, usize>,
+    /// A process's pids in the PID namespaces below this one's (`NSpid`), by
+    /// pid: NVML may list any of them.
+    aliases: HashMap<u32, Vec<u32>>,
+    proc_root: PathBuf,
+    torch: Option<TorchSeen>,
+    /// `gpu.other`: its position once added, its value at the last reading.
+    other: Option<Option<usize>>,
+    other_value: f64,
+    told_other: bool,
 }
 
 impl std::fmt::Debug for GpuProbe {
@@ -53,6 +101,20 @@ impl std::fmt::Debug for GpuProbe {
             .field("facts", &self.facts)
             .finish()
     }
+}
+
+/// The pids of `NSpid:` in a `/proc/<pid>/status` (this namespace's first,
+/// then each nested one's).
+pub fn nspids(status: &str) -> Vec<u32> {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("NSpid:"))
+        .map(|rest| {
+            rest.split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 impl GpuProbe {
@@ -68,33 +130,52 @@ impl GpuProbe {
         .map_err(|e| match &lib {
             Some(path) => Unavailable::new(
                 "gpu",
-                format!("NVML from {}: {e}", std::path::Path::new(path).display()),
+                format!("NVML from {}: {e}", Path::new(path).display()),
             ),
             None => Unavailable::new("gpu", format!("NVML: {e}")),
         })?;
-        let devices = nvml
+        let count = nvml
             .device_count()
             .map_err(|e| Unavailable::new("gpu", format!("NVML device count: {e}")))?;
-        if devices == 0 {
+        if count == 0 {
             return Err(Unavailable::new("gpu", "NVML found no NVIDIA GPU"));
         }
         let driver = nvml
             .sys_driver_version()
             .unwrap_or_else(|e| format!("unknown ({e})"));
-        let names = (0..devices)
+        let names = (0..count)
             .map(|i| {
                 nvml.device_by_index(i)
                     .and_then(|d| d.name())
                     .unwrap_or_else(|e| format!("GPU {i} ({e})"))
             })
             .collect();
+        let device = Device {
+            values: [f64::NAN; PER_DEVICE.len()],
+            failing: false,
+            failures: 0,
+            lost: false,
+            first: None,
+            added: false,
+            ended: false,
+            told_hidden: false,
+        };
         Ok(Self {
             nvml,
-            devices,
             pid,
             tree: None,
+            per_process: false,
             events: None,
-            failing: vec![false; devices as usize],
+            devices: vec![device; count as usize],
+            vram: HashMap::new(),
+            complete: false,
+            vram_channels: HashMap::new(),
+            aliases: HashMap::new(),
+            proc_root: PathBuf::from("/proc"),
+            torch: None,
+            other: None,
+            other_value: f64::NAN,
+            told_other: false,
             facts: GpuFacts {
                 driver,
                 devices: names,
@@ -103,20 +184,24 @@ impl GpuProbe {
     }
 
     /// Sums `gpu<i>.proc_used` over the tree's pids (else the watched pid's
-    /// own).
-    pub fn over_tree(mut self, pids: super::tree::TreePids) -> Self {
+    /// own); with `per_process`, each process of it holding GPU memory gets
+    /// `pid<N>.vram`.
+    pub fn over_tree(mut self, pids: super::tree::TreePids, per_process: bool) -> Self {
         self.tree = Some(pids);
+        self.per_process = per_process;
         self
     }
 
     /// Tells `events` (stamped on `clock`) when a device stops answering,
     /// and when it answers again.
-    pub fn with_events(
-        mut self,
-        events: crossbeam_channel::Sender<flatline_format::Event>,
-        clock: super::Clock,
-    ) -> Self {
+    pub fn with_events(mut self, events: crossbeam_channel::Sender<Event>, clock: Clock) -> Self {
         self.events = Some((events, clock));
+        self
+    }
+
+    /// Derives `gpu.other` from the reserved bytes the job logs.
+    pub fn with_torch(mut self, seen: TorchSeen) -> Self {
+        self.torch = Some(seen);
         self
     }
 
@@ -125,13 +210,52 @@ impl GpuProbe {
         &self.facts
     }
 
-    /// One device's readings; `tree`: the watched tree's pids (may be empty).
+    fn note(&self, text: String) {
+        if let Some((tx, clock)) = &self.events {
+            let _ = tx.try_send(Event {
+                t_ns: clock.now_ns(),
+                kind: EventKind::Note(text),
+            });
+        }
+    }
+
+    /// Each watched pid with the pids NVML may list for it: itself, and its
+    /// pids in nested PID namespaces (read once per process).
+    fn watched(&mut self) -> Vec<(u32, u32)> {
+        let mut pids: Vec<u32> = self.tree.as_ref().map_or_else(Vec::new, |t| {
+            t.lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .clone()
+        });
+        if !pids.contains(&self.pid) {
+            pids.push(self.pid);
+        }
+        self.aliases.retain(|p, _| pids.contains(p));
+        let mut out = Vec::with_capacity(pids.len());
+        for pid in pids {
+            let root = &self.proc_root;
+            let aliases = self.aliases.entry(pid).or_insert_with(|| {
+                std::fs::read_to_string(root.join(pid.to_string()).join("status"))
+                    .map(|s| nspids(&s))
+                    .unwrap_or_default()
+            });
+            out.push((pid, pid));
+            out.extend(aliases.iter().filter(|&&a| a != pid).map(|&a| (a, pid)));
+        }
+        out
+    }
+
+    /// One device's readings into `out`, and its processes' memory into
+    /// `vram`; `watched`: (pid NVML may list, the watched pid it is).
+    /// `Ok(false)` when the device lists processes of which none is visible
+    /// here (another PID namespace): then its `proc_used` is left out.
     fn read_device(
         &self,
         i: u32,
-        tree: &[u32],
+        watched: &[(u32, u32)],
         out: &mut [f64],
-    ) -> Result<(), nvml_wrapper::error::NvmlError> {
+        vram: &mut HashMap<u32, f64>,
+    ) -> Result<bool, NvmlError> {
         let dev = self.nvml.device_by_index(i)?;
         let mem = dev.memory_info()?;
         out[0] = mem.used as f64;
@@ -144,23 +268,72 @@ impl GpuProbe {
             .map_or(f64::NAN, f64::from);
         // A process with a CUDA context shows up as a compute process; one that only
         // draws shows up as a graphics process. Absent from both lists: it holds nothing.
-        let ours = |pid: u32| pid == self.pid || tree.contains(&pid);
         let mut mine = 0u64;
-        let mut listed = false;
+        let (mut answered, mut others, mut matched) = (false, Vec::new(), false);
         let lists = [
             dev.running_compute_processes(),
             dev.running_graphics_processes(),
         ];
         for list in lists.into_iter().flatten() {
-            listed = true;
-            for p in list.iter().filter(|p| ours(p.pid)) {
-                if let UsedGpuMemory::Used(b) = p.used_gpu_memory {
-                    mine += b;
+            answered = true;
+            for p in &list {
+                match watched.iter().find(|(listed, _)| *listed == p.pid) {
+                    Some(&(_, pid)) => {
+                        matched = true;
+                        if let UsedGpuMemory::Used(b) = p.used_gpu_memory {
+                            mine += b;
+                            *vram.entry(pid).or_default() += b as f64;
+                        }
+                    }
+                    None => others.push(p.pid),
                 }
             }
         }
-        out[4] = if listed { mine as f64 } else { f64::NAN };
-        Ok(())
+        // NVML lists the host's pids; in a container with a PID namespace of
+        // its own none of them is a process here, and 0 would read as "holds
+        // no GPU memory".
+        let hidden = !matched
+            && !others.is_empty()
+            && !others
+                .iter()
+                .any(|p| self.proc_root.join(p.to_string()).exists());
+        out[4] = if answered && !hidden {
+            mine as f64
+        } else {
+            f64::NAN
+        };
+        Ok(!hidden)
+    }
+
+    /// Adds a device's channels under `gpu<i>` (or, once a lost device that
+    /// ended answers again, `gpu<i>-2`, …: a name is never reused).
+    fn add_device(&mut self, i: usize, ch: &mut DynamicChannels<'_>) {
+        let base = format!("gpu{i}");
+        let stem = (1..)
+            .map(|k| {
+                if k == 1 {
+                    base.clone()
+                } else {
+                    format!("{base}-{k}")
+                }
+            })
+            .find(|s| !ch.is_taken(&format!("{s}.used")))
+            .unwrap_or(base);
+        let name = self.facts.devices.get(i).cloned().unwrap_or_default();
+        let specs = PER_DEVICE
+            .iter()
+            .map(|&(what, unit)| {
+                let spec = ChannelSpec::new(format!("{stem}.{what}"), unit, Group::Gpu)
+                    .with_label("gpu", i.to_string())
+                    .with_label("name", name.clone());
+                match what {
+                    "total" | "used" | "proc_used" => spec.with_kind(Kind::Level),
+                    _ => spec,
+                }
+            })
+            .collect();
+        self.devices[i].first = ch.add(specs);
+        self.devices[i].added = true;
     }
 }
 
@@ -169,55 +342,168 @@ impl Probe for GpuProbe {
         "gpu"
     }
 
+    /// None at the start: every channel is grown (see [`Probe::dynamic`]).
     fn channels(&self) -> Vec<ChannelSpec> {
-        (0..self.devices)
-            .flat_map(|i| {
-                PER_DEVICE.iter().map(move |&(what, unit)| {
-                    ChannelSpec::new(format!("gpu{i}.{what}"), unit, Group::Gpu)
-                })
-            })
-            .collect()
+        Vec::new()
     }
 
     /// Reads every device; one that fails (a GPU fallen off the bus) reads
-    /// as gaps while the others go on. Fails only when every device does.
-    fn read(&mut self, out: &mut [f64]) -> Result<(), ProbeError> {
-        // The tree's pids once per reading, not once per device.
-        let tree: Vec<u32> = self.tree.as_ref().map_or_else(Vec::new, |t| {
-            t.lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .clone()
-        });
+    /// as gaps, and after [`END_AFTER_FAILURES`] (or at once when lost) its
+    /// channels end, while the others go on. Fails only when every device does.
+    fn read(&mut self, _out: &mut [f64]) -> Result<(), ProbeError> {
+        let watched = self.watched();
+        let mut vram = HashMap::new();
         let mut first_err = None;
         let mut read_any = false;
-        for (i, chunk) in out.chunks_exact_mut(PER_DEVICE.len()).enumerate() {
-            chunk.fill(f64::NAN);
-            let result = self.read_device(i as u32, &tree, chunk);
+        for i in 0..self.devices.len() {
+            let mut values = [f64::NAN; PER_DEVICE.len()];
+            let result = self.read_device(i as u32, &watched, &mut values, &mut vram);
             let failed = result.is_err();
-            if failed != self.failing[i]
-                && let Some((tx, clock)) = &self.events
-            {
-                let text = match &result {
+            if failed != self.devices[i].failing {
+                self.note(match &result {
                     Err(e) => format!("gpu{i} stopped answering: NVML: {e}"),
-                    Ok(()) => format!("gpu{i} answers again"),
-                };
-                let _ = tx.try_send(flatline_format::Event {
-                    t_ns: clock.now_ns(),
-                    kind: flatline_format::EventKind::Note(text),
+                    Ok(_) => format!("gpu{i} answers again"),
                 });
             }
-            self.failing[i] = failed;
+            let d = &mut self.devices[i];
+            d.failing = failed;
             match result {
-                Ok(()) => read_any = true,
+                Ok(visible) => {
+                    read_any = true;
+                    d.failures = 0;
+                    d.lost = false;
+                    d.values = values;
+                    if !visible && !d.told_hidden {
+                        d.told_hidden = true;
+                        self.note(format!(
+                            "gpu{i} lists processes, none of them visible in this PID \
+                             namespace (flatline in a container of its own?): gpu{i}.proc_used \
+                             is left out, not read as 0"
+                        ));
+                    }
+                }
                 Err(e) => {
-                    chunk.fill(f64::NAN);
+                    d.failures += 1;
+                    d.lost |= matches!(e, NvmlError::GpuLost);
+                    d.values = [f64::NAN; PER_DEVICE.len()];
                     first_err.get_or_insert(e);
                 }
+            }
+        }
+        self.complete = first_err.is_none();
+        self.vram = vram;
+        self.other_value = f64::NAN;
+        if let Some(reserved) = self.torch.as_ref().and_then(TorchSeen::reserved) {
+            // The one process PyTorch's statistics can be about.
+            match self.vram.values().collect::<Vec<_>>().as_slice() {
+                [one] => self.other_value = **one - reserved,
+                [] => {}
+                many if !self.told_other => {
+                    self.told_other = true;
+                    self.note(format!(
+                        "gpu.other is left out: {} processes hold GPU memory, and the logged \
+                         PyTorch statistics are one process's",
+                        many.len()
+                    ));
+                }
+                _ => {}
             }
         }
         match first_err {
             Some(e) if !read_any => Err(ProbeError::Failed(format!("NVML: {e}"))),
             _ => Ok(()),
+        }
+    }
+
+    fn grows(&self) -> bool {
+        true
+    }
+
+    fn dynamic(&mut self, ch: &mut DynamicChannels<'_>) {
+        for i in 0..self.devices.len() {
+            let d = &self.devices[i];
+            if !d.added || (d.ended && !d.failing) {
+                self.devices[i].ended = false;
+                self.add_device(i, ch);
+            }
+            let d = &mut self.devices[i];
+            if let Some(first) = d.first {
+                if d.failing && (d.lost || d.failures >= END_AFTER_FAILURES) {
+                    let all: Vec<usize> = (first..first + PER_DEVICE.len()).collect();
+                    ch.end(&all);
+                    d.first = None;
+                    d.ended = true;
+                } else {
+                    for (k, &v) in d.values.iter().enumerate() {
+                        if !v.is_nan() {
+                            ch.set(first + k, v);
+                        }
+                    }
+                }
+            }
+        }
+        if self.per_process {
+            if self.complete {
+                let gone: Vec<u32> = self
+                    .vram_channels
+                    .keys()
+                    .filter(|p| !self.vram.contains_key(p))
+                    .copied()
+                    .collect();
+                for pid in gone {
+                    if let Some(p) = self.vram_channels.remove(&pid) {
+                        ch.end(&[p]);
+                    }
+                }
+            }
+            let mut held: Vec<(u32, f64)> = self
+                .vram
+                .iter()
+                .filter(|(_, b)| **b > 0.0)
+                .map(|(&p, &b)| (p, b))
+                .collect();
+            held.sort_by_key(|(p, _)| *p);
+            for (pid, bytes) in held {
+                let at = match self.vram_channels.get(&pid) {
+                    Some(&at) => Some(at),
+                    None => {
+                        // The tree's stem for a reused pid: pid123, pid123-2, …
+                        let base = format!("pid{pid}");
+                        let stem = (1..)
+                            .map(|k| {
+                                if k == 1 {
+                                    base.clone()
+                                } else {
+                                    format!("{base}-{k}")
+                                }
+                            })
+                            .find(|s| !ch.is_taken(&format!("{s}.vram")))
+                            .unwrap_or(base);
+                        let spec =
+                            ChannelSpec::new(format!("{stem}.vram"), Unit::Bytes, Group::Gpu)
+                                .with_kind(Kind::Level)
+                                .with_label("pid", pid.to_string());
+                        let at = ch.add(vec![spec]);
+                        if let Some(at) = at {
+                            self.vram_channels.insert(pid, at);
+                        }
+                        at
+                    }
+                };
+                if let Some(at) = at {
+                    ch.set(at, bytes);
+                }
+            }
+        }
+        if !self.other_value.is_nan() {
+            let at = *self.other.get_or_insert_with(|| {
+                ch.add(vec![
+                    ChannelSpec::new(OTHER, Unit::Bytes, Group::Gpu).with_kind(Kind::Level),
+                ])
+            });
+            if let Some(at) = at {
+                ch.set(at, self.other_value);
+            }
         }
     }
 }
@@ -240,13 +526,24 @@ mod tests {
                 assert!(t0.elapsed() < std::time::Duration::from_secs(5));
             }
             Ok(mut p) => {
-                let ch = p.channels();
-                assert_eq!(ch.len(), p.facts().devices.len() * PER_DEVICE.len());
-                assert_eq!(ch[0].name, "gpu0.used");
-                let mut out = vec![f64::NAN; ch.len()];
-                p.read(&mut out).unwrap();
-                assert!(out[1] > 0.0, "gpu0.total");
+                assert!(p.channels().is_empty(), "grown, not fixed");
+                p.read(&mut []).unwrap();
+                assert!(p.devices[0].values[1] > 0.0, "gpu0.total");
             }
         }
+    }
+
+    /// NVML may list a process by its pid in a nested PID namespace: the
+    /// status file's `NSpid` gives them all, this namespace's first.
+    #[test]
+    fn nspid_lists_every_namespaces_pid() {
+        let status = "Name:\tpython\nTgid:\t4242\nNgid:\t0\nPid:\t4242\nPPid:\t1\n\
+                      NSpid:\t4242\t17\nNSpgid:\t4242\t17\n";
+        assert_eq!(nspids(status), [4242, 17]);
+        assert_eq!(
+            nspids("Name:\tx\nPid:\t5\n"),
+            Vec::<u32>::new(),
+            "an old kernel"
+        );
     }
 }

@@ -23,6 +23,7 @@ pub mod output;
 pub mod procfs;
 pub mod sampler;
 pub mod system;
+pub mod torch;
 pub mod tree;
 pub mod work;
 

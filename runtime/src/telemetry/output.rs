@@ -50,6 +50,76 @@ impl Line {
     }
 }
 
+/// One channel value a line gives (see [`cells`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cell {
+    pub name: String,
+    pub value: f64,
+    pub unit: Unit,
+    pub kind: Option<Kind>,
+    pub group: Group,
+}
+
+/// The channels a line sets: `log.<key>` (`log.rank<r>.<key>` for torchrun
+/// ranks other than 0) and `log.step`; PyTorch's allocator statistics as
+/// `torch.<stat>` in bytes instead (`torch.rank<r>.<stat>`, see
+/// [`super::torch`]), and `torch.cache` where a line has both allocated and
+/// reserved.
+pub fn cells(line: &Line) -> Vec<Cell> {
+    let rank = line.rank.filter(|&r| r > 0);
+    let (log, torch) = match rank {
+        Some(r) => (format!("log.rank{r}."), format!("torch.rank{r}.")),
+        None => ("log.".to_owned(), "torch.".to_owned()),
+    };
+    let mut out = Vec::with_capacity(line.values.len() + 2);
+    let (mut allocated, mut reserved) = (None, None);
+    for (key, v, unit) in &line.values {
+        match super::torch::recognise(key) {
+            Some((stat, scale)) => {
+                let bytes = v * scale;
+                match stat {
+                    super::torch::Stat::Allocated => allocated = Some(bytes),
+                    super::torch::Stat::Reserved => reserved = Some(bytes),
+                    _ => {}
+                }
+                out.push(Cell {
+                    name: format!("{torch}{}", stat.leaf()),
+                    value: bytes,
+                    unit: stat.unit(),
+                    kind: Some(stat.kind()),
+                    group: Group::Gpu,
+                });
+            }
+            None => out.push(Cell {
+                name: format!("{log}{key}"),
+                value: *v,
+                unit: *unit,
+                kind: None,
+                group: Group::StepLog,
+            }),
+        }
+    }
+    if let (Some(a), Some(r)) = (allocated, reserved) {
+        out.push(Cell {
+            name: format!("{torch}cache"),
+            value: r - a,
+            unit: Unit::Bytes,
+            kind: Some(Kind::Level),
+            group: Group::Gpu,
+        });
+    }
+    if let Some(step) = line.step {
+        out.push(Cell {
+            name: format!("{log}step"),
+            value: step as f64,
+            unit: Unit::Count,
+            kind: Some(Kind::Counter),
+            group: Group::StepLog,
+        });
+    }
+    out
+}
+
 /// A channel leaf from a printed key: lower case, runs of anything but
 /// letters and digits as one `_`.
 pub fn leaf(key: &str) -> String {
@@ -466,7 +536,10 @@ pub const COUNTS_EVERY_NS: u64 = 10_000_000_000;
 /// `output_steps`: when a log is read too, its steps are the ones kept), and
 /// marker events. Every [`COUNTS_EVERY_NS`] and at its end it records, for
 /// each of `counts`, how many lines were read and how many said something
-/// ([`EventKind::LinesRead`]). Ends when every reader has ended.
+/// ([`EventKind::LinesRead`]). PyTorch's allocator statistics become
+/// `torch.*` channels (see [`cells`]), and the main rank's reserved bytes
+/// are handed to `torch` for the GPU probe. Ends when every reader has ended.
+#[allow(clippy::too_many_arguments)]
 pub fn collect(
     from: Receiver<Printed>,
     grow: GrowHandle,
@@ -474,6 +547,7 @@ pub fn collect(
     output_steps: bool,
     clock: Clock,
     counts: Vec<(String, Arc<OutputStats>)>,
+    torch: Option<super::torch::TorchSeen>,
 ) -> std::io::Result<JoinHandle<()>> {
     std::thread::Builder::new()
         .name("flatline-output".into())
@@ -486,6 +560,7 @@ pub fn collect(
                 refilled_ns: 0,
                 events,
                 output_steps,
+                torch,
             };
             let mut told: Vec<(u64, u64)> = vec![(0, 0); counts.len()];
             let mut told_ns = 0u64;
@@ -520,42 +595,35 @@ struct Collector {
     refilled_ns: u64,
     events: Sender<Event>,
     output_steps: bool,
+    /// Where the main rank's reserved bytes go, for the GPU probe's
+    /// `gpu.other`.
+    torch: Option<super::torch::TorchSeen>,
 }
 
 impl Collector {
     fn take(&mut self, grow: &GrowHandle, p: Printed) {
-        let prefix = match p.line.rank {
-            Some(r) if r > 0 => format!("log.rank{r}."),
-            _ => "log.".into(),
-        };
         let positions = &mut self.positions;
-        let mut position =
-            |ch: &mut super::DynamicChannels<'_>, name: String, unit: Unit, kind: Option<Kind>| {
-                *positions.entry(name).or_insert_with_key(|name| {
-                    let mut spec = ChannelSpec::new(name.clone(), unit, Group::StepLog);
-                    if let Some(k) = kind {
-                        spec = spec.with_kind(k);
-                    }
-                    ch.add(vec![spec])
-                })
-            };
+        let cells = cells(&p.line);
         grow.with(|ch| {
-            for (key, v, unit) in &p.line.values {
-                if let Some(at) = position(ch, format!("{prefix}{key}"), *unit, None) {
-                    ch.set(at, *v);
+            for c in &cells {
+                let at = *positions.entry(c.name.clone()).or_insert_with(|| {
+                    let spec = ChannelSpec::new(c.name.clone(), c.unit, c.group);
+                    ch.add(vec![match c.kind {
+                        Some(k) => spec.with_kind(k),
+                        None => spec,
+                    }])
+                });
+                if let Some(at) = at {
+                    ch.set(at, c.value);
                 }
             }
-            if let Some(step) = p.line.step
-                && let Some(at) = position(
-                    ch,
-                    format!("{prefix}step"),
-                    Unit::Count,
-                    Some(Kind::Counter),
-                )
-            {
-                ch.set(at, step as f64);
-            }
         });
+        if let (Some(seen), Some(r)) = (
+            &self.torch,
+            cells.iter().find(|c| c.name == "torch.reserved"),
+        ) {
+            seen.set_reserved(r.value);
+        }
         let main_rank = p.line.rank.is_none_or(|r| r == 0);
         self.tokens = (self.tokens
             + p.t_ns.saturating_sub(self.refilled_ns) as f64 * STEP_EVENTS_PER_S / 1e9)

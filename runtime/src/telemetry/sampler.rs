@@ -84,6 +84,9 @@ pub struct SamplerConfig {
     /// Where probes send what happens (a process of the tree starts or
     /// exits); `None` drops it.
     pub events: Option<Sender<flatline_format::Event>>,
+    /// The job's logged PyTorch reserved bytes, from which the GPU probe
+    /// derives `gpu.other`.
+    pub torch: Option<super::torch::TorchSeen>,
 }
 
 impl Default for SamplerConfig {
@@ -101,6 +104,7 @@ impl Default for SamplerConfig {
             per_process: true,
             cgroup: true,
             events: None,
+            torch: None,
         }
     }
 }
@@ -429,9 +433,13 @@ pub fn start_with(
             Ok(p) => {
                 gpu = Some(p.facts().clone());
                 let p = if config.tree {
-                    p.over_tree(tree_pids)
+                    p.over_tree(tree_pids, config.per_process)
                 } else {
                     p
+                };
+                let p = match &config.torch {
+                    Some(seen) => p.with_torch(seen.clone()),
+                    None => p,
                 };
                 let p = match &config.events {
                     Some(tx) => p.with_events(tx.clone(), clock),
