@@ -30,6 +30,7 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
         BenchCommand::Ingest(args) => run_ingest(&args),
         BenchCommand::Analysis(args) => run_analysis(&args),
         BenchCommand::Ui(args) => crate::ui::bench::run(&args),
+        BenchCommand::Window(args) => crate::ui::winbench::run(&args),
     }
 }
 

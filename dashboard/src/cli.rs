@@ -48,8 +48,30 @@ pub enum Command {
     Serve(ServeArgs),
 }
 
+/// How the window draws: what it costs the machine it runs on.
+#[derive(Debug, Clone, Default, Args)]
+pub struct WindowArgs {
+    /// Most frames a second the window draws while new data arrives or a
+    /// replay plays (default: the sample rate, at most 30). With nothing new
+    /// to show it draws nothing.
+    #[arg(long, value_name = "N", value_parser = positive_rate)]
+    pub fps: Option<f64>,
+    /// Which renderer draws the window: glow (OpenGL; the default: cheaper
+    /// under a software rasteriser) or wgpu.
+    #[arg(long, value_enum, value_name = "WHICH")]
+    pub renderer: Option<RendererArg>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RendererArg {
+    Glow,
+    Wgpu,
+}
+
 #[derive(Debug, Clone, Args)]
 pub struct LiveArgs {
+    #[command(flatten)]
+    pub window: WindowArgs,
     /// Which workload to run.
     #[arg(long, value_enum, default_value_t = WorkloadArg::Both)]
     pub workload: WorkloadArg,
@@ -67,12 +89,15 @@ impl Default for LiveArgs {
             workload: WorkloadArg::Both,
             hz: 100.0,
             record: None,
+            window: WindowArgs::default(),
         }
     }
 }
 
 #[derive(Debug, Clone, Args)]
 pub struct ReplayArgs {
+    #[command(flatten)]
+    pub window: WindowArgs,
     /// The recording.
     pub file: PathBuf,
     /// Keep reading the file as another process writes it.
@@ -104,6 +129,8 @@ fn size(s: &str) -> Result<[f32; 2], String> {
 
 #[derive(Debug, Clone, Args)]
 pub struct WatchArgs {
+    #[command(flatten)]
+    pub window: WindowArgs,
     /// The process to watch.
     #[arg(long, conflicts_with = "command")]
     pub pid: Option<u32>,
@@ -293,6 +320,42 @@ pub enum BenchCommand {
     /// The dashboard's CPU cost per frame (egui pass and tessellation, headless)
     /// on a synthetic recording, the time to open one, and the live store's memory.
     Ui(UiBenchArgs),
+    /// What an open window costs: frames drawn and CPU a second, live on a
+    /// synthetic stream and on a paused replay, under the current display.
+    Window(WindowBenchArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct WindowBenchArgs {
+    /// Seconds each case is measured.
+    #[arg(long, default_value_t = 20.0, value_parser = seconds)]
+    pub seconds: f64,
+    /// The synthetic stream's samples a second (a watch's default).
+    #[arg(long, default_value_t = 10.0, value_parser = positive_rate)]
+    pub hz: f64,
+    #[command(flatten)]
+    pub window: WindowArgs,
+    /// Fail (exit 1) when a case passes these % of one core: `LIVE,PAUSED`.
+    #[arg(long, value_name = "LIVE,PAUSED", value_parser = limits)]
+    pub fail_above: Option<(f64, f64)>,
+    /// Print one JSON object instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// (Internal) run one case in this process: `live` or `paused`.
+    #[arg(long, hide = true)]
+    pub case: Option<String>,
+}
+
+fn limits(s: &str) -> Result<(f64, f64), String> {
+    let (a, b) = s.split_once(',').ok_or("two numbers: LIVE,PAUSED")?;
+    let p = |x: &str| {
+        x.trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite() && *v > 0.0)
+            .ok_or_else(|| format!("{x:?} is not a positive number"))
+    };
+    Ok((p(a)?, p(b)?))
 }
 
 #[derive(Debug, Clone, Args)]

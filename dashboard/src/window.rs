@@ -11,9 +11,13 @@ pub fn live(args: &LiveArgs) -> Result<()> {
     if let Some(path) = &args.record {
         src.start_recording(path)?;
     }
-    ui::run_window("flatline — live", [1600.0, 1000.0], move |settings| {
-        Dashboard::new(Box::new(src), store, settings)
-    })?;
+    let window = ui::WindowOptions::new(&args.window, args.hz);
+    ui::run_window(
+        "flatline — live",
+        [1600.0, 1000.0],
+        window,
+        move |settings| Dashboard::new(Box::new(src), store, settings),
+    )?;
     Ok(())
 }
 
@@ -27,11 +31,16 @@ pub fn replay(args: &ReplayArgs) -> Result<()> {
         (Box::new(s), st)
     };
     let name = args.file.display().to_string();
+    // A replay plays (or a followed soak grows) at up to 30 frames a second.
+    let window = ui::WindowOptions::new(&args.window, ui::MAX_DEFAULT_FPS);
     match &args.screenshot {
         None => {
-            ui::run_window(&format!("flatline — {name}"), args.size, move |settings| {
-                Dashboard::new(src, store, settings)
-            })?;
+            ui::run_window(
+                &format!("flatline — {name}"),
+                args.size,
+                window,
+                move |settings| Dashboard::new(src, store, settings),
+            )?;
             Ok(())
         }
         Some(png) => {
@@ -39,7 +48,12 @@ pub fn replay(args: &ReplayArgs) -> Result<()> {
             let mut dash = Dashboard::new(src, store, Settings::default());
             dash.screenshot_to(png.clone(), true);
             let result = dash.shot_result.clone();
-            ui::run_window(&format!("flatline — {name}"), args.size, move |_| dash)?;
+            ui::run_window(
+                &format!("flatline — {name}"),
+                args.size,
+                window,
+                move |_| dash,
+            )?;
             match result.lock().expect("result lock").take() {
                 Some(Ok(path)) => {
                     println!("wrote {}", path.display());

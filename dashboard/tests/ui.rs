@@ -96,13 +96,18 @@ fn the_timeline_scrubs_plays_and_jumps() {
     let tl = h.state().timeline.as_ref().unwrap().clone();
     assert_eq!(tl.playhead_s, tl.start_s);
     assert_eq!(h.state_mut().visible_len(), 1);
+    // Paused and analysed, the window needs no frame until something
+    // happens; playing, it does.
+    assert!(!h.state().busy(), "a paused replay asks for no frames");
     h.get_by_label("Play").click();
     h.run_steps(2);
     assert!(h.state().timeline.as_ref().unwrap().playing);
+    assert!(h.state().busy(), "a playing replay asks for frames");
     h.get_by_label("End").click();
     h.run_steps(2);
     let tl = h.state().timeline.as_ref().unwrap().clone();
     assert!(!tl.playing);
+    assert!(!h.state().busy());
     assert_eq!(tl.playhead_s, end);
 }
 

@@ -61,6 +61,25 @@ fn sample(i: u64, n: usize) -> Sample {
     Sample::from_values(i, i * 10_000_000, &vals)
 }
 
+/// Writes `samples` synthetic samples at 100 Hz to a new recording at
+/// `path`, as a soak would; returns its size in bytes.
+pub(crate) fn write_synthetic(path: &std::path::Path, samples: u64) -> Result<u64> {
+    let schema = schema();
+    let n = schema.len();
+    let header = Header::new(
+        "bench",
+        schema,
+        HostFacts::default(),
+        Default::default(),
+        vec![],
+    );
+    let mut w = RecordingWriter::create(path, &header, false)?;
+    for i in 0..samples {
+        w.push_sample(&sample(i, n))?;
+    }
+    Ok(w.finish("completed")?.bytes)
+}
+
 fn frame(ctx: &egui::Context, dash: &mut Dashboard) -> u64 {
     let input = egui::RawInput {
         screen_rect: Some(egui::Rect::from_min_size(
@@ -86,18 +105,7 @@ pub fn run(args: &UiBenchArgs) -> Result<()> {
     let t0 = Instant::now();
     let dir = tempfile::tempdir().context("creating a temporary folder")?;
     let path = dir.path().join("bench.flr");
-    let header = Header::new(
-        "bench",
-        schema.clone(),
-        HostFacts::default(),
-        Default::default(),
-        vec![],
-    );
-    let mut w = RecordingWriter::create(&path, &header, false)?;
-    for i in 0..samples {
-        w.push_sample(&sample(i, n))?;
-    }
-    let file_bytes = w.finish("completed")?.bytes;
+    let file_bytes = write_synthetic(&path, samples)?;
     let build = t0.elapsed();
 
     // Opened as `flatline replay` opens it.

@@ -11,6 +11,7 @@ mod source;
 mod store;
 mod timeline;
 mod view;
+pub mod winbench;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -20,6 +21,8 @@ use std::time::Instant;
 
 use anyhow::{Context as _, Result, bail};
 use eframe::egui;
+
+use crate::cli::{RendererArg, WindowArgs};
 
 pub use source::{LiveSource, Meta, ReplaySource, Source, SourceKind, WatchSource};
 pub use store::{Series, Store};
@@ -296,6 +299,15 @@ impl Dashboard {
         }
     }
 
+    /// Whether the dashboard needs more frames with no input and no new
+    /// data: a replay playing, analyses not yet run on the data shown, a
+    /// screenshot being taken.
+    pub fn busy(&self) -> bool {
+        self.timeline.as_ref().is_some_and(|t| t.playing)
+            || self.store.analyses_pending()
+            || self.capture.is_some()
+    }
+
     /// Draws the whole dashboard into `ui` (one frame); see [`Dashboard::tick`]
     /// for where the data comes from.
     pub fn show(&mut self, ui: &mut egui::Ui) {
@@ -378,12 +390,56 @@ pub fn save_png(img: &egui::ColorImage, path: &Path) -> Result<()> {
     .with_context(|| format!("writing {}", path.display()))
 }
 
+/// How the window draws (`--fps`, `--renderer`).
+#[derive(Debug, Clone, Copy)]
+pub struct WindowOptions {
+    /// Most frames a second while there is something new to show.
+    pub fps: f64,
+    pub renderer: RendererArg,
+}
+
+/// Under Mesa's software rasteriser (a remote node over X forwarding or
+/// VNC, Xvfb) glow draws a frame for a fraction of what wgpu costs; see the
+/// README's figures.
+pub const DEFAULT_RENDERER: RendererArg = RendererArg::Glow;
+
+/// Frames a second at most, by default: the sample rate, capped here.
+pub const MAX_DEFAULT_FPS: f64 = 30.0;
+
+/// Frames a second while the window is not focused: a dashboard glanced at
+/// on another screen still moves, at a fraction of the cost.
+pub const UNFOCUSED_FPS: f64 = 1.0;
+
+impl WindowOptions {
+    /// `args`, with the defaults for a stream of `sample_hz` samples a second.
+    pub fn new(args: &WindowArgs, sample_hz: f64) -> Self {
+        Self {
+            fps: args.fps.unwrap_or(sample_hz.min(MAX_DEFAULT_FPS)),
+            renderer: args.renderer.unwrap_or(DEFAULT_RENDERER),
+        }
+    }
+}
+
+/// Frames drawn by this process's window (for `bench window`).
+pub static FRAMES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 /// The eframe application around a [`Dashboard`].
 #[derive(Debug)]
 pub struct App {
     pub dash: Dashboard,
     /// Set by Ctrl-C or SIGTERM: close the window the normal way.
     pub interrupted: Arc<AtomicBool>,
+    frame_period: std::time::Duration,
+    /// Shared with the waker thread: whether the window has the focus, and
+    /// whether the app is gone.
+    focused: Arc<AtomicBool>,
+    gone: Arc<AtomicBool>,
+}
+
+impl Drop for App {
+    fn drop(&mut self) {
+        self.gone.store(true, Ordering::Relaxed);
+    }
 }
 
 const SETTINGS_KEY: &str = "flatline-settings";
@@ -394,12 +450,17 @@ impl eframe::App for App {
         if self.interrupted.load(Ordering::Relaxed) {
             ctx.send_viewport_cmd(egui::ViewportCommand::Close);
         }
-        // At least 10 frames a second while shown, and logic alone at 10 Hz while
-        // hidden (eframe calls it only after a repaint request).
-        ctx.request_repaint_after(std::time::Duration::from_millis(100));
+        let focused = ctx.input(|i| i.viewport().focused).unwrap_or(true);
+        self.focused.store(focused, Ordering::Relaxed);
+        // No timer: a frame comes with input, with new data (the waker
+        // thread asks for it), or while the dashboard itself is busy.
+        if self.dash.busy() {
+            ctx.request_repaint_after(self.frame_period);
+        }
     }
 
     fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut eframe::Frame) {
+        FRAMES.fetch_add(1, Ordering::Relaxed);
         self.dash.show(ui);
     }
 
@@ -407,6 +468,41 @@ impl eframe::App for App {
         eframe::set_value(storage, SETTINGS_KEY, &self.dash.settings);
     }
 }
+
+/// Asks `ctx` for a frame when the source has new data, or Ctrl-C came, at
+/// most `fps` times a second ([`UNFOCUSED_FPS`] while unfocused); ends when
+/// the app is gone. A check costs a file's length or an atomic load.
+fn spawn_waker(
+    ctx: egui::Context,
+    mut activity: Option<Activity>,
+    fps: f64,
+    interrupted: Arc<AtomicBool>,
+    focused: Arc<AtomicBool>,
+    gone: Arc<AtomicBool>,
+) -> Result<()> {
+    std::thread::Builder::new()
+        .name("flatline-waker".into())
+        .spawn(move || {
+            flatline_runtime::telemetry::alloc::mark_observer_thread();
+            while !gone.load(Ordering::Relaxed) {
+                let rate = if focused.load(Ordering::Relaxed) {
+                    fps
+                } else {
+                    fps.min(UNFOCUSED_FPS)
+                };
+                std::thread::sleep(std::time::Duration::from_secs_f64(1.0 / rate));
+                let fresh = activity.as_mut().is_some_and(|a| a());
+                if fresh || interrupted.load(Ordering::Relaxed) {
+                    ctx.request_repaint();
+                }
+            }
+        })
+        .context("starting the window's waker thread")?;
+    Ok(())
+}
+
+/// Says whether a source has new data since it was last asked.
+pub type Activity = Box<dyn FnMut() -> bool + Send>;
 
 /// Fails with advice when no display can be reached.
 pub fn check_display() -> Result<()> {
@@ -435,12 +531,14 @@ pub enum Closed {
 pub fn run_window(
     title: &str,
     size: [f32; 2],
+    window: WindowOptions,
     make: impl FnOnce(Settings) -> Dashboard + 'static,
 ) -> Result<Closed> {
     check_display()?;
     // Ctrl-C at the terminal (or SIGTERM) closes the window as its close button
     // does, so a recording in progress gets its footer instead of being cut off.
-    // `App::logic` sees the flag within 100 ms.
+    // The waker thread sees the flag within a frame period (at most 1 s)
+    // and asks for the frame whose `App::logic` closes the window.
     let interrupted = crate::soak::interrupt_flag()?;
     let flag = interrupted.clone();
     let options = eframe::NativeOptions {
@@ -449,6 +547,13 @@ pub fn run_window(
             .with_inner_size(size)
             .with_icon(icon::icon()),
         persist_window: false,
+        // egui's dithering costs a shader pass per pixel, which a software
+        // rasteriser pays in full at every frame; banding on plots is no loss.
+        dithering: false,
+        renderer: match window.renderer {
+            RendererArg::Glow => eframe::Renderer::Glow,
+            RendererArg::Wgpu => eframe::Renderer::Wgpu,
+        },
         ..Default::default()
     };
     // winit panics (an `unwrap` in its X11 backend) when the display goes away
@@ -465,9 +570,25 @@ pub fn run_window(
                     .storage
                     .and_then(|s| eframe::get_value::<Settings>(s, SETTINGS_KEY))
                     .unwrap_or_default();
+                let dash = make(settings);
+                let (focused, gone) = (
+                    Arc::new(AtomicBool::new(true)),
+                    Arc::new(AtomicBool::new(false)),
+                );
+                spawn_waker(
+                    cc.egui_ctx.clone(),
+                    dash.source.activity(),
+                    window.fps,
+                    flag.clone(),
+                    focused.clone(),
+                    gone.clone(),
+                )?;
                 Ok(Box::new(App {
-                    dash: make(settings),
+                    dash,
                     interrupted: flag,
+                    frame_period: std::time::Duration::from_secs_f64(1.0 / window.fps),
+                    focused,
+                    gone,
                 }))
             }),
         )

@@ -170,6 +170,11 @@ pub trait Source {
     fn growing(&self) -> bool {
         false
     }
+    /// A cheap check, for another thread, of whether new data waits to be
+    /// polled (the window draws only then); `None`: data never arrives.
+    fn activity(&self) -> Option<super::Activity> {
+        None
+    }
     /// Whether its own workload runs; `None` for sources without one.
     fn workload_running(&self) -> Option<bool> {
         None
@@ -221,7 +226,7 @@ pub struct LiveSource {
     dropped: u64,
     tee: Tee,
     /// Holds the stream file; removed when the source goes.
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
 }
 
 impl std::fmt::Debug for LiveSource {
@@ -300,7 +305,7 @@ impl LiveSource {
                 dropped: 0,
                 follower,
                 tee: Tee::default(),
-                _dir: dir,
+                dir,
             },
             store,
         ))
@@ -391,6 +396,10 @@ impl Source for LiveSource {
 
     fn growing(&self) -> bool {
         self.follower.is_open()
+    }
+
+    fn activity(&self) -> Option<super::Activity> {
+        Some(file_growth(self.dir.path().join("stream.flr")))
     }
 
     fn workload_running(&self) -> Option<bool> {
@@ -630,6 +639,24 @@ impl Source for ReplaySource {
     fn growing(&self) -> bool {
         self.follow.is_some()
     }
+
+    fn activity(&self) -> Option<super::Activity> {
+        self.follow
+            .is_some()
+            .then(|| file_growth(self.path.clone()))
+    }
+}
+
+/// Whether the file at `path` changed length since the last call (the
+/// first call says yes): a stream file another process appends to.
+fn file_growth(path: PathBuf) -> super::Activity {
+    let mut last = None;
+    Box::new(move || {
+        let len = std::fs::metadata(&path).map(|m| m.len()).ok();
+        let grew = len != last;
+        last = len;
+        grew
+    })
 }
 
 /// Another process, watched by PID, with its step log if it has one.
@@ -759,6 +786,23 @@ impl Source for WatchSource {
 
     fn growing(&self) -> bool {
         !self.exited
+    }
+
+    fn activity(&self) -> Option<super::Activity> {
+        let (samples, steps, progress) = (
+            self.samples.clone(),
+            self.steps.clone(),
+            self.sampler.progress(),
+        );
+        let mut told = (u64::MAX, false);
+        Some(Box::new(move || {
+            // Only lengths and counters are read: nothing is taken from the
+            // queues, which the window's own poll drains.
+            let now = (progress.produced(), progress.ended());
+            let fresh = now != told || !samples.is_empty() || !steps.is_empty();
+            told = now;
+            fresh
+        }))
     }
 
     fn recording(&self) -> Option<(PathBuf, u64)> {

@@ -445,6 +445,15 @@ impl Store {
         }
     }
 
+    /// Whether some channel has data its analysis has not seen yet: more
+    /// frames are needed to run it (at most once a second each).
+    pub fn analyses_pending(&self) -> bool {
+        self.trackers
+            .iter()
+            .zip(&self.analysed)
+            .any(|(tr, a)| !tr.is_empty() && a.is_none_or(|(_, seen)| seen != tr.seen()))
+    }
+
     /// The live warm-up: the latest start-up end found among the memory
     /// channels (as a receipt finds it), on their kept points.
     fn find_warmup(&self) -> Option<(f64, String)> {

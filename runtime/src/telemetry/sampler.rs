@@ -156,9 +156,30 @@ struct Shared {
     dropped: AtomicU64,
     stop_slow: AtomicBool,
     target_gone: AtomicBool,
+    /// The sampling thread has ended.
+    ended: AtomicBool,
     /// What growing probes added, ended and read (see [`super::dynamic`]).
     grown: Mutex<Grown>,
     changes: SchemaFeed,
+}
+
+/// How far a sampler has got, for a thread that does not own it (a window
+/// that draws only when there is something new).
+#[derive(Debug, Clone)]
+pub struct Progress {
+    shared: Arc<Shared>,
+}
+
+impl Progress {
+    /// Samples produced so far (sent or dropped).
+    pub fn produced(&self) -> u64 {
+        self.shared.produced.load(Ordering::Relaxed)
+    }
+
+    /// Whether the sampling thread has ended (its last sample is sent).
+    pub fn ended(&self) -> bool {
+        self.shared.ended.load(Ordering::Acquire)
+    }
 }
 
 /// Handle to the sampler threads. Dropping it stops them.
@@ -203,6 +224,13 @@ impl Sampler {
 
     /// True once the sampler thread has ended on its own (target exited,
     /// receiver gone).
+    /// What another thread may ask of this sampler's progress.
+    pub fn progress(&self) -> Progress {
+        Progress {
+            shared: self.shared.clone(),
+        }
+    }
+
     pub fn is_finished(&self) -> bool {
         self.fast.as_ref().is_none_or(JoinHandle::is_finished)
     }
@@ -472,6 +500,7 @@ pub fn start_with(
         dropped: AtomicU64::new(0),
         stop_slow: AtomicBool::new(false),
         target_gone: AtomicBool::new(false),
+        ended: AtomicBool::new(false),
         grown: Mutex::new(Grown::new(&schema)),
         changes: SchemaFeed::default(),
     });
@@ -507,7 +536,13 @@ pub fn start_with(
     // On a failed spawn, dropping `sampler` stops the slow thread again.
     let fast_handle = std::thread::Builder::new()
         .name("flatline-sampler".into())
-        .spawn(move || fast_loop.run(&tx, &control_rx))
+        .spawn(move || {
+            let shared = fast_loop.shared.clone();
+            let exit = fast_loop.run(&tx, &control_rx);
+            drop(tx);
+            shared.ended.store(true, Ordering::Release);
+            exit
+        })
         .map_err(TelemetryError::Spawn)?;
     sampler.fast = Some(fast_handle);
     Ok(Telemetry {
