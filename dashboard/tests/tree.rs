@@ -131,14 +131,15 @@ fn the_same_data_in_one_bytes_object_reads_flat() {
     let (out, truth) = watch_fixture(dir.path(), "bytes", &["bytes", "96", "24", "0.4"]);
     let v = after_warmup(&out, &truth);
     // The workers' reads copy nothing: the tree's PSS moves by at most what
-    // the interpreters copy of their own (about 1 % on a loaded machine),
-    // well under the finding's 5 % (the list's moved by more than half). The
+    // the interpreters copy of their own (about 1 % on a loaded machine; one
+    // CI run saw a single 2.7 MiB step, 2.5 %), under the finding's 5 % (the
+    // list's moved by more than half). The
     // per-channel verdict is not
     // asserted: today's analysis may call a few copied pages (+13 KiB) a
     // staircase; evidence above the measurement's resolution is issue 13's.
     let pss = &v["channels"]["tree.pss"];
     let share = pss["drift"].as_f64().unwrap() / pss["baseline"].as_f64().unwrap();
-    assert!(share.abs() < 0.025, "{pss}");
+    assert!(share.abs() < 0.04, "{pss}");
     assert_eq!(v["process_tree"]["finding"], serde_json::Value::Null);
     assert_eq!(v["process_tree"]["grew"], serde_json::json!([]));
 }

@@ -499,12 +499,25 @@ fn markers_are_placed_at_their_time_or_step() {
     };
     w.push_event(mark(300_000_000, "eval")).unwrap();
     w.push_event(mark(2_000_000_000, "after the end")).unwrap();
+    // A probe's note (a GPU lost) is a moment on the plots too.
+    let lost = "gpu1 stopped answering: NVML: GPU is lost";
+    w.push_event(Event {
+        t_ns: 500_000_000,
+        kind: EventKind::Note(lost.into()),
+    })
+    .unwrap();
     w.finish("completed").unwrap();
     let (src, store) = ReplaySource::open(&path).unwrap();
     let d = Dashboard::new(Box::new(src), store, Settings::default());
     let n = d.store.len();
-    assert_eq!(marker_lines(&d, n, false), [(0.3, "eval".to_string())]);
-    assert_eq!(marker_lines(&d, n, true), [(30.0, "eval".to_string())]);
+    assert_eq!(
+        marker_lines(&d, n, false),
+        [(0.3, "eval".to_string()), (0.5, lost.to_string())]
+    );
+    assert_eq!(
+        marker_lines(&d, n, true),
+        [(30.0, "eval".to_string()), (50.0, lost.to_string())]
+    );
     assert!(
         marker_lines(&d, 3, false).is_empty(),
         "not yet reached at 0.2 s"

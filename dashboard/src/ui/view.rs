@@ -886,6 +886,7 @@ pub fn marker_lines(d: &Dashboard, visible: usize, x_steps: bool) -> Vec<(f64, S
     };
     let steps = d.store.step_axis().filter(|_| x_steps);
     // Where start-up ended goes with the markers: the analysis starts there.
+    // So do the probes' notes (a GPU that stopped answering): moments too.
     let warmup = d
         .store
         .warmup()
@@ -895,7 +896,9 @@ pub fn marker_lines(d: &Dashboard, visible: usize, x_steps: bool) -> Vec<(f64, S
         .events()
         .iter()
         .filter_map(|e| match &e.kind {
-            EventKind::Marker(text) => Some((e.t_ns as f64 / 1e9, text.clone())),
+            EventKind::Marker(text) | EventKind::Note(text) => {
+                Some((e.t_ns as f64 / 1e9, text.clone()))
+            }
             _ => None,
         })
         .chain(warmup)
