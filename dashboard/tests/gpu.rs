@@ -25,8 +25,37 @@ fn stub(dir: &Path) -> PathBuf {
     lib
 }
 
-/// `flatline watch --headless` of `pid` for `seconds`, into `dir/name`,
-/// reading the stand-in NVML `lib` scripted by `dir/nvml.txt`.
+/// `flatline watch --headless` of `pid` for `seconds` into `out`, reading
+/// the stand-in NVML `lib` scripted by `dir/nvml.txt`.
+fn watch_command(
+    dir: &Path,
+    lib: &Path,
+    pid: u32,
+    seconds: &str,
+    out: &Path,
+    extra: &[&str],
+) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_flatline"));
+    c.args([
+        "watch",
+        "--headless",
+        "--hz",
+        "10",
+        "--seconds",
+        seconds,
+        "--pid",
+    ])
+    .arg(pid.to_string())
+    .arg("--out")
+    .arg(out)
+    .args(extra)
+    .env("FLATLINE_NVML_LIB", lib)
+    .env("FLATLINE_NVML_STUB", dir.join("nvml.txt"))
+    .env("XDG_RUNTIME_DIR", dir);
+    c
+}
+
+/// Runs [`watch_command`] into `dir/name` to its end.
 fn watch_with_stub(
     dir: &Path,
     lib: &Path,
@@ -36,23 +65,7 @@ fn watch_with_stub(
     extra: &[&str],
 ) -> (std::process::Output, PathBuf) {
     let out = dir.join(name);
-    let run = Command::new(env!("CARGO_BIN_EXE_flatline"))
-        .args([
-            "watch",
-            "--headless",
-            "--hz",
-            "10",
-            "--seconds",
-            seconds,
-            "--pid",
-        ])
-        .arg(pid.to_string())
-        .arg("--out")
-        .arg(&out)
-        .args(extra)
-        .env("FLATLINE_NVML_LIB", lib)
-        .env("FLATLINE_NVML_STUB", dir.join("nvml.txt"))
-        .env("XDG_RUNTIME_DIR", dir)
+    let run = watch_command(dir, lib, pid, seconds, &out, extra)
         .output()
         .unwrap();
     (run, out)
@@ -358,14 +371,7 @@ fn a_lost_gpu_that_answers_again_reads_under_new_channels() {
     };
     std::fs::write(dir.path().join("nvml.txt"), script("1.5")).unwrap();
     let out = dir.path().join("r.flr");
-    let watch = Command::new(env!("CARGO_BIN_EXE_flatline"))
-        .args(["watch", "--headless", "--seconds", "7", "--pid"])
-        .arg(job.id().to_string())
-        .arg("--out")
-        .arg(&out)
-        .env("FLATLINE_NVML_LIB", &lib)
-        .env("FLATLINE_NVML_STUB", dir.path().join("nvml.txt"))
-        .env("XDG_RUNTIME_DIR", dir.path())
+    let watch = watch_command(dir.path(), &lib, job.id(), "7", &out, &[])
         .spawn()
         .unwrap();
     std::thread::sleep(std::time::Duration::from_secs(4));

@@ -185,6 +185,23 @@ impl DynamicChannels<'_> {
         self.grown.names.contains(name)
     }
 
+    /// The first free stem of `base` for channels named `<stem>.<leaf>`:
+    /// `base`, then `base-2`, `base-3`, … A name is never reused, so a pid
+    /// the kernel hands out again, or a GPU that answers again after its
+    /// channels ended, reads on under a stem of its own.
+    pub fn free_stem(&self, base: &str, leaf: &str) -> String {
+        (1u32..)
+            .map(|k| {
+                if k == 1 {
+                    base.to_owned()
+                } else {
+                    format!("{base}-{k}")
+                }
+            })
+            .find(|s| !self.is_taken(&format!("{s}.{leaf}")))
+            .unwrap_or_else(|| base.to_owned())
+    }
+
     /// Ends the channels at `positions` (added through [`Self::add`]) from
     /// the next sample on.
     pub fn end(&mut self, positions: &[usize]) {

@@ -308,17 +308,7 @@ impl GpuProbe {
     /// Adds a device's channels under `gpu<i>` (or, once a lost device that
     /// ended answers again, `gpu<i>-2`, …: a name is never reused).
     fn add_device(&mut self, i: usize, ch: &mut DynamicChannels<'_>) {
-        let base = format!("gpu{i}");
-        let stem = (1..)
-            .map(|k| {
-                if k == 1 {
-                    base.clone()
-                } else {
-                    format!("{base}-{k}")
-                }
-            })
-            .find(|s| !ch.is_taken(&format!("{s}.used")))
-            .unwrap_or(base);
+        let stem = ch.free_stem(&format!("gpu{i}"), "used");
         let name = self.facts.devices.get(i).cloned().unwrap_or_default();
         let specs = PER_DEVICE
             .iter()
@@ -467,18 +457,8 @@ impl Probe for GpuProbe {
                 let at = match self.vram_channels.get(&pid) {
                     Some(&at) => Some(at),
                     None => {
-                        // The tree's stem for a reused pid: pid123, pid123-2, …
-                        let base = format!("pid{pid}");
-                        let stem = (1..)
-                            .map(|k| {
-                                if k == 1 {
-                                    base.clone()
-                                } else {
-                                    format!("{base}-{k}")
-                                }
-                            })
-                            .find(|s| !ch.is_taken(&format!("{s}.vram")))
-                            .unwrap_or(base);
+                        // As the tree names a reused pid: pid123, pid123-2, …
+                        let stem = ch.free_stem(&format!("pid{pid}"), "vram");
                         let spec =
                             ChannelSpec::new(format!("{stem}.vram"), Unit::Bytes, Group::Gpu)
                                 .with_kind(Kind::Level)

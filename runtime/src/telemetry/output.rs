@@ -606,13 +606,19 @@ impl Collector {
         let cells = cells(&p.line);
         grow.with(|ch| {
             for c in &cells {
-                let at = *positions.entry(c.name.clone()).or_insert_with(|| {
-                    let spec = ChannelSpec::new(c.name.clone(), c.unit, c.group);
-                    ch.add(vec![match c.kind {
-                        Some(k) => spec.with_kind(k),
-                        None => spec,
-                    }])
-                });
+                // A name is copied once, when its channel is added.
+                let at = match positions.get(&c.name) {
+                    Some(&at) => at,
+                    None => {
+                        let spec = ChannelSpec::new(c.name.clone(), c.unit, c.group);
+                        let at = ch.add(vec![match c.kind {
+                            Some(k) => spec.with_kind(k),
+                            None => spec,
+                        }]);
+                        positions.insert(c.name.clone(), at);
+                        at
+                    }
+                };
                 if let Some(at) = at {
                     ch.set(at, c.value);
                 }

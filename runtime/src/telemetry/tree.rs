@@ -544,17 +544,7 @@ impl Probe for TreeProbe {
                 continue;
             };
             // A reused pid gets a name of its own: pid123, then pid123-2, …
-            let base = format!("pid{pid}");
-            let stem = (1..)
-                .map(|k| {
-                    if k == 1 {
-                        base.clone()
-                    } else {
-                        format!("{base}-{k}")
-                    }
-                })
-                .find(|s| !ch.is_taken(&format!("{s}.rss")))
-                .unwrap_or(base);
+            let stem = ch.free_stem(&format!("pid{pid}"), "rss");
             let specs = PROCESS_CHANNELS
                 .iter()
                 .map(|leaf| {
