@@ -534,6 +534,7 @@ fn markers_are_placed_at_their_time_or_step() {
     h.get_by_label("go to marker").click();
     h.run_steps(2);
     h.get_by_label("0.3 s  eval");
+    h.get_by_label(&format!("0.5 s  {lost}"));
     h.get_by_label("2.0 s  after the end").click();
     h.run_steps(2);
     let tl = h.state().timeline.as_ref().unwrap();

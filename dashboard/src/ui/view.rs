@@ -223,7 +223,9 @@ fn timeline(d: &mut Dashboard, ui: &mut egui::Ui) {
         .events()
         .iter()
         .filter_map(|e| match &e.kind {
-            EventKind::Marker(text) => Some((e.t_ns as f64 / 1e9, text.as_str())),
+            EventKind::Marker(text) | EventKind::Note(text) => {
+                Some((e.t_ns as f64 / 1e9, text.as_str()))
+            }
             _ => None,
         })
         .collect();
