@@ -69,6 +69,63 @@ pub struct CgroupProbe {
     /// The hierarchy's root: the walk for limits stops there.
     root: PathBuf,
     version: Version,
+    /// Processes in the cgroup at the start that are neither the job nor
+    /// the session running it (see [`strangers`]).
+    others: usize,
+}
+
+/// The pids in the cgroup at `dir` and in every cgroup below it (whose
+/// memory the cgroup's own counts too).
+fn members(dir: &Path, out: &mut Vec<u32>) {
+    if let Ok(text) = std::fs::read_to_string(dir.join("cgroup.procs")) {
+        out.extend(text.lines().filter_map(|l| l.trim().parse::<u32>().ok()));
+    }
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                members(&e.path(), out);
+            }
+        }
+    }
+}
+
+/// How many processes of the cgroup at `dir` are strangers to the job:
+/// neither `pid` nor one of its descendants, nor this process (the watcher)
+/// nor one of its ancestors (the shell that started it). Their memory is in
+/// `cgroup.current` too, so its growth is not the job's to answer for.
+pub fn strangers(proc_root: &Path, dir: &Path, pid: u32) -> usize {
+    let ppid = |p: u32| {
+        std::fs::read_to_string(proc_root.join(p.to_string()).join("stat"))
+            .ok()
+            .and_then(|t| super::tree::parse_stat_line(&t))
+            .map(|s| s.ppid)
+    };
+    // The watcher and the chain of processes that started it.
+    let mut session = vec![std::process::id()];
+    while let Some(&p) = session.last() {
+        match ppid(p) {
+            Some(pp) if pp > 1 && !session.contains(&pp) && session.len() < 64 => session.push(pp),
+            _ => break,
+        }
+    }
+    let of_the_job = |p: u32| {
+        let mut at = p;
+        for _ in 0..64 {
+            if at == pid {
+                return true;
+            }
+            match ppid(at) {
+                Some(pp) if pp > 1 && pp != at => at = pp,
+                _ => return false,
+            }
+        }
+        false
+    };
+    let mut all = Vec::new();
+    members(dir, &mut all);
+    all.into_iter()
+        .filter(|&p| !session.contains(&p) && !of_the_job(p))
+        .count()
 }
 
 impl CgroupProbe {
@@ -97,7 +154,13 @@ impl CgroupProbe {
             .into_iter()
             .find(|d| d.join(current).is_file())
             .ok_or_else(|| na(format!("no {current} under {}", root.display())))?;
-        Ok(Self { dir, root, version })
+        let others = strangers(proc_root, &dir, pid);
+        Ok(Self {
+            dir,
+            root,
+            version,
+            others,
+        })
     }
 
     /// The folder read.
@@ -131,9 +194,22 @@ impl Probe for CgroupProbe {
         "cgroup"
     }
 
+    /// `cgroup.current` is a level, judged as the job's memory, only while
+    /// the cgroup is the job's own (a container, a Slurm job, a systemd
+    /// scope of its own); one shared with other processes (a desktop
+    /// session, a shared container) is a gauge: shown and its trend told,
+    /// never called the job's growth. Its limit counts either way.
     fn channels(&self) -> Vec<ChannelSpec> {
+        let current = ChannelSpec::new("cgroup.current", Unit::Bytes, Group::Memory);
+        let current = if self.others == 0 {
+            current.with_kind(Kind::Level)
+        } else {
+            current
+                .with_kind(Kind::Gauge)
+                .with_label("shared_with", format!("{} other processes", self.others))
+        };
         vec![
-            ChannelSpec::new("cgroup.current", Unit::Bytes, Group::Memory).with_kind(Kind::Level),
+            current,
             ChannelSpec::new(
                 crate::analysis::rules::CGROUP_LIMIT,
                 Unit::Bytes,
@@ -197,6 +273,11 @@ mod tests {
 
         let mut p = CgroupProbe::find(&proc_root, &mount, 77).unwrap();
         assert_eq!(p.dir(), job);
+        assert_eq!(
+            p.channels()[0].kind,
+            Kind::Level,
+            "no cgroup.procs: no strangers"
+        );
         let mut out = [0.0; 2];
         p.read(&mut out).unwrap();
         assert_eq!(out, [1048576.0, 2147483648.0]);
@@ -212,5 +293,45 @@ mod tests {
         std::fs::remove_file(job.join("memory.current")).unwrap();
         let err = CgroupProbe::find(&proc_root, &mount, 77).unwrap_err();
         assert!(err.reason.contains("memory.current"), "{}", err.reason);
+    }
+
+    /// A cgroup shared with processes outside the job: its memory is
+    /// context, not the job's level.
+    #[test]
+    fn a_cgroup_shared_with_strangers_is_a_gauge() {
+        let tmp = tempfile::tempdir().unwrap();
+        let proc_root = tmp.path().join("proc");
+        let mount = tmp.path().join("cgroup");
+        let stat = |pid: u32, ppid: u32| {
+            let d = proc_root.join(pid.to_string());
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(
+                d.join("stat"),
+                format!("{pid} (p) S {ppid} 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 100 0 0"),
+            )
+            .unwrap();
+            std::fs::write(
+                d.join("cgroup"),
+                "0::/job
+",
+            )
+            .unwrap();
+        };
+        // The job 77, its worker 78 in a child cgroup, and 90, a stranger.
+        stat(77, 1);
+        stat(78, 77);
+        stat(90, 1);
+        let job = mount.join("job");
+        std::fs::create_dir_all(job.join("workers")).unwrap();
+        std::fs::write(job.join("memory.current"), "1048576\n").unwrap();
+        std::fs::write(job.join("cgroup.procs"), "77\n").unwrap();
+        std::fs::write(job.join("workers/cgroup.procs"), "78\n").unwrap();
+        let p = CgroupProbe::find(&proc_root, &mount, 77).unwrap();
+        assert_eq!(p.channels()[0].kind, Kind::Level, "the job's own");
+        std::fs::write(job.join("cgroup.procs"), "77\n90\n").unwrap();
+        let p = CgroupProbe::find(&proc_root, &mount, 77).unwrap();
+        let ch = &p.channels()[0];
+        assert_eq!(ch.kind, Kind::Gauge);
+        assert_eq!(strangers(&proc_root, &job, 77), 1);
     }
 }
