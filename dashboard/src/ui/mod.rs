@@ -15,9 +15,9 @@ pub mod winbench;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, bail};
 use eframe::egui;
@@ -429,16 +429,49 @@ pub struct App {
     pub dash: Dashboard,
     /// Set by Ctrl-C or SIGTERM: close the window the normal way.
     pub interrupted: Arc<AtomicBool>,
-    frame_period: std::time::Duration,
-    /// Shared with the waker thread: whether the window has the focus, and
-    /// whether the app is gone.
-    focused: Arc<AtomicBool>,
-    gone: Arc<AtomicBool>,
+    frame_period: Duration,
+    /// Shared with the waker thread.
+    pace: Arc<Pace>,
 }
 
 impl Drop for App {
     fn drop(&mut self) {
-        self.gone.store(true, Ordering::Relaxed);
+        self.pace.gone.store(true, Ordering::Relaxed);
+    }
+}
+
+/// What the window and its waker thread share: whether the window has the
+/// focus, whether the app is gone, and when the last frame began, so that no
+/// two frames come closer than the frame period, whoever asks for them (the
+/// waker for new data, the dashboard for its analyses).
+#[derive(Debug)]
+struct Pace {
+    focused: AtomicBool,
+    gone: AtomicBool,
+    epoch: Instant,
+    /// Nanoseconds from `epoch` to the start of the last frame.
+    last_frame_ns: AtomicU64,
+}
+
+impl Pace {
+    fn new() -> Self {
+        Self {
+            focused: AtomicBool::new(true),
+            gone: AtomicBool::new(false),
+            epoch: Instant::now(),
+            last_frame_ns: AtomicU64::new(0),
+        }
+    }
+
+    fn frame_began(&self) {
+        let ns = u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.last_frame_ns.store(ns, Ordering::Relaxed);
+    }
+
+    /// How long until a frame `period` after the last one.
+    fn until_next(&self, period: Duration) -> Duration {
+        let last = Duration::from_nanos(self.last_frame_ns.load(Ordering::Relaxed));
+        (last + period).saturating_sub(self.epoch.elapsed())
     }
 }
 
@@ -451,7 +484,7 @@ impl eframe::App for App {
             ctx.send_viewport_cmd(egui::ViewportCommand::Close);
         }
         let focused = ctx.input(|i| i.viewport().focused).unwrap_or(true);
-        self.focused.store(focused, Ordering::Relaxed);
+        self.pace.focused.store(focused, Ordering::Relaxed);
         // No timer: a frame comes with input, with new data (the waker
         // thread asks for it), or while the dashboard itself is busy.
         if self.dash.busy() {
@@ -459,8 +492,20 @@ impl eframe::App for App {
         }
     }
 
+    /// The panels' colour: the panels themselves are transparent in the
+    /// window (see [`run_window`]), so the clear paints their background.
+    fn clear_color(&self, visuals: &egui::Visuals) -> [f32; 4] {
+        let panels = if visuals.dark_mode {
+            egui::Visuals::dark().panel_fill
+        } else {
+            egui::Visuals::light().panel_fill
+        };
+        panels.to_normalized_gamma_f32()
+    }
+
     fn ui(&mut self, ui: &mut egui::Ui, _frame: &mut eframe::Frame) {
         FRAMES.fetch_add(1, Ordering::Relaxed);
+        self.pace.frame_began();
         self.dash.show(ui);
     }
 
@@ -470,30 +515,40 @@ impl eframe::App for App {
 }
 
 /// Asks `ctx` for a frame when the source has new data, or Ctrl-C came, at
-/// most `fps` times a second ([`UNFOCUSED_FPS`] while unfocused); ends when
-/// the app is gone. A check costs a file's length or an atomic load.
+/// most `fps` times a second ([`UNFOCUSED_FPS`] while unfocused) counting the
+/// frames anything else asked for; ends when the app is gone. A check costs
+/// a file's length or an atomic load.
 fn spawn_waker(
     ctx: egui::Context,
     mut activity: Option<Activity>,
     fps: f64,
     interrupted: Arc<AtomicBool>,
-    focused: Arc<AtomicBool>,
-    gone: Arc<AtomicBool>,
+    pace: Arc<Pace>,
 ) -> Result<()> {
     std::thread::Builder::new()
         .name("flatline-waker".into())
         .spawn(move || {
             flatline_runtime::telemetry::alloc::mark_observer_thread();
-            while !gone.load(Ordering::Relaxed) {
-                let rate = if focused.load(Ordering::Relaxed) {
+            // Checks on a fixed cadence, whatever the waits below took.
+            let mut check = Instant::now();
+            while !pace.gone.load(Ordering::Relaxed) {
+                let rate = if pace.focused.load(Ordering::Relaxed) {
                     fps
                 } else {
                     fps.min(UNFOCUSED_FPS)
                 };
-                std::thread::sleep(std::time::Duration::from_secs_f64(1.0 / rate));
-                let fresh = activity.as_mut().is_some_and(|a| a());
-                if fresh || interrupted.load(Ordering::Relaxed) {
+                let period = Duration::from_secs_f64(1.0 / rate);
+                check = (check + period).max(Instant::now());
+                std::thread::sleep(check.saturating_duration_since(Instant::now()));
+                if interrupted.load(Ordering::Relaxed) {
                     ctx.request_repaint();
+                } else if activity.as_mut().is_some_and(|a| a()) {
+                    // Not sooner than a period after the last frame, which
+                    // the dashboard may have asked for itself. egui answers
+                    // a request without delay with two frames; one with a
+                    // delay, however short, with one.
+                    std::thread::sleep(pace.until_next(period));
+                    ctx.request_repaint_after(Duration::from_millis(1));
                 }
             }
         })
@@ -571,24 +626,24 @@ pub fn run_window(
                     .and_then(|s| eframe::get_value::<Settings>(s, SETTINGS_KEY))
                     .unwrap_or_default();
                 let dash = make(settings);
-                let (focused, gone) = (
-                    Arc::new(AtomicBool::new(true)),
-                    Arc::new(AtomicBool::new(false)),
-                );
+                // The window is cleared to the panels' colour, so the panels
+                // need not fill themselves: one full-window pass less at
+                // every frame, which a software rasteriser pays per pixel.
+                cc.egui_ctx
+                    .all_styles_mut(|s| s.visuals.panel_fill = egui::Color32::TRANSPARENT);
+                let pace = Arc::new(Pace::new());
                 spawn_waker(
                     cc.egui_ctx.clone(),
                     dash.source.activity(),
                     window.fps,
                     flag.clone(),
-                    focused.clone(),
-                    gone.clone(),
+                    pace.clone(),
                 )?;
                 Ok(Box::new(App {
                     dash,
                     interrupted: flag,
-                    frame_period: std::time::Duration::from_secs_f64(1.0 / window.fps),
-                    focused,
-                    gone,
+                    frame_period: Duration::from_secs_f64(1.0 / window.fps),
+                    pace,
                 }))
             }),
         )

@@ -970,8 +970,14 @@ fn draw_markers(pui: &mut PlotUi<'_>, marks: &[(f64, String)], top: f64) {
     }
 }
 
+/// Grid lines closer than this (in points) are left out rather than faded in:
+/// each grid line spans its plot, and a software rasteriser pays for every
+/// pixel of every faint one at every frame.
+const GRID_MIN_SPACING: f32 = 24.0;
+
 /// A plot whose x axis and cursor follow the others'; no hover read-outs in
-/// a screenshot.
+/// a screenshot. No background fill: the panel's colour shows through, which
+/// saves a pass over most of the window at every frame.
 fn linked_plot<'a>(
     id: impl std::hash::Hash + std::fmt::Debug,
     height: f32,
@@ -988,6 +994,8 @@ fn linked_plot<'a>(
         .show_y(!capturing)
         .legend(Legend::default())
         .x_axis_label(x_label.to_owned())
+        .show_background(false)
+        .grid_spacing(egui::Rangef::new(GRID_MIN_SPACING, 300.0))
 }
 
 /// Most processes stacked one by one under `tree.pss`; the rest share a band.
