@@ -265,6 +265,39 @@ pub struct ReportArgs {
     /// the memory channels' start-up ends; none if they have none).
     #[arg(long, value_name = "S", value_parser = non_negative)]
     pub warmup_s: Option<f64>,
+    /// A gate for CI: exit 3 when a level channel has one of these verdicts
+    /// (comma-separated: linear, staircase, noisy, flat, insufficient).
+    /// `linear` and `staircase` count only growth, as the receipt's
+    /// "growing" list does: memory that shrinks fails nothing.
+    #[arg(long, value_name = "VERDICTS", value_delimiter = ',', value_parser = level_verdict)]
+    pub fail_on: Vec<flatline_runtime::analysis::Verdict>,
+    /// With `--fail-on`: only the channels whose names match one of these
+    /// globs (comma-separated, e.g. `mem.rss,tree.*,gpu*.used`).
+    #[arg(long, value_name = "GLOBS", value_delimiter = ',', value_parser = channel_glob, requires = "fail_on")]
+    pub channels: Vec<glob::Pattern>,
+}
+
+/// A verdict a level channel can have, by its receipt name.
+fn level_verdict(s: &str) -> Result<flatline_runtime::analysis::Verdict, String> {
+    use flatline_runtime::analysis::Verdict;
+    const LEVEL: [Verdict; 5] = [
+        Verdict::Linear,
+        Verdict::Staircase,
+        Verdict::Noisy,
+        Verdict::Flat,
+        Verdict::Insufficient,
+    ];
+    LEVEL
+        .into_iter()
+        .find(|v| v.as_str() == s.trim())
+        .ok_or_else(|| {
+            let names: Vec<&str> = LEVEL.iter().map(|v| v.as_str()).collect();
+            format!("not a level channel's verdict; one of {}", names.join(", "))
+        })
+}
+
+fn channel_glob(s: &str) -> Result<glob::Pattern, String> {
+    glob::Pattern::new(s.trim()).map_err(|e| e.to_string())
 }
 
 #[derive(Debug, Clone, Args)]

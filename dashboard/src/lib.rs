@@ -37,7 +37,10 @@ pub fn run(cli: cli::Cli) -> ExitCode {
         Some(cli::Command::Bench(args)) => bench::run(args),
         Some(cli::Command::Soak(args)) => soak::run(&args),
         Some(cli::Command::Serve(args)) => soak::serve(&args),
-        Some(cli::Command::Report(args)) => report::run(&args),
+        Some(cli::Command::Report(args)) => match report::run(&args) {
+            Ok(report::Gate::Failed) => return ExitCode::from(report::EXIT_GATE_FAILED),
+            other => other.map(drop),
+        },
         Some(cli::Command::Import(args)) => convert::import(&args),
         Some(cli::Command::Export(args)) => convert::export(&args),
         Some(cli::Command::Mark(args)) => mark::run(&args),

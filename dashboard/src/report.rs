@@ -819,7 +819,42 @@ pub fn open(path: &Path) -> Result<Recording> {
     Ok(rec)
 }
 
-pub fn run(args: &ReportArgs) -> Result<()> {
+/// What `report` found, for its exit code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Gate {
+    /// No `--fail-on`, or no channel matched it.
+    Passed,
+    /// A channel has a verdict `--fail-on` names (exit 3).
+    Failed,
+}
+
+/// `report`'s exit code when `--fail-on` finds a matching verdict.
+pub const EXIT_GATE_FAILED: u8 = 3;
+
+/// The level channels whose verdict is one of `verdicts` (growth only, for
+/// linear and staircase), among those `channels` names (all if empty), as
+/// "name (verdict)".
+pub fn gate_matches(
+    receipt: &Receipt<'_>,
+    verdicts: &[Verdict],
+    channels: &[glob::Pattern],
+) -> Vec<String> {
+    let growing = receipt.growing();
+    receipt
+        .rows
+        .iter()
+        .filter(|r| r.analysis.kind == analysis::Kind::Level)
+        .filter(|r| channels.is_empty() || channels.iter().any(|g| g.matches(&r.spec.name)))
+        .filter(|r| verdicts.contains(&r.analysis.verdict))
+        .filter(|r| match r.analysis.verdict {
+            Verdict::Linear | Verdict::Staircase => growing.contains(&r.spec.name.as_str()),
+            _ => true,
+        })
+        .map(|r| format!("{} ({})", r.spec.name, r.analysis.verdict.as_str()))
+        .collect()
+}
+
+pub fn run(args: &ReportArgs) -> Result<Gate> {
     let rec = open(&args.file)?;
     let receipt = analyse(&rec, args.warmup_s);
     match args.format {
@@ -830,7 +865,15 @@ pub fn run(args: &ReportArgs) -> Result<()> {
         ReportFormat::Md => print!("{}", md_report(&rec, &receipt)),
         ReportFormat::Text => print!("{}", text_report(&rec, &receipt)),
     }
-    Ok(())
+    if args.fail_on.is_empty() {
+        return Ok(Gate::Passed);
+    }
+    let matched = gate_matches(&receipt, &args.fail_on, &args.channels);
+    if matched.is_empty() {
+        return Ok(Gate::Passed);
+    }
+    eprintln!("flatline: --fail-on: {}", matched.join(", "));
+    Ok(Gate::Failed)
 }
 
 #[cfg(test)]

@@ -187,3 +187,64 @@ fn bench_with_telemetry_reports_what_the_sampler_saw() {
     }
     assert!(plain["telemetry"].is_null(), "off by default");
 }
+
+/// `report --fail-on` is a CI gate: exit 3 when a level channel has a named
+/// verdict (growth only, for linear), 0 otherwise, 2 for a verdict a level
+/// channel cannot have; the receipt is printed either way.
+#[test]
+fn report_fail_on_gates_on_growth() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("steps.csv");
+    // 2 MiB a step for 300 steps in rss_mb; cache_mb flat; freed_mb shrinks.
+    let mut text = String::from("step,elapsed_s,rss_mb,cache_mb,freed_mb\n");
+    for i in 0..300 {
+        let wobble = [0.0, 0.3, -0.2, 0.1][i % 4];
+        text += &format!(
+            "{i},{}.0,{},{},{}\n",
+            i,
+            1000.0 + 2.0 * i as f64 + wobble,
+            500.0 + wobble,
+            5000.0 - 3.0 * i as f64
+        );
+    }
+    std::fs::write(&csv, text).unwrap();
+    let rec = dir.path().join("steps.flr");
+    let imported = flatline(&[
+        "import",
+        csv.to_str().unwrap(),
+        "--out",
+        rec.to_str().unwrap(),
+    ]);
+    assert!(imported.status.success(), "{imported:?}");
+    let rec = rec.to_str().unwrap();
+
+    let gate = |extra: &[&str]| {
+        let mut args = vec!["report", rec, "--format", "json"];
+        args.extend_from_slice(extra);
+        flatline(&args)
+    };
+    let failed = gate(&["--fail-on", "linear,staircase"]);
+    assert_eq!(failed.status.code(), Some(3), "{failed:?}");
+    let err = String::from_utf8_lossy(&failed.stderr);
+    assert!(err.contains("log.rss_mb (linear)"), "{err}");
+    assert!(
+        !err.contains("freed_mb"),
+        "shrinking memory fails nothing: {err}"
+    );
+    // The receipt is still printed in full.
+    let v: serde_json::Value = serde_json::from_slice(&failed.stdout).unwrap();
+    assert_eq!(v["channels"]["log.rss_mb"]["verdict"], "linear");
+    assert_eq!(v["channels"]["log.freed_mb"]["verdict"], "linear");
+
+    let only_cache = gate(&["--fail-on", "linear", "--channels", "log.cache*"]);
+    assert_eq!(only_cache.status.code(), Some(0), "{only_cache:?}");
+    let flat = gate(&["--fail-on", "flat", "--channels", "log.cache*,mem.*"]);
+    assert_eq!(flat.status.code(), Some(3), "{flat:?}");
+    assert!(String::from_utf8_lossy(&flat.stderr).contains("log.cache_mb (flat)"));
+
+    let bad = gate(&["--fail-on", "rising"]);
+    assert_eq!(bad.status.code(), Some(2), "a counter's verdict: {bad:?}");
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("not a level channel's verdict"));
+    let orphan = gate(&["--channels", "mem.*"]);
+    assert_eq!(orphan.status.code(), Some(2), "--channels needs --fail-on");
+}
