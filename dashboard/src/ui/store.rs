@@ -2,9 +2,9 @@
 //! for drawing, a bounded memory for long live sessions, and a live analysis
 //! per channel.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use flatline_runtime::analysis::{self, ChannelAnalysis, Tracker, rules};
+use flatline_runtime::analysis::{ChannelAnalysis, LiveAnalysis, rules};
 use flatline_runtime::recording::Slots;
 use flatline_runtime::recording::{Event, HostFacts, Recording};
 use flatline_runtime::telemetry::{STEP_CHANNELS, Sample, Schema, TOKEN_CHANNELS};
@@ -155,26 +155,16 @@ pub struct Store {
     t: Vec<f64>,
     series: Vec<Series>,
     events: Vec<Event>,
-    trackers: Vec<Tracker>,
-    analyses: Vec<Option<ChannelAnalysis>>,
-    /// Where start-up ended (stream time) and in which channel, found in
-    /// the memory channels' trackers at most once a second.
-    warmup: Option<(f64, String)>,
-    warmup_at: Option<Instant>,
-    /// When each analysis was made, and how many readings it had seen.
-    analysed: Vec<Option<(Instant, u64)>>,
+    /// Each channel's tracker and analysis, and the warm-up.
+    live: LiveAnalysis,
     steps_idx: Option<usize>,
     tokens_idx: Option<usize>,
     /// Most samples kept in memory; beyond it the older part is thinned.
     cap: usize,
-    /// The host, whose RAM bounds host memory where no cgroup limit does.
-    host: HostFacts,
     /// Whether the step channel has advanced yet (only then is it an axis),
     /// and its first reading.
     steps_advance: bool,
     steps_first: Option<f64>,
-    /// Where the next frame's analyses start (round-robin).
-    next_analysis: usize,
     /// Which sample slot each live channel's value is in (ended: none).
     slots: Slots,
     /// The `pid<N>.pss` channels of a watched tree, and the samples in which
@@ -193,21 +183,15 @@ impl Store {
             t: Vec::new(),
             series: vec![Series::default(); n],
             events: Vec::new(),
-            trackers: vec![Tracker::default(); n],
-            analyses: vec![None; n],
-            warmup: None,
-            warmup_at: None,
-            analysed: vec![None; n],
+            live: LiveAnalysis::new(&schema.channels),
             steps_idx,
             tokens_idx,
             cap: cap.max(1024),
-            host: HostFacts::default(),
             slots: Slots::new(n),
             process_pss: process_pss(&schema),
             process_rows: Vec::new(),
             steps_advance: false,
             steps_first: None,
-            next_analysis: 0,
             schema,
         }
     }
@@ -247,10 +231,7 @@ impl Store {
     /// [`rules::limit_for`]: the cgroup's limit, else the host's RAM, for host
     /// memory; a GPU's total for its memory).
     pub fn limit(&self, i: usize) -> Option<(f64, rules::LimitSource)> {
-        let spec = self.schema.channels.get(i)?;
-        rules::limit_for(&spec.name, spec.unit, &self.host, |name| {
-            rules::latest(&self.series[self.schema.index_of(name)?].raw)
-        })
+        self.live.limit(i)
     }
 
     /// The step axis, once the step channel has advanced
@@ -266,10 +247,8 @@ impl Store {
         for spec in specs {
             self.schema.channels.push(spec.clone());
             self.series.push(Series::from_values(vec![f64::NAN; n]));
-            self.trackers.push(Tracker::default());
-            self.analyses.push(None);
-            self.analysed.push(None);
         }
+        self.live.add_channels(specs);
         self.slots.add(specs.len());
         self.process_pss = process_pss(&self.schema);
         self.steps_idx = self.schema.index_of_first(&STEP_CHANNELS);
@@ -330,16 +309,15 @@ impl Store {
 
     /// The host the stream comes from (its RAM bounds host memory).
     pub fn set_host(&mut self, host: &HostFacts) {
-        self.host = host.clone();
+        self.live.set_host(host);
     }
 
     fn feed_trackers(&mut self, from: usize) {
         for i in from..self.t.len() {
-            let step = self.steps_idx.map_or(f64::NAN, |c| self.series[c].raw[i]);
-            let tok = self.tokens_idx.map_or(f64::NAN, |c| self.series[c].raw[i]);
-            for (tr, s) in self.trackers.iter_mut().zip(&self.series) {
-                tr.push(self.t[i], s.raw[i], step, tok);
-            }
+            let at = |c: Option<usize>| c.map_or(f64::NAN, |c| self.series[c].raw[i]);
+            let (step, tok) = (at(self.steps_idx), at(self.tokens_idx));
+            let series = &self.series;
+            self.live.push(self.t[i], |c| series[c].raw[i], step, tok);
         }
     }
 
@@ -406,90 +384,31 @@ impl Store {
         self.t.partition_point(|&t| t <= t_s)
     }
 
-    /// Starts a frame: recomputes the analyses that are over a second old and
-    /// have new readings, round-robin, until `budget` of time is spent (at
-    /// least one; all of them with `None`), so that dozens of channels going
-    /// stale together never stall a frame. One analysis of a full tracker
-    /// takes a few milliseconds.
+    /// Starts a frame: refreshes the analyses within `budget` (see
+    /// [`LiveAnalysis::refresh`]).
     pub fn begin_frame(&mut self, budget: Option<Duration>) {
-        let start = Instant::now();
-        let n = self.trackers.len();
-        if self
-            .warmup_at
-            .is_none_or(|at| at.elapsed() >= Duration::from_secs(1))
-        {
-            self.warmup_at = Some(start);
-            self.warmup = self.find_warmup();
-        }
-        for k in 0..n {
-            if budget.is_some_and(|b| k > 0 && start.elapsed() >= b) {
-                break;
-            }
-            let i = (self.next_analysis + k) % n;
-            let tr = &self.trackers[i];
-            let stale = match self.analysed[i] {
-                None => true,
-                Some((at, seen)) => seen != tr.seen() && at.elapsed() >= Duration::from_secs(1),
-            };
-            if stale && !tr.is_empty() {
-                let limit = self.limit(i).map(|l| l.0);
-                let spec = &self.schema.channels[i];
-                let floor = rules::evidence_floor(&spec.name, spec.unit);
-                let t0 = tr.points().0.first().copied().unwrap_or(0.0);
-                let warmup = self.warmup.as_ref().map_or(0.0, |w| (w.0 - t0).max(0.0));
-                self.analyses[i] =
-                    Some(self.trackers[i].analyze(spec.kind, Some(warmup), limit, floor));
-                self.analysed[i] = Some((Instant::now(), tr.seen()));
-                self.next_analysis = (i + 1) % n;
-            }
-        }
+        self.live.refresh(budget);
     }
 
     /// Whether some channel has data its analysis has not seen yet: more
     /// frames are needed to run it (at most once a second each).
     pub fn analyses_pending(&self) -> bool {
-        self.trackers
-            .iter()
-            .zip(&self.analysed)
-            .any(|(tr, a)| !tr.is_empty() && a.is_none_or(|(_, seen)| seen != tr.seen()))
-    }
-
-    /// The live warm-up: the latest start-up end found among the memory
-    /// channels (as a receipt finds it), on their kept points.
-    fn find_warmup(&self) -> Option<(f64, String)> {
-        self.schema
-            .channels
-            .iter()
-            .zip(&self.trackers)
-            .filter(|(c, _)| {
-                c.kind == flatline_runtime::telemetry::Kind::Level
-                    && (rules::is_host_memory(&c.name, c.unit) || c.name == "alloc.live")
-            })
-            .filter_map(|(c, tr)| {
-                let (t, v) = tr.points();
-                let floor = rules::evidence_floor(&c.name, c.unit);
-                analysis::find_warmup(t, v, floor).map(|w| (w.at_s, c.name.clone()))
-            })
-            .max_by(|a, b| a.0.total_cmp(&b.0))
+        self.live.pending()
     }
 
     /// Where start-up ended (stream seconds) and the channel it was found in.
     pub fn warmup(&self) -> Option<(f64, &str)> {
-        self.warmup.as_ref().map(|(t, c)| (*t, c.as_str()))
+        self.live.warmup()
     }
 
     /// Channels with readings that have no analysis yet.
     pub fn unanalysed(&self) -> usize {
-        self.trackers
-            .iter()
-            .zip(&self.analysed)
-            .filter(|(tr, a)| !tr.is_empty() && a.is_none())
-            .count()
+        self.live.unanalysed()
     }
 
     /// The latest analysis of channel `i` (see [`Store::begin_frame`]).
     pub fn analysis(&self, i: usize) -> Option<&ChannelAnalysis> {
-        self.analyses.get(i).and_then(Option::as_ref)
+        self.live.analysis(i)
     }
 
     /// Bytes held by the store's arrays (for the memory figure of long sessions).

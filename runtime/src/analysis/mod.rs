@@ -51,6 +51,7 @@
 //!   staircase is growth too: it is projected, not explained away.
 
 pub mod corpus;
+mod live;
 pub mod rules;
 pub mod summary;
 mod tracker;
@@ -60,6 +61,7 @@ mod warmup;
 use serde::{Deserialize, Serialize};
 
 pub use crate::telemetry::Kind;
+pub use live::LiveAnalysis;
 pub use tracker::Tracker;
 pub use warmup::{Warmup, find_warmup, recording_warmup};
 

@@ -86,6 +86,11 @@ impl Tracker {
         (&self.t, &self.v)
     }
 
+    /// The latest reading.
+    pub fn latest(&self) -> Option<f64> {
+        self.last.map(|[_, v, ..]| v)
+    }
+
     /// Readings pushed so far.
     pub fn seen(&self) -> u64 {
         self.seen

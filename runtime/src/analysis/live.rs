@@ -1,0 +1,221 @@
+//! [`LiveAnalysis`]: every channel of a live stream analysed as it grows,
+//! at most once a second each, within a time budget. The dashboard's store
+//! reads it every frame; a headless consumer (an exporter, alerts) can drive
+//! it the same way without a window.
+
+use std::time::{Duration, Instant};
+
+use super::{ChannelAnalysis, Kind, Tracker, find_warmup, rules};
+use crate::recording::HostFacts;
+use crate::telemetry::{ChannelSpec, Unit};
+
+/// How often each channel's analysis and the warm-up are refreshed.
+const REFRESH: Duration = Duration::from_secs(1);
+
+/// One tracker and one analysis per channel, and the stream's warm-up.
+#[derive(Debug, Clone, Default)]
+pub struct LiveAnalysis {
+    channels: Vec<ChannelSpec>,
+    host: HostFacts,
+    trackers: Vec<Tracker>,
+    analyses: Vec<Option<ChannelAnalysis>>,
+    /// When each analysis was made, and how many readings it had seen.
+    analysed: Vec<Option<(Instant, u64)>>,
+    /// Where start-up ended (stream time) and in which channel, found in
+    /// the memory channels' trackers at most once a second.
+    warmup: Option<(f64, String)>,
+    warmup_at: Option<Instant>,
+    /// Where the next refresh starts (round-robin).
+    next: usize,
+}
+
+impl LiveAnalysis {
+    pub fn new(channels: &[ChannelSpec]) -> Self {
+        let mut a = Self::default();
+        a.add_channels(channels);
+        a
+    }
+
+    /// Channels that join the stream.
+    pub fn add_channels(&mut self, specs: &[ChannelSpec]) {
+        for spec in specs {
+            self.channels.push(spec.clone());
+            self.trackers.push(Tracker::default());
+            self.analyses.push(None);
+            self.analysed.push(None);
+        }
+    }
+
+    /// The host the stream comes from (its RAM bounds host memory).
+    pub fn set_host(&mut self, host: &HostFacts) {
+        self.host = host.clone();
+    }
+
+    /// One sample: `value(i)` is channel `i`'s reading (`NaN`: none), `steps`
+    /// and `tokens` the training axes at that moment (`NaN`: unknown).
+    pub fn push(&mut self, t_s: f64, value: impl Fn(usize) -> f64, steps: f64, tokens: f64) {
+        for (i, tr) in self.trackers.iter_mut().enumerate() {
+            tr.push(t_s, value(i), steps, tokens);
+        }
+    }
+
+    /// Recomputes the analyses that are over a second old and have new
+    /// readings, round-robin, until `budget` is spent (at least one; all of
+    /// them with `None`), so that dozens of channels going stale together
+    /// never stall the caller. One analysis of a full tracker takes a few
+    /// milliseconds.
+    pub fn refresh(&mut self, budget: Option<Duration>) {
+        let start = Instant::now();
+        if self.warmup_at.is_none_or(|at| at.elapsed() >= REFRESH) {
+            self.warmup_at = Some(start);
+            self.warmup = self.find_warmup();
+        }
+        let (n, first) = (self.trackers.len(), self.next);
+        for k in 0..n {
+            if budget.is_some_and(|b| k > 0 && start.elapsed() >= b) {
+                break;
+            }
+            let i = (first + k) % n;
+            let tr = &self.trackers[i];
+            let stale = match self.analysed[i] {
+                None => true,
+                Some((at, seen)) => seen != tr.seen() && at.elapsed() >= REFRESH,
+            };
+            if stale && !tr.is_empty() {
+                let limit = self.limit(i).map(|l| l.0);
+                let spec = &self.channels[i];
+                let floor = rules::evidence_floor(&spec.name, spec.unit);
+                let t0 = tr.points().0.first().copied().unwrap_or(0.0);
+                let warmup = self.warmup.as_ref().map_or(0.0, |w| (w.0 - t0).max(0.0));
+                self.analyses[i] = Some(tr.analyze(spec.kind, Some(warmup), limit, floor));
+                self.analysed[i] = Some((Instant::now(), tr.seen()));
+                self.next = (i + 1) % n;
+            }
+        }
+    }
+
+    /// Whether some channel has data its analysis has not seen yet (more
+    /// refreshes are needed, at most once a second each).
+    pub fn pending(&self) -> bool {
+        self.trackers
+            .iter()
+            .zip(&self.analysed)
+            .any(|(tr, a)| !tr.is_empty() && a.is_none_or(|(_, seen)| seen != tr.seen()))
+    }
+
+    /// Channels with readings that have no analysis yet.
+    pub fn unanalysed(&self) -> usize {
+        self.trackers
+            .iter()
+            .zip(&self.analysed)
+            .filter(|(tr, a)| !tr.is_empty() && a.is_none())
+            .count()
+    }
+
+    /// The latest analysis of channel `i` (see [`LiveAnalysis::refresh`]).
+    pub fn analysis(&self, i: usize) -> Option<&ChannelAnalysis> {
+        self.analyses.get(i).and_then(Option::as_ref)
+    }
+
+    /// Channel `i`'s latest reading.
+    pub fn latest(&self, i: usize) -> Option<f64> {
+        self.trackers.get(i).and_then(Tracker::latest)
+    }
+
+    /// The ceiling of channel `i` where one is known, and what it is (see
+    /// [`rules::limit_for`]).
+    pub fn limit(&self, i: usize) -> Option<(f64, rules::LimitSource)> {
+        let spec = self.channels.get(i)?;
+        rules::limit_for(&spec.name, spec.unit, &self.host, |name| {
+            let j = self.channels.iter().position(|c| c.name == name)?;
+            self.latest(j)
+        })
+    }
+
+    /// Where start-up ended (stream seconds) and the channel it was found in.
+    pub fn warmup(&self) -> Option<(f64, &str)> {
+        self.warmup.as_ref().map(|(t, c)| (*t, c.as_str()))
+    }
+
+    /// The latest start-up end found among the memory channels (as a
+    /// receipt finds it), on their kept points.
+    fn find_warmup(&self) -> Option<(f64, String)> {
+        self.channels
+            .iter()
+            .zip(&self.trackers)
+            .filter(|(c, _)| c.kind == Kind::Level && is_warmup_source(&c.name, c.unit))
+            .filter_map(|(c, tr)| {
+                let (t, v) = tr.points();
+                let floor = rules::evidence_floor(&c.name, c.unit);
+                find_warmup(t, v, floor).map(|w| (w.at_s, c.name.clone()))
+            })
+            .max_by(|a, b| a.0.total_cmp(&b.0))
+    }
+}
+
+/// The channels whose start-up ends the stream's warm-up.
+fn is_warmup_source(name: &str, unit: Unit) -> bool {
+    rules::is_host_memory(name, unit) || name == "alloc.live"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::Verdict;
+    use crate::telemetry::{Group, Kind};
+
+    fn spec(name: &str, kind: Kind) -> ChannelSpec {
+        ChannelSpec::new(name, Unit::Bytes, Group::Memory).with_kind(kind)
+    }
+
+    #[test]
+    fn a_growing_channel_is_called_linear_and_a_flat_one_flat() {
+        let mut live = LiveAnalysis::new(&[spec("mem.rss", Kind::Level)]);
+        live.add_channels(&[spec("gpu0.used", Kind::Level)]);
+        for k in 0..600 {
+            let t = k as f64 * 0.1;
+            let wobble = [0.0, 4096.0, -4096.0, 0.0][k % 4];
+            // 1 MiB/s in mem.rss; gpu0.used flat at 2 GiB.
+            live.push(
+                t,
+                |i| match i {
+                    0 => 100e6 + t * 1048576.0 + wobble,
+                    _ => 2.0 * 1073741824.0 + wobble,
+                },
+                f64::NAN,
+                f64::NAN,
+            );
+        }
+        assert!(live.pending());
+        assert_eq!(live.unanalysed(), 2);
+        live.refresh(None);
+        assert!(!live.pending());
+        let rss = live.analysis(0).unwrap();
+        assert_eq!(rss.verdict, Verdict::Linear);
+        let slope = rss.slope_per_s;
+        assert!((slope / 1048576.0 - 1.0).abs() < 0.02, "{slope}");
+        assert_eq!(live.analysis(1).unwrap().verdict, Verdict::Flat);
+        assert_eq!(live.latest(1), Some(2.0 * 1073741824.0));
+        // Nothing new: a refresh keeps what it has.
+        live.refresh(None);
+        assert!(!live.pending());
+    }
+
+    #[test]
+    fn a_budget_spreads_the_analyses_round_robin() {
+        let specs: Vec<ChannelSpec> = (0..8)
+            .map(|i| spec(&format!("pid{i}.rss"), Kind::Level))
+            .collect();
+        let mut live = LiveAnalysis::new(&specs);
+        for k in 0..100 {
+            live.push(k as f64, |i| 1e6 * (i + 1) as f64, f64::NAN, f64::NAN);
+        }
+        // A zero budget still analyses one channel a refresh, the next one
+        // each time.
+        for done in 1..=8 {
+            live.refresh(Some(Duration::ZERO));
+            assert_eq!(live.unanalysed(), 8 - done);
+        }
+        assert!(!live.pending());
+    }
+}
