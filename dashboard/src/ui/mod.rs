@@ -486,16 +486,9 @@ impl eframe::App for App {
         let focused = ctx.input(|i| i.viewport().focused).unwrap_or(true);
         self.pace.focused.store(focused, Ordering::Relaxed);
         // No timer: a frame comes with input, with new data (the waker
-        // thread asks for it), or while the dashboard itself is busy (a live
-        // stream's analyses nearly always are), at the unfocused rate too.
+        // thread asks for it), or while the dashboard itself is busy.
         if self.dash.busy() {
-            let period = if focused {
-                self.frame_period
-            } else {
-                self.frame_period
-                    .max(Duration::from_secs_f64(1.0 / UNFOCUSED_FPS))
-            };
-            ctx.request_repaint_after(period);
+            ctx.request_repaint_after(self.frame_period);
         }
     }
 
