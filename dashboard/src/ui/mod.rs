@@ -27,7 +27,7 @@ use crate::cli::{RendererArg, WindowArgs};
 pub use source::{LiveSource, Meta, ReplaySource, Source, SourceKind, WatchSource};
 pub use store::{Series, Store};
 pub use timeline::Timeline;
-pub use view::{Action, ProcessRow, marker_lines, process_rows, rates};
+pub use view::{Action, ProcessRow, marker_lines, process_rows, push_column, rates};
 
 /// Samples a live session keeps at full resolution before thinning its older
 /// history (131,072: about 22 minutes at 100 Hz).
@@ -406,10 +406,6 @@ pub const DEFAULT_RENDERER: RendererArg = RendererArg::Glow;
 /// Frames a second at most, by default: the sample rate, capped here.
 pub const MAX_DEFAULT_FPS: f64 = 30.0;
 
-/// Frames a second while the window is not focused: a dashboard glanced at
-/// on another screen still moves, at a fraction of the cost.
-pub const UNFOCUSED_FPS: f64 = 1.0;
-
 impl WindowOptions {
     /// `args`, with the defaults for a stream of `sample_hz` samples a second.
     pub fn new(args: &WindowArgs, sample_hz: f64) -> Self {
@@ -429,7 +425,6 @@ pub struct App {
     pub dash: Dashboard,
     /// Set by Ctrl-C or SIGTERM: close the window the normal way.
     pub interrupted: Arc<AtomicBool>,
-    frame_period: Duration,
     /// Shared with the waker thread.
     pace: Arc<Pace>,
 }
@@ -440,13 +435,14 @@ impl Drop for App {
     }
 }
 
-/// What the window and its waker thread share: whether the window has the
-/// focus, whether the app is gone, and when the last frame began, so that no
-/// two frames come closer than the frame period, whoever asks for them (the
-/// waker for new data, the dashboard for its analyses).
+/// What the window and its waker thread share. The waker alone asks for
+/// frames that no input caused (new data, the dashboard's own analyses, a
+/// replay playing), so that no two of them come closer than the frame
+/// period, whoever wanted them.
 #[derive(Debug)]
 struct Pace {
-    focused: AtomicBool,
+    /// The dashboard wants frames with no new data (set by `App::logic`).
+    busy: AtomicBool,
     gone: AtomicBool,
     epoch: Instant,
     /// Nanoseconds from `epoch` to the start of the last frame.
@@ -456,22 +452,23 @@ struct Pace {
 impl Pace {
     fn new() -> Self {
         Self {
-            focused: AtomicBool::new(true),
+            busy: AtomicBool::new(true),
             gone: AtomicBool::new(false),
             epoch: Instant::now(),
             last_frame_ns: AtomicU64::new(0),
         }
     }
 
-    fn frame_began(&self) {
-        let ns = u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        self.last_frame_ns.store(ns, Ordering::Relaxed);
+    fn now_ns(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX)
     }
 
-    /// How long until a frame `period` after the last one.
-    fn until_next(&self, period: Duration) -> Duration {
-        let last = Duration::from_nanos(self.last_frame_ns.load(Ordering::Relaxed));
-        (last + period).saturating_sub(self.epoch.elapsed())
+    fn frame_began(&self) {
+        self.last_frame_ns.store(self.now_ns(), Ordering::Relaxed);
+    }
+
+    fn last_frame(&self) -> Instant {
+        self.epoch + Duration::from_nanos(self.last_frame_ns.load(Ordering::Relaxed))
     }
 }
 
@@ -483,13 +480,9 @@ impl eframe::App for App {
         if self.interrupted.load(Ordering::Relaxed) {
             ctx.send_viewport_cmd(egui::ViewportCommand::Close);
         }
-        let focused = ctx.input(|i| i.viewport().focused).unwrap_or(true);
-        self.pace.focused.store(focused, Ordering::Relaxed);
-        // No timer: a frame comes with input, with new data (the waker
-        // thread asks for it), or while the dashboard itself is busy.
-        if self.dash.busy() {
-            ctx.request_repaint_after(self.frame_period);
-        }
+        // No timer here: a frame comes with input, or when the waker asks
+        // for it, for new data or because the dashboard is busy.
+        self.pace.busy.store(self.dash.busy(), Ordering::Relaxed);
     }
 
     /// The panels' colour: the panels themselves are transparent in the
@@ -514,10 +507,16 @@ impl eframe::App for App {
     }
 }
 
-/// Asks `ctx` for a frame when the source has new data, or Ctrl-C came, at
-/// most `fps` times a second ([`UNFOCUSED_FPS`] while unfocused) counting the
-/// frames anything else asked for; ends when the app is gone. A check costs
-/// a file's length or an atomic load.
+/// How often the waker looks for new data between frames, at most.
+const POLL: Duration = Duration::from_millis(20);
+
+/// Asks `ctx` for a frame when the source has new data, the dashboard is
+/// busy, or Ctrl-C came, at most `fps` times a second counting the frames
+/// that input caused; ends when the app is gone. A check costs a file's
+/// length or an atomic load.
+///
+/// A covered or minimized window draws nothing whatever is asked: eframe
+/// then runs [`App::logic`] alone, so the data still flows.
 fn spawn_waker(
     ctx: egui::Context,
     mut activity: Option<Activity>,
@@ -525,30 +524,31 @@ fn spawn_waker(
     interrupted: Arc<AtomicBool>,
     pace: Arc<Pace>,
 ) -> Result<()> {
+    let period = Duration::from_secs_f64(1.0 / fps);
     std::thread::Builder::new()
         .name("flatline-waker".into())
         .spawn(move || {
             flatline_runtime::telemetry::alloc::mark_observer_thread();
-            // Checks on a fixed cadence, whatever the waits below took.
-            let mut check = Instant::now();
+            // The waker's own last request, which egui answers a moment
+            // later: the next may not come sooner than a period after it.
+            let mut asked = Instant::now();
             while !pace.gone.load(Ordering::Relaxed) {
-                let rate = if pace.focused.load(Ordering::Relaxed) {
-                    fps
-                } else {
-                    fps.min(UNFOCUSED_FPS)
-                };
-                let period = Duration::from_secs_f64(1.0 / rate);
-                check = (check + period).max(Instant::now());
-                std::thread::sleep(check.saturating_duration_since(Instant::now()));
+                let earliest = (pace.last_frame().max(asked) + period).max(Instant::now());
+                std::thread::sleep(earliest.saturating_duration_since(Instant::now()));
                 if interrupted.load(Ordering::Relaxed) {
                     ctx.request_repaint();
-                } else if activity.as_mut().is_some_and(|a| a()) {
-                    // Not sooner than a period after the last frame, which
-                    // the dashboard may have asked for itself. egui answers
-                    // a request without delay with two frames; one with a
-                    // delay, however short, with one.
-                    std::thread::sleep(pace.until_next(period));
+                    std::thread::sleep(POLL);
+                    continue;
+                }
+                // `activity` first: it also forgets what it reported.
+                let fresh = activity.as_mut().is_some_and(|a| a());
+                if fresh || pace.busy.load(Ordering::Relaxed) {
+                    // egui answers a request without delay with two frames;
+                    // one with a delay, however short, with one.
                     ctx.request_repaint_after(Duration::from_millis(1));
+                    asked = Instant::now();
+                } else {
+                    std::thread::sleep(POLL.min(period));
                 }
             }
         })
@@ -642,7 +642,6 @@ pub fn run_window(
                 Ok(Box::new(App {
                     dash,
                     interrupted: flag,
-                    frame_period: Duration::from_secs_f64(1.0 / window.fps),
                     pace,
                 }))
             }),

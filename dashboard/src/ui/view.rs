@@ -699,7 +699,8 @@ fn axis_unit(g: Group, u: Unit) -> (f64, &'static str) {
 }
 
 /// Points for one channel over samples `[0, visible)`: at most about two per
-/// pixel column (min and max of each bucket).
+/// pixel column (min and max of each bucket), and runs of one value as their
+/// two ends (see [`push_column`]).
 pub fn decimate(
     d: &Dashboard,
     ch: usize,
@@ -724,12 +725,36 @@ pub fn decimate(
         if x.is_nan() || lo.is_nan() {
             continue;
         }
-        out.push(PlotPoint::new(x, (lo - baseline) * scale));
-        if hi != lo {
-            out.push(PlotPoint::new(x, (hi - baseline) * scale));
-        }
+        push_column(
+            &mut out,
+            x,
+            (lo - baseline) * scale,
+            (hi - baseline) * scale,
+        );
     }
     out
+}
+
+/// Appends a column (its lowest and highest point at `x`) to a line, x
+/// ascending, where a one-point column between two of the same value is
+/// left out: the last point of the run moves to `x` instead. The line draws
+/// the same, and a flat channel (the common case) costs two points instead
+/// of one or two per pixel column: a software rasteriser pays for every
+/// segment's triangles at every frame. A run ends on its last column, just
+/// before the next value, so [`rates`] come out the same.
+pub fn push_column(out: &mut Vec<PlotPoint>, x: f64, lo: f64, hi: f64) {
+    if lo == hi
+        && let [.., a, b] = out.as_mut_slice()
+        && a.y == lo
+        && b.y == lo
+    {
+        b.x = x;
+        return;
+    }
+    out.push(PlotPoint::new(x, lo));
+    if hi != lo {
+        out.push(PlotPoint::new(x, hi));
+    }
 }
 
 /// A counter's points as its rate: between consecutive columns, the rise of
@@ -1056,6 +1081,7 @@ fn tree_plot(
             )
         }))
         .collect();
+    let mut stacked = Vec::new();
     for (k, (label, chans)) in bands.into_iter().enumerate() {
         let upper: Vec<f64> = picked
             .iter()
@@ -1067,10 +1093,31 @@ fn tree_plot(
             (120 + 53 * k % 120) as u8,
             (200 - 29 * k % 120) as u8,
         );
+        stacked.push((
+            label,
+            color,
+            std::mem::replace(&mut lower, upper.clone()),
+            upper,
+        ));
+    }
+    // A column where no band moved, between two where none did either, is
+    // left out (as [`push_column`] does for lines): the areas draw the same
+    // with far fewer triangles.
+    let keep = |j: usize| {
+        j == 0
+            || j + 1 >= xs.len()
+            || !stacked.iter().all(|(_, _, lo, up)| {
+                lo[j - 1] == lo[j] && lo[j] == lo[j + 1] && up[j - 1] == up[j] && up[j] == up[j + 1]
+            })
+    };
+    let kept: Vec<usize> = (0..xs.len()).filter(|&j| keep(j)).collect();
+    let pick = |v: &[f64]| -> Vec<f64> { kept.iter().map(|&j| v[j]).collect() };
+    let kept_xs = pick(&xs);
+    for (label, color, lo, up) in &stacked {
         areas.push(
-            FilledArea::new(label, &xs, &lower, &upper).fill_color(color.gamma_multiply(0.55)),
+            FilledArea::new(label, &kept_xs, &pick(lo), &pick(up))
+                .fill_color(color.gamma_multiply(0.55)),
         );
-        lower = upper;
     }
     let total = decimate(d, tree, visible, columns, 0.0, MIB);
     if total.is_empty() && areas.is_empty() {
