@@ -68,6 +68,57 @@ pub enum RendererArg {
     Wgpu,
 }
 
+/// Where to serve the stream's metrics to Prometheus, and what to alert on.
+#[derive(Debug, Clone, Default, Args)]
+pub struct PrometheusArgs {
+    /// Serve /metrics in Prometheus's text format at ADDR (e.g.
+    /// 127.0.0.1:9464; every interface, 0.0.0.0:9464, only when you ask): the
+    /// latest value, slope, drift, verdict, time to limit and severity of
+    /// every channel, refreshed once a second.
+    #[arg(long, value_name = "ADDR")]
+    pub prometheus: Option<std::net::SocketAddr>,
+    /// Alert when EXPR begins to hold (checked once a second; repeatable):
+    /// `CHANNEL [value|drift|slope|time_to_limit|severity] OP THRESHOLD`,
+    /// e.g. `tree.pss > 20GiB`, `mem.rss slope > 10MiB/min`,
+    /// `gpu0.used time_to_limit < 2h`, `any severity >= warning`. A firing
+    /// prints a line on stderr and marks the recording.
+    #[arg(long, value_name = "EXPR", value_parser = crate::alert::parse)]
+    pub alert: Vec<crate::alert::Alert>,
+    /// Run CMD (with `sh -c`) once per firing, the alert in its environment:
+    /// FLATLINE_ALERT, FLATLINE_ALERT_CHANNEL, FLATLINE_ALERT_MEASURE,
+    /// FLATLINE_ALERT_VALUE, FLATLINE_ALERT_HOST, FLATLINE_ALERT_PID.
+    #[arg(long, value_name = "CMD", requires = "alert")]
+    pub on_alert: Option<String>,
+}
+
+impl PrometheusArgs {
+    /// What to follow the stream for, if anything (`pid`: the `pid` label
+    /// of channels that are not one process's).
+    pub fn export(&self, pid: u32) -> Option<crate::session::Export> {
+        (self.prometheus.is_some() || !self.alert.is_empty()).then(|| crate::session::Export {
+            addr: self.prometheus,
+            pid,
+            alerts: self.alert.clone(),
+            on_alert: self.on_alert.clone(),
+        })
+    }
+
+    /// The same flags, for a child process (`live`'s workload).
+    pub fn to_args(&self) -> Vec<String> {
+        let mut args = Vec::new();
+        if let Some(a) = self.prometheus {
+            args.push(format!("--prometheus={a}"));
+        }
+        for a in &self.alert {
+            args.push(format!("--alert={}", a.text));
+        }
+        if let Some(c) = &self.on_alert {
+            args.push(format!("--on-alert={c}"));
+        }
+        args
+    }
+}
+
 #[derive(Debug, Clone, Args)]
 pub struct LiveArgs {
     #[command(flatten)]
@@ -81,6 +132,8 @@ pub struct LiveArgs {
     /// Record from the start into FILE (recording can also be switched on in the window).
     #[arg(long, value_name = "FILE")]
     pub record: Option<PathBuf>,
+    #[command(flatten)]
+    pub export: PrometheusArgs,
 }
 
 impl Default for LiveArgs {
@@ -89,6 +142,7 @@ impl Default for LiveArgs {
             workload: WorkloadArg::Both,
             hz: 100.0,
             record: None,
+            export: PrometheusArgs::default(),
             window: WindowArgs::default(),
         }
     }
@@ -151,6 +205,8 @@ pub struct WatchArgs {
     /// No window: record, then print the receipt.
     #[arg(long)]
     pub headless: bool,
+    #[command(flatten)]
+    pub export: PrometheusArgs,
     /// Keep a recording here (headless default: recordings/watch-<pid>-<UTC time>.flr).
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
@@ -230,6 +286,8 @@ pub struct SoakArgs {
     /// Where to write the recording (default: recordings/soak-<UTC time>.flr).
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub export: PrometheusArgs,
     /// Overwrite FILE if it exists.
     #[arg(long)]
     pub force: bool,
@@ -246,6 +304,8 @@ pub struct ServeArgs {
     /// The stream's file (overwritten).
     #[arg(long, value_name = "FILE")]
     pub out: PathBuf,
+    #[command(flatten)]
+    pub export: PrometheusArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

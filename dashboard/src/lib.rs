@@ -3,11 +3,13 @@
 //! The binary (`src/main.rs`) installs the counting allocator and calls
 //! [`run`]; everything else lives here so the tests can drive it.
 
+pub mod alert;
 pub mod bench;
 pub mod cli;
 pub mod convert;
 pub mod fmt;
 pub mod mark;
+pub mod prom;
 pub mod report;
 pub mod session;
 pub mod soak;

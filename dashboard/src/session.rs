@@ -2,14 +2,17 @@
 //! Shared by `soak`, headless `watch` and `bench --telemetry-hz`; the header
 //! comes from the one [`RecordingSetup`] every recording is made with.
 
+use std::net::SocketAddr;
 use std::path::Path;
 
 use anyhow::{Context, Result};
 use crossbeam_channel::{Receiver, Sender};
 use flatline_runtime::recording::{
-    Event, EventKind, Recorder, RecorderSummary, RecordingSetup, event_channel,
+    Event, EventKind, Recorder, RecorderSummary, RecordingSetup, Tap, event_channel,
 };
 use flatline_runtime::telemetry::{self, Probe, SamplerConfig, SamplerExit, Schema, Unavailable};
+
+use crate::prom::{ExportSetup, Exporter};
 
 #[derive(Debug)]
 pub struct Session {
@@ -17,6 +20,19 @@ pub struct Session {
     pub unavailable: Vec<Unavailable>,
     sampler: telemetry::Sampler,
     recorder: Recorder,
+    /// Serves the stream to Prometheus until the session is dropped.
+    exporter: Option<Exporter>,
+}
+
+/// What a session follows its stream for: metrics served at `addr`
+/// (`--prometheus`), alerts; and the `pid` label of channels that are not
+/// one process's.
+#[derive(Debug, Clone)]
+pub struct Export {
+    pub addr: Option<SocketAddr>,
+    pub pid: u32,
+    pub alerts: Vec<crate::alert::Alert>,
+    pub on_alert: Option<String>,
 }
 
 /// How a session ended.
@@ -35,11 +51,12 @@ impl Session {
         out: &Path,
         force: bool,
     ) -> Result<Self> {
-        Self::start_with(setup, cfg, Vec::new(), event_channel(), out, force)
+        Self::start_with(setup, cfg, Vec::new(), event_channel(), out, force, None)
     }
 
-    /// As [`Session::start`], with extra probes (a watched job's step log)
-    /// and the event queue they already send to (see [`event_channel`]).
+    /// As [`Session::start`], with extra probes (a watched job's step log),
+    /// the event queue they already send to (see [`event_channel`]), and
+    /// metrics served to Prometheus if asked.
     pub fn start_with(
         mut setup: RecordingSetup,
         cfg: SamplerConfig,
@@ -47,18 +64,34 @@ impl Session {
         events: (Sender<Event>, Receiver<Event>),
         out: &Path,
         force: bool,
+        export: Option<Export>,
     ) -> Result<Self> {
         let tel = telemetry::start_with(cfg, extra).context("starting telemetry")?;
         setup.collect_host(tel.gpu.clone());
+        // The port first: a busy one must not leave an empty recording.
+        let (tap, exporter) = match export {
+            Some(e) => {
+                let (tap, exporter) =
+                    start_exporter(e, &tel.schema, &setup, &tel.sampler, events.0.clone())?;
+                (Some(tap), Some(exporter))
+            }
+            None => (None, None),
+        };
         let writer = setup.create(out, force, &tel.schema, &tel.unavailable)?;
-        let recorder = Recorder::spawn_with_events(writer, tel.samples, tel.changes, events)
+        let recorder = Recorder::spawn_tapped(writer, tel.samples, tel.changes, events, tap)
             .context("starting the recorder")?;
         Ok(Self {
             schema: tel.schema,
             unavailable: tel.unavailable,
             sampler: tel.sampler,
             recorder,
+            exporter,
         })
+    }
+
+    /// Where metrics are served, if they are.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.exporter.as_ref().and_then(Exporter::addr)
     }
 
     /// Records an event, stamped now on the samples' clock.
@@ -110,10 +143,45 @@ impl Session {
             .recorder
             .finish(end)
             .context("finishing the recording")?;
+        // The exporter has had the last sample; it stops serving here.
+        drop(self.exporter);
         Ok(SessionEnd {
             recorder,
             exit,
             dropped,
         })
     }
+}
+
+/// Starts following a stream for `e` (its metrics served, its alerts
+/// checked, their markers sent to `events`) and returns the tap that feeds
+/// it; says on stderr where metrics are served.
+pub fn start_exporter(
+    e: Export,
+    schema: &Schema,
+    setup: &RecordingSetup,
+    sampler: &telemetry::Sampler,
+    events: Sender<Event>,
+) -> Result<(Tap, Exporter)> {
+    let (tap, rx, stats) = Tap::new();
+    let progress = sampler.progress();
+    let exporter = Exporter::start(
+        e.addr,
+        schema,
+        ExportSetup {
+            host: setup.host.hostname.clone(),
+            pid: e.pid,
+            facts: setup.host.clone(),
+            alerts: e.alerts,
+            on_alert: e.on_alert,
+            events: Some(events),
+        },
+        rx,
+        stats,
+        Box::new(move || progress.dropped()),
+    )?;
+    if let Some(addr) = exporter.addr() {
+        eprintln!("flatline: serving Prometheus metrics at http://{addr}/metrics");
+    }
+    Ok((tap, exporter))
 }

@@ -64,6 +64,8 @@ struct WorkloadRun<'a> {
     out: &'a Path,
     force: bool,
     redact_host: bool,
+    /// Serve the stream to Prometheus, check alerts.
+    export: &'a crate::cli::PrometheusArgs,
 }
 
 /// How the run went.
@@ -106,15 +108,18 @@ fn record_workload(
     // allocations (host facts, the writer's buffer, the progress bar's text)
     // stay out of alloc.*.
     mark_observer_thread();
-    let session = Session::start(
+    let session = Session::start_with(
         setup,
         SamplerConfig {
             hz: run.hz,
             progress: Some(progress),
             ..SamplerConfig::default()
         },
+        Vec::new(),
+        flatline_runtime::recording::event_channel(),
         run.out,
         run.force,
+        run.export.export(std::process::id()),
     )?;
     session.event(EventKind::Phase(run.workload.name().into()));
     let total = run.seconds.map(Duration::from_secs_f64);
@@ -222,6 +227,7 @@ pub fn serve(args: &ServeArgs) -> Result<()> {
         out: &args.out,
         force: true,
         redact_host: false,
+        export: &args.export,
     };
     let done = record_workload(&run, &stop, &paused, &ProgressBar::hidden(), &marks)?;
     done.result.map(|_| ())
@@ -241,6 +247,7 @@ pub fn run(args: &SoakArgs) -> Result<()> {
         out: &out,
         force: args.force,
         redact_host: args.redact_host,
+        export: &args.export,
     };
     let stop = interrupt_flag()?;
     // `flatline mark TEXT` reaches this soak while it runs.

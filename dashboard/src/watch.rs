@@ -407,6 +407,9 @@ pub fn run(args: &WatchArgs) -> Result<Option<i32>> {
             setup(args, target.pid),
             args.out.as_deref(),
             args.force,
+            args.export
+                .export(target.pid)
+                .map(|e| (e, events.0.clone())),
         )?;
         if let Some(o) = target.output.as_mut() {
             o.collect(src.grow(), printed_events, clock)?;
@@ -449,6 +452,7 @@ pub fn run(args: &WatchArgs) -> Result<Option<i32>> {
         events,
         &out,
         args.force,
+        args.export.export(target.pid),
     )?;
     if let Some(o) = target.output.as_mut() {
         o.collect(session.grow(), printed_events, clock)?;

@@ -1,13 +1,15 @@
 //! `flatline live` and `flatline replay`: the commands that open the window.
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 
 use crate::cli::{LiveArgs, ReplayArgs};
 use crate::ui::{self, Dashboard, LiveSource, ReplaySource, Settings, Source};
 
 pub fn live(args: &LiveArgs) -> Result<()> {
     ui::check_display()?;
-    let (mut src, store) = LiveSource::start(args.workload.into(), args.hz)?;
+    let exe = std::env::current_exe().context("finding flatline's own executable")?;
+    let (mut src, store) =
+        LiveSource::start_with(&exe, args.workload.into(), args.hz, &args.export.to_args())?;
     if let Some(path) = &args.record {
         src.start_recording(path)?;
     }

@@ -173,7 +173,7 @@ fn live_data_streams_in_and_recording_switches_on_and_off() {
     use flatline_dashboard::ui::{LiveSource, Source};
     use flatline_runtime::workload::driver::Workload;
     let flatline = std::path::Path::new(env!("CARGO_BIN_EXE_flatline"));
-    let (mut src, store) = LiveSource::start_with(flatline, Workload::Ops1b, 50.0).unwrap();
+    let (mut src, store) = LiveSource::start_with(flatline, Workload::Ops1b, 50.0, &[]).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("live.flr");
     src.start_recording(&path).unwrap();
@@ -366,7 +366,8 @@ fn the_live_source_measures_the_workload_not_the_viewer() {
     use flatline_dashboard::ui::{LiveSource, Source};
     use flatline_runtime::workload::driver::Workload;
     let flatline = std::path::Path::new(env!("CARGO_BIN_EXE_flatline"));
-    let (mut src, mut store) = LiveSource::start_with(flatline, Workload::Idle, 1000.0).unwrap();
+    let (mut src, mut store) =
+        LiveSource::start_with(flatline, Workload::Idle, 1000.0, &[]).unwrap();
     assert_ne!(src.pid(), std::process::id());
     let rss = store.schema().index_of("mem.rss").unwrap();
     let mut poll_until = |n: usize| {
@@ -428,6 +429,7 @@ fn a_watched_tree_fills_the_processes_panel() {
         RecordingSetup::new("watch"),
         None,
         false,
+        None,
     )
     .unwrap();
     let fixed = store.schema().len();
@@ -562,4 +564,57 @@ fn counters_plot_as_rates() {
     let r = rates(&pts);
     let got: Vec<(f64, f64)> = r.iter().map(|p| (p.x, p.y)).collect();
     assert_eq!(got, [(1.0, 10.0), (2.0, 10.0), (4.0, 20.0)]);
+}
+
+/// A run of one value is drawn as its two ends, and the line means the same:
+/// the same rates where something rose, zero between.
+#[test]
+fn a_flat_run_is_drawn_as_its_ends() {
+    use egui_plot::PlotPoint;
+    use flatline_dashboard::ui::{push_column, rates};
+    // A counter's columns (x, lo, hi): flat, a min/max column, flat, a
+    // rise, flat again.
+    let cols = [
+        (0.0, 5.0, 5.0),
+        (1.0, 5.0, 5.0),
+        (2.0, 5.0, 5.0),
+        (3.0, 5.0, 5.0),
+        (4.0, 5.0, 9.0),
+        (5.0, 9.0, 9.0),
+        (6.0, 9.0, 9.0),
+        (7.0, 12.0, 12.0),
+        (8.0, 12.0, 12.0),
+        (9.0, 12.0, 12.0),
+    ];
+    let mut all = Vec::new();
+    let mut line = Vec::new();
+    for &(x, lo, hi) in &cols {
+        all.push(PlotPoint::new(x, lo));
+        if hi != lo {
+            all.push(PlotPoint::new(x, hi));
+        }
+        push_column(&mut line, x, lo, hi);
+    }
+    let got: Vec<(f64, f64)> = line.iter().map(|p| (p.x, p.y)).collect();
+    assert_eq!(
+        got,
+        [
+            (0.0, 5.0),
+            (3.0, 5.0),
+            (4.0, 5.0),
+            (4.0, 9.0),
+            (6.0, 9.0),
+            (7.0, 12.0),
+            (9.0, 12.0)
+        ]
+    );
+    let nonzero = |pts: &[PlotPoint]| -> Vec<(f64, f64)> {
+        rates(pts)
+            .iter()
+            .filter(|r| r.y != 0.0)
+            .map(|r| (r.x, r.y))
+            .collect()
+    };
+    assert_eq!(nonzero(&line), nonzero(&all));
+    assert_eq!(nonzero(&line), [(4.0, 4.0), (7.0, 3.0)]);
 }

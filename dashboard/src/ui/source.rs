@@ -10,10 +10,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{Context as _, Result};
-use crossbeam_channel::Receiver;
+use crossbeam_channel::{Receiver, Sender};
 use flatline_runtime::recording::{
     Event, EventKind, Frame, FrameReader, Header, Recording, RecordingSetup, RecordingWriter,
-    Slots, TailProblemKind,
+    Slots, TailProblemKind, Tap, Tapped,
 };
 use flatline_runtime::telemetry::alloc::mark_observer_thread;
 use flatline_runtime::telemetry::{
@@ -40,6 +40,8 @@ pub struct Meta {
 #[derive(Debug, Default)]
 struct Tee {
     writer: Option<RecordingWriter>,
+    /// A copy of the stream for the Prometheus exporter, if one runs.
+    tap: Option<Tap>,
     /// The first write error of the poll in progress.
     pending: Option<String>,
     error: Option<String>,
@@ -49,6 +51,7 @@ impl Tee {
     fn new(writer: Option<RecordingWriter>) -> Self {
         Self {
             writer,
+            tap: None,
             pending: None,
             error: None,
         }
@@ -73,6 +76,9 @@ impl Tee {
     /// One sample into the store and, while recording, into the file.
     fn sample(&mut self, s: &Sample, store: &mut Store) {
         store.push(s);
+        if let Some(tap) = &self.tap {
+            tap.send(Tapped::Sample(*s));
+        }
         if let Some(Err(e)) = self.writer.as_mut().map(|w| w.push_sample(s)) {
             self.note(e);
         }
@@ -81,6 +87,9 @@ impl Tee {
     /// Channels that join (format v2), in the store and the file.
     fn add_channels(&mut self, specs: &[ChannelSpec], store: &mut Store) {
         store.add_channels(specs);
+        if let Some(tap) = &self.tap {
+            tap.send(Tapped::Add(specs.to_vec()));
+        }
         if let Some(Err(e)) = self.writer.as_mut().map(|w| w.add_channels(specs)) {
             self.note(e);
         }
@@ -89,6 +98,9 @@ impl Tee {
     /// Channels that end, in the store and the file.
     fn end_channels(&mut self, positions: &[usize], store: &mut Store) {
         store.end_channels(positions);
+        if let Some(tap) = &self.tap {
+            tap.send(Tapped::End(positions.to_vec()));
+        }
         if let Some(Err(e)) = self.writer.as_mut().map(|w| w.end_channels(positions)) {
             self.note(e);
         }
@@ -96,6 +108,9 @@ impl Tee {
 
     /// Adds an event to the store and, while recording, to the file.
     fn event(&mut self, e: Event, store: &mut Store) {
+        if let Some(tap) = &self.tap {
+            tap.send(Tapped::Event(e.clone()));
+        }
         if let Some(Err(err)) = self.writer.as_mut().map(|w| w.push_event(e.clone())) {
             self.note(err);
         }
@@ -246,11 +261,19 @@ impl LiveSource {
     /// Starts the workloads in a child process (this executable, `serve`).
     pub fn start(workload: Workload, hz: f64) -> Result<(Self, Store)> {
         let exe = std::env::current_exe().context("finding flatline's own executable")?;
-        Self::start_with(&exe, workload, hz)
+        Self::start_with(&exe, workload, hz, &[])
     }
 
-    /// As [`LiveSource::start`], with `program` as the flatline to run.
-    pub fn start_with(program: &Path, workload: Workload, hz: f64) -> Result<(Self, Store)> {
+    /// As [`LiveSource::start`], with `program` as the flatline to run, and
+    /// `export` for its flags (`--prometheus`, `--alert`: see
+    /// [`crate::cli::PrometheusArgs::to_args`]); the child serves and
+    /// alerts, and says so on stderr.
+    pub fn start_with(
+        program: &Path,
+        workload: Workload,
+        hz: f64,
+        export: &[String],
+    ) -> Result<(Self, Store)> {
         let dir = tempfile::Builder::new()
             .prefix("flatline-live-")
             .tempdir()
@@ -261,6 +284,7 @@ impl LiveSource {
             .arg(hz.to_string())
             .arg("--out")
             .arg(&path)
+            .args(export)
             .stdin(Stdio::piped())
             .stdout(Stdio::null());
         flatline_runtime::sys::end_with_this_process(&mut cmd);
@@ -672,6 +696,8 @@ pub struct WatchSource {
     sampler: telemetry::Sampler,
     tee: Tee,
     exited: bool,
+    /// Serves the stream to Prometheus while the window is open.
+    _exporter: Option<crate::prom::Exporter>,
 }
 
 impl std::fmt::Debug for WatchSource {
@@ -694,16 +720,27 @@ impl WatchSource {
         mut setup: RecordingSetup,
         out: Option<&Path>,
         force: bool,
+        export: Option<(crate::session::Export, Sender<Event>)>,
     ) -> Result<(Self, Store)> {
         let hz = cfg.hz;
         let tel = telemetry::start_with(cfg, extra).context("starting telemetry")?;
         setup.collect_host(tel.gpu.clone());
+        let (tap, exporter) = match export {
+            Some((e, events)) => {
+                let (tap, exporter) =
+                    crate::session::start_exporter(e, &tel.schema, &setup, &tel.sampler, events)?;
+                (Some(tap), Some(exporter))
+            }
+            None => (None, None),
+        };
         let writer = match out {
             Some(path) => Some(setup.create(path, force, &tel.schema, &tel.unavailable)?),
             None => None,
         };
         let mut store = Store::new(tel.schema.clone(), super::LIVE_CAP);
         store.set_host(&setup.host);
+        let mut tee = Tee::new(writer);
+        tee.tap = tap;
         Ok((
             Self {
                 pid,
@@ -714,8 +751,9 @@ impl WatchSource {
                 steps,
                 marks: Vec::new(),
                 sampler: tel.sampler,
-                tee: Tee::new(writer),
+                tee,
                 exited: false,
+                _exporter: exporter,
             },
             store,
         ))

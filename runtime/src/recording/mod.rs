@@ -19,8 +19,8 @@ pub use flatline_format::{
     TailProblemKind, WriteSummary,
 };
 pub use recorder::{
-    EVENT_CAPACITY, Recorder, RecorderStats, RecorderSummary, apply_change, event_channel,
-    push_after_changes,
+    EVENT_CAPACITY, Recorder, RecorderStats, RecorderSummary, TAP_CAPACITY, Tap, TapStats, Tapped,
+    apply_change, event_channel, push_after_changes,
 };
 pub use setup::RecordingSetup;
 

@@ -10,7 +10,7 @@ use crossbeam_channel::{Receiver, Sender, TrySendError, select};
 
 use super::{Event, RecordingError, RecordingWriter, WriteSummary};
 use crate::telemetry::alloc::mark_observer_thread;
-use crate::telemetry::{Sample, SchemaChange, SchemaFeed};
+use crate::telemetry::{ChannelSpec, Sample, SchemaChange, SchemaFeed};
 
 /// Live figures of a running recorder.
 #[derive(Debug, Default)]
@@ -58,14 +58,104 @@ pub fn push_after_changes(
     changes: &SchemaFeed,
     s: &Sample,
 ) -> Result<(), RecordingError> {
+    push_tapped(writer, changes, s, None)
+}
+
+/// [`push_after_changes`], passing each change and the sample on to `tap`.
+fn push_tapped(
+    writer: &mut RecordingWriter,
+    changes: &SchemaFeed,
+    s: &Sample,
+    tap: Option<&Tap>,
+) -> Result<(), RecordingError> {
     let mut changed = Ok(());
     changes.take_until(s.seq, |c| {
+        if let Some(tap) = tap {
+            tap.change(&c);
+        }
         if changed.is_ok() {
             changed = apply_change(writer, c);
         }
     });
     changed?;
+    if let Some(tap) = tap {
+        tap.send(Tapped::Sample(*s));
+    }
     writer.push_sample(s)
+}
+
+/// What a [`Tap`] passes on: the stream as it is written, in order.
+// Samples are nearly every item, so a queue slot is a sample's size either
+// way; boxing them would allocate once a sample instead.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone)]
+pub enum Tapped {
+    /// Channels that join the stream (their positions follow the others').
+    Add(Vec<ChannelSpec>),
+    /// Channels that end, by position.
+    End(Vec<usize>),
+    Sample(Sample),
+    Event(Event),
+}
+
+/// Most items waiting for a tap's reader (about 1 KiB each); a full queue
+/// drops and counts.
+pub const TAP_CAPACITY: usize = 1024;
+
+/// A copy of a live stream for another consumer (an exporter, alerts) than
+/// the one that writes it: bounded, never blocking the writer. A full queue
+/// drops samples and counts them; a schema change that cannot be queued
+/// breaks the tap for good (its reader could no longer tell the channels
+/// apart), which [`TapStats::broken`] says.
+#[derive(Debug, Clone)]
+pub struct Tap {
+    tx: Sender<Tapped>,
+    stats: Arc<TapStats>,
+}
+
+/// What a tap lost.
+#[derive(Debug, Default)]
+pub struct TapStats {
+    pub dropped: AtomicU64,
+    pub broken: std::sync::atomic::AtomicBool,
+}
+
+impl Tap {
+    /// A tap, the end its reader takes items from, and its figures.
+    pub fn new() -> (Self, Receiver<Tapped>, Arc<TapStats>) {
+        let (tx, rx) = crossbeam_channel::bounded(TAP_CAPACITY);
+        let stats = Arc::new(TapStats::default());
+        (
+            Self {
+                tx,
+                stats: stats.clone(),
+            },
+            rx,
+            stats,
+        )
+    }
+
+    /// Passes an item on, unless the tap is broken; never blocks.
+    pub fn send(&self, item: Tapped) {
+        if self.stats.broken.load(Relaxed) {
+            return;
+        }
+        let schema = matches!(item, Tapped::Add(_) | Tapped::End(_));
+        if self.tx.try_send(item).is_err() {
+            self.stats.dropped.fetch_add(1, Relaxed);
+            if schema {
+                self.stats.broken.store(true, Relaxed);
+            }
+        }
+    }
+
+    /// Passes a schema change on.
+    pub fn change(&self, c: &SchemaChange) {
+        self.send(match c {
+            SchemaChange::Add(specs) => Tapped::Add(specs.clone()),
+            SchemaChange::End(positions) => Tapped::End(positions.clone()),
+        });
+    }
 }
 
 /// Writes every sample of `samples`, and the events sent to it, into a
@@ -88,10 +178,22 @@ impl Recorder {
     /// on `events` (see [`event_channel`]) as well as those sent through
     /// [`Recorder::event`], and the stream's schema changes from `changes`.
     pub fn spawn_with_events(
+        writer: RecordingWriter,
+        samples: Receiver<Sample>,
+        changes: SchemaFeed,
+        events: (Sender<Event>, Receiver<Event>),
+    ) -> std::io::Result<Self> {
+        Self::spawn_tapped(writer, samples, changes, events, None)
+    }
+
+    /// [`Recorder::spawn_with_events`], passing what it writes on to `tap`
+    /// as well.
+    pub fn spawn_tapped(
         mut writer: RecordingWriter,
         samples: Receiver<Sample>,
         changes: SchemaFeed,
         (events, event_rx): (Sender<Event>, Receiver<Event>),
+        tap: Option<Tap>,
     ) -> std::io::Result<Self> {
         let (control, control_rx) = crossbeam_channel::bounded::<String>(1);
         let stats = Arc::new(RecorderStats::default());
@@ -106,11 +208,16 @@ impl Recorder {
                 let end = loop {
                     select! {
                         recv(samples) -> s => match s {
-                            Ok(s) => push_after_changes(&mut writer, &changes, &s)?,
+                            Ok(s) => push_tapped(&mut writer, &changes, &s, tap.as_ref())?,
                             // The sampler has stopped; wait for the end reason.
                             Err(_) => { samples_open = false; break control_rx.recv().unwrap_or_else(|_| "completed".into()); }
                         },
-                        recv(event_rx) -> e => if let Ok(e) = e { writer.push_event(e)? },
+                        recv(event_rx) -> e => if let Ok(e) = e {
+                            if let Some(tap) = &tap {
+                                tap.send(Tapped::Event(e.clone()));
+                            }
+                            writer.push_event(e)?;
+                        },
                         recv(control_rx) -> end => break end.unwrap_or_else(|_| "completed".into()),
                         recv(tick) -> _ => writer.tick()?,
                     }
@@ -120,7 +227,7 @@ impl Recorder {
                 // Whatever is still queued belongs to the recording.
                 if samples_open {
                     for s in samples.try_iter() {
-                        push_after_changes(&mut writer, &changes, &s)?;
+                        push_tapped(&mut writer, &changes, &s, tap.as_ref())?;
                     }
                 }
                 for e in event_rx.try_iter() {

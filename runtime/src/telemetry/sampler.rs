@@ -176,6 +176,11 @@ impl Progress {
         self.shared.produced.load(Ordering::Relaxed)
     }
 
+    /// Samples dropped because the queue was full.
+    pub fn dropped(&self) -> u64 {
+        self.shared.dropped.load(Ordering::Relaxed)
+    }
+
     /// Whether the sampling thread has ended (its last sample is sent).
     pub fn ended(&self) -> bool {
         self.shared.ended.load(Ordering::Acquire)

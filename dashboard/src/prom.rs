@@ -1,0 +1,797 @@
+//! `--prometheus ADDR`: the live stream's values and their analysis served
+//! at `/metrics` in Prometheus's text format, so that a cluster's own
+//! Prometheus gathers one flatline per node.
+//!
+//! Three parts, none of which can slow the sampler:
+//! - the stream arrives through a [`Tap`] of the recorder (bounded, never
+//!   blocking; what it drops is counted and exported);
+//! - the `flatline-export` thread keeps a [`LiveAnalysis`] of it and, once a
+//!   second, encodes the whole exposition into one text that it publishes;
+//! - the `flatline-http` thread accepts scrapes and hands each to a short-
+//!   lived thread that only copies the published text. At most
+//!   [`MAX_CLIENTS`] are served at once (a client past that is closed at
+//!   once), each must send its request within [`REQUEST_DEADLINE`] and in
+//!   [`MAX_REQUEST_BYTES`], so a slow or malicious client can neither stall
+//!   the scrapes for long nor grow the process. `tiny_http` was not used:
+//!   its pool grows a thread for every client that waits.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+use flatline_runtime::analysis::{LiveAnalysis, Severity, Verdict};
+use flatline_runtime::recording::{Event, EventKind, HostFacts, Slots, TapStats, Tapped};
+use flatline_runtime::telemetry::{ChannelSpec, Kind, STEP_CHANNELS, Schema, TOKEN_CHANNELS, Unit};
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+
+use crate::alert::{Alert, Alerts, Firing, Reading};
+
+/// How often the analysis and the exposition are refreshed.
+pub const REFRESH: Duration = Duration::from_secs(1);
+/// Scrapes served at once; more are closed without an answer.
+pub const MAX_CLIENTS: usize = 16;
+/// A client must have sent its whole request by then.
+pub const REQUEST_DEADLINE: Duration = Duration::from_secs(2);
+/// The longest request head read; a longer one is answered 431.
+pub const MAX_REQUEST_BYTES: usize = 8 * 1024;
+
+/// Every verdict, for the one-hot `flatline_channel_verdict` series.
+const VERDICTS: [Verdict; 14] = [
+    Verdict::Flat,
+    Verdict::Staircase,
+    Verdict::Linear,
+    Verdict::Noisy,
+    Verdict::Insufficient,
+    Verdict::Steady,
+    Verdict::Rising,
+    Verdict::Falling,
+    Verdict::Bursty,
+    Verdict::Stable,
+    Verdict::DriftingUp,
+    Verdict::DriftingDown,
+    Verdict::Held,
+    Verdict::Rose,
+];
+
+/// What the exporter says about the stream besides its channels.
+#[derive(Debug, Clone)]
+pub struct ExportSetup {
+    /// The `host` label: the machine's name.
+    pub host: String,
+    /// The `pid` label of channels that are not one process's: the watched
+    /// process, or flatline's own for a built-in workload.
+    pub pid: u32,
+    /// The host's facts (its RAM bounds host memory's time to limit).
+    pub facts: HostFacts,
+    /// `--alert`s, checked at each refresh.
+    pub alerts: Vec<Alert>,
+    /// `--on-alert`: run with `sh -c` once per firing.
+    pub on_alert: Option<String>,
+    /// Where a firing's marker goes (the recording's event queue).
+    pub events: Option<Sender<Event>>,
+}
+
+/// The sampler's own figures, read at each refresh.
+pub type DroppedCount = Box<dyn Fn() -> u64 + Send>;
+
+/// A running exporter; dropping it stops serving.
+pub struct Exporter {
+    addr: Option<SocketAddr>,
+    stop: Arc<AtomicBool>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for Exporter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Exporter")
+            .field("addr", &self.addr)
+            .finish()
+    }
+}
+
+/// The published exposition: one text, swapped whole.
+type Published = Arc<Mutex<Arc<String>>>;
+
+impl Exporter {
+    /// Binds `addr`, if given (an error now, not at the first scrape, when
+    /// it cannot be bound), and starts following the stream that `rx` taps:
+    /// its exposition and its alerts.
+    pub fn start(
+        addr: Option<SocketAddr>,
+        schema: &Schema,
+        setup: ExportSetup,
+        rx: Receiver<Tapped>,
+        tap: Arc<TapStats>,
+        sampler_dropped: DroppedCount,
+    ) -> Result<Self> {
+        let listener = match addr {
+            Some(addr) => Some(
+                TcpListener::bind(addr).with_context(|| format!("serving /metrics on {addr}"))?,
+            ),
+            None => None,
+        };
+        let addr = match &listener {
+            Some(l) => Some(l.local_addr().context("reading the bound address")?),
+            None => None,
+        };
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut state = ExportState::new(schema, setup, tap, sampler_dropped);
+        let published: Published = Arc::new(Mutex::new(Arc::new(state.encode())));
+        let consumer = {
+            let (stop, published) = (stop.clone(), published.clone());
+            std::thread::Builder::new()
+                .name("flatline-export".into())
+                .spawn(move || {
+                    flatline_runtime::telemetry::alloc::mark_observer_thread();
+                    state.run(&rx, &stop, &published);
+                })
+                .context("starting the exporter")?
+        };
+        let mut threads = vec![consumer];
+        if let Some(listener) = listener {
+            listener
+                .set_nonblocking(true)
+                .context("setting up the /metrics listener")?;
+            let stop = stop.clone();
+            threads.push(
+                std::thread::Builder::new()
+                    .name("flatline-http".into())
+                    .spawn(move || {
+                        flatline_runtime::telemetry::alloc::mark_observer_thread();
+                        serve(&listener, &stop, &published);
+                    })
+                    .context("starting the /metrics server")?,
+            );
+        }
+        Ok(Self {
+            addr,
+            stop,
+            threads,
+        })
+    }
+
+    /// Where `/metrics` is served, if it is (the port is known when 0 was
+    /// asked).
+    pub fn addr(&self) -> Option<SocketAddr> {
+        self.addr
+    }
+}
+
+impl Drop for Exporter {
+    fn drop(&mut self) {
+        self.stop.store(true, Relaxed);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ChannelLabels {
+    channel: String,
+    unit: String,
+    kind: String,
+    host: String,
+    pid: String,
+    role: Option<String>,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct VerdictLabels {
+    #[prometheus(flatten)]
+    channel: ChannelLabels,
+    verdict: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct HostLabels {
+    host: String,
+    pid: String,
+}
+
+/// The exporter's side of the stream: the channels, their latest values,
+/// their analysis, and the watcher's health.
+struct ExportState {
+    channels: Vec<ChannelSpec>,
+    labels: Vec<ChannelLabels>,
+    slots: Slots,
+    live: LiveAnalysis,
+    setup: ExportSetup,
+    steps: Option<usize>,
+    tokens: Option<usize>,
+    samples: u64,
+    probe_errors: u64,
+    tap: Arc<TapStats>,
+    sampler_dropped: DroppedCount,
+    alerts: Alerts,
+    /// The latest sample's time, to stamp an alert's marker.
+    last_t_ns: u64,
+}
+
+impl ExportState {
+    fn new(
+        schema: &Schema,
+        setup: ExportSetup,
+        tap: Arc<TapStats>,
+        sampler_dropped: DroppedCount,
+    ) -> Self {
+        let mut live = LiveAnalysis::new(&[]);
+        live.set_host(&setup.facts);
+        let alerts = Alerts::new(setup.alerts.clone());
+        let mut s = Self {
+            channels: Vec::new(),
+            labels: Vec::new(),
+            slots: Slots::new(0),
+            live,
+            setup,
+            steps: None,
+            tokens: None,
+            samples: 0,
+            probe_errors: 0,
+            tap,
+            sampler_dropped,
+            alerts,
+            last_t_ns: 0,
+        };
+        s.add(&schema.channels);
+        s
+    }
+
+    fn add(&mut self, specs: &[ChannelSpec]) {
+        self.slots.add(specs.len());
+        self.live.add_channels(specs);
+        for spec in specs {
+            self.labels.push(ChannelLabels {
+                channel: spec.name.clone(),
+                unit: base_unit(spec.unit).0.to_owned(),
+                kind: spec.kind.name().to_owned(),
+                host: self.setup.host.clone(),
+                pid: spec
+                    .labels
+                    .get("pid")
+                    .cloned()
+                    .unwrap_or_else(|| self.setup.pid.to_string()),
+                role: spec.labels.get("role").cloned(),
+            });
+            self.channels.push(spec.clone());
+        }
+        let schema = Schema {
+            channels: self.channels.clone(),
+        };
+        self.steps = schema.index_of_first(&STEP_CHANNELS);
+        self.tokens = schema.index_of_first(&TOKEN_CHANNELS);
+    }
+
+    fn take(&mut self, item: Tapped) {
+        match item {
+            Tapped::Add(specs) => self.add(&specs),
+            Tapped::End(positions) => self.slots.end(&positions),
+            Tapped::Sample(s) => {
+                self.samples += 1;
+                self.last_t_ns = s.t_ns;
+                let values = s.values();
+                let slots = self.slots.all();
+                let value = |i: usize| {
+                    slots
+                        .get(i)
+                        .copied()
+                        .flatten()
+                        .and_then(|k| values.get(usize::from(k)).copied())
+                        .unwrap_or(f64::NAN)
+                };
+                let at = |c: Option<usize>| c.map_or(f64::NAN, value);
+                let (steps, tokens) = (at(self.steps), at(self.tokens));
+                self.live.push(s.t_s(), value, steps, tokens);
+            }
+            Tapped::Event(e) => {
+                if matches!(e.kind, EventKind::Note(_)) {
+                    self.probe_errors += 1;
+                }
+            }
+        }
+    }
+
+    /// Takes what arrives, refreshing the exposition once a second, until
+    /// the stream ends (then once more) or the exporter is stopped.
+    fn run(&mut self, rx: &Receiver<Tapped>, stop: &AtomicBool, published: &Published) {
+        let mut next = Instant::now() + REFRESH;
+        while !stop.load(Relaxed) {
+            match rx.recv_timeout(next.saturating_duration_since(Instant::now())) {
+                Ok(item) => self.take(item),
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => {
+                    self.publish(published);
+                    return;
+                }
+            }
+            if Instant::now() >= next {
+                self.publish(published);
+                next = Instant::now() + REFRESH;
+            }
+        }
+    }
+
+    fn publish(&mut self, published: &Published) {
+        self.live.refresh(None);
+        let text = Arc::new(self.encode());
+        *published.lock().unwrap_or_else(|p| p.into_inner()) = text;
+        for f in self.check_alerts() {
+            self.fire(&f);
+        }
+    }
+
+    /// The alerts that have just begun to hold.
+    fn check_alerts(&mut self) -> Vec<Firing> {
+        if self.alerts.is_empty() {
+            return Vec::new();
+        }
+        let (live, slots, channels) = (&self.live, &self.slots, &self.channels);
+        let readings = channels
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| slots.slot(*i).is_some())
+            .map(|(i, c)| Reading {
+                name: &c.name,
+                latest: live.latest(i),
+                analysis: live.analysis(i),
+                scale: base_unit(c.unit).1,
+                is_level: c.kind == Kind::Level,
+            })
+            .collect::<Vec<_>>();
+        self.alerts.check(&readings)
+    }
+
+    /// A firing: a line on stderr, a marker in the recording, the command.
+    fn fire(&self, f: &Firing) {
+        eprintln!("flatline: {f}");
+        if let Some(events) = &self.setup.events {
+            let _ = events.try_send(Event {
+                t_ns: self.last_t_ns,
+                kind: EventKind::Marker(format!("{f}")),
+            });
+        }
+        if let Some(cmd) = &self.setup.on_alert {
+            let spawned = std::process::Command::new("sh")
+                .args(["-c", cmd])
+                .env("FLATLINE_ALERT", &f.alert)
+                .env("FLATLINE_ALERT_CHANNEL", &f.channel)
+                .env("FLATLINE_ALERT_MEASURE", f.measure)
+                .env("FLATLINE_ALERT_VALUE", f.value.to_string())
+                .env("FLATLINE_ALERT_HOST", &self.setup.host)
+                .env("FLATLINE_ALERT_PID", self.setup.pid.to_string())
+                .stdin(std::process::Stdio::null())
+                .spawn();
+            match spawned {
+                // Reaped on a thread of its own: a slow command delays nothing.
+                Ok(mut child) => {
+                    let _ = std::thread::Builder::new()
+                        .name("flatline-on-alert".into())
+                        .spawn(move || child.wait());
+                }
+                Err(e) => eprintln!("flatline: --on-alert could not start: {e}"),
+            }
+        }
+    }
+
+    /// The whole exposition, from the latest analysis.
+    fn encode(&self) -> String {
+        let mut reg = Registry::default();
+        let gauge = |reg: &mut Registry, name: &str, help: &str| {
+            let f = Family::<ChannelLabels, Gauge<f64, AtomicU64>>::default();
+            reg.register(name, help, f.clone());
+            f
+        };
+        let value = gauge(
+            &mut reg,
+            "flatline_channel_value",
+            "Latest reading of the channel, in its base unit",
+        );
+        let slope = gauge(
+            &mut reg,
+            "flatline_channel_slope_per_second",
+            "Trend of a level channel, base units per second",
+        );
+        let drift = gauge(
+            &mut reg,
+            "flatline_channel_drift",
+            "Change of the channel since its baseline (after the warm-up), in its base unit",
+        );
+        let ttl = gauge(
+            &mut reg,
+            "flatline_channel_time_to_limit_seconds",
+            "Seconds until a growing level reaches its limit at its trend",
+        );
+        let severity = gauge(
+            &mut reg,
+            "flatline_channel_severity",
+            "How soon a growing level reaches its limit: 0 info, 1 warning (within 7 days), 2 critical (within 24 h)",
+        );
+        let verdict = Family::<VerdictLabels, Gauge<f64, AtomicU64>>::default();
+        reg.register(
+            "flatline_channel_verdict",
+            "1 for the channel's current verdict, 0 for the others",
+            verdict.clone(),
+        );
+        for (i, l) in self.labels.iter().enumerate() {
+            if self.slots.slot(i).is_none() {
+                continue; // ended: its series go away
+            }
+            let scale = base_unit(self.channels[i].unit).1;
+            if let Some(v) = self.live.latest(i) {
+                value.get_or_create(l).set(v * scale);
+            }
+            let Some(a) = self.live.analysis(i) else {
+                continue;
+            };
+            for v in VERDICTS {
+                let one = VerdictLabels {
+                    channel: l.clone(),
+                    verdict: v.as_str().to_owned(),
+                };
+                verdict
+                    .get_or_create(&one)
+                    .set(if v == a.verdict { 1.0 } else { 0.0 });
+            }
+            if a.verdict == Verdict::Insufficient {
+                continue;
+            }
+            drift.get_or_create(l).set(a.drift * scale);
+            if self.channels[i].kind == Kind::Level {
+                slope.get_or_create(l).set(a.slope_per_s * scale);
+                if a.verdict.is_growth() {
+                    severity.get_or_create(l).set(match a.severity {
+                        Some(Severity::Critical) => 2.0,
+                        Some(Severity::Warning) => 1.0,
+                        _ => 0.0,
+                    });
+                }
+                if let Some(s) = a.time_to_limit_s {
+                    ttl.get_or_create(l).set(s);
+                }
+            }
+        }
+        let host = HostLabels {
+            host: self.setup.host.clone(),
+            pid: self.setup.pid.to_string(),
+        };
+        let counter = |reg: &mut Registry, name: &str, help: &str, n: u64| {
+            let f = Family::<HostLabels, Counter>::default();
+            f.get_or_create(&host).inc_by(n);
+            reg.register(name, help, f);
+        };
+        counter(
+            &mut reg,
+            "flatline_samples",
+            "Samples the exporter has taken from the stream",
+            self.samples,
+        );
+        counter(
+            &mut reg,
+            "flatline_dropped_samples",
+            "Samples lost: by the sampler (its queue full) or on the way to the exporter",
+            (self.sampler_dropped)() + self.tap.dropped.load(Relaxed),
+        );
+        counter(
+            &mut reg,
+            "flatline_probe_errors",
+            "Notes from probes that failed or stopped answering",
+            self.probe_errors,
+        );
+        let own = Family::<HostLabels, Gauge<f64, AtomicU64>>::default();
+        if let Some(rss) = own_rss() {
+            own.get_or_create(&host).set(rss as f64);
+        }
+        reg.register(
+            "flatline_resident_memory_bytes",
+            "The watcher's own resident memory",
+            own,
+        );
+        let broken = Family::<HostLabels, Gauge>::default();
+        broken
+            .get_or_create(&host)
+            .set(i64::from(self.tap.broken.load(Relaxed)));
+        reg.register(
+            "flatline_export_broken",
+            "1 when the exporter lost a schema change and stopped following the stream",
+            broken,
+        );
+        let mut text = String::new();
+        // Writing into a String cannot fail.
+        let _ = prometheus_client::encoding::prometheus_text::encode(&mut text, &reg);
+        text
+    }
+}
+
+/// A unit's base unit in the exposition, and the factor into it: memory in
+/// bytes, durations in seconds.
+fn base_unit(u: Unit) -> (&'static str, f64) {
+    match u {
+        Unit::Bytes => ("bytes", 1.0),
+        Unit::Mebibytes => ("bytes", 1_048_576.0),
+        Unit::Count => ("count", 1.0),
+        Unit::Percent => ("percent", 1.0),
+        Unit::Nanoseconds => ("seconds", 1e-9),
+        Unit::Microseconds => ("seconds", 1e-6),
+        Unit::Milliseconds => ("seconds", 1e-3),
+        Unit::Seconds => ("seconds", 1.0),
+        Unit::Celsius => ("celsius", 1.0),
+        Unit::PerSecond => ("per_second", 1.0),
+        Unit::Number => ("number", 1.0),
+    }
+}
+
+/// This process's resident memory (`VmRSS`).
+fn own_rss() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// Accepts scrapes until stopped; each is answered on a thread of its own,
+/// at most [`MAX_CLIENTS`] at once.
+fn serve(listener: &TcpListener, stop: &AtomicBool, published: &Published) {
+    let busy = Arc::new(AtomicUsize::new(0));
+    while !stop.load(Relaxed) {
+        match listener.accept() {
+            Ok((stream, _)) => {
+                if busy.load(Relaxed) >= MAX_CLIENTS {
+                    drop(stream); // closed unanswered: the others come first
+                    continue;
+                }
+                busy.fetch_add(1, Relaxed);
+                let (busy2, text) = (busy.clone(), published.clone());
+                let spawned = std::thread::Builder::new()
+                    .name("flatline-scrape".into())
+                    .spawn(move || {
+                        flatline_runtime::telemetry::alloc::mark_observer_thread();
+                        let _ = answer(stream, &text);
+                        busy2.fetch_sub(1, Relaxed);
+                    });
+                if spawned.is_err() {
+                    busy.fetch_sub(1, Relaxed);
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
+}
+
+/// Reads one request head (within the deadline and size) and answers it.
+fn answer(mut stream: TcpStream, published: &Published) -> std::io::Result<()> {
+    stream.set_nonblocking(false)?;
+    stream.set_write_timeout(Some(REQUEST_DEADLINE))?;
+    let deadline = Instant::now() + REQUEST_DEADLINE;
+    let mut head = Vec::with_capacity(1024);
+    let mut buf = [0u8; 1024];
+    let complete = loop {
+        if head.windows(4).any(|w| w == b"\r\n\r\n") || head.windows(2).any(|w| w == b"\n\n") {
+            break true;
+        }
+        if head.len() > MAX_REQUEST_BYTES {
+            break false;
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Ok(()); // too slow: closed unanswered
+        }
+        stream.set_read_timeout(Some(left))?;
+        match stream.read(&mut buf) {
+            Ok(0) => return Ok(()),
+            Ok(n) => head.extend_from_slice(&buf[..n]),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                return Ok(());
+            }
+            Err(e) => return Err(e),
+        }
+    };
+    let (status, body, content_type): (&str, Arc<String>, &str) = if !complete {
+        (
+            "431 Request Header Fields Too Large",
+            Arc::default(),
+            "text/plain",
+        )
+    } else {
+        let line = head.split(|&b| b == b'\n').next().unwrap_or_default();
+        let line = String::from_utf8_lossy(line);
+        let mut parts = line.split_whitespace();
+        match (parts.next(), parts.next()) {
+            (Some("GET" | "HEAD"), Some(path))
+                if path == "/metrics" || path.starts_with("/metrics?") =>
+            {
+                (
+                    "200 OK",
+                    published.lock().unwrap_or_else(|p| p.into_inner()).clone(),
+                    prometheus_client::encoding::prometheus_text::CONTENT_TYPE,
+                )
+            }
+            (Some("GET" | "HEAD"), Some(_)) => (
+                "404 Not Found",
+                Arc::new("flatline serves /metrics only\n".into()),
+                "text/plain",
+            ),
+            _ => ("405 Method Not Allowed", Arc::default(), "text/plain"),
+        }
+    };
+    let head_only = head.starts_with(b"HEAD ");
+    write!(
+        stream,
+        "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    )?;
+    if !head_only {
+        stream.write_all(body.as_bytes())?;
+    }
+    stream.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use flatline_runtime::recording::Tap;
+    use flatline_runtime::telemetry::{Group, Sample};
+
+    fn state(channels: Vec<ChannelSpec>) -> (ExportState, Tap, Receiver<Tapped>) {
+        let (tap, rx, stats) = Tap::new();
+        let setup = ExportSetup {
+            host: "node-a".into(),
+            pid: 42,
+            facts: HostFacts::default(),
+            alerts: Vec::new(),
+            on_alert: None,
+            events: None,
+        };
+        let st = ExportState::new(&Schema { channels }, setup, stats, Box::new(|| 3));
+        (st, tap, rx)
+    }
+
+    fn sample(seq: u64, values: &[f64]) -> Sample {
+        let mut s = Sample::new(seq, seq * 100_000_000, values.len());
+        s.values_mut().copy_from_slice(values);
+        s
+    }
+
+    /// The line of `name` for `channel` (and `extra` label text), its value.
+    fn line(text: &str, name: &str, channel: &str, extra: &str) -> Option<f64> {
+        text.lines()
+            .filter(|l| l.starts_with(&format!("{name}{{")))
+            .find(|l| l.contains(&format!("channel=\"{channel}\"")) && l.contains(extra))
+            .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+    }
+
+    #[test]
+    fn channels_are_served_in_base_units_with_one_verdict_each() {
+        let rss = ChannelSpec::new("mem.rss", Unit::Bytes, Group::Memory);
+        let log = ChannelSpec::new("log.mem", Unit::Mebibytes, Group::Memory);
+        let (mut st, tap, rx) = state(vec![rss, log]);
+        // mem.rss grows 1 MiB/s; log.mem holds 2 MiB: 60 s at 10 Hz.
+        for k in 0..600u64 {
+            let t = k as f64 * 0.1;
+            tap.send(Tapped::Sample(sample(k, &[1e8 + t * 1048576.0, 2.0])));
+        }
+        tap.send(Tapped::Event(Event {
+            t_ns: 0,
+            kind: EventKind::Note("gpu0 stopped answering".into()),
+        }));
+        for item in rx.try_iter() {
+            st.take(item);
+        }
+        st.live.refresh(None);
+        let text = st.encode();
+        let v = |name, ch, extra| line(&text, name, ch, extra);
+        assert_eq!(
+            v("flatline_channel_verdict", "mem.rss", "verdict=\"linear\""),
+            Some(1.0)
+        );
+        assert_eq!(
+            v("flatline_channel_verdict", "mem.rss", "verdict=\"flat\""),
+            Some(0.0)
+        );
+        assert_eq!(
+            v("flatline_channel_verdict", "log.mem", "verdict=\"flat\""),
+            Some(1.0)
+        );
+        let slope = v("flatline_channel_slope_per_second", "mem.rss", "").unwrap();
+        assert!((slope / 1048576.0 - 1.0).abs() < 0.02, "{slope}");
+        // MiB are served as bytes.
+        assert_eq!(
+            v("flatline_channel_value", "log.mem", "unit=\"bytes\""),
+            Some(2.0 * 1048576.0)
+        );
+        assert!(text.contains("host=\"node-a\""), "{text}");
+        assert!(text.contains("pid=\"42\""), "{text}");
+        assert!(
+            text.contains("flatline_samples_total{host=\"node-a\",pid=\"42\"} 600"),
+            "{text}"
+        );
+        assert!(
+            text.contains("flatline_dropped_samples_total{host=\"node-a\",pid=\"42\"} 3"),
+            "{text}"
+        );
+        assert!(
+            text.contains("flatline_probe_errors_total{host=\"node-a\",pid=\"42\"} 1"),
+            "{text}"
+        );
+        // No limit is known (no host RAM given): no time to limit.
+        assert!(
+            !text.contains("flatline_channel_time_to_limit_seconds{"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn processes_carry_their_pid_and_role_and_ended_channels_go_away() {
+        let (mut st, tap, rx) = state(vec![ChannelSpec::new(
+            "mem.rss",
+            Unit::Bytes,
+            Group::Memory,
+        )]);
+        let mut worker = ChannelSpec::new("pid7.pss", Unit::Bytes, Group::Memory);
+        worker.labels.insert("pid".into(), "7".into());
+        worker.labels.insert("role".into(), "worker".into());
+        tap.send(Tapped::Sample(sample(0, &[1e8])));
+        tap.change(&flatline_runtime::telemetry::SchemaChange::Add(vec![
+            worker,
+        ]));
+        tap.send(Tapped::Sample(sample(1, &[1e8, 5e6])));
+        for item in rx.try_iter() {
+            st.take(item);
+        }
+        st.live.refresh(None);
+        let text = st.encode();
+        let worker_line = text
+            .lines()
+            .find(|l| l.starts_with("flatline_channel_value{") && l.contains("pid7.pss"))
+            .expect("the worker's channel");
+        assert!(worker_line.contains("pid=\"7\""), "{worker_line}");
+        assert!(worker_line.contains("role=\"worker\""), "{worker_line}");
+        assert!(
+            worker_line.ends_with(" 5000000.0") || worker_line.ends_with(" 5000000"),
+            "{worker_line}"
+        );
+        // The worker exits: its channel ends, and so do its series.
+        tap.change(&flatline_runtime::telemetry::SchemaChange::End(vec![1]));
+        tap.send(Tapped::Sample(sample(2, &[1e8])));
+        for item in rx.try_iter() {
+            st.take(item);
+        }
+        st.live.refresh(None);
+        let text = st.encode();
+        assert!(!text.contains("pid7.pss"), "{text}");
+        assert!(text.contains("channel=\"mem.rss\""), "{text}");
+    }
+
+    #[test]
+    fn a_tap_that_loses_a_schema_change_says_it_is_broken() {
+        let (tap, rx, stats) = Tap::new();
+        for k in 0..flatline_runtime::recording::TAP_CAPACITY as u64 {
+            tap.send(Tapped::Sample(sample(k, &[1.0])));
+        }
+        tap.send(Tapped::Sample(sample(9999, &[1.0])));
+        assert_eq!(stats.dropped.load(Relaxed), 1);
+        assert!(
+            !stats.broken.load(Relaxed),
+            "a lost sample does not break it"
+        );
+        tap.change(&flatline_runtime::telemetry::SchemaChange::End(vec![0]));
+        assert!(stats.broken.load(Relaxed));
+        drop(rx);
+    }
+}

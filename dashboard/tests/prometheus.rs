@@ -1,0 +1,307 @@
+//! `--prometheus ADDR`: a headless watch of a process whose growth is known
+//! serves what /proc says and what the analysis finds, and its server stands
+//! up to clients that misbehave.
+
+mod support;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use support::wait_for;
+
+const GROWER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/grower.py");
+
+/// Kills and reaps a child when dropped, pass or fail.
+struct Reaped(Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts the grower (`rate` MiB/s for `secs` s over a 64 MiB base) and
+/// waits until its base is resident.
+fn grower(rate: &str, secs: &str) -> Reaped {
+    let mut child = Command::new("python3")
+        .args([GROWER, rate, secs])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("python3 runs");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line.trim(), "ready");
+    Reaped(child)
+}
+
+/// Starts `flatline watch --headless` of `pid` serving on a free port, and
+/// returns it with the address it says it serves at.
+fn watch(pid: u32, dir: &Path, extra: &[&str]) -> (Reaped, SocketAddr) {
+    let out = dir.join("w.flr");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_flatline"))
+        .args(["watch", "--headless", "--hz", "20", "--pid"])
+        .arg(pid.to_string())
+        .args(["--prometheus", "127.0.0.1:0", "--out"])
+        .arg(&out)
+        .args(extra)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("flatline runs");
+    let stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut addr = None;
+    for line in stderr.lines() {
+        let line = line.unwrap();
+        if let Some(rest) = line.strip_prefix("flatline: serving Prometheus metrics at http://") {
+            addr = Some(rest.trim_end_matches("/metrics").parse().unwrap());
+            break;
+        }
+    }
+    (Reaped(child), addr.expect("the watch says where it serves"))
+}
+
+/// One HTTP request; the whole answer (empty when the server closed the
+/// connection unanswered, as it does while it is full).
+fn get(addr: SocketAddr, request: &str) -> String {
+    let mut body = String::new();
+    let Ok(mut s) = TcpStream::connect(addr) else {
+        return body;
+    };
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    if s.write_all(request.as_bytes()).is_ok() && s.read_to_string(&mut body).is_err() {
+        body.clear();
+    }
+    body
+}
+
+fn metrics(addr: SocketAddr) -> String {
+    get(addr, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+}
+
+/// The value of the first series of `name` whose labels include every one
+/// of `labels` (`key="value"`).
+fn series(text: &str, name: &str, labels: &[&str]) -> Option<f64> {
+    text.lines()
+        .filter(|l| l.starts_with(&format!("{name}{{")))
+        .find(|l| labels.iter().all(|want| l.contains(want)))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+}
+
+fn vm_rss(pid: u32) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kib: f64 = status
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap();
+    kib * 1024.0
+}
+
+#[test]
+fn a_growing_process_is_served_as_linear_with_its_value_and_slope() {
+    let dir = tempfile::tempdir().unwrap();
+    // 2 MiB/s over 64 MiB: a second of lag is about 2 % of the level.
+    let g = grower("2", "60");
+    let pid = g.0.id();
+    let (_w, addr) = watch(pid, dir.path(), &["--seconds", "30"]);
+    let rss = [r#"channel="mem.rss""#, r#"unit="bytes""#, r#"kind="level""#];
+    let linear = wait_for(Duration::from_millis(500), || {
+        let text = metrics(addr);
+        let mut labels = rss.to_vec();
+        labels.push(r#"verdict="linear""#);
+        (series(&text, "flatline_channel_verdict", &labels) == Some(1.0)).then_some(text)
+    })
+    .expect("mem.rss is called linear within the wait");
+    assert!(linear.starts_with("HTTP/1.1 200 OK"), "{linear}");
+    assert!(linear.contains("text/plain; version=0.0.4"), "{linear}");
+    // Exactly one verdict holds.
+    let ones = linear
+        .lines()
+        .filter(|l| {
+            l.starts_with("flatline_channel_verdict{") && l.contains(r#"channel="mem.rss""#)
+        })
+        .filter(|l| l.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok()) == Some(1.0))
+        .count();
+    assert_eq!(ones, 1, "{linear}");
+    assert!(linear.contains(&format!(r#"pid="{pid}""#)), "{linear}");
+    // The value against /proc, read at about the same moment: the growth
+    // between the exporter's refresh and now is at most ~1.2 s of 2 MiB/s.
+    let text = metrics(addr);
+    let truth = vm_rss(pid);
+    let served = series(&text, "flatline_channel_value", &rss).unwrap();
+    assert!(
+        (served / truth - 1.0).abs() < 0.05,
+        "served {served:.0} against /proc {truth:.0}"
+    );
+    let slope = series(&text, "flatline_channel_slope_per_second", &rss).unwrap();
+    let want = 2.0 * 1048576.0;
+    assert!(
+        (slope / want - 1.0).abs() < 0.15,
+        "slope {slope:.0} B/s against {want:.0}"
+    );
+    // The watcher's own health is there.
+    for name in [
+        "flatline_samples_total",
+        "flatline_dropped_samples_total",
+        "flatline_probe_errors_total",
+        "flatline_resident_memory_bytes",
+    ] {
+        assert!(text.contains(&format!("\n{name}{{")), "{name} in {text}");
+    }
+}
+
+#[test]
+fn slow_huge_and_stray_requests_do_not_stall_the_scrape() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = grower("0", "0");
+    let (_w, addr) = watch(g.0.id(), dir.path(), &["--seconds", "30"]);
+    // Clients that connect and never finish their request, more than are
+    // served at once.
+    let slow: Vec<TcpStream> = (0..24)
+        .map(|_| {
+            let mut s = TcpStream::connect(addr).unwrap();
+            let _ = s.write_all(b"GET /metr");
+            s
+        })
+        .collect();
+    // A scrape still gets through, as the slow ones are dropped.
+    let t = Instant::now();
+    let ok = wait_for(Duration::from_millis(100), || {
+        let text = metrics(addr);
+        text.starts_with("HTTP/1.1 200 OK").then_some(text)
+    });
+    assert!(ok.is_some(), "a scrape is answered while slow clients wait");
+    assert!(
+        t.elapsed() < Duration::from_secs(8),
+        "answered after {:?}",
+        t.elapsed()
+    );
+    drop(slow);
+    // A request larger than any real one is refused, not read on.
+    let huge = format!(
+        "GET /metrics HTTP/1.1\r\nX: {}\r\n\r\n",
+        "a".repeat(64 << 10)
+    );
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let _ = s.write_all(huge.as_bytes());
+    let mut answer = String::new();
+    let _ = s.read_to_string(&mut answer);
+    assert!(answer.starts_with("HTTP/1.1 431"), "{answer:.80}");
+    // Other paths and methods.
+    assert!(get(addr, "GET / HTTP/1.1\r\n\r\n").starts_with("HTTP/1.1 404"));
+    assert!(get(addr, "POST /metrics HTTP/1.1\r\n\r\n").starts_with("HTTP/1.1 405"));
+}
+
+#[test]
+fn a_bad_or_busy_address_is_a_clear_error_at_start() {
+    let bad = support::flatline(&[
+        "watch",
+        "--headless",
+        "--pid",
+        "1",
+        "--prometheus",
+        "nowhere",
+    ]);
+    assert_eq!(bad.status.code(), Some(2), "a bad flag");
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("x.flr");
+    let o = support::flatline(&[
+        "soak",
+        "--seconds",
+        "1",
+        "--out",
+        out.to_str().unwrap(),
+        "--prometheus",
+        &addr,
+    ]);
+    support::fails(&o, &format!("serving /metrics on {addr}"));
+    assert!(!out.exists(), "no empty recording is left behind");
+}
+
+#[test]
+fn an_alert_fires_once_with_a_line_a_marker_and_its_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let fired = dir.path().join("fired.txt");
+    let out = dir.path().join("a.flr");
+    let g = grower("2", "60");
+    let o = support::flatline(&[
+        "watch",
+        "--headless",
+        "--hz",
+        "20",
+        "--seconds",
+        "8",
+        "--pid",
+        &g.0.id().to_string(),
+        "--out",
+        out.to_str().unwrap(),
+        // The grower's RSS grows 2 MiB/s; its swap does not grow at all.
+        "--alert",
+        "mem.rss slope > 1MiB/s",
+        "--alert",
+        "mem.swap > 1GiB",
+        "--on-alert",
+        &format!(
+            "echo \"$FLATLINE_ALERT_CHANNEL $FLATLINE_ALERT_MEASURE $FLATLINE_ALERT_VALUE\" >> {}",
+            fired.display()
+        ),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let lines: Vec<&str> = err.lines().filter(|l| l.contains("alert `")).collect();
+    assert_eq!(lines.len(), 1, "one firing: {err}");
+    assert!(
+        lines[0].starts_with("flatline: alert `mem.rss slope > 1MiB/s`: mem.rss slope is"),
+        "{}",
+        lines[0]
+    );
+    // The command ran once, with the alert in its environment.
+    let ran = wait_for(Duration::from_millis(100), || {
+        std::fs::read_to_string(&fired).ok()
+    })
+    .unwrap();
+    let ran: Vec<&str> = ran.lines().collect();
+    assert_eq!(ran.len(), 1, "{ran:?}");
+    let value: f64 = ran[0]
+        .strip_prefix("mem.rss slope ")
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((value / 2097152.0 - 1.0).abs() < 0.25, "{value}");
+    // And the recording has its marker.
+    let report = support::report(&out);
+    let markers = report["events"]["markers"].as_array().unwrap();
+    assert!(
+        markers.iter().any(|m| m["text"]
+            .as_str()
+            .unwrap()
+            .contains("mem.rss slope > 1MiB/s")),
+        "{markers:?}"
+    );
+}
+
+#[test]
+fn a_bad_alert_is_refused_before_anything_starts() {
+    let o = support::flatline(&[
+        "watch",
+        "--headless",
+        "--pid",
+        "1",
+        "--alert",
+        "mem.rss slope > 1MiB/week",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("no time unit \"week\""), "{err}");
+}

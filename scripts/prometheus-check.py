@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+"""flatline's exporter against a real Prometheus server.
+
+Starts a helper process that grows at a known rate, a headless
+`flatline watch --prometheus` of it, and a Prometheus server on loopback
+that scrapes it every second; then asks Prometheus's HTTP API, with PromQL,
+whether what it gathered is right:
+
+- mem.rss's value agrees with /proc within 2 %,
+- its slope (flatline's, and PromQL's deriv()) with the truth within 15 %,
+- its verdict series says `linear`.
+
+Everything it started is stopped at the end, pass or fail.
+
+    scripts/prometheus-check.py [FLATLINE] [PROMETHEUS]
+"""
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+GROWER = os.path.join(ROOT, "dashboard", "tests", "data", "grower.py")
+RATE_MIB_S = 0.5  # over a 128 MiB base: a scrape's lag is well under 2 %
+BASE_MIB = 128
+WAIT_S = 40
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def query(prom, expr):
+    url = f"http://127.0.0.1:{prom}/api/v1/query?" + urllib.parse.urlencode({"query": expr})
+    with urllib.request.urlopen(url, timeout=5) as r:
+        body = json.load(r)
+    if body.get("status") != "success":
+        raise RuntimeError(f"{expr}: {body}")
+    result = body["data"]["result"]
+    return [float(x["value"][1]) for x in result]
+
+
+def vm_rss(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmRSS")
+
+
+def main():
+    flatline = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "target", "debug", "flatline")
+    prometheus = sys.argv[2] if len(sys.argv) > 2 else shutil.which("prometheus")
+    if not prometheus:
+        print("prometheus-check: no prometheus binary (apt-get install prometheus)", file=sys.stderr)
+        return 2
+    work = tempfile.mkdtemp(prefix="flatline-prom-")
+    started = []
+    try:
+        grower = subprocess.Popen(
+            [sys.executable, GROWER, str(RATE_MIB_S), "3600", str(BASE_MIB)],
+            stdout=subprocess.PIPE, text=True)
+        started.append(grower)
+        assert grower.stdout.readline().strip() == "ready"
+        port, prom = free_port(), free_port()
+        watch = subprocess.Popen(
+            [flatline, "watch", "--headless", "--pid", str(grower.pid), "--hz", "10",
+             "--seconds", str(WAIT_S + 60), "--out", os.path.join(work, "w.flr"),
+             "--prometheus", f"127.0.0.1:{port}"],
+            stdout=subprocess.DEVNULL)
+        started.append(watch)
+        config = os.path.join(work, "prometheus.yml")
+        with open(config, "w") as f:
+            f.write(
+                "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+                "scrape_configs:\n  - job_name: flatline\n"
+                f"    static_configs:\n      - targets: ['127.0.0.1:{port}']\n")
+        server = subprocess.Popen(
+            [prometheus, f"--config.file={config}", f"--storage.tsdb.path={work}/data",
+             f"--web.listen-address=127.0.0.1:{prom}"],
+            stdout=subprocess.DEVNULL, stderr=open(os.path.join(work, "prometheus.log"), "w"))
+        started.append(server)
+        rss = 'channel="mem.rss"'
+        t0 = time.time()
+        verdict = []
+        while time.time() - t0 < WAIT_S + 30:
+            time.sleep(2)
+            try:
+                verdict = query(prom, f'flatline_channel_verdict{{{rss},verdict="linear"}}')
+            except (OSError, RuntimeError):
+                continue
+            if verdict == [1.0] and time.time() - t0 >= WAIT_S:
+                break
+        ok = True
+        print(f"verdict linear: {verdict}")
+        ok &= verdict == [1.0]
+        value = query(prom, f"flatline_channel_value{{{rss}}}")
+        truth = vm_rss(grower.pid)
+        err = abs(value[0] / truth - 1) if value else float("inf")
+        print(f"value {value} against /proc {truth}: {100 * err:.2f} % off")
+        ok &= err < 0.02
+        want = RATE_MIB_S * 1048576
+        for name, expr in [
+            ("flatline's slope", f"flatline_channel_slope_per_second{{{rss}}}"),
+            ("PromQL deriv()", f"deriv(flatline_channel_value{{{rss}}}[20s])"),
+        ]:
+            got = query(prom, expr)
+            err = abs(got[0] / want - 1) if got else float("inf")
+            print(f"{name} {got} against {want:.0f} B/s: {100 * err:.1f} % off")
+            ok &= err < 0.15
+        up = query(prom, 'up{job="flatline"}')
+        print(f"up: {up}")
+        ok &= up == [1.0]
+        print("prometheus-check:", "passed" if ok else "FAILED")
+        if not ok:
+            with open(os.path.join(work, "prometheus.log")) as f:
+                sys.stderr.write(f.read()[-3000:])
+        return 0 if ok else 1
+    finally:
+        for p in reversed(started):
+            if p.poll() is None:
+                p.send_signal(signal.SIGINT if p is not started[0] else signal.SIGKILL)
+        for p in reversed(started):
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
