@@ -8,7 +8,9 @@ whether what it gathered is right:
 
 - mem.rss's value agrees with /proc within 2 %,
 - its slope (flatline's, and PromQL's deriv()) with the truth within 15 %,
-- its verdict series says `linear`.
+- its verdict series says `linear`;
+- every query of assets/grafana-flatline.json is valid PromQL, and those
+  that show this process's memory return it.
 
 Everything it started is stopped at the end, pass or fail.
 
@@ -28,6 +30,15 @@ import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GROWER = os.path.join(ROOT, "dashboard", "tests", "data", "grower.py")
+GRAFANA = os.path.join(ROOT, "assets", "grafana-flatline.json")
+# Panels that must show data for one growing process (by title).
+MUST_SHOW = {
+    "Growing channels (verdict linear or staircase)",
+    "Host memory per node",
+    "Slope of host memory",
+    "PSS per process (ranks and workers)",
+    "The watcher's own health",
+}
 RATE_MIB_S = 0.5  # over a 128 MiB base: a scrape's lag is well under 2 %
 BASE_MIB = 128
 WAIT_S = 40
@@ -120,6 +131,21 @@ def main():
         up = query(prom, 'up{job="flatline"}')
         print(f"up: {up}")
         ok &= up == [1.0]
+        with open(GRAFANA) as f:
+            panels = json.load(f)["panels"]
+        for p in panels:
+            for t in p["targets"]:
+                expr = t["expr"].replace("$host", ".*")
+                try:
+                    got = query(prom, expr)
+                except (OSError, RuntimeError) as e:
+                    print(f"grafana panel {p['title']!r}: {expr}: {e}")
+                    ok = False
+                    continue
+                if p["title"] in MUST_SHOW and t["refId"] == "A" and not got:
+                    print(f"grafana panel {p['title']!r} shows nothing: {expr}")
+                    ok = False
+        print(f"grafana: {len(panels)} panels' queries checked")
         print("prometheus-check:", "passed" if ok else "FAILED")
         if not ok:
             with open(os.path.join(work, "prometheus.log")) as f:

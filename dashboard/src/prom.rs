@@ -138,9 +138,6 @@ impl Exporter {
         };
         let mut threads = vec![consumer];
         if let Some(listener) = listener {
-            listener
-                .set_nonblocking(true)
-                .context("setting up the /metrics listener")?;
             let stop = stop.clone();
             threads.push(
                 std::thread::Builder::new()
@@ -169,6 +166,17 @@ impl Exporter {
 impl Drop for Exporter {
     fn drop(&mut self) {
         self.stop.store(true, Relaxed);
+        // The server waits in a blocking accept (a scrape is answered at
+        // once, not at the next poll): one connection of our own wakes it.
+        if let Some(mut addr) = self.addr {
+            if addr.ip().is_unspecified() {
+                addr.set_ip(match addr {
+                    SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
+                    SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+                });
+            }
+            let _ = TcpStream::connect_timeout(&addr, Duration::from_secs(1));
+        }
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
@@ -487,7 +495,7 @@ impl ExportState {
             self.probe_errors,
         );
         let own = Family::<HostLabels, Gauge<f64, AtomicU64>>::default();
-        if let Some(rss) = own_rss() {
+        if let Some(rss) = flatline_runtime::telemetry::procfs::own_rss() {
             own.get_or_create(&host).set(rss as f64);
         }
         reg.register(
@@ -529,20 +537,13 @@ fn base_unit(u: Unit) -> (&'static str, f64) {
     }
 }
 
-/// This process's resident memory (`VmRSS`).
-fn own_rss() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
-}
-
 /// Accepts scrapes until stopped; each is answered on a thread of its own,
 /// at most [`MAX_CLIENTS`] at once.
 fn serve(listener: &TcpListener, stop: &AtomicBool, published: &Published) {
     let busy = Arc::new(AtomicUsize::new(0));
     while !stop.load(Relaxed) {
         match listener.accept() {
+            Ok(_) if stop.load(Relaxed) => break,
             Ok((stream, _)) => {
                 if busy.load(Relaxed) >= MAX_CLIENTS {
                     drop(stream); // closed unanswered: the others come first
@@ -561,9 +562,7 @@ fn serve(listener: &TcpListener, stop: &AtomicBool, published: &Published) {
                     busy.fetch_sub(1, Relaxed);
                 }
             }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                std::thread::sleep(Duration::from_millis(20));
-            }
+            // Out of file descriptors and the like: wait, then go on.
             Err(_) => std::thread::sleep(Duration::from_millis(20)),
         }
     }
@@ -571,7 +570,6 @@ fn serve(listener: &TcpListener, stop: &AtomicBool, published: &Published) {
 
 /// Reads one request head (within the deadline and size) and answers it.
 fn answer(mut stream: TcpStream, published: &Published) -> std::io::Result<()> {
-    stream.set_nonblocking(false)?;
     stream.set_write_timeout(Some(REQUEST_DEADLINE))?;
     let deadline = Instant::now() + REQUEST_DEADLINE;
     let mut head = Vec::with_capacity(1024);

@@ -287,7 +287,7 @@ impl Dashboard {
             .window_rss_at
             .is_none_or(|t| t.elapsed() >= std::time::Duration::from_secs(1))
         {
-            self.window_rss = own_rss();
+            self.window_rss = flatline_runtime::telemetry::procfs::own_rss();
             self.window_rss_at = Some(Instant::now());
         }
         if let Some(tl) = &mut self.timeline {
@@ -366,14 +366,6 @@ impl Dashboard {
             });
         }
     }
-}
-
-/// This process's resident memory (`VmRSS`), where `/proc` has it.
-fn own_rss() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
 }
 
 /// Writes an egui image as PNG.

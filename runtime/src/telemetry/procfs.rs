@@ -37,6 +37,12 @@ impl ProcStatus {
     }
 }
 
+/// This process's resident memory (`VmRSS`, bytes), where `/proc` has it:
+/// flatline's own, for its window and its exporter to show.
+pub fn own_rss() -> Option<u64> {
+    parse_status(&std::fs::read("/proc/self/status").ok()?).vm_rss
+}
+
 /// Parses the text of `/proc/<pid>/status`. Unknown lines are skipped, bad
 /// numbers leave their field `None`; it never fails and never allocates.
 pub fn parse_status(text: &[u8]) -> ProcStatus {
