@@ -637,7 +637,26 @@ fn answer(mut stream: TcpStream, published: &Published) -> std::io::Result<()> {
     if !head_only {
         stream.write_all(body.as_bytes())?;
     }
-    stream.flush()
+    stream.flush()?;
+    if !complete {
+        // Closing with the rest of a huge request unread would reset the
+        // connection, and the client might lose the answer: read on a
+        // little, within the deadline, then close.
+        stream.shutdown(std::net::Shutdown::Write)?;
+        let mut left: usize = 1 << 20;
+        while left > 0 {
+            let wait = deadline.saturating_duration_since(Instant::now());
+            if wait.is_zero() {
+                break;
+            }
+            stream.set_read_timeout(Some(wait))?;
+            match stream.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => left = left.saturating_sub(n),
+            }
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
