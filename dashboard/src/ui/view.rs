@@ -295,14 +295,20 @@ fn group_name(g: Group) -> &'static str {
     }
 }
 
-fn verdict_color(v: Verdict) -> Color32 {
-    match v {
+/// A badge's colour: by verdict, but memory that shrinks steadily or in steps
+/// is not an alarm (the headline and `--fail-on` count growth only), so it
+/// takes the neutral colour of a noisy channel rather than red or amber.
+fn verdict_color(a: &ChannelAnalysis) -> Color32 {
+    if a.verdict.is_growth() && a.slope_per_s < 0.0 {
+        return NEUTRAL;
+    }
+    match a.verdict {
         Verdict::Flat | Verdict::Stable | Verdict::Steady | Verdict::Held => {
             Color32::from_rgb(60, 170, 90)
         }
         Verdict::Staircase => Color32::from_rgb(220, 160, 40),
         Verdict::Linear => Color32::from_rgb(220, 70, 60),
-        Verdict::Noisy | Verdict::Bursty => Color32::from_rgb(120, 140, 200),
+        Verdict::Noisy | Verdict::Bursty => NEUTRAL,
         Verdict::Rising
         | Verdict::Falling
         | Verdict::DriftingUp
@@ -312,9 +318,11 @@ fn verdict_color(v: Verdict) -> Color32 {
     }
 }
 
+const NEUTRAL: Color32 = Color32::from_rgb(120, 140, 200);
+
 fn badge(ui: &mut egui::Ui, a: Option<&ChannelAnalysis>) {
     let Some(a) = a else { return };
-    let c = verdict_color(a.verdict);
+    let c = verdict_color(a);
     ui.label(
         RichText::new(a.verdict.as_str())
             .small()
@@ -1171,5 +1179,34 @@ fn browser(d: &mut Dashboard, ui: &mut egui::Ui, actions: &mut Vec<Action>) {
         });
     if !open {
         d.browser_open = false;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use flatline_runtime::analysis::LiveAnalysis;
+    use flatline_runtime::telemetry::{ChannelSpec, Group, Unit};
+
+    use super::*;
+
+    /// Growth is red; the same trend downwards is not an alarm.
+    #[test]
+    fn shrinking_memory_is_not_coloured_as_a_leak() {
+        let rss = ChannelSpec::new("mem.rss", Unit::Bytes, Group::Memory);
+        let mut live = LiveAnalysis::new(&[rss.clone(), rss]);
+        for k in 0..600 {
+            let t = k as f64 * 0.1;
+            let wobble = [0.0, 4096.0, -4096.0, 0.0][k % 4];
+            let v = |i: usize| 5e8 + wobble + if i == 0 { 1.0 } else { -1.0 } * t * 1048576.0;
+            live.push(t, v, f64::NAN, f64::NAN);
+        }
+        live.refresh(None);
+        let (up, down) = (live.analysis(0).unwrap(), live.analysis(1).unwrap());
+        assert_eq!(
+            (up.verdict, down.verdict),
+            (Verdict::Linear, Verdict::Linear)
+        );
+        assert_eq!(verdict_color(up), Color32::from_rgb(220, 70, 60));
+        assert_eq!(verdict_color(down), NEUTRAL);
     }
 }
