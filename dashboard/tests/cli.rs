@@ -209,12 +209,7 @@ fn report_fail_on_gates_on_growth() {
     }
     std::fs::write(&csv, text).unwrap();
     let rec = dir.path().join("steps.flr");
-    let imported = flatline(&[
-        "import",
-        csv.to_str().unwrap(),
-        "--out",
-        rec.to_str().unwrap(),
-    ]);
+    let imported = support::import(&csv, &rec);
     assert!(imported.status.success(), "{imported:?}");
     let rec = rec.to_str().unwrap();
 

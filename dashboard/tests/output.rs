@@ -303,12 +303,7 @@ fn a_trainer_state_gives_the_steps_and_evals_once() {
 }
 
 fn import(file: &Path, out: &Path) -> serde_json::Value {
-    let done = flatline(&[
-        "import",
-        file.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let done = support::import(file, out);
     assert!(
         done.status.success(),
         "{}",
@@ -384,12 +379,7 @@ fn import_reads_trainer_states_lightning_csvs_and_saved_console_output() {
     // Text that says nothing is an error, and no file is left.
     std::fs::write(&log, "hello\nworld\n").unwrap();
     let out = d.join("nothing.flr");
-    let e = flatline(&[
-        "import",
-        log.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let e = support::import(&log, &out);
     support::fails(&e, "none of its 2 lines has a step, a metric or a marker");
     assert!(!out.exists());
 }

@@ -186,12 +186,7 @@ fn a_step_log_imports_reports_and_exports() {
     let dir = tempfile::tempdir().unwrap();
     let csv = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/step_log.csv");
     let out = dir.path().join("log.flr");
-    let o = flatline(&[
-        "import",
-        csv.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let o = support::import(&csv, &out);
     let text = ok(&o);
     assert!(text.contains("(CSV): 20 rows of 11 channels"), "{text}");
     assert!(String::from_utf8_lossy(&o.stderr).contains("fnv1a_hash is text"));
@@ -231,12 +226,7 @@ fn a_step_log_imports_reports_and_exports() {
 
     let ragged = dir.path().join("ragged.csv");
     std::fs::write(&ragged, "step,loss\n0,1.0\n1\n").unwrap();
-    let o = flatline(&[
-        "import",
-        ragged.to_str().unwrap(),
-        "--out",
-        dir.path().join("r.flr").to_str().unwrap(),
-    ]);
+    let o = support::import(&ragged, &dir.path().join("r.flr"));
     fails(&o, "line 3");
 }
 

@@ -50,6 +50,16 @@ pub fn flatline(args: &[&str]) -> Output {
         .expect("the flatline binary runs")
 }
 
+/// `flatline import LOG --out OUT`.
+pub fn import(log: &Path, out: &Path) -> Output {
+    flatline(&[
+        "import",
+        log.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ])
+}
+
 /// Its stdout, after asserting that it succeeded.
 pub fn ok(out: &Output) -> String {
     assert!(
