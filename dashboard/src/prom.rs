@@ -44,24 +44,6 @@ pub const REQUEST_DEADLINE: Duration = Duration::from_secs(2);
 /// The longest request head read; a longer one is answered 431.
 pub const MAX_REQUEST_BYTES: usize = 8 * 1024;
 
-/// Every verdict, for the one-hot `flatline_channel_verdict` series.
-const VERDICTS: [Verdict; 14] = [
-    Verdict::Flat,
-    Verdict::Staircase,
-    Verdict::Linear,
-    Verdict::Noisy,
-    Verdict::Insufficient,
-    Verdict::Steady,
-    Verdict::Rising,
-    Verdict::Falling,
-    Verdict::Bursty,
-    Verdict::Stable,
-    Verdict::DriftingUp,
-    Verdict::DriftingDown,
-    Verdict::Held,
-    Verdict::Rose,
-];
-
 /// What the exporter says about the stream besides its channels.
 #[derive(Debug, Clone)]
 pub struct ExportSetup {
@@ -209,7 +191,7 @@ struct HostLabels {
 /// The exporter's side of the stream: the channels, their latest values,
 /// their analysis, and the watcher's health.
 struct ExportState {
-    channels: Vec<ChannelSpec>,
+    schema: Schema,
     labels: Vec<ChannelLabels>,
     slots: Slots,
     live: LiveAnalysis,
@@ -236,7 +218,9 @@ impl ExportState {
         live.set_host(&setup.facts);
         let alerts = Alerts::new(setup.alerts.clone());
         let mut s = Self {
-            channels: Vec::new(),
+            schema: Schema {
+                channels: Vec::new(),
+            },
             labels: Vec::new(),
             slots: Slots::new(0),
             live,
@@ -270,13 +254,10 @@ impl ExportState {
                     .unwrap_or_else(|| self.setup.pid.to_string()),
                 role: spec.labels.get("role").cloned(),
             });
-            self.channels.push(spec.clone());
+            self.schema.channels.push(spec.clone());
         }
-        let schema = Schema {
-            channels: self.channels.clone(),
-        };
-        self.steps = schema.index_of_first(&STEP_CHANNELS);
-        self.tokens = schema.index_of_first(&TOKEN_CHANNELS);
+        self.steps = self.schema.index_of_first(&STEP_CHANNELS);
+        self.tokens = self.schema.index_of_first(&TOKEN_CHANNELS);
     }
 
     fn take(&mut self, item: Tapped) {
@@ -342,7 +323,7 @@ impl ExportState {
         if self.alerts.is_empty() {
             return Vec::new();
         }
-        let (live, slots, channels) = (&self.live, &self.slots, &self.channels);
+        let (live, slots, channels) = (&self.live, &self.slots, &self.schema.channels);
         let readings = channels
             .iter()
             .enumerate()
@@ -433,14 +414,14 @@ impl ExportState {
             if self.slots.slot(i).is_none() {
                 continue; // ended: its series go away
             }
-            let scale = base_unit(self.channels[i].unit).1;
+            let scale = base_unit(self.schema.channels[i].unit).1;
             if let Some(v) = self.live.latest(i) {
                 value.get_or_create(l).set(v * scale);
             }
             let Some(a) = self.live.analysis(i) else {
                 continue;
             };
-            for v in VERDICTS {
+            for v in Verdict::ALL {
                 let one = VerdictLabels {
                     channel: l.clone(),
                     verdict: v.as_str().to_owned(),
@@ -453,7 +434,7 @@ impl ExportState {
                 continue;
             }
             drift.get_or_create(l).set(a.drift * scale);
-            if self.channels[i].kind == Kind::Level {
+            if self.schema.channels[i].kind == Kind::Level {
                 slope.get_or_create(l).set(a.slope_per_s * scale);
                 if a.verdict.is_growth() {
                     severity.get_or_create(l).set(match a.severity {

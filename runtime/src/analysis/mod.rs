@@ -104,6 +104,24 @@ pub enum Verdict {
 }
 
 impl Verdict {
+    /// Every verdict, once (an exporter's one-hot series list them all).
+    pub const ALL: [Verdict; 14] = [
+        Verdict::Flat,
+        Verdict::Staircase,
+        Verdict::Linear,
+        Verdict::Noisy,
+        Verdict::Insufficient,
+        Verdict::Steady,
+        Verdict::Rising,
+        Verdict::Falling,
+        Verdict::Bursty,
+        Verdict::Stable,
+        Verdict::DriftingUp,
+        Verdict::DriftingDown,
+        Verdict::Held,
+        Verdict::Rose,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Verdict::Flat => "flat",

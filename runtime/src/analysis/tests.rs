@@ -475,3 +475,31 @@ fn growth_that_stops_early_is_not_sustained() {
     assert!((a.warmup_s - 60.0).abs() < 2.0, "{}", a.warmup_s);
     assert_eq!((a.verdict, a.note), (Verdict::Flat, None), "{a:?}");
 }
+
+/// `Verdict::ALL` lists each verdict once: a new verdict that is left out
+/// would be missing from the exporter's one-hot series.
+#[test]
+fn every_verdict_is_listed_once() {
+    let names: std::collections::BTreeSet<&str> = Verdict::ALL.iter().map(|v| v.as_str()).collect();
+    assert_eq!(names.len(), Verdict::ALL.len());
+    // Exhaustive: a new variant breaks this match, which points here and
+    // to the list.
+    for v in Verdict::ALL {
+        match v {
+            Verdict::Flat
+            | Verdict::Staircase
+            | Verdict::Linear
+            | Verdict::Noisy
+            | Verdict::Insufficient
+            | Verdict::Steady
+            | Verdict::Rising
+            | Verdict::Falling
+            | Verdict::Bursty
+            | Verdict::Stable
+            | Verdict::DriftingUp
+            | Verdict::DriftingDown
+            | Verdict::Held
+            | Verdict::Rose => {}
+        }
+    }
+}
