@@ -13,12 +13,18 @@
 //!   duration (`2h`, `30min`) for a time to limit, a severity's name.
 //!
 //! An alert fires when its condition becomes true for a channel, once, and
-//! again only after it was false; see [`Alerts::check`].
+//! again only after it was false; see [`Alerts::check`]. Alerts on the
+//! analysis wait for [`MIN_EVIDENCE_S`] of analysed readings.
 
 use std::collections::HashSet;
 use std::fmt;
 
-use flatline_runtime::analysis::{ChannelAnalysis, Severity};
+use flatline_runtime::analysis::{ChannelAnalysis, Severity, Verdict};
+
+/// Seconds of analysed readings (after the warm-up) before an alert on the
+/// analysis (drift, slope, time to limit, severity) is checked; alerts on
+/// the value are checked at once.
+pub const MIN_EVIDENCE_S: f64 = 10.0;
 
 /// What an alert measures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -194,7 +200,12 @@ impl Alert {
 
     /// The measured number, where the channel has one.
     fn measure(&self, r: &Reading<'_>) -> Option<f64> {
-        let a = r.analysis;
+        // A trend needs evidence: a job's start-up (python importing torch
+        // takes its RSS from nothing to 700 MiB in a second or two) is not
+        // a slope of hundreds of MB/s, and an alert on it would be false.
+        let a = r
+            .analysis
+            .filter(|a| a.verdict != Verdict::Insufficient && a.duration_s >= MIN_EVIDENCE_S);
         match self.measure {
             Measure::Value => r.latest.map(|v| v * r.scale),
             Measure::Drift => a.map(|a| a.drift * r.scale),
@@ -356,5 +367,35 @@ mod tests {
         assert!(check(&mut alerts, 4096.0, 10.0).is_empty(), "still holding");
         assert_eq!(check(&mut alerts, 10.0, 2048.0), ["pid2.pss"]);
         assert_eq!(check(&mut alerts, 2048.0, 2048.0), ["pid1.pss"], "re-armed");
+    }
+
+    /// A start-up's steep second is not a slope to alert on; the same
+    /// growth, held for a minute, is.
+    #[test]
+    fn an_alert_on_the_trend_waits_for_evidence() {
+        use flatline_runtime::analysis::LiveAnalysis;
+        use flatline_runtime::telemetry::{ChannelSpec, Group, Unit};
+        let analysed = |seconds: usize| {
+            let mut live =
+                LiveAnalysis::new(&[ChannelSpec::new("mem.rss", Unit::Bytes, Group::Memory)]);
+            for k in 0..seconds * 10 {
+                let t = k as f64 * 0.1;
+                live.push(t, |_| 1e8 + t * 100.0 * 1048576.0, f64::NAN, f64::NAN);
+            }
+            live.refresh(None);
+            live.analysis(0).cloned().unwrap()
+        };
+        let (start, held) = (analysed(2), analysed(60));
+        let slope = |a| {
+            let mut alerts = Alerts::new(vec![parse("mem.rss slope > 1MiB/s").unwrap()]);
+            let r = Reading {
+                analysis: Some(a),
+                ..reading("mem.rss", 1e9)
+            };
+            alerts.check(&[r]).len()
+        };
+        assert!(start.duration_s < MIN_EVIDENCE_S, "{}", start.duration_s);
+        assert_eq!(slope(&start), 0, "two seconds of start-up");
+        assert_eq!(slope(&held), 1, "a minute of growth");
     }
 }

@@ -240,8 +240,9 @@ fn an_alert_fires_once_with_a_line_a_marker_and_its_command() {
         "--headless",
         "--hz",
         "20",
+        // Alerts on the analysis wait for 10 s of analysed readings.
         "--seconds",
-        "8",
+        "16",
         "--pid",
         &g.0.id().to_string(),
         "--out",
