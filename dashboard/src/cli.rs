@@ -259,6 +259,8 @@ pub enum WorkloadArg {
     Ingest,
     Both,
     Idle,
+    /// The allocating per-sample loader ingest replaces, paced like ingest.
+    IngestBaseline,
 }
 
 /// The built-in workloads as `soak` and the live window's `serve` run them.

@@ -26,6 +26,7 @@ impl From<WorkloadArg> for Workload {
             WorkloadArg::Ingest => Workload::Ingest,
             WorkloadArg::Both => Workload::Both,
             WorkloadArg::Idle => Workload::Idle,
+            WorkloadArg::IngestBaseline => Workload::IngestBaseline,
         }
     }
 }

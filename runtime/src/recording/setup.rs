@@ -12,7 +12,7 @@ use std::path::Path;
 use crate::recording::{Header, HostFacts, RecordingError, RecordingWriter};
 use crate::telemetry::gpu::GpuFacts;
 use crate::telemetry::{Schema, Unavailable};
-use crate::workload::driver::{DriverConfig, Workload};
+use crate::workload::driver::DriverConfig;
 
 /// What a recording's header says about its run, before the run starts.
 #[derive(Debug, Clone)]
@@ -72,7 +72,7 @@ impl RecordingSetup {
         if let Some(step) = cfg.step {
             self.set("step_ms", step.as_nanos() as f64 / 1e6);
         }
-        if matches!(cfg.workload, Workload::Ingest | Workload::Both) {
+        if cfg.workload.ingests() {
             self.set("batch", cfg.batch);
             self.set("block", cfg.block);
             self.set("corpus_tokens", cfg.corpus_tokens);

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::ingest::{BatchArena, Corpus, IngestError, OffsetSampler};
+use super::ingest::{BatchArena, Corpus, IngestError, OffsetSampler, baseline_batch};
 use super::ops1b::Ring;
 use crate::telemetry::work::WorkProgress;
 
@@ -23,15 +23,29 @@ pub enum Workload {
     Both,
     /// Nothing: the telemetry of an idle process, as a baseline.
     Idle,
+    /// The allocating per-sample loader that ingest replaces, paced like
+    /// ingest: about 140 allocation calls and a fresh `[B, T]` pair per
+    /// batch, so its allocator and page-table traffic can be recorded and
+    /// compared with the arena's zero. The only workload that allocates.
+    IngestBaseline,
 }
 
 impl Workload {
+    /// Whether it feeds batches (and so has a batch, block and corpus).
+    pub fn ingests(self) -> bool {
+        matches!(
+            self,
+            Workload::Ingest | Workload::Both | Workload::IngestBaseline
+        )
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Workload::Ops1b => "ops1b",
             Workload::Ingest => "ingest",
             Workload::Both => "both",
             Workload::Idle => "idle",
+            Workload::IngestBaseline => "ingest-baseline",
         }
     }
 }
@@ -69,6 +83,8 @@ struct Ingest {
     arena: BatchArena,
     sampler: OffsetSampler,
     offsets: Vec<u64>,
+    /// Fill with the allocating baseline instead of the arena.
+    baseline: bool,
 }
 
 /// The built-in workloads, ready to run.
@@ -95,7 +111,7 @@ impl Driver {
     /// Builds what the workload needs (the ring, the corpus and batch arena).
     pub fn new(cfg: DriverConfig, progress: Arc<WorkProgress>) -> Result<Self, IngestError> {
         let wants_ring = matches!(cfg.workload, Workload::Ops1b | Workload::Both);
-        let wants_ingest = matches!(cfg.workload, Workload::Ingest | Workload::Both);
+        let wants_ingest = cfg.workload.ingests();
         let ring = if wants_ring { Some(Ring::new()?) } else { None };
         let ingest = if wants_ingest {
             let corpus = Corpus::generate(cfg.corpus_tokens, cfg.seed.wrapping_add(1));
@@ -103,6 +119,7 @@ impl Driver {
                 sampler: OffsetSampler::new(corpus.len(), cfg.block, cfg.seed)?,
                 arena: BatchArena::new(cfg.batch, cfg.block)?,
                 offsets: vec![0; cfg.batch],
+                baseline: cfg.workload == Workload::IngestBaseline,
                 corpus,
             })
         } else {
@@ -134,8 +151,13 @@ impl Driver {
         };
         ing.sampler.draw(&mut ing.offsets);
         let t0 = Instant::now();
-        ing.arena.fill(ing.corpus.tokens(), &ing.offsets)?;
-        std::hint::black_box(ing.arena.x());
+        if ing.baseline {
+            let batch = baseline_batch(ing.corpus.tokens(), &ing.offsets, self.cfg.block)?;
+            std::hint::black_box(&batch);
+        } else {
+            ing.arena.fill(ing.corpus.tokens(), &ing.offsets)?;
+            std::hint::black_box(ing.arena.x());
+        }
         self.progress.record_batch(t0.elapsed().as_nanos() as u64);
         Ok(())
     }
@@ -147,7 +169,7 @@ impl Driver {
     }
 
     /// Works for about `budget`; `on_step(step, tokens_so_far)` is called
-    /// after each paced step. Allocates nothing.
+    /// after each paced step. Allocates nothing, but for the baseline.
     pub fn run_slice(
         &mut self,
         budget: Duration,
@@ -190,7 +212,7 @@ impl Driver {
                     self.round();
                 }
             }
-            Workload::Ingest | Workload::Both => {
+            Workload::Ingest | Workload::Both | Workload::IngestBaseline => {
                 while Instant::now() < end {
                     self.round();
                     // About as long in ingest as the round took (~2.5 ms of batches).
@@ -239,12 +261,33 @@ mod tests {
             let batches = progress.batches() > 0;
             match w {
                 Workload::Ops1b => assert!(ops && !batches),
-                Workload::Ingest | Workload::Both => {
+                Workload::Ingest | Workload::Both | Workload::IngestBaseline => {
                     assert!(ops == (w == Workload::Both) && batches)
                 }
                 Workload::Idle => assert!(!ops && !batches),
+                Workload::IngestBaseline => unreachable!(),
             }
         }
+    }
+
+    #[test]
+    fn the_baseline_allocates_per_sample_like_a_loader() {
+        let progress = WorkProgress::new();
+        let cfg = small(Workload::IngestBaseline, Some(Duration::from_millis(5)));
+        let mut d = Driver::new(cfg, progress.clone()).unwrap();
+        let (r, n) =
+            alloc::count_thread_allocs(|| d.run_slice(Duration::from_millis(40), &mut |_, _| {}));
+        r.unwrap();
+        let batches = progress.batches();
+        assert!(batches >= 1, "no batch in 40 ms");
+        // Per batch of 8: an x and a y vector per sample, the two lists that
+        // hold them growing, and the two collated outputs.
+        let per_batch = n.expect("counted") as f64 / batches as f64;
+        assert!(
+            (18.0..=30.0).contains(&per_batch),
+            "{per_batch} allocations a batch"
+        );
+        assert_eq!(progress.ops(), 0);
     }
 
     #[test]
