@@ -902,7 +902,7 @@ fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
                 draw_markers(pui, &marks, band.map_or(hi, |b| b.1.max(hi)));
                 for (name, pts, marks) in lines {
                     let has_marks = !marks.is_empty();
-                    pui.line(Line::new(name.clone(), PlotPoints::Owned(pts)));
+                    pui.line(line(name.clone(), pts));
                     if has_marks {
                         pui.points(Points::new(format!("{name} jumps"), marks).radius(3.0));
                     }
@@ -1001,6 +1001,16 @@ fn draw_markers(pui: &mut PlotUi<'_>, marks: &[(f64, String)], top: f64) {
             );
         }
     }
+}
+
+/// A line through `pts` as they are. egui_plot would merge points less
+/// than a pixel apart into a band, and fill each band between its
+/// neighbours' ranges: a start-up jump in the first pixel column followed by
+/// a long flat run (two points, see [`push_column`]) became a wedge across
+/// the whole plot, a ramp the data never had. [`decimate`] already keeps
+/// about two points a pixel column, so bands save nothing.
+fn line(name: impl Into<String>, pts: Vec<PlotPoint>) -> Line<'static> {
+    Line::new(name, PlotPoints::Owned(pts)).allow_band(false)
 }
 
 /// Grid lines closer than this (in points) are left out rather than faded in:
@@ -1144,7 +1154,7 @@ fn tree_plot(
                 .chain(total.iter().map(|p| &p.y))
                 .copied()
                 .fold(0.0, f64::max);
-            pui.line(Line::new("tree.pss", PlotPoints::Owned(total)).width(2.0));
+            pui.line(line("tree.pss", total).width(2.0));
             draw_markers(pui, &marker_lines(d, visible, x_steps), top);
         });
 }
