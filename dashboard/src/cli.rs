@@ -35,6 +35,9 @@ pub enum Command {
     Watch(WatchArgs),
     /// Print the receipt of a recording.
     Report(ReportArgs),
+    /// Two recordings side by side: open them in one window, or with
+    /// --format print what differs (before and after a fix, arena and loader).
+    Compare(CompareArgs),
     /// Turn a training job's log (CSV, JSON lines, trainer_state.json, saved
     /// console output) into a recording.
     Import(ImportArgs),
@@ -337,6 +340,42 @@ pub struct ReportArgs {
     /// globs (comma-separated, e.g. `mem.rss,tree.*,gpu*.used`).
     #[arg(long, value_name = "GLOBS", value_delimiter = ',', value_parser = channel_glob, requires = "fail_on")]
     pub channels: Vec<glob::Pattern>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct CompareArgs {
+    #[command(flatten)]
+    pub window: WindowArgs,
+    /// The first recording (A: the reference, "before").
+    pub a: PathBuf,
+    /// The second recording (B: "after"), compared with A.
+    pub b: PathBuf,
+    /// Print the comparison in this format instead of opening the window.
+    #[arg(long, value_enum)]
+    pub format: Option<ReportFormat>,
+    /// What the two runs are aligned on: elapsed time, training step or
+    /// tokens (default: step when both have steps, else time).
+    #[arg(long, value_enum)]
+    pub align: Option<AlignArg>,
+    /// Render the compare view, save this PNG and exit.
+    #[arg(long, value_name = "PNG")]
+    pub screenshot: Option<PathBuf>,
+    /// Window size, WIDTHxHEIGHT.
+    #[arg(long, value_name = "WxH", default_value = "1600x1000", value_parser = size)]
+    pub size: [f32; 2],
+    /// Seconds at the start of each run left out of the analysis (default:
+    /// found in each run on its own).
+    #[arg(long, value_name = "S", value_parser = non_negative)]
+    pub warmup_s: Option<f64>,
+}
+
+/// What two runs are lined up by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AlignArg {
+    Time,
+    Step,
+    Tokens,
 }
 
 /// A verdict a level channel can have, by its receipt name.

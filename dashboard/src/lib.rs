@@ -6,6 +6,7 @@
 pub mod alert;
 pub mod bench;
 pub mod cli;
+pub mod compare;
 pub mod convert;
 pub mod fmt;
 pub mod mark;
@@ -43,6 +44,7 @@ pub fn run(cli: cli::Cli) -> ExitCode {
             Ok(report::Gate::Failed) => return ExitCode::from(report::EXIT_GATE_FAILED),
             other => other.map(drop),
         },
+        Some(cli::Command::Compare(args)) => compare::run(&args),
         Some(cli::Command::Import(args)) => convert::import(&args),
         Some(cli::Command::Export(args)) => convert::export(&args),
         Some(cli::Command::Mark(args)) => mark::run(&args),

@@ -46,7 +46,7 @@ pub fn tree_summary(rec: &Recording, rows: &[Row<'_>]) -> Option<TreeSummary> {
 
 /// The markers of a recording (a job's evals and checkpoints, a person's
 /// marks), as (seconds, text).
-fn markers(rec: &Recording) -> impl Iterator<Item = (f64, &str)> {
+pub(crate) fn markers(rec: &Recording) -> impl Iterator<Item = (f64, &str)> {
     rec.events.iter().filter_map(|e| match &e.kind {
         EventKind::Marker(text) => Some((e.t_ns as f64 / 1e9, text.as_str())),
         _ => None,
@@ -383,7 +383,7 @@ pub fn json_report(rec: &Recording, receipt: &Receipt<'_>) -> Value {
     })
 }
 
-fn started(rec: &Recording) -> String {
+pub(crate) fn started(rec: &Recording) -> String {
     humantime::format_rfc3339_seconds(
         std::time::UNIX_EPOCH + std::time::Duration::from_millis(rec.header.started_unix_ms),
     )
@@ -399,7 +399,7 @@ fn ending(rec: &Recording) -> String {
 }
 
 /// Steps and tokens over the run, where the recording has them.
-fn training_axes(rec: &Recording) -> Option<String> {
+pub(crate) fn training_axes(rec: &Recording) -> Option<String> {
     let last = |name: &str| {
         rec.channel(name)
             .map(channel_stats)
@@ -425,7 +425,7 @@ fn training_axes(rec: &Recording) -> Option<String> {
 }
 
 /// `+1.25 MiB` / `-3` / `0`: a change, signed, in the channel's unit.
-fn change(v: f64, unit: Unit) -> String {
+pub(crate) fn change(v: f64, unit: Unit) -> String {
     if v.is_nan() {
         return "–".into();
     }
@@ -791,7 +791,7 @@ pub fn md_report(rec: &Recording, receipt: &Receipt<'_>) -> String {
     s
 }
 
-fn kind_name(k: analysis::Kind) -> &'static str {
+pub(crate) fn kind_name(k: analysis::Kind) -> &'static str {
     match k {
         analysis::Kind::Level => "level",
         analysis::Kind::Peak => "peak",

@@ -1,8 +1,11 @@
-//! `flatline live` and `flatline replay`: the commands that open the window.
+//! `flatline live`, `replay` and `compare`: the commands that open the window.
+
+use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
+use flatline_runtime::recording::Recording;
 
-use crate::cli::{LiveArgs, ReplayArgs};
+use crate::cli::{AlignArg, CompareArgs, LiveArgs, ReplayArgs};
 use crate::ui::{self, Dashboard, LiveSource, ReplaySource, Settings, Source};
 
 pub fn live(args: &LiveArgs) -> Result<()> {
@@ -35,35 +38,59 @@ pub fn replay(args: &ReplayArgs) -> Result<()> {
     let name = args.file.display().to_string();
     // A replay plays (or a followed soak grows) at up to 30 frames a second.
     let window = ui::WindowOptions::new(&args.window, ui::MAX_DEFAULT_FPS);
-    match &args.screenshot {
-        None => {
-            ui::run_window(
-                &format!("flatline — {name}"),
-                args.size,
-                window,
-                move |settings| Dashboard::new(src, store, settings),
-            )?;
+    let dash = move |settings| Dashboard::new(src, store, settings);
+    open(
+        &format!("flatline — {name}"),
+        args.size,
+        window,
+        dash,
+        args.screenshot.as_ref(),
+    )
+}
+
+/// `flatline compare A B` in the window: A as the source, B beside it.
+pub fn compare(args: &CompareArgs, a: Recording, b: Recording) -> Result<()> {
+    ui::check_display()?;
+    let title = format!("flatline — {} and {}", args.a.display(), args.b.display());
+    let (src, store) = ReplaySource::from_recording(a);
+    let (other, other_store) = ReplaySource::from_recording(b);
+    let meta = other.meta();
+    // Step when both runs have steps (the dashboard falls back to time
+    // where one has none), unless asked.
+    let align = args.align.unwrap_or(AlignArg::Step);
+    let window = ui::WindowOptions::new(&args.window, ui::MAX_DEFAULT_FPS);
+    let dash = move |settings| {
+        let mut d = Dashboard::new(Box::new(src), store, settings);
+        d.compare_with(meta, other_store, align);
+        d
+    };
+    open(&title, args.size, window, dash, args.screenshot.as_ref())
+}
+
+/// Opens the window on the dashboard `make` builds; with `screenshot`,
+/// renders it with the default view, saves the PNG and closes.
+fn open(
+    title: &str,
+    size: [f32; 2],
+    window: ui::WindowOptions,
+    make: impl FnOnce(Settings) -> Dashboard + 'static,
+    screenshot: Option<&PathBuf>,
+) -> Result<()> {
+    let Some(png) = screenshot else {
+        ui::run_window(title, size, window, make)?;
+        return Ok(());
+    };
+    // Evidence is made with the default view, whatever this user last chose.
+    let mut dash = make(Settings::default());
+    dash.screenshot_to(png.clone(), true);
+    let result = dash.shot_result.clone();
+    ui::run_window(title, size, window, move |_| dash)?;
+    match result.lock().expect("result lock").take() {
+        Some(Ok(path)) => {
+            println!("wrote {}", path.display());
             Ok(())
         }
-        Some(png) => {
-            // Evidence is made with the default view, whatever this user last chose.
-            let mut dash = Dashboard::new(src, store, Settings::default());
-            dash.screenshot_to(png.clone(), true);
-            let result = dash.shot_result.clone();
-            ui::run_window(
-                &format!("flatline — {name}"),
-                args.size,
-                window,
-                move |_| dash,
-            )?;
-            match result.lock().expect("result lock").take() {
-                Some(Ok(path)) => {
-                    println!("wrote {}", path.display());
-                    Ok(())
-                }
-                Some(Err(e)) => bail!("screenshot failed: {e}"),
-                None => bail!("the window closed before the screenshot was taken"),
-            }
-        }
+        Some(Err(e)) => bail!("screenshot failed: {e}"),
+        None => bail!("the window closed before the screenshot was taken"),
     }
 }

@@ -8,7 +8,8 @@ use std::path::Path;
 use eframe::egui::accesskit::Role;
 use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
-use flatline_dashboard::ui::{Dashboard, ReplaySource, Settings};
+use flatline_dashboard::cli::AlignArg;
+use flatline_dashboard::ui::{Dashboard, ReplaySource, Settings, Source};
 use support::golden_v1;
 
 /// One frame as the window runs it: `App::logic` polls, then the ui draws.
@@ -617,4 +618,90 @@ fn a_flat_run_is_drawn_as_its_ends() {
     };
     assert_eq!(nonzero(&line), nonzero(&all));
     assert_eq!(nonzero(&line), [(4.0, 4.0), (7.0, 3.0)]);
+}
+
+/// A dashboard comparing two shipped recordings, A as the source and B
+/// beside it, with every analysis of both landed.
+fn compare_harness(a: &Path, b: &Path) -> Harness<'static, Dashboard> {
+    let (src, store) = ReplaySource::open(a).unwrap();
+    let (other, other_store) = ReplaySource::open(b).unwrap();
+    let mut dash = Dashboard::new(Box::new(src), store, Settings::default());
+    dash.compare_with(other.meta(), other_store, AlignArg::Step);
+    let mut h = Harness::builder()
+        .with_size([1600.0, 1000.0])
+        .build_ui_state(frame, dash);
+    let pending =
+        |d: &Dashboard| d.store.unanalysed() + d.other.as_ref().map_or(0, |o| o.store.unanalysed());
+    for _ in 0..1000 {
+        h.run_steps(1);
+        if pending(h.state()) == 0 {
+            break;
+        }
+    }
+    assert_eq!(pending(h.state()), 0);
+    h.run_steps(1);
+    h
+}
+
+#[test]
+fn compare_mode_draws_both_sides_and_scrubs_both() {
+    let (a, b) = (
+        support::recording("ingest-arena-60s.flr"),
+        support::recording("ingest-baseline-60s.flr"),
+    );
+    let mut h = compare_harness(&a, &b);
+    let other = h.state().other.as_ref().unwrap();
+    assert_eq!(other.align, AlignArg::Step, "both soaks have steps");
+    let b_len = other.store.len();
+    let b_digest = other.meta.digest.clone().unwrap();
+    // One plot a channel, both verdicts on each card, both files in the caption.
+    h.get_by_label("alloc.rate (/s)");
+    h.get_by_label("mem.rss (MiB)");
+    h.get_by_label("Verdicts, A and B");
+    h.get_by_label("B: Memory is flat.");
+    h.get_by_label(&format!("B ingest-baseline-60s.flr sha256:{b_digest}"));
+    assert_eq!(h.state_mut().other_visible_len(), b_len);
+    // The playhead moves both sides.
+    let mid = {
+        let tl = h.state_mut().timeline.as_mut().unwrap();
+        tl.seek((tl.start_s + tl.end_s) / 2.0);
+        tl.playhead_s
+    };
+    h.run_steps(2);
+    let seen = h.state_mut().other_visible_len();
+    assert!(seen > 0 && seen < b_len, "{seen} of {b_len} at {mid} s");
+    let o = &h.state().other.as_ref().unwrap().store;
+    assert!(o.times()[seen - 1] <= mid && o.times()[seen] > mid);
+    h.state_mut().timeline.as_mut().unwrap().seek(mid * 2.0);
+    h.run_steps(2);
+    h.snapshot("compare_arena_baseline");
+    h.get_by_label("Stop comparing").click();
+    h.run_steps(2);
+    assert!(h.state().other.is_none());
+    h.get_by_label("Compare with…");
+}
+
+#[test]
+fn a_replay_compares_with_a_recording_from_the_browser() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(golden_v1(), dir.path().join("before.flr")).unwrap();
+    let mut h = harness(&support::recording("golden/v2.flr"));
+    h.state_mut().recordings_dir = dir.path().to_owned();
+    h.get_by_label("Compare with…").click();
+    h.run_steps(3);
+    assert!(h.state().browser_open && h.state().browsing_for_compare);
+    h.get_by_label("Compare with recording");
+    h.get_by_label_contains("before.flr").click();
+    h.run_steps(3);
+    let d = h.state();
+    assert!(!d.browser_open);
+    assert!(
+        d.source.meta().label.contains("v2.flr"),
+        "A stays the source"
+    );
+    let other = d.other.as_ref().expect("B is open");
+    assert!(other.meta.label.contains("before.flr"));
+    // Each side's line is on the plot: two legend entries per channel plot.
+    h.get_by_label("Stop comparing");
+    assert!(h.get_all_by_label("B").count() >= 3);
 }

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, Result, bail};
 use eframe::egui;
 
-use crate::cli::{RendererArg, WindowArgs};
+use crate::cli::{AlignArg, RendererArg, WindowArgs};
 
 pub use source::{LiveSource, Meta, ReplaySource, Source, SourceKind, WatchSource};
 pub use store::{Series, Store};
@@ -103,6 +103,15 @@ pub struct Listed {
     pub bytes: u64,
 }
 
+/// The second recording of a comparison (B), drawn beside the source (A).
+#[derive(Debug)]
+pub struct Other {
+    pub meta: Meta,
+    pub store: Store,
+    /// What the two runs are lined up by on the x axis.
+    pub align: AlignArg,
+}
+
 /// The dashboard's state: where the data comes from, what it holds, what the
 /// person chose, and the play position. Views draw it and return
 /// [`Action`]s; [`Dashboard::apply`] carries them out after the frame.
@@ -129,6 +138,10 @@ pub struct Dashboard {
     window_rss_at: Option<Instant>,
     /// The text of the next marker, as typed beside "Mark".
     pub mark_text: String,
+    /// A second recording compared with the source, if one is open.
+    pub other: Option<Other>,
+    /// The browser opens what is clicked as B of a comparison, not as the source.
+    pub browsing_for_compare: bool,
 }
 
 impl std::fmt::Debug for Dashboard {
@@ -163,6 +176,53 @@ impl Dashboard {
             window_rss: None,
             window_rss_at: None,
             mark_text: String::new(),
+            other: None,
+            browsing_for_compare: false,
+        }
+    }
+
+    /// Draws `store` (a recording, B) beside the source (A) on the same
+    /// axis, lined up by `align` where both have that axis (else by time).
+    /// The timeline spans both and moves both.
+    pub fn compare_with(&mut self, meta: Meta, store: Store, align: AlignArg) {
+        let (a0, a1) = self.store.time_range();
+        let (b0, b1) = store.time_range();
+        let align = match align {
+            AlignArg::Step if self.store.step_axis().is_none() || store.step_axis().is_none() => {
+                AlignArg::Time
+            }
+            AlignArg::Tokens
+                if self.store.token_axis().is_none() || store.token_axis().is_none() =>
+            {
+                AlignArg::Time
+            }
+            a => a,
+        };
+        self.timeline = Some(Timeline::new(a0.min(b0), a1.max(b1)));
+        self.other = Some(Other { meta, store, align });
+    }
+
+    /// Opens the recording at `path` as B of a comparison.
+    pub fn compare_path(&mut self, path: &Path) -> Result<()> {
+        let (src, store) = ReplaySource::open(path)?;
+        let meta = src.meta();
+        let align = if self.store.step_axis().is_some() && store.step_axis().is_some() {
+            AlignArg::Step
+        } else {
+            AlignArg::Time
+        };
+        self.compare_with(meta, store, align);
+        self.browser_open = false;
+        self.say(format!("comparing with {}", path.display()));
+        Ok(())
+    }
+
+    /// Samples of B the views draw: up to the same elapsed time as A's.
+    pub fn other_visible_len(&self) -> usize {
+        match (&self.other, &self.timeline) {
+            (Some(o), Some(tl)) => o.store.len_until(tl.playhead_s),
+            (Some(o), None) => o.store.len(),
+            (None, _) => 0,
         }
     }
 
@@ -170,6 +230,7 @@ impl Dashboard {
     pub fn open_recording(&mut self, path: &Path) -> Result<()> {
         let (src, store) = ReplaySource::open(path)?;
         let (start, end) = store.time_range();
+        self.other = None;
         self.source = Box::new(src);
         self.store = store;
         self.timeline = Some(Timeline::new(start, end));
@@ -223,7 +284,8 @@ impl Dashboard {
                         .replace(':', "-");
                     self.screenshot_to(PathBuf::from(format!("flatline-{name}.png")), false);
                 }
-                Action::ToggleBrowser => {
+                Action::ToggleBrowser | Action::BrowseToCompare => {
+                    self.browsing_for_compare = action == Action::BrowseToCompare;
                     self.browser_open = !self.browser_open;
                     if self.browser_open {
                         self.refresh_recordings();
@@ -238,9 +300,19 @@ impl Dashboard {
                     Err(e) => self.say(format!("cannot mark: {e:#}")),
                 },
                 Action::Open(path) => {
-                    if let Err(e) = self.open_recording(&path) {
+                    let opened = if self.browsing_for_compare {
+                        self.compare_path(&path)
+                    } else {
+                        self.open_recording(&path)
+                    };
+                    if let Err(e) = opened {
                         self.say(format!("cannot open {}: {e:#}", path.display()));
                     }
+                }
+                Action::StopComparing => {
+                    self.other = None;
+                    let (start, end) = self.store.time_range();
+                    self.timeline = Some(Timeline::new(start, end));
                 }
             }
         }
@@ -305,6 +377,10 @@ impl Dashboard {
     pub fn busy(&self) -> bool {
         self.timeline.as_ref().is_some_and(|t| t.playing)
             || self.store.analyses_pending()
+            || self
+                .other
+                .as_ref()
+                .is_some_and(|o| o.store.analyses_pending())
             || self.capture.is_some()
     }
 
@@ -319,11 +395,15 @@ impl Dashboard {
         });
         // A screenshot waits for every analysis; a normal frame spends about
         // 2 ms on them, so frames stay short when many go stale at once.
-        self.store.begin_frame(if self.capture.is_some() {
+        let budget = if self.capture.is_some() {
             None
         } else {
             Some(std::time::Duration::from_millis(2))
-        });
+        };
+        self.store.begin_frame(budget);
+        if let Some(o) = &mut self.other {
+            o.store.begin_frame(budget);
+        }
         self.run_capture(&ctx);
         let actions = view::draw(self, ui);
         self.apply(actions);

@@ -588,17 +588,21 @@ pub struct ReplaySource {
 impl ReplaySource {
     /// Loads a whole recording.
     pub fn open(path: &Path) -> Result<(Self, Store)> {
-        let mut rec =
-            Recording::open(path).with_context(|| format!("opening {}", path.display()))?;
+        let rec = Recording::open(path).with_context(|| format!("opening {}", path.display()))?;
+        Ok(Self::from_recording(rec))
+    }
+
+    /// A recording already read (its columns move into the store).
+    pub fn from_recording(mut rec: Recording) -> (Self, Store) {
         let store = Store::from_recording(&mut rec);
         let status = match &rec.tail {
             None => "ended".into(),
             Some(t) if t.kind == TailProblemKind::Truncated => "truncated".into(),
             Some(t) => format!("damaged at byte {}", t.offset),
         };
-        Ok((
+        (
             Self {
-                path: path.to_owned(),
+                path: rec.path.clone(),
                 digest: rec.digest.clone(),
                 header: rec.header,
                 follow: None,
@@ -606,7 +610,7 @@ impl ReplaySource {
                 tee: Tee::default(),
             },
             store,
-        ))
+        )
     }
 
     /// Opens a recording that may still be growing and keeps reading it.

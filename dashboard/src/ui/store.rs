@@ -240,6 +240,12 @@ impl Store {
         self.steps_idx.filter(|_| self.steps_advance)
     }
 
+    /// The token count, where it advances: an axis to line two runs up by.
+    pub fn token_axis(&self) -> Option<usize> {
+        self.tokens_idx
+            .filter(|&i| rules::advances(self.series[i].values()))
+    }
+
     /// Channels that join from the next sample on (format v2); the samples so
     /// far have no value for them.
     pub fn add_channels(&mut self, specs: &[flatline_runtime::telemetry::ChannelSpec]) {

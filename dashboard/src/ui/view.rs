@@ -18,6 +18,8 @@ use flatline_runtime::telemetry::{Group, Unit};
 use super::Dashboard;
 use crate::fmt::{bytes, value};
 
+mod compare;
+
 /// What a click asked for that is more than a change of view.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Action {
@@ -31,7 +33,11 @@ pub enum Action {
     /// Add a marker with this text to the live or watched run.
     Mark(String),
     RefreshRecordings,
+    /// Open this recording (as B, when the browser was opened to compare).
     Open(PathBuf),
+    /// Open the browser to choose a recording to compare with.
+    BrowseToCompare,
+    StopComparing,
 }
 
 /// Draws one frame and returns what the clicks in it asked for.
@@ -44,10 +50,17 @@ pub fn draw(d: &mut Dashboard, ui: &mut egui::Ui) -> Vec<Action> {
         timeline(d, ui);
     }
     channels(d, ui, visible);
-    if d.settings.cards {
-        cards(d, ui);
+    if d.other.is_some() {
+        if d.settings.cards {
+            compare::cards(d, ui);
+        }
+        egui::CentralPanel::default().show(ui, |ui| compare::plots(d, ui, visible));
+    } else {
+        if d.settings.cards {
+            cards(d, ui);
+        }
+        egui::CentralPanel::default().show(ui, |ui| plots(d, ui, visible));
     }
-    egui::CentralPanel::default().show(ui, |ui| plots(d, ui, visible));
     if d.browser_open {
         browser(d, ui, &mut actions);
     }
@@ -71,7 +84,12 @@ fn top_bar(d: &mut Dashboard, ui: &mut egui::Ui, actions: &mut Vec<Action>) {
             let meta = d.source.meta();
             ui.label(RichText::new("flatline").strong());
             ui.separator();
-            ui.label(&meta.label);
+            if let Some(o) = &d.other {
+                ui.label(RichText::new(format!("A {}", meta.label)).color(compare::A));
+                ui.label(RichText::new(format!("B {}", o.meta.label)).color(compare::B));
+            } else {
+                ui.label(&meta.label);
+            }
             let status = match &d.timeline {
                 Some(tl) if tl.playing => format!("playing at {}×", tl.speed),
                 _ => d.source.status(),
@@ -154,6 +172,18 @@ fn top_bar(d: &mut Dashboard, ui: &mut egui::Ui, actions: &mut Vec<Action>) {
             if ui.button("Open recording…").clicked() {
                 actions.push(Action::ToggleBrowser);
             }
+            if d.other.is_some() {
+                if ui.button("Stop comparing").clicked() {
+                    actions.push(Action::StopComparing);
+                }
+            } else if d.source.kind() == super::SourceKind::Replay
+                && ui
+                    .button("Compare with…")
+                    .on_hover_text("draw a second recording beside this one")
+                    .clicked()
+            {
+                actions.push(Action::BrowseToCompare);
+            }
             ui.separator();
             ui.toggle_value(&mut d.settings.drift, "Drift");
             // Offered only once the data's steps advance (see rules::step_axis).
@@ -193,10 +223,25 @@ fn caption(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
         .as_deref()
         .filter(|d| !d.is_empty())
         .unwrap_or("–");
+    let other = d.other.as_ref().map(|o| {
+        let file = o
+            .meta
+            .file
+            .as_ref()
+            .and_then(|p| p.file_name())
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+        (file, o.meta.digest.clone().unwrap_or_default())
+    });
     egui::Panel::bottom("caption").show(ui, |ui| {
         ui.horizontal_wrapped(|ui| {
             let small = |s: String| RichText::new(s).small().monospace();
             ui.label(small(format!("flatline {}", env!("CARGO_PKG_VERSION"))));
+            if let Some((b_file, b_digest)) = other {
+                ui.label(small(format!("A {file} sha256:{digest}")).color(compare::A));
+                ui.label(small(format!("B {b_file} sha256:{b_digest}")).color(compare::B));
+                ui.label(small(format!("t {t0:.1}–{t1:.1} s")));
+                return;
+            }
             ui.label(small(format!("file {file}")));
             ui.label(small(format!("t {t0:.1}–{t1:.1} s")));
             ui.label(small(format!("sha256:{digest}")));
@@ -717,18 +762,29 @@ pub fn decimate(
     baseline: f64,
     scale: f64,
 ) -> Vec<PlotPoint> {
-    let x_axis: Option<&[f64]> = if d.settings.x_steps {
-        d.store.step_axis().map(|i| d.store.series(i).values())
-    } else {
-        None
-    };
-    let times = d.store.times();
+    let x_axis = d.store.step_axis().filter(|_| d.settings.x_steps);
+    decimate_on(&d.store, x_axis, ch, visible, columns, baseline, scale)
+}
+
+/// [`decimate`] for any store, on the values of channel `x_axis` (a step or
+/// token count) or, without one, on time.
+fn decimate_on(
+    store: &super::Store,
+    x_axis: Option<usize>,
+    ch: usize,
+    visible: usize,
+    columns: usize,
+    baseline: f64,
+    scale: f64,
+) -> Vec<PlotPoint> {
+    let x_axis: Option<&[f64]> = x_axis.map(|i| store.series(i).values());
+    let times = store.times();
     let x_of = |i: usize| match x_axis {
         Some(xs) => xs.get(i).copied().unwrap_or(f64::NAN),
         None => times[i],
     };
     let mut out = Vec::with_capacity(columns * 2 + 2);
-    for (i, [lo, hi]) in d.store.series(ch).buckets(0, visible, columns) {
+    for (i, [lo, hi]) in store.series(ch).buckets(0, visible, columns) {
         let x = x_of(i);
         if x.is_nan() || lo.is_nan() {
             continue;
@@ -915,19 +971,34 @@ fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
 /// The markers up to the visible end (a job's evals and checkpoints), as
 /// (x, text): the time, or the step when steps are the x axis.
 pub fn marker_lines(d: &Dashboard, visible: usize, x_steps: bool) -> Vec<(f64, String)> {
-    let times = d.store.times();
+    marker_lines_on(
+        &d.store,
+        visible,
+        d.store.step_axis().filter(|_| x_steps),
+        true,
+    )
+}
+
+/// [`marker_lines`] for any store, placed on channel `x_axis` (a step or
+/// token count) or, without one, at their time; with `warmup`, where the
+/// start-up ends too.
+fn marker_lines_on(
+    store: &super::Store,
+    visible: usize,
+    x_axis: Option<usize>,
+    warmup: bool,
+) -> Vec<(f64, String)> {
+    let times = store.times();
     let Some(last) = visible.checked_sub(1).filter(|&i| i < times.len()) else {
         return Vec::new();
     };
-    let steps = d.store.step_axis().filter(|_| x_steps);
     // Where start-up ended goes with the markers: the analysis starts there.
     // So do the probes' notes (a GPU that stopped answering): moments too.
-    let warmup = d
-        .store
+    let warmup = store
         .warmup()
+        .filter(|_| warmup)
         .map(|(t, _)| (t, "warm-up ends".to_string()));
-    let mut marks: Vec<(f64, String)> = d
-        .store
+    let mut marks: Vec<(f64, String)> = store
         .events()
         .iter()
         .filter_map(|e| match &e.kind {
@@ -942,11 +1013,11 @@ pub fn marker_lines(d: &Dashboard, visible: usize, x_steps: bool) -> Vec<(f64, S
     marks
         .into_iter()
         .filter(|(t, _)| *t <= times[last])
-        .filter_map(|(t, text)| match steps {
+        .filter_map(|(t, text)| match x_axis {
             None => Some((t, text.clone())),
             Some(s) => {
                 let i = times.partition_point(|&x| x < t).min(last);
-                let v = d.store.series(s).values()[..=last][..=i]
+                let v = store.series(s).values()[..=last][..=i]
                     .iter()
                     .rev()
                     .copied()
@@ -1161,7 +1232,12 @@ fn tree_plot(
 
 fn browser(d: &mut Dashboard, ui: &mut egui::Ui, actions: &mut Vec<Action>) {
     let mut open = d.browser_open;
-    egui::Window::new("Open recording")
+    let title = if d.browsing_for_compare {
+        "Compare with recording"
+    } else {
+        "Open recording"
+    };
+    egui::Window::new(title)
         .open(&mut open)
         .show(ui.ctx(), |ui| {
             ui.horizontal(|ui| {

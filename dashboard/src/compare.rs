@@ -1,0 +1,748 @@
+//! `flatline compare A B`: two recordings side by side, as a receipt (text,
+//! Markdown, JSON) or in the dashboard.
+//!
+//! Each side is analysed on its own, exactly as `report` analyses it (its own
+//! warm-up, limits and kinds); the comparison then lines the channels up by
+//! name. Recordings of different format versions, channel sets or lengths
+//! compare without error: a channel on one side only is listed as such.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use anyhow::Result;
+use flatline_runtime::analysis::{ChannelAnalysis, Kind, rules};
+use flatline_runtime::recording::Recording;
+use flatline_runtime::telemetry::{Group, TOKEN_CHANNELS, Unit};
+use serde_json::{Map, Value, json};
+
+use crate::cli::{AlignArg, CompareArgs, ReportFormat};
+use crate::fmt::{bytes, value};
+use crate::report::{self, Receipt, Row, change, kind_name, verdict_text};
+
+/// One recording of a comparison, analysed.
+#[derive(Debug)]
+pub struct Side<'a> {
+    /// "A" or "B".
+    pub letter: &'static str,
+    pub rec: &'a Recording,
+    pub receipt: Receipt<'a>,
+}
+
+impl Side<'_> {
+    fn row(&self, name: &str) -> Option<&Row<'_>> {
+        self.receipt.rows.iter().find(|r| r.spec.name == name)
+    }
+
+    fn file_name(&self) -> String {
+        file_name(&self.rec.path)
+    }
+
+    fn has_steps(&self) -> bool {
+        let column = |i: usize| self.rec.columns[i].as_slice();
+        rules::step_axis(&self.rec.header.schema, column).is_some()
+    }
+
+    fn has_tokens(&self) -> bool {
+        TOKEN_CHANNELS
+            .iter()
+            .find_map(|n| self.rec.channel(n))
+            .is_some_and(rules::advances)
+    }
+}
+
+fn file_name(p: &Path) -> String {
+    p.file_name().map_or_else(
+        || p.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
+}
+
+/// A channel as the two sides have it.
+#[derive(Debug)]
+pub struct Pair<'s> {
+    pub name: &'s str,
+    pub unit: Unit,
+    pub kind: Kind,
+    pub a: Option<&'s Row<'s>>,
+    pub b: Option<&'s Row<'s>>,
+}
+
+impl Pair<'_> {
+    /// Whether the two sides say something different of this channel: its
+    /// verdict, or any of baseline, final, drift and slope (a recording
+    /// against itself differs nowhere).
+    pub fn differs(&self) -> bool {
+        let (Some(a), Some(b)) = (self.a, self.b) else {
+            return true;
+        };
+        let (a, b) = (&a.analysis, &b.analysis);
+        let same = |x: f64, y: f64| x == y || (x.is_nan() && y.is_nan());
+        a.kind != b.kind
+            || a.verdict != b.verdict
+            || !same(a.baseline, b.baseline)
+            || !same(a.final_value, b.final_value)
+            || !same(a.drift, b.drift)
+            || !same(a.slope_per_s, b.slope_per_s)
+    }
+
+    /// Both analyses, where both sides have the channel as the same kind.
+    fn both(&self) -> Option<(&ChannelAnalysis, &ChannelAnalysis)> {
+        let (a, b) = (&self.a?.analysis, &self.b?.analysis);
+        (a.kind == b.kind).then_some((a, b))
+    }
+}
+
+/// Two recordings, each analysed as `report` would, lined up on one axis.
+#[derive(Debug)]
+pub struct Comparison<'a> {
+    pub a: Side<'a>,
+    pub b: Side<'a>,
+    pub align: AlignArg,
+    /// Why the alignment asked for could not be had, where it could not.
+    pub align_note: Option<String>,
+}
+
+impl<'a> Comparison<'a> {
+    /// Analyses both recordings (each with `warmup_s`, else its own found
+    /// warm-up) and chooses the axis: `align`, else step when both sides
+    /// have steps, else time. An axis one side lacks falls back to time,
+    /// with a note saying so.
+    pub fn new(
+        a: &'a Recording,
+        b: &'a Recording,
+        align: Option<AlignArg>,
+        warmup_s: Option<f64>,
+    ) -> Self {
+        let a = Side {
+            letter: "A",
+            rec: a,
+            receipt: report::analyse(a, warmup_s),
+        };
+        let b = Side {
+            letter: "B",
+            rec: b,
+            receipt: report::analyse(b, warmup_s),
+        };
+        let (align, align_note) = choose_axis(&a, &b, align);
+        Self {
+            a,
+            b,
+            align,
+            align_note,
+        }
+    }
+
+    /// Every channel of either side: A's in the order its receipt reads
+    /// them (growing levels first), then those only B has.
+    pub fn pairs(&self) -> Vec<Pair<'_>> {
+        let mut out: Vec<Pair<'_>> = Vec::new();
+        for r in &self.a.receipt.rows {
+            out.push(Pair {
+                name: &r.spec.name,
+                unit: r.spec.unit,
+                kind: r.analysis.kind,
+                a: Some(r),
+                b: self.b.row(&r.spec.name),
+            });
+        }
+        for r in &self.b.receipt.rows {
+            if self.a.row(&r.spec.name).is_none() {
+                out.push(Pair {
+                    name: &r.spec.name,
+                    unit: r.spec.unit,
+                    kind: r.analysis.kind,
+                    a: None,
+                    b: Some(r),
+                });
+            }
+        }
+        out
+    }
+
+    /// How many channels differ between the sides (see [`Pair::differs`]).
+    pub fn differences(&self) -> usize {
+        self.pairs().iter().filter(|p| p.differs()).count()
+    }
+
+    /// The sentence a comparison starts with: which side's memory grows,
+    /// then the rate that differs most (allocation calls, faults).
+    pub fn headline(&self) -> String {
+        let mut s = self.memory_sentence();
+        if let Some(rates) = self.rate_sentence() {
+            s.push(' ');
+            s.push_str(&rates);
+        }
+        s
+    }
+
+    fn memory_sentence(&self) -> String {
+        let first = |side: &Side<'_>| side.receipt.growing().first().map(|n| n.to_string());
+        let grows = |side: &Side<'_>, name: &str| {
+            let r = side.row(name)?;
+            let a = &r.analysis;
+            Some(format!(
+                "{}'s {name} grows {}/min ({})",
+                side.letter,
+                value(a.slope_per_s * 60.0, r.spec.unit),
+                a.verdict.as_str()
+            ))
+        };
+        let other = |side: &Side<'_>, name: &str| match side.row(name) {
+            Some(r) if r.analysis.verdict.is_growth() => {
+                format!(
+                    "{}'s {} too",
+                    side.letter,
+                    verdict_text(&r.analysis, r.spec.unit)
+                )
+            }
+            Some(_) => format!("{}'s is flat", side.letter),
+            None => format!("{} has no {name}", side.letter),
+        };
+        match (first(&self.a), first(&self.b)) {
+            (None, None) => "Memory is flat in both A and B.".into(),
+            (None, Some(n)) => format!(
+                "{}; {}.",
+                grows(&self.b, &n).unwrap_or_default(),
+                other(&self.a, &n)
+            ),
+            (Some(n), None) => format!(
+                "{}; {}.",
+                grows(&self.a, &n).unwrap_or_default(),
+                other(&self.b, &n)
+            ),
+            (Some(x), Some(y)) => format!(
+                "Both grow: {}, {}.",
+                grows(&self.a, &x).unwrap_or_default(),
+                grows(&self.b, &y).unwrap_or_default()
+            ),
+        }
+    }
+
+    /// The counter whose rate differs most between the sides, relatively,
+    /// where one side runs at 1/s or more and they differ by half or more.
+    fn rate_sentence(&self) -> Option<String> {
+        let pairs = self.pairs();
+        let best = pairs
+            .iter()
+            .filter(|p| p.kind == Kind::Counter)
+            .filter(|p| {
+                let r = p.a.or(p.b).expect("one side");
+                r.spec.group != Group::Telemetry
+            })
+            .filter_map(|p| {
+                let (a, b) = p.both()?;
+                let (ra, rb) = (a.rate_per_s?, b.rate_per_s?);
+                let top = ra.abs().max(rb.abs());
+                let rel = (rb - ra).abs() / top;
+                (top >= 1.0 && rel >= 0.5).then_some((p, ra, rb, rel, top))
+            })
+            .max_by(|x, y| x.3.total_cmp(&y.3).then(x.4.total_cmp(&y.4)))?;
+        let (p, ra, rb, ..) = best;
+        Some(format!(
+            "{} runs at {}/s in A and {}/s in B.",
+            p.name,
+            value(ra, p.unit),
+            value(rb, p.unit)
+        ))
+    }
+
+    /// Drift per step or per token of a side's channel, as aligned.
+    fn per_axis(&self, a: &ChannelAnalysis) -> Option<f64> {
+        match self.align {
+            AlignArg::Time => None,
+            AlignArg::Step => a.drift_per_step,
+            AlignArg::Tokens => a.drift_per_token,
+        }
+    }
+}
+
+fn choose_axis(a: &Side<'_>, b: &Side<'_>, asked: Option<AlignArg>) -> (AlignArg, Option<String>) {
+    let steps = (a.has_steps(), b.has_steps());
+    let tokens = (a.has_tokens(), b.has_tokens());
+    let lacking = |have: (bool, bool), what: &str| {
+        let who: Vec<&str> = [(have.0, "A"), (have.1, "B")]
+            .into_iter()
+            .filter(|(h, _)| !h)
+            .map(|(_, l)| l)
+            .collect();
+        format!("{} has no {what}: aligned by time", who.join(" and "))
+    };
+    match asked {
+        None if steps == (true, true) => (AlignArg::Step, None),
+        None | Some(AlignArg::Time) => (AlignArg::Time, None),
+        Some(AlignArg::Step) if steps == (true, true) => (AlignArg::Step, None),
+        Some(AlignArg::Step) => (AlignArg::Time, Some(lacking(steps, "steps"))),
+        Some(AlignArg::Tokens) if tokens == (true, true) => (AlignArg::Tokens, None),
+        Some(AlignArg::Tokens) => (AlignArg::Time, Some(lacking(tokens, "tokens"))),
+    }
+}
+
+fn align_name(a: AlignArg) -> &'static str {
+    match a {
+        AlignArg::Time => "time",
+        AlignArg::Step => "step",
+        AlignArg::Tokens => "tokens",
+    }
+}
+
+/// B's rate against A's: `×2.50`, `=` when both are zero, `0 → 14.0k/s`
+/// when A's is zero.
+fn ratio(a: f64, b: f64, u: Unit) -> String {
+    if a.is_nan() || b.is_nan() {
+        "–".into()
+    } else if a == b {
+        "=".into()
+    } else if a == 0.0 {
+        format!("0 → {}", value(b, u))
+    } else {
+        let r = b / a;
+        match r.abs() {
+            x if x < 10.0 => format!("×{r:.2}"),
+            x if x < 100.0 => format!("×{r:.1}"),
+            _ => format!("×{r:.0}"),
+        }
+    }
+}
+
+/// [`ratio`] of two rates of a counter (a count a second).
+fn rate_ratio(a: f64, b: f64, u: Unit) -> String {
+    let r = ratio(a, b, u);
+    if r.starts_with("0 →") {
+        format!("{r}/s")
+    } else {
+        r
+    }
+}
+
+/// Cells of one side's line: verdict, baseline, final, drift, slope (or
+/// rate, or trend), jumps × quantum, drift per aligned unit.
+fn side_cells(c: &Comparison<'_>, r: &Row<'_>) -> [String; 7] {
+    let (a, u) = (&r.analysis, r.spec.unit);
+    let rate = |v: f64| {
+        if v.is_nan() {
+            "–".to_string()
+        } else {
+            format!("{}/s", value(v, u))
+        }
+    };
+    let (b, f, d, trend) = match a.kind {
+        Kind::Level => (
+            value(a.baseline, u),
+            value(a.final_value, u),
+            change(a.drift, u),
+            format!("{}/s", change(a.slope_per_s, u)),
+        ),
+        Kind::Counter => (
+            rate(a.baseline),
+            rate(a.final_value),
+            rate(a.drift),
+            rate(a.rate_per_s.unwrap_or(f64::NAN)),
+        ),
+        Kind::Gauge | Kind::Peak => (
+            value(a.baseline, u),
+            value(a.final_value, u),
+            change(a.drift, u),
+            report::trend_text(a).unwrap_or_else(|| "–".into()),
+        ),
+    };
+    let jumps = match (a.kind, a.jumps, a.quantum) {
+        (Kind::Counter | Kind::Gauge, ..) => "–".into(),
+        (_, 0, _) => "0".into(),
+        (Kind::Level, n, Some(q)) => format!("{n} × {}", value(q, u)),
+        (_, n, _) => n.to_string(),
+    };
+    let per = c.per_axis(a).map_or("–".into(), |v| change(v, u));
+    [verdict_text(a, u), b, f, d, trend, jumps, per]
+}
+
+/// Cells of the difference line (B − A, or B's rate against A's for
+/// counters), where both sides have the channel as the same kind.
+fn diff_cells(c: &Comparison<'_>, p: &Pair<'_>) -> Option<[String; 7]> {
+    let (a, b) = p.both()?;
+    let u = p.unit;
+    let delta = |x: f64, y: f64| change(y - x, u);
+    let verdict = if a.verdict == b.verdict {
+        "same".into()
+    } else {
+        format!("{} → {}", a.verdict.as_str(), b.verdict.as_str())
+    };
+    let per = match (c.per_axis(a), c.per_axis(b)) {
+        (Some(x), Some(y)) => delta(x, y),
+        _ => "–".into(),
+    };
+    let cells = match a.kind {
+        Kind::Level => [
+            verdict,
+            delta(a.baseline, b.baseline),
+            delta(a.final_value, b.final_value),
+            delta(a.drift, b.drift),
+            format!("{}/s", delta(a.slope_per_s, b.slope_per_s)),
+            String::new(),
+            per,
+        ],
+        Kind::Counter => [
+            verdict,
+            rate_ratio(a.baseline, b.baseline, u),
+            rate_ratio(a.final_value, b.final_value, u),
+            "–".into(),
+            rate_ratio(
+                a.rate_per_s.unwrap_or(f64::NAN),
+                b.rate_per_s.unwrap_or(f64::NAN),
+                u,
+            ),
+            String::new(),
+            per,
+        ],
+        Kind::Gauge | Kind::Peak => {
+            // Latencies and rates compare as ratios; %, °C and losses as differences.
+            let as_ratio = matches!(
+                u,
+                Unit::Nanoseconds | Unit::Microseconds | Unit::Milliseconds | Unit::PerSecond
+            ) && a.final_value > 0.0
+                && b.final_value > 0.0;
+            [
+                verdict,
+                delta(a.baseline, b.baseline),
+                delta(a.final_value, b.final_value),
+                delta(a.drift, b.drift),
+                if as_ratio {
+                    ratio(a.final_value, b.final_value, u)
+                } else {
+                    "–".into()
+                },
+                String::new(),
+                per,
+            ]
+        }
+    };
+    Some(cells)
+}
+
+fn identity_line(side: &Side<'_>) -> String {
+    let rec = side.rec;
+    let h = &rec.header;
+    let mut s = format!(
+        "{}  {}\n     {} from {}, format v{}; {:.1} s, {} samples; sha256:{}\n",
+        side.letter,
+        rec.path.display(),
+        h.source,
+        report::started(rec),
+        h.format_version,
+        rec.duration_s(),
+        rec.len(),
+        rec.digest
+    );
+    if h.host != Default::default() {
+        let _ = writeln!(s, "     host {}", h.host.summary());
+    }
+    if !h.config.is_empty() {
+        let cfg: Vec<String> = h.config.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let _ = writeln!(s, "     config {}", cfg.join(" "));
+    }
+    if let Some(axes) = report::training_axes(rec) {
+        let _ = writeln!(s, "     training {axes}");
+    }
+    let _ = writeln!(s, "     {}", side.receipt.headline());
+    s
+}
+
+fn per_label(c: &Comparison<'_>) -> Option<&'static str> {
+    match c.align {
+        AlignArg::Time => None,
+        AlignArg::Step => Some("drift/step"),
+        AlignArg::Tokens => Some("drift/token"),
+    }
+}
+
+/// The terminal comparison: identities, then three lines a channel (A, B,
+/// and B against A).
+pub fn text_report(c: &Comparison<'_>) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "{}\n", c.headline());
+    s.push_str(&identity_line(&c.a));
+    s.push_str(&identity_line(&c.b));
+    let _ = writeln!(
+        s,
+        "\n  aligned by {}{}; {} of {} channels differ",
+        align_name(c.align),
+        c.align_note
+            .as_ref()
+            .map_or(String::new(), |n| format!(" ({n})")),
+        c.differences(),
+        c.pairs().len()
+    );
+    let per = per_label(c);
+    let _ = writeln!(
+        s,
+        "\n  {:<26}{:>8} {:<4}{:>26}{:>14}{:>14}{:>14}{:>20}{:>18}{}",
+        "channel",
+        "kind",
+        "",
+        "verdict",
+        "baseline",
+        "final",
+        "drift",
+        "slope or rate",
+        "jumps × quantum",
+        per.map_or(String::new(), |p| format!("{p:>16}"))
+    );
+    let line = |s: &mut String, name: &str, kind: &str, side: &str, cells: &[String; 7]| {
+        let [v, b, f, d, t, j, p] = cells;
+        let _ = writeln!(
+            s,
+            "  {name:<26}{kind:>8} {side:<4}{v:>26}{b:>14}{f:>14}{d:>14}{t:>20}{j:>18}{}",
+            per.map_or(String::new(), |_| format!("{p:>16}"))
+        );
+    };
+    for p in c.pairs() {
+        let kind = kind_name(p.kind);
+        let mut first = true;
+        for (side, row) in [("A", p.a), ("B", p.b)] {
+            let name = if first { p.name } else { "" };
+            let k = if first { kind } else { "" };
+            match row {
+                Some(r) => line(&mut s, name, k, side, &side_cells(c, r)),
+                None => {
+                    let _ = writeln!(s, "  {name:<26}{k:>8} {side:<4}{:>26}", "(not recorded)");
+                }
+            }
+            first = false;
+        }
+        if let Some(d) = diff_cells(c, &p) {
+            line(&mut s, "", "", "B−A", &d);
+        }
+    }
+    for side in [&c.a, &c.b] {
+        let marks: Vec<String> = report::markers(side.rec)
+            .map(|(t, text)| format!("{t:.1} s {text}"))
+            .collect();
+        if !marks.is_empty() {
+            let _ = writeln!(s, "  markers {}: {}", side.letter, marks.join("; "));
+        }
+    }
+    s
+}
+
+/// The Markdown comparison, ready to paste into an RFC.
+pub fn md_report(c: &Comparison<'_>) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "# Comparison: `{}` (A) and `{}` (B)\n",
+        c.a.file_name(),
+        c.b.file_name()
+    );
+    let _ = writeln!(s, "**{}**\n", c.headline());
+    let _ = writeln!(s, "| | A | B |\n|---|---|---|");
+    let both = |s: &mut String, what: &str, f: &dyn Fn(&Side<'_>) -> String| {
+        let _ = writeln!(s, "| {what} | {} | {} |", f(&c.a), f(&c.b));
+    };
+    both(&mut s, "recording", &|x| {
+        format!(
+            "`{}` ({}, format v{})",
+            x.rec.path.display(),
+            bytes(x.rec.bytes as f64),
+            x.rec.header.format_version
+        )
+    });
+    both(&mut s, "digest", &|x| format!("`sha256:{}`", x.rec.digest));
+    both(&mut s, "source", &|x| {
+        format!(
+            "{} with flatline {}",
+            x.rec.header.source, x.rec.header.tool_version
+        )
+    });
+    both(&mut s, "started", &|x| report::started(x.rec));
+    both(&mut s, "duration", &|x| {
+        format!("{:.1} s, {} samples", x.rec.duration_s(), x.rec.len())
+    });
+    both(&mut s, "host", &|x| x.rec.header.host.summary());
+    both(&mut s, "configuration", &|x| {
+        x.rec
+            .header
+            .config
+            .iter()
+            .map(|(k, v)| format!("`{k}={v}`"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    });
+    both(&mut s, "training", &|x| {
+        report::training_axes(x.rec).unwrap_or_else(|| "–".into())
+    });
+    both(&mut s, "its own headline", &|x| x.receipt.headline());
+    let _ = writeln!(
+        s,
+        "\nEach side is analysed on its own as `flatline report` would (its own warm-up); channels are lined up by name and aligned by {}{}. {} of {} channels differ. Each channel has a line for A, one for B, and one for B against A: differences for levels and gauges, ratios (×) for counters' rates and for latencies.\n",
+        align_name(c.align),
+        c.align_note
+            .as_ref()
+            .map_or(String::new(), |n| format!(" ({n})")),
+        c.differences(),
+        c.pairs().len()
+    );
+    let per = per_label(c);
+    let _ = writeln!(
+        s,
+        "| channel | side | verdict | baseline | final | drift | slope or rate | jumps × quantum |{}",
+        per.map_or(String::new(), |p| format!(" {p} |"))
+    );
+    let _ = writeln!(
+        s,
+        "|---|---|---|---:|---:|---:|---:|---:|{}",
+        per.map_or("", |_| "---:|")
+    );
+    let line = |s: &mut String, name: &str, side: &str, cells: &[String; 7]| {
+        let [v, b, f, d, t, j, p] = cells;
+        let _ = writeln!(
+            s,
+            "| {name} | {side} | {v} | {b} | {f} | {d} | {t} | {j} |{}",
+            per.map_or(String::new(), |_| format!(" {p} |"))
+        );
+    };
+    for p in c.pairs() {
+        let name = format!("`{}` ({})", p.name, kind_name(p.kind));
+        let mut first = true;
+        for (side, row) in [("A", p.a), ("B", p.b)] {
+            let n = if first { name.as_str() } else { "" };
+            match row {
+                Some(r) => line(&mut s, n, side, &side_cells(c, r)),
+                None => {
+                    let mut cells: [String; 7] = Default::default();
+                    cells[0] = "not recorded".into();
+                    line(&mut s, n, side, &cells);
+                }
+            }
+            first = false;
+        }
+        if let Some(d) = diff_cells(c, &p) {
+            line(&mut s, "", "B − A", &d);
+        }
+    }
+    for side in [&c.a, &c.b] {
+        let marks: Vec<String> = report::markers(side.rec)
+            .map(|(t, text)| format!("{t:.1} s {text}"))
+            .collect();
+        if !marks.is_empty() {
+            let _ = writeln!(s, "\nMarkers in {}: {}.", side.letter, marks.join("; "));
+        }
+    }
+    s
+}
+
+fn num(v: f64) -> Value {
+    if v.is_finite() { json!(v) } else { Value::Null }
+}
+
+fn opt(v: Option<f64>) -> Value {
+    v.map_or(Value::Null, num)
+}
+
+fn side_json(r: &Row<'_>) -> Value {
+    let a = &r.analysis;
+    json!({
+        "verdict": a.verdict,
+        "severity": a.severity,
+        "baseline": num(a.baseline),
+        "final": num(a.final_value),
+        "drift": num(a.drift),
+        "slope_per_s": num(a.slope_per_s),
+        "rate_per_s": opt(a.rate_per_s),
+        "drift_per_step": opt(a.drift_per_step),
+        "drift_per_token": opt(a.drift_per_token),
+        "jumps": a.jumps,
+        "quantum": opt(a.quantum),
+        "projection_24h": opt(a.projection_24h),
+        "time_to_limit_s": opt(a.time_to_limit_s),
+    })
+}
+
+fn identity_json(side: &Side<'_>) -> Value {
+    let rec = side.rec;
+    let h = &rec.header;
+    json!({
+        "path": rec.path.display().to_string(),
+        "digest": rec.digest,
+        "format_version": h.format_version,
+        "source": h.source,
+        "started_unix_ms": h.started_unix_ms,
+        "duration_s": rec.duration_s(),
+        "samples": rec.len(),
+        "truncated": rec.is_truncated(),
+        "host": h.host,
+        "config": h.config,
+        "command_line": h.command_line,
+        "headline": side.receipt.headline(),
+        "growing": side.receipt.growing(),
+        "markers": report::markers(rec)
+            .map(|(t_s, text)| json!({"t_s": t_s, "text": text}))
+            .collect::<Vec<_>>(),
+    })
+}
+
+/// The JSON comparison: `a` and `b` (identities), `align`, `headline`,
+/// `differences`, and per channel `kind`, `unit`, `in` (both, a, b), `a`,
+/// `b` and `diff`.
+pub fn json_report(c: &Comparison<'_>) -> Value {
+    let mut channels = Map::new();
+    for p in c.pairs() {
+        let diff = p.both().map(|(a, b)| {
+            let ratio = |x: Option<f64>, y: Option<f64>| match (x, y) {
+                (Some(x), Some(y)) if x != 0.0 => num(y / x),
+                _ => Value::Null,
+            };
+            json!({
+                "verdict_changed": a.verdict != b.verdict,
+                "baseline": num(b.baseline - a.baseline),
+                "final": num(b.final_value - a.final_value),
+                "drift": num(b.drift - a.drift),
+                "slope_per_s": num(b.slope_per_s - a.slope_per_s),
+                "rate_ratio": ratio(a.rate_per_s, b.rate_per_s),
+                "final_ratio": ratio(Some(a.final_value), Some(b.final_value)),
+            })
+        });
+        channels.insert(
+            p.name.to_string(),
+            json!({
+                "kind": p.kind,
+                "unit": p.unit,
+                "in": match (p.a.is_some(), p.b.is_some()) {
+                    (true, true) => "both",
+                    (true, false) => "a",
+                    _ => "b",
+                },
+                "differs": p.differs(),
+                "a": p.a.map_or(Value::Null, side_json),
+                "b": p.b.map_or(Value::Null, side_json),
+                "diff": diff.unwrap_or(Value::Null),
+            }),
+        );
+    }
+    json!({
+        "headline": c.headline(),
+        "align": c.align,
+        "align_note": c.align_note,
+        "differences": c.differences(),
+        "a": identity_json(&c.a),
+        "b": identity_json(&c.b),
+        "channels": channels,
+    })
+}
+
+pub fn run(args: &CompareArgs) -> Result<()> {
+    // Each file is opened once, warning once if its tail is bad; a damaged
+    // side compares what it has.
+    let a = report::open(&args.a)?;
+    let b = report::open(&args.b)?;
+    if let Some(format) = args.format {
+        let c = Comparison::new(&a, &b, args.align, args.warmup_s);
+        match format {
+            ReportFormat::Json => println!("{}", serde_json::to_string_pretty(&json_report(&c))?),
+            ReportFormat::Md => print!("{}", md_report(&c)),
+            ReportFormat::Text => print!("{}", text_report(&c)),
+        }
+        if args.screenshot.is_none() {
+            return Ok(());
+        }
+    }
+    crate::window::compare(args, a, b)
+}

@@ -1,0 +1,245 @@
+//! Compare mode: the source (A) and a second recording (B) drawn together,
+//! one plot a channel, each side in its own fixed colour on one aligned axis.
+
+use eframe::egui::{self, Color32, RichText};
+use flatline_runtime::analysis::summary::{self, Assessed};
+use flatline_runtime::analysis::{ChannelAnalysis, Kind};
+use flatline_runtime::telemetry::Unit;
+
+use super::{
+    Dashboard, axis_unit, badge, decimate_on, draw_markers, line, linked_plot, marker_lines_on,
+    rates,
+};
+use crate::cli::AlignArg;
+use crate::fmt::value;
+use crate::ui::Store;
+
+/// Side A's colour (the source): blue.
+pub const A: Color32 = Color32::from_rgb(90, 160, 255);
+/// Side B's colour (the recording compared with it): orange.
+pub const B: Color32 = Color32::from_rgb(255, 150, 50);
+
+/// The channel a side's x axis follows: none for time.
+fn x_axis(store: &Store, align: AlignArg) -> Option<usize> {
+    match align {
+        AlignArg::Time => None,
+        AlignArg::Step => store.step_axis(),
+        AlignArg::Tokens => store.token_axis(),
+    }
+}
+
+fn axis_label(align: AlignArg) -> &'static str {
+    match align {
+        AlignArg::Time => "time since start (s)",
+        AlignArg::Step => "step",
+        AlignArg::Tokens => "tokens",
+    }
+}
+
+/// The chosen channels either side has, A's in its order, then B's own.
+fn chosen(d: &Dashboard, b: &Store) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for store in [&d.store, b] {
+        for c in &store.schema().channels {
+            if d.settings.selected.contains(&c.name) && !names.contains(&c.name) {
+                names.push(c.name.clone());
+            }
+        }
+    }
+    names
+}
+
+/// One side's line of a channel, as the settings draw it (value, drift
+/// from its own baseline, or rate for a counter), with its axis unit and
+/// whether it is a rate.
+fn side_line(
+    store: &Store,
+    name: &str,
+    visible: usize,
+    columns: usize,
+    align: AlignArg,
+    drift: bool,
+    counts: bool,
+) -> Option<(Vec<egui_plot::PlotPoint>, &'static str, bool)> {
+    let i = store.schema().index_of(name)?;
+    let spec = &store.schema().channels[i];
+    let (scale, label) = axis_unit(spec.group, spec.unit);
+    let rate = spec.kind == Kind::Counter && !counts;
+    let baseline = match store.analysis(i) {
+        Some(a) if drift && !rate && a.baseline.is_finite() => a.baseline,
+        _ => 0.0,
+    };
+    let x = x_axis(store, align);
+    let pts = decimate_on(store, x, i, visible, columns, baseline, scale);
+    let pts = if rate { rates(&pts) } else { pts };
+    Some((pts, label, rate))
+}
+
+/// One plot per chosen channel, A and B on the same axis.
+pub fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
+    let Some(other) = d.other.as_ref() else {
+        return;
+    };
+    let names = chosen(d, &other.store);
+    if names.is_empty() {
+        ui.centered_and_justified(|ui| ui.label("Choose channels on the left to plot them."));
+        return;
+    }
+    let align = other.align;
+    let b_visible = d.other_visible_len();
+    let height =
+        ((ui.available_height() - 34.0 * names.len() as f32) / names.len() as f32).max(90.0);
+    let columns = ui.available_width().max(100.0) as usize;
+    let link = egui::Id::unique("flatline-compare-x");
+    let capturing = d.capturing();
+    let (drift, counts) = (d.settings.drift, d.settings.counts);
+    let marks: Vec<(f64, String)> = {
+        let side = |store: &Store, n: usize, letter: &str| {
+            // Each side's own warm-up is said on the cards: two more dashed
+            // lines a plot would hide the markers people set.
+            marker_lines_on(store, n, x_axis(store, align), false)
+                .into_iter()
+                .map(|(x, t)| (x, format!("{letter}: {t}")))
+                .collect::<Vec<_>>()
+        };
+        let mut m = side(&d.store, visible, "A");
+        m.extend(side(&other.store, b_visible, "B"));
+        m.sort_by(|a, b| a.0.total_cmp(&b.0));
+        m
+    };
+    egui::ScrollArea::vertical().show(ui, |ui| {
+        for name in names {
+            let a = side_line(&d.store, &name, visible, columns, align, drift, counts);
+            let b = side_line(
+                &other.store,
+                &name,
+                b_visible,
+                columns,
+                align,
+                drift,
+                counts,
+            );
+            let Some((_, label, rate)) = a.as_ref().or(b.as_ref()) else {
+                continue;
+            };
+            let what = if *rate {
+                " rate"
+            } else if drift {
+                " drift"
+            } else {
+                ""
+            };
+            let per = if align == AlignArg::Time { "s" } else { "step" };
+            let unit = if *rate {
+                format!("{label}/{per}").replace("count/", "/")
+            } else {
+                (*label).to_string()
+            };
+            let only = match (&a, &b) {
+                (Some(_), None) => "  (only in A)",
+                (None, Some(_)) => "  (only in B)",
+                _ => "",
+            };
+            ui.label(RichText::new(format!("{name}{what} ({unit}){only}")).strong());
+            let top = [&a, &b]
+                .into_iter()
+                .flatten()
+                .flat_map(|(pts, ..)| pts.iter().map(|p| p.y))
+                .fold(f64::NEG_INFINITY, f64::max);
+            linked_plot(
+                ("compare", &name),
+                height,
+                link,
+                capturing,
+                axis_label(align),
+            )
+            .show(ui, |pui| {
+                draw_markers(pui, &marks, top);
+                for (letter, color, side) in [("A", A, a), ("B", B, b)] {
+                    if let Some((pts, ..)) = side {
+                        pui.line(line(letter, pts).color(color));
+                    }
+                }
+            });
+        }
+    });
+}
+
+/// A side's analyses as the headline reads them.
+fn headline(store: &Store) -> String {
+    let schema = store.schema();
+    let assessed: Vec<Assessed<'_>> = (0..schema.len())
+        .filter_map(|i| {
+            Some(Assessed {
+                name: &schema.channels[i].name,
+                unit: schema.channels[i].unit,
+                analysis: store.analysis(i)?,
+                limit: store.limit(i).map(|l| l.1),
+            })
+        })
+        .collect();
+    summary::headline(&assessed, &value, &crate::fmt::duration)
+}
+
+/// One side's verdict on one line: its letter, badge and figures.
+fn side_row(ui: &mut egui::Ui, letter: &str, color: Color32, u: Unit, a: Option<&ChannelAnalysis>) {
+    ui.horizontal(|ui| {
+        ui.label(RichText::new(letter).strong().color(color));
+        let Some(a) = a else {
+            ui.label(RichText::new("not recorded").small().weak());
+            return;
+        };
+        badge(ui, Some(a));
+        let signed = |v: f64| crate::report::change(v, u);
+        let text = match a.kind {
+            Kind::Level => format!(
+                "drift {}, slope {}/s",
+                signed(a.drift),
+                signed(a.slope_per_s)
+            ),
+            Kind::Counter => format!("rate {}/s", value(a.rate_per_s.unwrap_or(f64::NAN), u)),
+            Kind::Gauge => format!("{} to {}", value(a.baseline, u), value(a.final_value, u)),
+            Kind::Peak => format!("{} rises, {}", a.jumps, signed(a.drift)),
+        };
+        ui.label(RichText::new(text).small());
+    });
+}
+
+/// The verdict cards of both sides, a channel at a time.
+pub fn cards(d: &mut Dashboard, ui: &mut egui::Ui) {
+    let Some(other) = d.other.as_ref() else {
+        return;
+    };
+    let names = chosen(d, &other.store);
+    let (ha, hb) = (headline(&d.store), headline(&other.store));
+    egui::Panel::right("verdicts")
+        .resizable(true)
+        .default_size(300.0)
+        .show(ui, |ui| {
+            ui.heading("Verdicts, A and B");
+            ui.label(RichText::new(format!("A: {ha}")).strong().color(A));
+            ui.label(RichText::new(format!("B: {hb}")).strong().color(B));
+            ui.label(RichText::new("each side analysed on its own, after its own warm-up").small());
+            egui::ScrollArea::vertical().show(ui, |ui| {
+                for name in &names {
+                    fn find<'s>(
+                        s: &'s Store,
+                        name: &str,
+                    ) -> Option<(Unit, Option<&'s ChannelAnalysis>)> {
+                        let i = s.schema().index_of(name)?;
+                        Some((s.schema().channels[i].unit, s.analysis(i)))
+                    }
+                    let (fa, fb) = (find(&d.store, name), find(&other.store, name));
+                    let Some(unit) = fa.or(fb).map(|f| f.0) else {
+                        continue;
+                    };
+                    egui::Frame::group(ui.style()).show(ui, |ui| {
+                        ui.set_width(ui.available_width());
+                        ui.label(RichText::new(name).strong());
+                        side_row(ui, "A", A, unit, fa.and_then(|f| f.1));
+                        side_row(ui, "B", B, unit, fb.and_then(|f| f.1));
+                    });
+                }
+            });
+        });
+}
