@@ -10,6 +10,7 @@ use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
 use flatline_dashboard::cli::AlignArg;
 use flatline_dashboard::ui::{Dashboard, ReplaySource, Settings, Source};
+use flatline_runtime::recording::{Event, EventKind};
 use support::golden_v1;
 
 /// One frame as the window runs it: `App::logic` polls, then the ui draws.
@@ -672,6 +673,22 @@ fn compare_mode_draws_both_sides_and_scrubs_both() {
     assert!(seen > 0 && seen < b_len, "{seen} of {b_len} at {mid} s");
     let o = &h.state().other.as_ref().unwrap().store;
     assert!(o.times()[seen - 1] <= mid && o.times()[seen] > mid);
+    // "Next event" and the marker list take either side's moments: a
+    // marker B had at 30 s is the next stop after 29 s.
+    h.state_mut()
+        .other
+        .as_mut()
+        .unwrap()
+        .store
+        .push_event(Event {
+            t_ns: 30_000_000_000,
+            kind: EventKind::Marker("B's change".into()),
+        });
+    h.state_mut().timeline.as_mut().unwrap().seek(29.0);
+    h.run_steps(1);
+    h.get_by_label("Next event").click();
+    h.run_steps(2);
+    assert_eq!(h.state().timeline.as_ref().unwrap().playhead_s, 30.0);
     h.state_mut().timeline.as_mut().unwrap().seek(mid * 2.0);
     h.run_steps(2);
     h.snapshot("compare_arena_baseline");

@@ -254,26 +254,32 @@ fn timeline(d: &mut Dashboard, ui: &mut egui::Ui) {
     let Some(tl) = d.timeline.as_mut() else {
         return;
     };
+    // In compare mode both sides' moments count, each named by its side.
+    let sides: Vec<(&str, &super::Store)> = match &d.other {
+        Some(o) => vec![("A: ", &d.store), ("B: ", &o.store)],
+        None => vec![("", &d.store)],
+    };
     // Steps are too many to stop at: "Next event" stops at markers, phases,
     // processes joining and leaving, notes.
-    let next_event = d
-        .store
-        .events()
+    let next_event = sides
         .iter()
+        .flat_map(|(_, s)| s.events())
         .filter(|e| !matches!(e.kind, EventKind::Step { .. } | EventKind::LinesRead { .. }))
         .map(|e| e.t_ns as f64 / 1e9)
-        .find(|&t| t > tl.playhead_s + 1e-9);
-    let marks: Vec<(f64, &str)> = d
-        .store
-        .events()
+        .filter(|&t| t > tl.playhead_s + 1e-9)
+        .min_by(f64::total_cmp);
+    let mut marks: Vec<(f64, String)> = sides
         .iter()
-        .filter_map(|e| match &e.kind {
-            EventKind::Marker(text) | EventKind::Note(text) => {
-                Some((e.t_ns as f64 / 1e9, text.as_str()))
-            }
-            _ => None,
+        .flat_map(|(side, s)| {
+            s.events().iter().filter_map(move |e| match &e.kind {
+                EventKind::Marker(text) | EventKind::Note(text) => {
+                    Some((e.t_ns as f64 / 1e9, format!("{side}{text}")))
+                }
+                _ => None,
+            })
         })
         .collect();
+    marks.sort_by(|a, b| a.0.total_cmp(&b.0));
     egui::Panel::bottom("timeline").show(ui, |ui| {
         ui.horizontal(|ui| {
             if ui.button("Start").clicked() {
