@@ -261,7 +261,7 @@ mod tests {
             let batches = progress.batches() > 0;
             match w {
                 Workload::Ops1b => assert!(ops && !batches),
-                Workload::Ingest | Workload::Both | Workload::IngestBaseline => {
+                Workload::Ingest | Workload::Both => {
                     assert!(ops == (w == Workload::Both) && batches)
                 }
                 Workload::Idle => assert!(!ops && !batches),
