@@ -75,7 +75,9 @@ mod writer;
 
 pub use codec::{ChannelsEnded, ColumnBlock, Frame, SampleBlock, SchemaExtension};
 pub use header::{DigestMark, Event, EventKind, Footer, GpuFacts, Header, HostFacts};
-pub use reader::{FrameReader, Lifetime, Recording, TailProblem, TailProblemKind};
+pub use reader::{
+    FrameReader, Lifetime, Recording, Scanned, TailProblem, TailProblemKind, Visit, scan,
+};
 pub use sample::{MAX_CHANNELS, Sample};
 pub use schema::{
     ChannelSpec, Group, Kind, MAX_NAME_BYTES, STEP_CHANNELS, Schema, TOKEN_CHANNELS, Unavailable,

@@ -9,8 +9,8 @@ use sha2::{Digest, Sha256};
 
 use crate::codec::{Frame, decode};
 use crate::{
-    Event, Footer, Header, MAGIC, MAX_FRAME_BYTES, READABLE_VERSIONS, RecordingError, Sample,
-    check_new_channels, hex,
+    ChannelSpec, Event, Footer, Header, MAGIC, MAX_FRAME_BYTES, READABLE_VERSIONS, RecordingError,
+    Sample, check_new_channels, hex,
 };
 
 /// How the tail of a recording went bad.
@@ -202,6 +202,230 @@ impl<R: Read + Seek> FrameReader<R> {
     }
 }
 
+/// What one pass over a recording hands on, frame by frame. Nothing is
+/// kept by the pass itself, so a visitor that keeps little reads a
+/// recording of any length in bounded memory (`export` does).
+pub trait Visit {
+    /// The header, before anything else.
+    fn start(&mut self, _header: &Header) {}
+    /// Channels that join the schema from sample index `at` on.
+    fn channels(&mut self, _at: usize, _specs: &[ChannelSpec]) {}
+    /// Channels (by position) that carry no values from sample `at` on.
+    fn ended(&mut self, _at: usize, _positions: &[u32]) {}
+    /// Samples `first..first + t_ns.len()`: their times, and row by row
+    /// (`values.len() / t_ns.len()` a row) one value per channel of the
+    /// schema so far (`NaN`: no reading, or a channel that ended). A block
+    /// that does not decode is never handed on, not even in part.
+    fn rows(&mut self, _first: usize, _t_ns: &[u64], _values: &[f64]) {}
+    fn event(&mut self, _e: Event) {}
+}
+
+/// A block's decoder: calls its argument with each row (seq, t_ns, values).
+type Decode<'a> = dyn FnMut(&mut dyn FnMut(u64, u64, &[f64])) -> Result<(), String> + 'a;
+
+/// What a pass over a recording found besides its data.
+#[derive(Debug, Clone)]
+pub struct Scanned {
+    /// The header, its schema holding every channel of the recording.
+    pub header: Header,
+    pub lifetimes: Vec<Lifetime>,
+    pub samples: usize,
+    pub footer: Option<Footer>,
+    pub digest: String,
+    pub tail: Option<TailProblem>,
+    pub bytes: u64,
+    pub frames: u64,
+}
+
+/// Reads a recording once from start to end, handing every block, schema
+/// change and event to `visit` as it goes; a bad tail ends the pass and is
+/// reported, as [`Recording::open`] reports it.
+pub fn scan(
+    r: impl Read + Seek,
+    path: &Path,
+    visit: &mut dyn Visit,
+) -> Result<Scanned, RecordingError> {
+    let (mut reader, header) = FrameReader::open(r, path)?;
+    visit.start(&header);
+    let channels = header.schema.len();
+    let mut s = Scanned {
+        lifetimes: vec![
+            Lifetime {
+                from: 0,
+                until: None
+            };
+            channels
+        ],
+        header,
+        samples: 0,
+        footer: None,
+        digest: String::new(),
+        tail: None,
+        bytes: 0,
+        frames: 0,
+    };
+    // A block's rows, decoded before any is handed on.
+    let mut t_buf: Vec<u64> = Vec::new();
+    let mut v_buf: Vec<f64> = Vec::new();
+    loop {
+        let at = reader.offset();
+        let frame = match reader.next_frame() {
+            Ok(Some(f)) => f,
+            Ok(None) => break,
+            Err(p) => {
+                s.tail = Some(p);
+                break;
+            }
+        };
+        let damaged = |reason: String| TailProblem {
+            kind: TailProblemKind::Damaged,
+            offset: at,
+            reason,
+        };
+        if s.footer.is_some() {
+            s.tail = Some(damaged("data after the footer".into()));
+            break;
+        }
+        let mut block = |width: usize, decode: &mut Decode<'_>| -> Result<(), String> {
+            let channels = s.lifetimes.len();
+            if width != channels {
+                return Err(format!(
+                    "a block of {width} channels in a recording of {channels}"
+                ));
+            }
+            t_buf.clear();
+            v_buf.clear();
+            let first = s.samples;
+            let lifetimes = &s.lifetimes;
+            decode(&mut |_, t, v| {
+                let i = first + t_buf.len();
+                t_buf.push(t);
+                // An ended channel's slot is not read: it carries no value.
+                v_buf.extend(v.iter().zip(lifetimes).map(|(&x, life)| {
+                    if life.until.is_some_and(|u| i >= u) {
+                        f64::NAN
+                    } else {
+                        x
+                    }
+                }));
+            })?;
+            visit.rows(first, &t_buf, &v_buf);
+            s.samples += t_buf.len();
+            Ok(())
+        };
+        let applied = match frame {
+            Frame::Samples(b) if reader.version() == 1 => {
+                block(b.channels as usize, &mut |row| b.decode(row))
+            }
+            Frame::Block(b) if reader.version() >= 2 => {
+                block(b.channels(), &mut |row| b.decode(row))
+            }
+            Frame::Samples(_) | Frame::Block(_) => Err(format!(
+                "a sample block of another format version than the file's {}",
+                reader.version()
+            )),
+            Frame::Channels(_) | Frame::Ended(_) if reader.version() < 2 => {
+                Err("a schema change in a format v1 file".into())
+            }
+            Frame::Channels(ext) => s.add_channels(ext, visit),
+            Frame::Ended(end) => s.end_channels(&end, visit),
+            Frame::Event(e) => {
+                visit.event(e);
+                Ok(())
+            }
+            Frame::Digest(_) => Ok(()),
+            Frame::Header(_) => Err("a second header".into()),
+            Frame::Footer(f) => {
+                s.footer = Some(f);
+                Ok(())
+            }
+        };
+        if let Err(e) = applied {
+            s.tail = Some(damaged(e));
+            break;
+        }
+        s.bytes = reader.offset();
+    }
+    s.frames = reader.frames();
+    s.digest = reader.digest_hex();
+    if s.bytes == 0 {
+        s.bytes = reader.offset();
+    }
+    if s.tail.is_none() {
+        match &s.footer {
+            None => {
+                s.tail = Some(TailProblem {
+                    kind: TailProblemKind::Truncated,
+                    offset: reader.offset(),
+                    reason: "the recording ends without a footer: the run did not finish cleanly"
+                        .into(),
+                });
+            }
+            Some(f) if f.digest != s.digest => {
+                s.tail = Some(TailProblem {
+                    kind: TailProblemKind::Damaged,
+                    offset: reader.offset(),
+                    reason: format!(
+                        "the footer's digest {} does not match the frames' {}",
+                        f.digest, s.digest
+                    ),
+                });
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(s)
+}
+
+impl Scanned {
+    fn add_channels(
+        &mut self,
+        ext: crate::SchemaExtension,
+        visit: &mut dyn Visit,
+    ) -> Result<(), String> {
+        let n = self.samples;
+        if ext.at != n as u64 {
+            return Err(format!(
+                "channels added at sample {} after {n} samples",
+                ext.at
+            ));
+        }
+        check_new_channels(&self.header.schema, &ext.channels)?;
+        visit.channels(n, &ext.channels);
+        for spec in ext.channels {
+            self.header.schema.channels.push(spec);
+            self.lifetimes.push(Lifetime {
+                from: n,
+                until: None,
+            });
+        }
+        Ok(())
+    }
+
+    fn end_channels(
+        &mut self,
+        end: &crate::ChannelsEnded,
+        visit: &mut dyn Visit,
+    ) -> Result<(), String> {
+        let n = self.samples;
+        if end.at != n as u64 {
+            return Err(format!(
+                "channels ended at sample {} after {n} samples",
+                end.at
+            ));
+        }
+        for &i in &end.channels {
+            match self.lifetimes.get_mut(i as usize) {
+                Some(life) if life.until.is_none() => life.until = Some(n),
+                Some(_) => return Err(format!("channel {i} ended twice")),
+                None => return Err(format!("no channel {i} to end")),
+            }
+        }
+        visit.ended(n, &end.channels);
+        Ok(())
+    }
+}
+
 /// When a channel carried values: from sample index `from` (0 for the
 /// header's channels, later for channels added mid-recording) until `until`
 /// (exclusive), if it ended.
@@ -253,183 +477,49 @@ impl Recording {
 
     /// Loads a recording from any seekable reader.
     pub fn from_reader(r: impl Read + Seek, path: &Path) -> Result<Self, RecordingError> {
-        let (mut reader, header) = FrameReader::open(r, path)?;
-        let channels = header.schema.len();
-        let mut rec = Recording {
+        #[derive(Default)]
+        struct Collect {
+            t_ns: Vec<u64>,
+            columns: Vec<Vec<f64>>,
+            events: Vec<Event>,
+        }
+        impl Visit for Collect {
+            fn start(&mut self, header: &Header) {
+                self.columns = vec![Vec::new(); header.schema.len()];
+            }
+            fn channels(&mut self, at: usize, specs: &[ChannelSpec]) {
+                self.columns
+                    .extend(specs.iter().map(|_| vec![f64::NAN; at]));
+            }
+            fn rows(&mut self, first: usize, t_ns: &[u64], values: &[f64]) {
+                debug_assert_eq!(first, self.t_ns.len());
+                self.t_ns.extend_from_slice(t_ns);
+                let width = self.columns.len();
+                for row in values.chunks_exact(width.max(1)).take(t_ns.len()) {
+                    for (col, &x) in self.columns.iter_mut().zip(row) {
+                        col.push(x);
+                    }
+                }
+            }
+            fn event(&mut self, e: Event) {
+                self.events.push(e);
+            }
+        }
+        let mut c = Collect::default();
+        let s = scan(r, path, &mut c)?;
+        Ok(Recording {
             path: path.to_owned(),
-            columns: vec![Vec::new(); channels],
-            lifetimes: vec![
-                Lifetime {
-                    from: 0,
-                    until: None
-                };
-                channels
-            ],
-            header,
-            t_ns: Vec::new(),
-            events: Vec::new(),
-            footer: None,
-            digest: String::new(),
-            tail: None,
-            bytes: 0,
-            frames: 0,
-        };
-        loop {
-            let at = reader.offset();
-            let frame = match reader.next_frame() {
-                Ok(Some(f)) => f,
-                Ok(None) => break,
-                Err(p) => {
-                    rec.tail = Some(p);
-                    break;
-                }
-            };
-            let damaged = |reason: String| TailProblem {
-                kind: TailProblemKind::Damaged,
-                offset: at,
-                reason,
-            };
-            if rec.footer.is_some() {
-                rec.tail = Some(damaged("data after the footer".into()));
-                break;
-            }
-            let applied = match frame {
-                Frame::Samples(block) if reader.version() == 1 => {
-                    let n = block.channels as usize;
-                    rec.push_rows(n, |row| block.decode(row))
-                }
-                Frame::Block(block) if reader.version() >= 2 => {
-                    let n = block.channels();
-                    rec.push_rows(n, |row| block.decode(row))
-                }
-                Frame::Samples(_) | Frame::Block(_) => Err(format!(
-                    "a sample block of another format version than the file's {}",
-                    reader.version()
-                )),
-                Frame::Channels(_) | Frame::Ended(_) if reader.version() < 2 => {
-                    Err("a schema change in a format v1 file".into())
-                }
-                Frame::Channels(ext) => rec.add_channels(ext),
-                Frame::Ended(end) => rec.end_channels(&end),
-                Frame::Event(e) => {
-                    rec.events.push(e);
-                    Ok(())
-                }
-                Frame::Digest(_) => Ok(()),
-                Frame::Header(_) => Err("a second header".into()),
-                Frame::Footer(f) => {
-                    rec.footer = Some(f);
-                    Ok(())
-                }
-            };
-            if let Err(e) = applied {
-                rec.tail = Some(damaged(e));
-                break;
-            }
-            rec.bytes = reader.offset();
-        }
-        rec.frames = reader.frames();
-        rec.digest = reader.digest_hex();
-        if rec.bytes == 0 {
-            rec.bytes = reader.offset();
-        }
-        if rec.tail.is_none() {
-            match &rec.footer {
-                None => {
-                    rec.tail = Some(TailProblem {
-                        kind: TailProblemKind::Truncated,
-                        offset: reader.offset(),
-                        reason:
-                            "the recording ends without a footer: the run did not finish cleanly"
-                                .into(),
-                    });
-                }
-                Some(f) if f.digest != rec.digest => {
-                    rec.tail = Some(TailProblem {
-                        kind: TailProblemKind::Damaged,
-                        offset: reader.offset(),
-                        reason: format!(
-                            "the footer's digest {} does not match the frames' {}",
-                            f.digest, rec.digest
-                        ),
-                    });
-                }
-                Some(_) => {}
-            }
-        }
-        Ok(rec)
-    }
-
-    /// Appends the rows a block decodes to; a block of another width than
-    /// the schema's, or one that does not decode, adds nothing.
-    fn push_rows(
-        &mut self,
-        width: usize,
-        decode: impl FnOnce(&mut dyn FnMut(u64, u64, &[f64])) -> Result<(), String>,
-    ) -> Result<(), String> {
-        let channels = self.columns.len();
-        if width != channels {
-            return Err(format!(
-                "a block of {width} channels in a recording of {channels}"
-            ));
-        }
-        let before = self.t_ns.len();
-        let (t_ns, columns, lifetimes) = (&mut self.t_ns, &mut self.columns, &self.lifetimes);
-        let result = decode(&mut |_, t, v| {
-            let i = t_ns.len();
-            t_ns.push(t);
-            for ((col, life), &x) in columns.iter_mut().zip(lifetimes).zip(v) {
-                // An ended channel's slot is not read: it carries no value.
-                col.push(if life.until.is_some_and(|u| i >= u) {
-                    f64::NAN
-                } else {
-                    x
-                });
-            }
-        });
-        if result.is_err() {
-            self.t_ns.truncate(before);
-            self.columns.iter_mut().for_each(|c| c.truncate(before));
-        }
-        result
-    }
-
-    fn add_channels(&mut self, ext: crate::SchemaExtension) -> Result<(), String> {
-        let n = self.t_ns.len();
-        if ext.at != n as u64 {
-            return Err(format!(
-                "channels added at sample {} after {n} samples",
-                ext.at
-            ));
-        }
-        check_new_channels(&self.header.schema, &ext.channels)?;
-        for spec in ext.channels {
-            self.header.schema.channels.push(spec);
-            self.columns.push(vec![f64::NAN; n]);
-            self.lifetimes.push(Lifetime {
-                from: n,
-                until: None,
-            });
-        }
-        Ok(())
-    }
-
-    fn end_channels(&mut self, end: &crate::ChannelsEnded) -> Result<(), String> {
-        let n = self.t_ns.len();
-        if end.at != n as u64 {
-            return Err(format!(
-                "channels ended at sample {} after {n} samples",
-                end.at
-            ));
-        }
-        for &i in &end.channels {
-            match self.lifetimes.get_mut(i as usize) {
-                Some(life) if life.until.is_none() => life.until = Some(n),
-                Some(_) => return Err(format!("channel {i} ended twice")),
-                None => return Err(format!("no channel {i} to end")),
-            }
-        }
-        Ok(())
+            header: s.header,
+            lifetimes: s.lifetimes,
+            t_ns: c.t_ns,
+            columns: c.columns,
+            events: c.events,
+            footer: s.footer,
+            digest: s.digest,
+            tail: s.tail,
+            bytes: s.bytes,
+            frames: s.frames,
+        })
     }
 
     /// True while channel `i` is live at sample index `at`.
