@@ -45,6 +45,10 @@ pub enum Command {
     Mark(MarkArgs),
     /// Write a recording's samples as CSV.
     Export(ExportArgs),
+    /// Write a synthetic recording with the shapes real runs have (flat,
+    /// slow and late leaks, staircases, sawtooth, counters, gauges, workers
+    /// that come and go), for tests, demos and long-recording benchmarks.
+    Synth(SynthArgs),
     /// (Internal) the built-in workloads with telemetry, recorded into FILE
     /// until standard input closes: what a live window runs in a child process.
     #[command(hide = true)]
@@ -421,6 +425,28 @@ pub struct ImportArgs {
 }
 
 #[derive(Debug, Clone, Args)]
+pub struct SynthArgs {
+    /// How many hours the recording covers.
+    #[arg(long, value_parser = seconds)]
+    pub hours: f64,
+    /// Samples per second.
+    #[arg(long, default_value_t = 10.0, value_parser = positive_rate)]
+    pub hz: f64,
+    /// Channels, besides the process tree's workers (which come and go).
+    #[arg(long, default_value_t = 40, value_parser = clap::value_parser!(u16).range(1..=400))]
+    pub channels: u16,
+    /// The random seed: the same seed writes the same samples.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// The recording to write.
+    #[arg(long, value_name = "FILE")]
+    pub out: PathBuf,
+    /// Overwrite FILE if it exists.
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Debug, Clone, Args)]
 pub struct MarkArgs {
     /// The marker's text (at most 4096 bytes).
     pub text: String,
@@ -440,6 +466,16 @@ pub struct ExportArgs {
     /// Overwrite OUT if it exists.
     #[arg(long)]
     pub force: bool,
+    /// Only samples from S seconds after the start on.
+    #[arg(long, value_name = "S", value_parser = non_negative)]
+    pub from: Option<f64>,
+    /// Only samples up to S seconds after the start.
+    #[arg(long, value_name = "S", value_parser = non_negative)]
+    pub to: Option<f64>,
+    /// At most one row every S seconds (the first sample at or after each
+    /// multiple of S): a week at 10 Hz with --every 60 is 10,080 rows.
+    #[arg(long, value_name = "S", value_parser = seconds)]
+    pub every: Option<f64>,
 }
 
 #[derive(Debug, Subcommand)]

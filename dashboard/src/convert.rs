@@ -1,9 +1,9 @@
-//! `flatline import` and `flatline export`: a job's logs in, CSV out.
+//! `flatline import`, `export` and `synth`: a job's logs in, CSV out, synthetic runs.
 
 use anyhow::{Context, Result};
 use flatline_runtime::recording::{csv, import};
 
-use crate::cli::{ExportArgs, ImportArgs};
+use crate::cli::{ExportArgs, ImportArgs, SynthArgs};
 
 pub fn import(args: &ImportArgs) -> Result<()> {
     let done = import::import(
@@ -31,13 +31,64 @@ pub fn import(args: &ImportArgs) -> Result<()> {
 }
 
 pub fn export(args: &ExportArgs) -> Result<()> {
-    let rec = crate::report::open(&args.file)?;
-    let rows = csv::export(&rec, &args.csv, args.force)
+    if let (Some(from), Some(to)) = (args.from, args.to)
+        && from > to
+    {
+        anyhow::bail!("--from {from} is after --to {to}: no sample lies between");
+    }
+    let range = csv::ExportRange {
+        from_s: args.from,
+        to_s: args.to,
+        every_s: args.every,
+    };
+    let done = csv::export(&args.file, &args.csv, args.force, range)
         .with_context(|| format!("exporting {}", args.file.display()))?;
+    if let Some(t) = &done.scanned.tail {
+        crate::report::warn_tail(&args.file, t, done.scanned.samples);
+    }
     println!(
-        "wrote {rows} rows of {} channels to {}",
-        rec.header.schema.len(),
+        "wrote {} rows of {} channels to {}",
+        done.rows,
+        done.channels,
         args.csv.display()
+    );
+    Ok(())
+}
+
+/// `flatline synth`: a synthetic recording, with a progress line when done.
+pub fn synth(args: &SynthArgs) -> Result<()> {
+    use flatline_runtime::recording::synth;
+    let cfg = synth::SynthConfig {
+        hours: args.hours,
+        hz: args.hz,
+        channels: usize::from(args.channels),
+        seed: args.seed,
+    };
+    let samples = args.hours * 3600.0 * args.hz;
+    if samples > 1e9 {
+        anyhow::bail!("{samples:.0} samples is more than a billion: fewer --hours or a lower --hz");
+    }
+    let mut setup = flatline_runtime::recording::RecordingSetup::new("synth");
+    setup
+        .set("hours", args.hours)
+        .set("hz", args.hz)
+        .set("channels", args.channels)
+        .set("seed", args.seed);
+    setup
+        .notes
+        .push("synthetic: made by flatline synth, not measured".into());
+    let t0 = std::time::Instant::now();
+    let done = synth::write(cfg, &args.out, args.force, |schema| {
+        setup.header(schema, Vec::new())
+    })
+    .with_context(|| format!("writing {}", args.out.display()))?;
+    println!(
+        "wrote {} ({} samples, {}) in {:.1} s; sha256:{}",
+        args.out.display(),
+        done.samples,
+        crate::fmt::bytes(done.bytes as f64),
+        t0.elapsed().as_secs_f64(),
+        done.digest
     );
     Ok(())
 }

@@ -47,6 +47,7 @@ pub fn run(cli: cli::Cli) -> ExitCode {
         Some(cli::Command::Compare(args)) => compare::run(&args),
         Some(cli::Command::Import(args)) => convert::import(&args),
         Some(cli::Command::Export(args)) => convert::export(&args),
+        Some(cli::Command::Synth(args)) => convert::synth(&args),
         Some(cli::Command::Mark(args)) => mark::run(&args),
         Some(cli::Command::Watch(_)) => unreachable!("handled above"),
     };

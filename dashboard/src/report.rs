@@ -8,7 +8,7 @@ use flatline_runtime::analysis::rules::{self, ChannelStats, LimitSource, channel
 use flatline_runtime::analysis::summary::{self, Assessed};
 use flatline_runtime::analysis::tree::{self as tree_analysis, TreeSummary};
 use flatline_runtime::analysis::{self, ChannelAnalysis, Context, Note, Verdict};
-use flatline_runtime::recording::{EventKind, Recording, TailProblemKind};
+use flatline_runtime::recording::{EventKind, Recording, TailProblem, TailProblemKind};
 use flatline_runtime::telemetry::{ChannelSpec, TOKEN_CHANNELS, Unit};
 use serde_json::{Map, Value, json};
 
@@ -804,19 +804,23 @@ pub(crate) fn kind_name(k: analysis::Kind) -> &'static str {
 pub fn open(path: &Path) -> Result<Recording> {
     let rec = Recording::open(path).with_context(|| format!("opening {}", path.display()))?;
     if let Some(t) = &rec.tail {
-        let what = match t.kind {
-            TailProblemKind::Truncated => "is truncated",
-            TailProblemKind::Damaged => "is damaged",
-        };
-        eprintln!(
-            "flatline: warning: {} {what} at byte {} ({}); using the {} samples before it",
-            path.display(),
-            t.offset,
-            t.reason,
-            rec.len()
-        );
+        warn_tail(path, t, rec.len());
     }
     Ok(rec)
+}
+
+/// The warning for a recording whose tail is bad, with the samples kept.
+pub fn warn_tail(path: &Path, t: &TailProblem, samples: usize) {
+    let what = match t.kind {
+        TailProblemKind::Truncated => "is truncated",
+        TailProblemKind::Damaged => "is damaged",
+    };
+    eprintln!(
+        "flatline: warning: {} {what} at byte {} ({}); using the {samples} samples before it",
+        path.display(),
+        t.offset,
+        t.reason,
+    );
 }
 
 /// What `report` found, for its exit code.

@@ -163,9 +163,52 @@ pub fn peer_uid(stream: &std::os::unix::net::UnixStream) -> std::io::Result<u32>
     Ok(cred.uid)
 }
 
+/// Waits for `child` to exit and returns its status with its peak resident
+/// memory in bytes (`ru_maxrss` of `wait4`): the high-water mark of the
+/// whole run, whatever it did last. Consumes the child: it is reaped here.
+#[cfg(target_os = "linux")]
+pub fn wait_peak_rss(
+    child: std::process::Child,
+) -> std::io::Result<(std::process::ExitStatus, u64)> {
+    use std::os::unix::process::ExitStatusExt;
+    let pid = libc::pid_t::try_from(child.id()).map_err(std::io::Error::other)?;
+    let mut status: libc::c_int = 0;
+    // SAFETY: an all-zero `rusage` is a valid value of that plain C struct.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let rc = loop {
+        // SAFETY: `status` and `usage` are live, writable values of the types
+        // wait4 writes, for the whole call. The pid is our own unreaped child
+        // (the `Child` is consumed, so std never waits for it again).
+        let rc = unsafe { libc::wait4(pid, &raw mut status, 0, &raw mut usage) };
+        if rc >= 0 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            break rc;
+        }
+    };
+    if rc < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let peak = u64::try_from(usage.ru_maxrss).unwrap_or(0) * 1024;
+    Ok((std::process::ExitStatus::from_raw(status), peak))
+}
+
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
+
+    #[test]
+    #[cfg_attr(miri, ignore = "Miri runs no processes")]
+    fn a_child_s_peak_memory_is_read_after_it_exits() {
+        // A Python that holds 64 MiB for a moment, then exits: its
+        // high-water mark counts it although it is gone by the end.
+        let child = std::process::Command::new("python3")
+            .args(["-c", "b = bytearray(64 << 20); b = None"])
+            .spawn()
+            .unwrap();
+        let (status, peak) = wait_peak_rss(child).unwrap();
+        assert!(status.success());
+        assert!(peak >= 64 << 20, "{peak}");
+        assert!(peak < 1 << 30, "{peak}");
+    }
 
     #[test]
     #[cfg(all(target_os = "linux", target_env = "gnu"))]

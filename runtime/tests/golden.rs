@@ -84,7 +84,7 @@ fn shipped_v1_recordings_export_the_same_csv_as_before() {
         let rec = Recording::open(&path).unwrap_or_else(|e| panic!("{file}: {e}"));
         assert_eq!(rec.header.format_version, 1, "{file}");
         let out = dir.path().join("out.csv");
-        flatline_runtime::recording::csv::export(&rec, &out, true).unwrap();
+        flatline_runtime::recording::csv::export(&path, &out, true, Default::default()).unwrap();
         assert_eq!(sha256_hex(&std::fs::read(&out).unwrap()), want, "{file}");
     }
 }
@@ -130,7 +130,7 @@ fn format_v2_still_loads() {
     // Every value, checked against the file's own CSV export made when it was written.
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("v2.csv");
-    flatline_runtime::recording::csv::export(&rec, &out, true).unwrap();
+    flatline_runtime::recording::csv::export(&rec.path, &out, true, Default::default()).unwrap();
     assert_eq!(sha256_hex(&std::fs::read(&out).unwrap()), V2_CSV_SHA256);
 }
 

@@ -308,13 +308,26 @@ fn csv_bad(path: &Path, e: csv::Error) -> CsvError {
     }
 }
 
-/// Writes one row per sample: `t_s`, then one column per channel, named as
-/// the channel; a missing value is an empty cell.
-pub fn export(rec: &super::Recording, out: &Path, force: bool) -> Result<u64, CsvError> {
-    let io = |source| CsvError::Io {
-        path: out.to_owned(),
-        source,
-    };
+/// Which samples an export writes: those from `from_s` to `to_s` (seconds
+/// since the start, both included), and of those at most one every
+/// `every_s` seconds (the first at or after each multiple of it).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ExportRange {
+    pub from_s: Option<f64>,
+    pub to_s: Option<f64>,
+    pub every_s: Option<f64>,
+}
+
+/// What an export wrote, and how its recording ended.
+#[derive(Debug, Clone)]
+pub struct Exported {
+    pub rows: u64,
+    pub channels: usize,
+    /// The pass over the recording: its schema, tail and digest.
+    pub scanned: super::Scanned,
+}
+
+fn create(out: &Path, force: bool) -> Result<std::fs::File, CsvError> {
     let mut opts = std::fs::OpenOptions::new();
     opts.write(true);
     if force {
@@ -322,37 +335,132 @@ pub fn export(rec: &super::Recording, out: &Path, force: bool) -> Result<u64, Cs
     } else {
         opts.create_new(true);
     }
-    let file = opts.open(out).map_err(|e| {
+    opts.open(out).map_err(|e| {
         if e.kind() == std::io::ErrorKind::AlreadyExists {
             CsvError::Recording(RecordingError::Exists {
                 path: out.to_owned(),
             })
         } else {
-            io(e)
+            CsvError::Io {
+                path: out.to_owned(),
+                source: e,
+            }
         }
+    })
+}
+
+/// Reads the recording at `path` from start to end.
+fn scan_file(path: &Path, visit: &mut dyn super::Visit) -> Result<super::Scanned, CsvError> {
+    let file = std::fs::File::open(path).map_err(|source| RecordingError::Io {
+        path: path.to_owned(),
+        source,
     })?;
-    let mut w = csv::Writer::from_writer(std::io::BufWriter::new(file));
+    Ok(super::scan(
+        std::io::BufReader::with_capacity(1 << 20, file),
+        path,
+        visit,
+    )?)
+}
+
+/// Writes one row per sample of the recording at `path` (within `range`):
+/// `t_s`, then one column per channel, named as the channel; a missing
+/// value is an empty cell. Streams: the file is read twice (once for the
+/// channels that join mid-recording, which the header row names, once for
+/// the rows), and no more than a block of samples is held at once, so a
+/// recording of any length exports in bounded memory.
+pub fn export(
+    path: &Path,
+    out: &Path,
+    force: bool,
+    range: ExportRange,
+) -> Result<Exported, CsvError> {
+    /// The first pass: every channel's name.
+    struct Names(Vec<String>);
+    impl super::Visit for Names {
+        fn start(&mut self, h: &super::Header) {
+            self.0 = h.schema.channels.iter().map(|c| c.name.clone()).collect();
+        }
+        fn channels(&mut self, _at: usize, specs: &[ChannelSpec]) {
+            self.0.extend(specs.iter().map(|c| c.name.clone()));
+        }
+    }
+    /// The second pass: the rows, as CSV.
+    struct Rows<W: std::io::Write> {
+        w: csv::Writer<W>,
+        width: usize,
+        range: ExportRange,
+        next_s: f64,
+        rows: u64,
+        cells: Vec<String>,
+        error: Option<csv::Error>,
+    }
+    impl<W: std::io::Write> super::Visit for Rows<W> {
+        fn rows(&mut self, _first: usize, t_ns: &[u64], values: &[f64]) {
+            if self.error.is_some() || t_ns.is_empty() {
+                return;
+            }
+            let n = values.len() / t_ns.len();
+            for (&t, row) in t_ns.iter().zip(values.chunks_exact(n.max(1))) {
+                let t_s = t as f64 / 1e9;
+                if self.range.from_s.is_some_and(|f| t_s < f)
+                    || self.range.to_s.is_some_and(|to| t_s > to)
+                    || t_s < self.next_s
+                {
+                    continue;
+                }
+                if let Some(every) = self.range.every_s {
+                    self.next_s = ((t_s / every).floor() + 1.0) * every;
+                }
+                self.cells.clear();
+                self.cells.push(format!("{t_s:.6}"));
+                // Channels that join later have no cell yet: empty.
+                for k in 0..self.width {
+                    let v = if n > 0 { row.get(k).copied() } else { None };
+                    self.cells.push(match v {
+                        Some(v) if !v.is_nan() => format!("{v}"),
+                        _ => String::new(),
+                    });
+                }
+                if let Err(e) = self.w.write_record(&self.cells) {
+                    self.error = Some(e);
+                    return;
+                }
+                self.rows += 1;
+            }
+        }
+    }
+    let io = |source| CsvError::Io {
+        path: out.to_owned(),
+        source,
+    };
     let into_io = |e: csv::Error| match e.into_kind() {
         csv::ErrorKind::Io(source) => io(source),
         other => io(std::io::Error::other(format!("{other:?}"))),
     };
+    let mut names = Names(Vec::new());
+    scan_file(path, &mut names)?;
+    let file = create(out, force)?;
+    let mut w = csv::Writer::from_writer(std::io::BufWriter::new(file));
     let mut head = vec!["t_s".to_owned()];
-    head.extend(rec.header.schema.channels.iter().map(|c| c.name.clone()));
+    head.extend(names.0.iter().cloned());
     w.write_record(&head).map_err(into_io)?;
-    let mut cells: Vec<String> = Vec::with_capacity(head.len());
-    for (i, t) in rec.t_ns.iter().enumerate() {
-        cells.clear();
-        cells.push(format!("{:.6}", *t as f64 / 1e9));
-        for col in &rec.columns {
-            let v = col[i];
-            cells.push(if v.is_nan() {
-                String::new()
-            } else {
-                format!("{v}")
-            });
-        }
-        w.write_record(&cells).map_err(into_io)?;
+    let mut rows = Rows {
+        w,
+        width: names.0.len(),
+        range,
+        next_s: f64::NEG_INFINITY,
+        rows: 0,
+        cells: Vec::with_capacity(head.len()),
+        error: None,
+    };
+    let scanned = scan_file(path, &mut rows)?;
+    if let Some(e) = rows.error {
+        return Err(into_io(e));
     }
-    w.flush().map_err(io)?;
-    Ok(rec.t_ns.len() as u64)
+    rows.w.flush().map_err(io)?;
+    Ok(Exported {
+        rows: rows.rows,
+        channels: names.0.len(),
+        scanned,
+    })
 }

@@ -11,12 +11,13 @@ pub mod host;
 pub mod import;
 mod recorder;
 mod setup;
+pub mod synth;
 
 pub use flatline_format::{
     ChannelsEnded, ColumnBlock, DigestMark, EXTENSION, Event, EventKind, FORMAT_VERSION, Footer,
     Frame, FrameReader, Header, HostFacts, Lifetime, MAGIC, MAX_FRAME_BYTES, READABLE_VERSIONS,
-    Recording, RecordingError, RecordingWriter, SampleBlock, SchemaExtension, Slots, TailProblem,
-    TailProblemKind, WriteSummary,
+    Recording, RecordingError, RecordingWriter, SampleBlock, Scanned, SchemaExtension, Slots,
+    TailProblem, TailProblemKind, Visit, WriteSummary, scan,
 };
 pub use recorder::{
     EVENT_CAPACITY, Recorder, RecorderStats, RecorderSummary, TAP_CAPACITY, Tap, TapStats, Tapped,

@@ -156,16 +156,21 @@ mod csv_import {
                 .unwrap();
         }
         w.finish("completed").unwrap();
-        let rec = Recording::open(&path).unwrap();
         let out = dir.path().join("out.csv");
-        assert_eq!(export(&rec, &out, false).unwrap(), 20);
+        assert_eq!(
+            export(&path, &out, false, Default::default()).unwrap().rows,
+            20
+        );
         let text = std::fs::read_to_string(&out).unwrap();
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines[0], "t_s,c0,c1,c2");
         assert_eq!(lines[1], "0.000000,1000000000,0,");
         assert_eq!(lines[2], "0.010000,1000000000,0.5,2");
         assert_eq!(lines.len(), 21);
-        assert!(export(&rec, &out, false).is_err(), "no silent overwrite");
+        assert!(
+            export(&path, &out, false, Default::default()).is_err(),
+            "no silent overwrite"
+        );
     }
 }
 
