@@ -232,7 +232,10 @@ pub fn verdict_text(a: &ChannelAnalysis, u: Unit) -> String {
             format!("flat (within {})", change(a.drift, u))
         }
         (v, Some(Note::NotSustained)) => format!("{} (settled)", v.as_str()),
-        (v, _) => v.as_str().into(),
+        (v, _) => match a.onset_s {
+            Some(t) => format!("{} since {}", v.as_str(), duration(t)),
+            None => v.as_str().into(),
+        },
     }
 }
 
@@ -319,6 +322,7 @@ pub fn json_report(rec: &Recording, receipt: &Receipt<'_>) -> Value {
                 "last_rise_s": opt(a.last_rise_s),
                 "detectable_after_s": opt(a.detectable_after_s),
                 "note": a.note,
+                "onset_s": opt(a.onset_s),
                 "warmup_s": num(a.warmup_s),
                 "analysed_points": a.points,
                 "analysed_s": num(a.duration_s),

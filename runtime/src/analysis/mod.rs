@@ -41,7 +41,11 @@
 //!   fitted line; else `flat` when the middle 90 % of the values spans at
 //!   most 1 % of their level (or the evidence); else `noisy`. Growth must
 //!   also be **sustained** ([`SUSTAINED_SHARE`]): else the verdict is that
-//!   of the later half, with [`Note::NotSustained`]. Fewer than 8 points:
+//!   of the later half, with [`Note::NotSustained`]. A level the run's line
+//!   calls `noisy` is searched for a **late onset**: the last half, 40 %,
+//!   30 % or 20 % of the run (the longest first) that is itself linear
+//!   growth, sustained, above the evidence; found, the verdict is `linear`
+//!   from there (`onset_s`), at the slope since then. Fewer than 8 points:
 //!   `insufficient`.
 //! * **confidence** (0–1) says how cleanly the series fits its verdict; it is
 //!   a heuristic, documented on [`ChannelAnalysis::confidence`].
@@ -286,6 +290,10 @@ pub struct ChannelAnalysis {
     pub detectable_after_s: Option<f64>,
     /// Why a level that moved is not called growth, where it moved.
     pub note: Option<Note>,
+    /// Where growth began, for a level that held flat and then grew (a late
+    /// leak), on the same clock as `t_s`. Its slope and projection are those
+    /// of the growth since then, which the whole run's line misses.
+    pub onset_s: Option<f64>,
 }
 
 /// Why a level that moved is still not growth.
@@ -409,12 +417,14 @@ fn empty(ctx: &Context<'_>, warmup_s: f64, p: &Prepared) -> ChannelAnalysis {
         last_rise_s: None,
         detectable_after_s: None,
         note: None,
+        onset_s: None,
     }
 }
 
 /// A line through (t, x) by Theil–Sen, and the robust scatter around it.
 struct Trend {
     slope: f64,
+    intercept: f64,
     scatter: f64,
 }
 
@@ -434,6 +444,7 @@ fn trend(t: &[f64], x: &[f64]) -> Trend {
         .collect();
     Trend {
         slope,
+        intercept,
         scatter: 1.4826 * median(&mut resid),
     }
 }
@@ -645,11 +656,23 @@ fn level(p: &Prepared, ctx: &Context<'_>, out: &mut ChannelAnalysis) {
     } else if verdict == Verdict::Flat && out.drift != 0.0 {
         out.note = Some(Note::Within { band: tolerance });
     }
+    // A level that held, then began to grow: the whole run's line misses a
+    // leak that starts late, and its scatter makes the run look noisy.
+    let mut onset_slope = None;
+    if verdict == Verdict::Noisy
+        && let Some(tail) = late_onset(t, x, evidence)
+    {
+        verdict = Verdict::Linear;
+        confidence = tail.confidence;
+        out.onset_s = Some(tail.at);
+        out.slope_per_s = tail.slope;
+        onset_slope = Some(tail.slope);
+    }
     out.verdict = verdict;
     out.confidence = confidence;
 
     // Projection, limit, severity.
-    let r = rate(verdict);
+    let r = onset_slope.unwrap_or_else(|| rate(verdict));
     out.projection_24h = Some(r * DAY_S);
     if let Some(sps) = steps_per_s(p, ctx, out.duration_s) {
         out.slope_per_step = Some(r / sps);
@@ -675,6 +698,75 @@ fn level(p: &Prepared, ctx: &Context<'_>, out: &mut ChannelAnalysis) {
     }
     jumps.truncate(MAX_JUMP_LIST);
     out.jump_list = jumps;
+}
+
+/// Growth found in the last part of a run.
+struct Onset {
+    /// Where the tail's line leaves the level held before it.
+    at: f64,
+    slope: f64,
+    confidence: f64,
+}
+
+/// The longest tail of the run (its last 50, 40, 30 or 20 %) that grows
+/// linearly at nearly the steepest such tail's slope: the trend over it is more than three times the scatter around
+/// it and above the evidence, its ends (medians of a tenth) moved up by
+/// more than the evidence and by at least half the trend, and its later
+/// half still grows (by [`SUSTAINED_SHARE`] of what the slope predicts).
+/// The part before it must have held: its own trend within its scatter (or
+/// the evidence) and under a quarter of the tail's slope, so a level that
+/// wanders (a random walk) is not taken for one that held and then leaked.
+/// Returns where its growth began (where its line leaves the level held
+/// before it) and its slope.
+fn late_onset(t: &[f64], x: &[f64], evidence: f64) -> Option<Onset> {
+    let n = t.len();
+    let duration = t[n - 1] - t[0];
+    let mut found: Vec<Onset> = Vec::new();
+    for share in [0.5, 0.6, 0.7, 0.8] {
+        let from = t.partition_point(|&ti| ti < t[0] + share * duration);
+        let (tt, xt) = (&t[from..], &x[from..]);
+        if xt.len() < 16 {
+            continue;
+        }
+        let tr = trend(tt, xt);
+        let span = tt[tt.len() - 1] - tt[0];
+        let run = tr.slope * span;
+        let lw = (xt.len() / 10).max(3);
+        let ends = |a: &[f64]| median(&mut a.to_vec());
+        let drift = ends(&xt[xt.len() - lw..]) - ends(&xt[..lw]);
+        let late = &xt[xt.len() / 2..];
+        let lw2 = lw.min(late.len() / 2).max(1);
+        let late_drift = ends(&late[late.len() - lw2..]) - ends(&late[..lw2]);
+        let late_expected = tr.slope * (tt[tt.len() - 1] - tt[xt.len() / 2]);
+        // Before it, the level held: no trend of its own that the scatter
+        // does not explain, and none near the tail's.
+        let head = trend(&t[..from], &x[..from]);
+        let head_run = head.slope * (t[from - 1] - t[0]);
+        let held = head_run.abs() <= (3.0 * head.scatter).max(evidence)
+            && head.slope.abs() * 4.0 < tr.slope;
+        if held
+            && run > 0.0
+            && run > 3.0 * tr.scatter
+            && run > evidence
+            && drift > evidence
+            && drift >= 0.5 * run
+            && late_drift >= SUSTAINED_SHARE * late_expected
+        {
+            let confidence = (1.0 - tr.scatter / run).clamp(0.0, 1.0);
+            let level = median(&mut x[..from].to_vec());
+            let at = ((level - tr.intercept) / tr.slope).clamp(t[0], t[n - 1]);
+            found.push(Onset {
+                at,
+                slope: tr.slope,
+                confidence,
+            });
+        }
+    }
+    // A longer tail that starts on the flat part grows more slowly on
+    // average: take the longest tail near the steepest slope; the onset is
+    // where its line leaves the level held before it.
+    let steepest = found.iter().map(|f| f.slope).fold(0.0, f64::max);
+    found.into_iter().find(|f| f.slope >= 0.9 * steepest)
 }
 
 /// A peak (high-water mark): how often and by how much it rose, and when

@@ -503,3 +503,47 @@ fn every_verdict_is_listed_once() {
         }
     }
 }
+
+/// A leak that starts late: 70 % of the run flat around 900 MiB with noise
+/// well over 1 % of the level, then 50 MiB an hour. The run's line calls it
+/// noisy; the tail is growth, placed where it began, at its own rate.
+#[test]
+fn a_leak_that_starts_late_is_growth_from_where_it_began() {
+    let mib = 1_048_576.0;
+    let mut noise = Noise::new(9);
+    let hours = 24.0;
+    let (t, v) = series(8641, 0.1, |_, t| {
+        let late = (t - 0.7 * hours * 3600.0).max(0.0);
+        900.0 * mib + 50.0 * mib * late / 3600.0 + noise.next(6.0 * mib)
+    });
+    let a = run(&t, &v);
+    assert_eq!(a.verdict, Verdict::Linear, "{a:?}");
+    let onset = a.onset_s.expect("an onset");
+    assert!(
+        (0.65 * hours * 3600.0..=0.75 * hours * 3600.0).contains(&onset),
+        "onset at {} h",
+        onset / 3600.0
+    );
+    let per_h = a.slope_per_s * 3600.0 / mib;
+    assert!((40.0..60.0).contains(&per_h), "{per_h} MiB/h");
+    assert!(a.projection_24h.unwrap() > 900.0 * mib);
+
+    // The same noise without the leak stays what it was, with no onset;
+    // so does a sawtooth, and a leak that started at the start is found by
+    // the run's own line, as before.
+    for sigma in [6.0, 30.0] {
+        let mut noise = Noise::new(9);
+        let (t, v) = series(8641, 0.1, |_, _| 900.0 * mib + noise.next(sigma * mib));
+        let a = run(&t, &v);
+        assert_eq!((a.verdict, a.onset_s), (Verdict::Noisy, None), "{a:?}");
+    }
+    let (t, v) = series(8641, 0.1, |_, t| 6e9 + 2e9 * ((t % 600.0) / 600.0));
+    let a = run(&t, &v);
+    assert_eq!((a.verdict, a.onset_s), (Verdict::Noisy, None), "{a:?}");
+    let mut noise = Noise::new(9);
+    let (t, v) = series(8641, 0.1, |_, t| {
+        900.0 * mib + 5.0 * mib * t / 3600.0 + noise.next(mib)
+    });
+    let a = run(&t, &v);
+    assert_eq!((a.verdict, a.onset_s), (Verdict::Linear, None), "{a:?}");
+}
