@@ -344,6 +344,11 @@ pub struct ReportArgs {
     /// globs (comma-separated, e.g. `mem.rss,tree.*,gpu*.used`).
     #[arg(long, value_name = "GLOBS", value_delimiter = ',', value_parser = channel_glob, requires = "fail_on")]
     pub channels: Vec<glob::Pattern>,
+    /// Most MiB of samples the analysis holds: a longer recording is
+    /// analysed on every 2nd, 4th, 8th… sample (counts, first, last, min
+    /// and max still cover every sample), so a week reports in bounded memory.
+    #[arg(long, value_name = "MIB", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=65536))]
+    pub memory_mib: u32,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -429,7 +429,7 @@ fn identity_line(side: &Side<'_>) -> String {
         report::started(rec),
         h.format_version,
         rec.duration_s(),
-        rec.len(),
+        rec.samples_total(),
         rec.digest
     );
     if h.host != Default::default() {
@@ -554,7 +554,11 @@ pub fn md_report(c: &Comparison<'_>) -> String {
     });
     both(&mut s, "started", &|x| report::started(x.rec));
     both(&mut s, "duration", &|x| {
-        format!("{:.1} s, {} samples", x.rec.duration_s(), x.rec.len())
+        format!(
+            "{:.1} s, {} samples",
+            x.rec.duration_s(),
+            x.rec.samples_total()
+        )
     });
     both(&mut s, "host", &|x| x.rec.header.host.summary());
     both(&mut s, "configuration", &|x| {
@@ -666,7 +670,7 @@ fn identity_json(side: &Side<'_>) -> Value {
         "source": h.source,
         "started_unix_ms": h.started_unix_ms,
         "duration_s": rec.duration_s(),
-        "samples": rec.len(),
+        "samples": rec.samples_total(),
         "truncated": rec.is_truncated(),
         "host": h.host,
         "config": h.config,

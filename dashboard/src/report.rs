@@ -202,7 +202,7 @@ pub fn analyse(rec: &Recording, warmup_s: Option<f64>) -> Receipt<'_> {
             Row {
                 index,
                 spec,
-                stats: channel_stats(col),
+                stats: rec.column_stats(index),
                 analysis: analysis::analyze(&t, col, &ctx),
                 limit: limit.map(|l| l.1),
             }
@@ -350,8 +350,9 @@ pub fn json_report(rec: &Recording, receipt: &Receipt<'_>) -> Value {
             "source": h.source,
             "started_unix_ms": h.started_unix_ms,
             "duration_s": rec.duration_s(),
-            "samples": rec.len(),
-            "events": rec.events.len(),
+            "samples": rec.samples_total(),
+            "events": rec.events_total(),
+            "analysed_every": rec.thinned.as_ref().map_or(1, |t| t.stride),
             "bytes": rec.bytes,
             "truncated": rec.is_truncated(),
             "tail": rec.tail,
@@ -365,7 +366,7 @@ pub fn json_report(rec: &Recording, receipt: &Receipt<'_>) -> Value {
         "channels": channels,
         "memory_limit": memory_limit(rows).map(|(v, src)| json!({"bytes": v, "source": src})),
         "events": {
-            "steps": rec.events.iter().filter(|e| matches!(e.kind, EventKind::Step { .. })).count(),
+            "steps": rec.step_events(),
             "markers": markers(rec)
                 .map(|(t_s, text)| json!({"t_s": t_s, "text": text}))
                 .collect::<Vec<_>>(),
@@ -546,8 +547,8 @@ pub fn text_report(rec: &Recording, receipt: &Receipt<'_>) -> String {
         h.tool_version,
         h.format_version,
         rec.duration_s(),
-        rec.len(),
-        rec.events.len(),
+        rec.samples_total(),
+        rec.events_total(),
         bytes(rec.bytes as f64),
         ending(rec)
     );
@@ -566,6 +567,9 @@ pub fn text_report(rec: &Recording, receipt: &Receipt<'_>) -> String {
         let _ = writeln!(s, "  note: {n}");
     }
     let _ = writeln!(s, "  analysis after {}", receipt.warmup.describe());
+    if let Some(note) = thinned_note(rec) {
+        let _ = writeln!(s, "  {note}");
+    }
     if let Some(line) = sensitivity(receipt) {
         let _ = writeln!(s, "  sensitivity: {line}");
     }
@@ -716,8 +720,8 @@ pub fn md_report(rec: &Recording, receipt: &Receipt<'_>) -> String {
         s,
         "| duration | {:.1} s, {} samples, {} events |",
         rec.duration_s(),
-        rec.len(),
-        rec.events.len()
+        rec.samples_total(),
+        rec.events_total()
     );
     let _ = writeln!(s, "| end | {} |", ending(rec));
     if let Some(axes) = training_axes(rec) {
@@ -740,6 +744,9 @@ pub fn md_report(rec: &Recording, receipt: &Receipt<'_>) -> String {
     );
     if let Some(line) = sensitivity(receipt) {
         let _ = writeln!(s, "Sensitivity: {line}.\n");
+    }
+    if let Some(note) = thinned_note(rec) {
+        let _ = writeln!(s, "Note: {note}.\n");
     }
     let _ = writeln!(
         s,
@@ -806,11 +813,45 @@ pub(crate) fn kind_name(k: analysis::Kind) -> &'static str {
 
 /// Opens a recording, warning on stderr if its tail is bad.
 pub fn open(path: &Path) -> Result<Recording> {
-    let rec = Recording::open(path).with_context(|| format!("opening {}", path.display()))?;
+    open_within(path, ANALYSIS_BUDGET)
+}
+
+/// [`open`], holding at most `budget` bytes of samples.
+pub fn open_within(path: &Path, budget: usize) -> Result<Recording> {
+    let rec = Recording::open_bounded(path, budget)
+        .with_context(|| format!("opening {}", path.display()))?;
     if let Some(t) = &rec.tail {
-        warn_tail(path, t, rec.len());
+        warn_tail(path, t, rec.samples_total());
     }
     Ok(rec)
+}
+
+/// Bytes of values a receipt holds at most by default (`report
+/// --memory-mib`): a longer recording is analysed on every 2nd, 4th, …
+/// sample (its counts and min/max stay exact), so a week reports in
+/// bounded memory.
+pub const ANALYSIS_BUDGET: usize = 64 << 20;
+
+/// What a receipt says of a recording analysed in part.
+fn thinned_note(rec: &Recording) -> Option<String> {
+    let t = rec.thinned.as_ref()?;
+    Some(format!(
+        "analysed on every {} sample ({} of {}), to stay within its memory budget; counts, first, last, min and max cover every sample",
+        ordinal(t.stride),
+        crate::fmt::thousands(rec.len() as u64),
+        crate::fmt::thousands(t.samples as u64),
+    ))
+}
+
+fn ordinal(n: usize) -> String {
+    let suffix = match (n % 10, n % 100) {
+        (1, 11) | (2, 12) | (3, 13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("{n}{suffix}")
 }
 
 /// The warning for a recording whose tail is bad, with the samples kept.
@@ -863,7 +904,7 @@ pub fn gate_matches(
 }
 
 pub fn run(args: &ReportArgs) -> Result<Gate> {
-    let rec = open(&args.file)?;
+    let rec = open_within(&args.file, (args.memory_mib as usize) << 20)?;
     let receipt = analyse(&rec, args.warmup_s);
     match args.format {
         ReportFormat::Json => println!(

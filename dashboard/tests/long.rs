@@ -117,3 +117,67 @@ fn export_takes_a_range_and_a_rate() {
         "--from 9 is after --to 3",
     );
 }
+
+/// A report holds at most `--memory-mib` of samples: the 3 h synthetic run
+/// (about 36 MiB of values) under a 4 MiB budget is analysed on every 16th
+/// sample, within that memory, and still finds what synth put in.
+#[test]
+fn a_report_stays_within_its_memory_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("3h.flr");
+    let r = rec.to_str().unwrap();
+    ok(&flatline(&[
+        "synth",
+        "--hours",
+        "3",
+        "--hz",
+        "10",
+        "--channels",
+        "40",
+        "--seed",
+        "5",
+        "--out",
+        r,
+    ]));
+    let whole = support::report(&rec);
+    let (out, small_peak) = peak(&["report", r, "--format", "json", "--memory-mib", "4"]);
+    let part: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let (_, whole_peak) = peak(&["report", r, "--format", "json"]);
+    let samples = whole["recording"]["samples"].as_u64().unwrap();
+    let channels = whole["channels"].as_object().unwrap().len() as u64;
+    assert_eq!(whole["recording"]["analysed_every"], 1);
+    let every = part["recording"]["analysed_every"].as_u64().unwrap();
+    assert!(every >= 8, "analysed every {every}");
+    // Exact counts whatever was held.
+    assert_eq!(part["recording"]["samples"], samples);
+    assert_eq!(part["events"]["steps"], whole["events"]["steps"]);
+    for name in ["mem.rss", "mem.vm_data", "pid4100.pss"] {
+        for field in ["samples", "first", "last", "min", "max"] {
+            assert_eq!(
+                part["channels"][name][field], whole["channels"][name][field],
+                "{name}.{field}"
+            );
+        }
+    }
+    // The same findings.
+    for name in [
+        "mem.rss",
+        "mem.vm_data",
+        "malloc.arena",
+        "mem.rss_anon",
+        "gpu0.used",
+    ] {
+        assert_eq!(
+            part["channels"][name]["verdict"], whole["channels"][name]["verdict"],
+            "{name}"
+        );
+    }
+    assert_eq!(whole["channels"]["mem.vm_data"]["verdict"], "linear");
+    // Held values: the whole run's are samples × channels × 8 bytes; the
+    // budgeted report holds a sixteenth of them or less.
+    let held = samples * channels * 8;
+    assert!(
+        whole_peak - small_peak > held / 2,
+        "whole {whole_peak} B, budgeted {small_peak} B, {held} B of values"
+    );
+}

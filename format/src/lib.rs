@@ -76,7 +76,8 @@ mod writer;
 pub use codec::{ChannelsEnded, ColumnBlock, Frame, SampleBlock, SchemaExtension};
 pub use header::{DigestMark, Event, EventKind, Footer, GpuFacts, Header, HostFacts};
 pub use reader::{
-    FrameReader, Lifetime, Recording, Scanned, TailProblem, TailProblemKind, Visit, scan,
+    ColumnStats, FrameReader, Lifetime, Recording, Scanned, TailProblem, TailProblemKind, Thinned,
+    Visit, scan,
 };
 pub use sample::{MAX_CHANNELS, Sample};
 pub use schema::{

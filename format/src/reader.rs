@@ -458,6 +458,181 @@ pub struct Recording {
     /// Bytes of intact frames (from the start of the file).
     pub bytes: u64,
     pub frames: u64,
+    /// What a bounded load let go ([`Recording::open_bounded`]); `None`
+    /// when every sample and event is held.
+    pub thinned: Option<Thinned>,
+}
+
+/// A recording held in part: every `stride`-th sample (and the last), the
+/// events but for steps, and exact counts and statistics of the whole.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Thinned {
+    pub stride: usize,
+    /// Samples in the file.
+    pub samples: usize,
+    /// Events in the file, step events included.
+    pub events: usize,
+    /// Step events in the file (not held).
+    pub steps: usize,
+    /// Per channel, over every sample.
+    pub stats: Vec<ColumnStats>,
+}
+
+/// A channel's readings over every sample: how many, the first and last,
+/// the least and the greatest (`NaN` when it has none).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ColumnStats {
+    pub samples: usize,
+    pub first: f64,
+    pub last: f64,
+    pub min: f64,
+    pub max: f64,
+}
+
+impl Default for ColumnStats {
+    fn default() -> Self {
+        Self {
+            samples: 0,
+            first: f64::NAN,
+            last: f64::NAN,
+            min: f64::NAN,
+            max: f64::NAN,
+        }
+    }
+}
+
+impl ColumnStats {
+    /// Counts one reading (`NaN`: none).
+    pub fn add(&mut self, x: f64) {
+        if x.is_nan() {
+            return;
+        }
+        if self.samples == 0 {
+            *self = Self {
+                samples: 1,
+                first: x,
+                last: x,
+                min: x,
+                max: x,
+            };
+            return;
+        }
+        self.samples += 1;
+        self.last = x;
+        self.min = self.min.min(x);
+        self.max = self.max.max(x);
+    }
+}
+
+/// The whole-file loader's visitor: every sample (or, with a budget, every
+/// `stride`-th), every event (or all but steps).
+#[derive(Default)]
+struct Collect {
+    budget: Option<usize>,
+    stride: usize,
+    t_ns: Vec<u64>,
+    columns: Vec<Vec<f64>>,
+    events: Vec<Event>,
+    events_seen: usize,
+    steps: usize,
+    stats: Vec<ColumnStats>,
+    /// The last sample seen: its index, time and values.
+    last: Option<(usize, u64, Vec<f64>)>,
+}
+
+impl Collect {
+    /// Lets every other held sample go and doubles the stride.
+    fn halve(&mut self) {
+        if self.stride == 1 {
+            self.events
+                .retain(|e| !matches!(e.kind, crate::EventKind::Step { .. }));
+        }
+        self.stride *= 2;
+        let keep = |v: &mut Vec<f64>| {
+            let mut j = 0;
+            v.retain(|_| {
+                j += 1;
+                (j - 1) % 2 == 0
+            });
+        };
+        let mut j = 0;
+        self.t_ns.retain(|_| {
+            j += 1;
+            (j - 1) % 2 == 0
+        });
+        self.columns.iter_mut().for_each(keep);
+    }
+}
+
+impl Visit for Collect {
+    fn start(&mut self, header: &Header) {
+        self.columns = vec![Vec::new(); header.schema.len()];
+        if self.budget.is_some() {
+            self.stats = vec![ColumnStats::default(); header.schema.len()];
+        }
+    }
+    fn channels(&mut self, _at: usize, specs: &[ChannelSpec]) {
+        let held = self.t_ns.len();
+        self.columns
+            .extend(specs.iter().map(|_| vec![f64::NAN; held]));
+        if self.budget.is_some() {
+            self.stats
+                .extend(specs.iter().map(|_| ColumnStats::default()));
+        }
+    }
+    fn rows(&mut self, first: usize, t_ns: &[u64], values: &[f64]) {
+        let width = self.columns.len();
+        let Some(budget) = self.budget else {
+            debug_assert_eq!(first, self.t_ns.len());
+            self.t_ns.extend_from_slice(t_ns);
+            for row in values.chunks_exact(width.max(1)).take(t_ns.len()) {
+                for (col, &x) in self.columns.iter_mut().zip(row) {
+                    col.push(x);
+                }
+            }
+            return;
+        };
+        for (k, (&t, row)) in t_ns
+            .iter()
+            .zip(values.chunks_exact(width.max(1)))
+            .enumerate()
+        {
+            for (st, &x) in self.stats.iter_mut().zip(row) {
+                st.add(x);
+            }
+            let g = first + k;
+            if g.is_multiple_of(self.stride) {
+                self.t_ns.push(t);
+                for (col, &x) in self.columns.iter_mut().zip(row) {
+                    col.push(x);
+                }
+                if self.t_ns.len() * (width + 1) * 8 > budget {
+                    self.halve();
+                }
+            }
+        }
+        if let (Some(&t), Some(row)) = (t_ns.last(), values.chunks_exact(width.max(1)).last()) {
+            let g = first + t_ns.len() - 1;
+            match &mut self.last {
+                Some((lg, lt, lrow)) => {
+                    *lg = g;
+                    *lt = t;
+                    lrow.clear();
+                    lrow.extend_from_slice(row);
+                }
+                None => self.last = Some((g, t, row.to_vec())),
+            }
+        }
+    }
+    fn event(&mut self, e: Event) {
+        self.events_seen += 1;
+        let step = matches!(e.kind, crate::EventKind::Step { .. });
+        self.steps += usize::from(step);
+        // Once thinned, step events are counted, not held.
+        if !(step && self.stride > 1) {
+            self.events.push(e);
+        }
+    }
 }
 
 impl Recording {
@@ -477,40 +652,66 @@ impl Recording {
 
     /// Loads a recording from any seekable reader.
     pub fn from_reader(r: impl Read + Seek, path: &Path) -> Result<Self, RecordingError> {
-        #[derive(Default)]
-        struct Collect {
-            t_ns: Vec<u64>,
-            columns: Vec<Vec<f64>>,
-            events: Vec<Event>,
-        }
-        impl Visit for Collect {
-            fn start(&mut self, header: &Header) {
-                self.columns = vec![Vec::new(); header.schema.len()];
-            }
-            fn channels(&mut self, at: usize, specs: &[ChannelSpec]) {
-                self.columns
-                    .extend(specs.iter().map(|_| vec![f64::NAN; at]));
-            }
-            fn rows(&mut self, first: usize, t_ns: &[u64], values: &[f64]) {
-                debug_assert_eq!(first, self.t_ns.len());
-                self.t_ns.extend_from_slice(t_ns);
-                let width = self.columns.len();
-                for row in values.chunks_exact(width.max(1)).take(t_ns.len()) {
-                    for (col, &x) in self.columns.iter_mut().zip(row) {
-                        col.push(x);
-                    }
-                }
-            }
-            fn event(&mut self, e: Event) {
-                self.events.push(e);
-            }
-        }
-        let mut c = Collect::default();
+        Self::load(r, path, None)
+    }
+
+    /// Loads the recording at `path` holding at most about `budget` bytes
+    /// of values: past that, every other sample held is let go and only
+    /// every `stride`-th sample is kept from then on (the stride doubles
+    /// each time), plus the last one. What an analysis needs of a week
+    /// fits; a recording under the budget loads whole, exactly as
+    /// [`Recording::open`] loads it. [`Recording::thinned`] says what was
+    /// let go, with exact statistics of every channel over every sample.
+    pub fn open_bounded(path: &Path, budget: usize) -> Result<Self, RecordingError> {
+        let file = File::open(path).map_err(|source| RecordingError::Io {
+            path: path.to_owned(),
+            source,
+        })?;
+        Self::load(BufReader::with_capacity(1 << 20, file), path, Some(budget))
+    }
+
+    fn load(
+        r: impl Read + Seek,
+        path: &Path,
+        budget: Option<usize>,
+    ) -> Result<Self, RecordingError> {
+        let mut c = Collect {
+            budget,
+            stride: 1,
+            ..Collect::default()
+        };
         let s = scan(r, path, &mut c)?;
+        let total = s.samples;
+        // The last sample always counts: the run's end and final values.
+        if let Some((g, t, row)) = c.last.take()
+            && !g.is_multiple_of(c.stride)
+        {
+            c.t_ns.push(t);
+            for (col, x) in c.columns.iter_mut().zip(row) {
+                col.push(x);
+            }
+        }
+        let stride = c.stride;
+        let held = |g: usize| g.div_ceil(stride).min(c.t_ns.len());
+        let lifetimes = s
+            .lifetimes
+            .iter()
+            .map(|l| Lifetime {
+                from: held(l.from),
+                until: l.until.map(held),
+            })
+            .collect();
+        let thinned = (stride > 1).then_some(Thinned {
+            stride,
+            samples: total,
+            events: c.events_seen,
+            steps: c.steps,
+            stats: c.stats,
+        });
         Ok(Recording {
             path: path.to_owned(),
             header: s.header,
-            lifetimes: s.lifetimes,
+            lifetimes,
             t_ns: c.t_ns,
             columns: c.columns,
             events: c.events,
@@ -519,6 +720,7 @@ impl Recording {
             tail: s.tail,
             bytes: s.bytes,
             frames: s.frames,
+            thinned,
         })
     }
 
@@ -527,6 +729,42 @@ impl Recording {
         self.lifetimes
             .get(i)
             .is_some_and(|l| at >= l.from && l.until.is_none_or(|u| at < u))
+    }
+
+    /// Samples in the file (more than [`Recording::len`] when thinned).
+    pub fn samples_total(&self) -> usize {
+        self.thinned.as_ref().map_or(self.len(), |t| t.samples)
+    }
+
+    /// Events in the file, step events included (held or not).
+    pub fn events_total(&self) -> usize {
+        self.thinned
+            .as_ref()
+            .map_or(self.events.len(), |t| t.events)
+    }
+
+    /// Step events in the file.
+    pub fn step_events(&self) -> usize {
+        match &self.thinned {
+            Some(t) => t.steps,
+            None => self
+                .events
+                .iter()
+                .filter(|e| matches!(e.kind, crate::EventKind::Step { .. }))
+                .count(),
+        }
+    }
+
+    /// Channel `i`'s statistics over every sample of the file.
+    pub fn column_stats(&self, i: usize) -> ColumnStats {
+        if let Some(st) = self.thinned.as_ref().and_then(|t| t.stats.get(i)) {
+            return *st;
+        }
+        let mut st = ColumnStats::default();
+        for &x in self.columns.get(i).map_or(&[][..], Vec::as_slice) {
+            st.add(x);
+        }
+        st
     }
 
     /// Samples held.

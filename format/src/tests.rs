@@ -484,3 +484,99 @@ fn a_v1_reader_refuses_v2_and_v1_files_keep_their_rules() {
     let rec = load(&raw_file_of(1, &[Frame::Header(h), block])).unwrap();
     assert!(rec.tail.unwrap().reason.contains("another format version"));
 }
+
+/// A bounded load holds every `stride`-th sample and the last, keeps exact
+/// counts and statistics, and places channels that join and end on the
+/// samples it holds.
+#[test]
+fn a_bounded_load_thins_samples_and_keeps_the_whole_in_its_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("long.flr");
+    let mut w = RecordingWriter::create(&path, &header(3), false).unwrap();
+    let n = 10_003u64;
+    for i in 0..n {
+        if i == 4_000 {
+            w.add_channels(&[ChannelSpec::new("pid9.pss", Unit::Bytes, Group::Memory)])
+                .unwrap();
+        }
+        if i == 7_000 {
+            w.end_channels(&[3]).unwrap();
+        }
+        let mut s = sample(i, 3);
+        if (4_000..7_000).contains(&i) {
+            s = Sample::from_values(
+                i,
+                s.t_ns,
+                &[s.values()[0], s.values()[1], s.values()[2], i as f64],
+            );
+        } else if i >= 7_000 {
+            // The ended channel's slot is free; nothing joined it.
+            s = Sample::from_values(
+                i,
+                s.t_ns,
+                &[s.values()[0], s.values()[1], s.values()[2], f64::NAN],
+            );
+        }
+        w.push_sample(&s).unwrap();
+        if i % 100 == 99 {
+            w.push_event(Event {
+                t_ns: s.t_ns,
+                kind: EventKind::Step {
+                    step: i / 100,
+                    tokens: None,
+                },
+            })
+            .unwrap();
+        }
+    }
+    w.push_event(Event {
+        t_ns: n * 10_000_000,
+        kind: EventKind::Marker("end".into()),
+    })
+    .unwrap();
+    w.finish("completed").unwrap();
+    let whole = Recording::open(&path).unwrap();
+    assert_eq!(whole.thinned, None);
+    // Room for about 1,000 rows of 4 values (and the time).
+    let part = Recording::open_bounded(&path, 1_000 * 5 * 8).unwrap();
+    let t = part.thinned.as_ref().expect("thinned");
+    assert_eq!((t.stride, t.samples, t.steps), (16, 10_003, 100));
+    assert_eq!(part.samples_total(), 10_003);
+    assert_eq!(part.events_total(), 101);
+    assert_eq!(part.step_events(), whole.step_events());
+    assert_eq!(part.events.len(), 1, "only the marker is held");
+    // Every 16th sample, and the last.
+    assert_eq!(part.len(), 10_002 / 16 + 1 + 1);
+    let kept: Vec<u64> = (0..n)
+        .step_by(16)
+        .chain([n - 1])
+        .map(|i| i * 10_000_000)
+        .collect();
+    assert_eq!(part.t_ns, kept);
+    for c in 0..4 {
+        assert_eq!(part.column_stats(c), whole.column_stats(c), "channel {c}");
+        for (k, &ti) in part.t_ns.iter().enumerate() {
+            let i = (ti / 10_000_000) as usize;
+            let (a, b) = (part.columns[c][k], whole.columns[c][i]);
+            assert!(a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan()));
+        }
+    }
+    // The worker joined at sample 4,000 and ended at 7,000: the held rows
+    // from 250 (4,000 / 16) to 438 (7,000 / 16, rounded up).
+    assert_eq!(
+        part.lifetimes[3],
+        Lifetime {
+            from: 250,
+            until: Some(438)
+        }
+    );
+    assert_eq!(part.t_ns[250], 4_000 * 10_000_000);
+    assert!(part.t_ns[437] < 7_000 * 10_000_000 && part.t_ns[438] >= 7_000 * 10_000_000);
+    // Under the budget, a bounded load is the whole load.
+    let roomy = Recording::open_bounded(&path, 1 << 30).unwrap();
+    assert_eq!(
+        (roomy.t_ns.len(), roomy.thinned.is_none()),
+        (whole.len(), true)
+    );
+    assert_eq!(roomy.columns.len(), whole.columns.len());
+}

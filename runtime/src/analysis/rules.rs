@@ -5,35 +5,15 @@
 use crate::recording::HostFacts;
 use crate::telemetry::{STEP_CHANNELS, Schema, Unit};
 
-/// First, last, min and max of the readings of one channel (NaN skipped).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct ChannelStats {
-    pub samples: usize,
-    pub first: f64,
-    pub last: f64,
-    pub min: f64,
-    pub max: f64,
-}
+/// First, last, min and max of the readings of one channel (NaN skipped):
+/// the format's own, which a bounded load keeps over every sample.
+pub use crate::recording::ColumnStats as ChannelStats;
 
 /// The statistics of one channel's readings.
 pub fn channel_stats(col: &[f64]) -> ChannelStats {
-    let mut st = ChannelStats {
-        samples: 0,
-        first: f64::NAN,
-        last: f64::NAN,
-        min: f64::NAN,
-        max: f64::NAN,
-    };
-    for &v in col.iter().filter(|v| !v.is_nan()) {
-        if st.samples == 0 {
-            st.first = v;
-            st.min = v;
-            st.max = v;
-        }
-        st.samples += 1;
-        st.last = v;
-        st.min = st.min.min(v);
-        st.max = st.max.max(v);
+    let mut st = ChannelStats::default();
+    for &v in col {
+        st.add(v);
     }
     st
 }
