@@ -15,6 +15,18 @@ pub fn thousands(n: u64) -> String {
     out
 }
 
+/// `1st`, `2nd`, `3rd`, `4th`, … `11th`, `256th`.
+pub fn ordinal(n: usize) -> String {
+    let suffix = match (n % 10, n % 100) {
+        (_, 11..=13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("{n}{suffix}")
+}
+
 /// A duration in nanoseconds with a unit that keeps 3–4 significant digits.
 pub fn nanos(ns: u64) -> String {
     let ns = ns as f64;

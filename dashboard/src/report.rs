@@ -837,21 +837,10 @@ fn thinned_note(rec: &Recording) -> Option<String> {
     let t = rec.thinned.as_ref()?;
     Some(format!(
         "analysed on every {} sample ({} of {}), to stay within its memory budget; counts, first, last, min and max cover every sample",
-        ordinal(t.stride),
+        crate::fmt::ordinal(t.stride),
         crate::fmt::thousands(rec.len() as u64),
         crate::fmt::thousands(t.samples as u64),
     ))
-}
-
-fn ordinal(n: usize) -> String {
-    let suffix = match (n % 10, n % 100) {
-        (1, 11) | (2, 12) | (3, 13) => "th",
-        (1, _) => "st",
-        (2, _) => "nd",
-        (3, _) => "rd",
-        _ => "th",
-    };
-    format!("{n}{suffix}")
 }
 
 /// The warning for a recording whose tail is bad, with the samples kept.

@@ -573,6 +573,10 @@ impl Follower {
     }
 }
 
+/// Bytes of samples a replay holds at most before it shows every 2nd,
+/// 4th, … sample of a longer recording.
+pub const REPLAY_BUDGET: usize = 128 << 20;
+
 /// A recording on disk, optionally followed while another process writes it.
 #[derive(Debug)]
 pub struct ReplaySource {
@@ -586,20 +590,30 @@ pub struct ReplaySource {
 }
 
 impl ReplaySource {
-    /// Loads a whole recording.
+    /// Loads a recording: whole, or past [`REPLAY_BUDGET`] of samples
+    /// every 2nd, 4th, … one (the status says which), so a week-long file
+    /// opens on a laptop instead of asking for gigabytes.
     pub fn open(path: &Path) -> Result<(Self, Store)> {
-        let rec = Recording::open(path).with_context(|| format!("opening {}", path.display()))?;
+        let rec = Recording::open_bounded(path, REPLAY_BUDGET)
+            .with_context(|| format!("opening {}", path.display()))?;
         Ok(Self::from_recording(rec))
     }
 
     /// A recording already read (its columns move into the store).
     pub fn from_recording(mut rec: Recording) -> (Self, Store) {
         let store = Store::from_recording(&mut rec);
-        let status = match &rec.tail {
+        let mut status: String = match &rec.tail {
             None => "ended".into(),
             Some(t) if t.kind == TailProblemKind::Truncated => "truncated".into(),
             Some(t) => format!("damaged at byte {}", t.offset),
         };
+        if let Some(t) = &rec.thinned {
+            status.push_str(&format!(
+                "; every {} of {} samples shown",
+                crate::fmt::ordinal(t.stride),
+                crate::fmt::thousands(t.samples as u64)
+            ));
+        }
         (
             Self {
                 path: rec.path.clone(),

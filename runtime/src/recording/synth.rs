@@ -20,7 +20,8 @@
 //! Beside them, a process tree: `tree.procs` and `tree.pss`, and data-loader
 //! workers whose `pid<N>.pss` channels join the schema and end as workers
 //! come and go (a new one about every hour, each living 40–80 minutes, at
-//! most four at once). Those channels are on top of `channels`.
+//! most four at once), each with its start and exit events as a watch
+//! records them. Those channels are on top of `channels`.
 //!
 //! The generator is deterministic for a seed and keeps nothing per sample:
 //! a week at 10 Hz is written as fast as the writer encodes it.
@@ -28,7 +29,7 @@
 use std::path::Path;
 
 use super::Slots;
-use super::{Header, RecordingError, RecordingWriter, WriteSummary};
+use super::{Event, EventKind, Header, RecordingError, RecordingWriter, WriteSummary};
 use crate::telemetry::{ChannelSpec, Group, Kind, MAX_CHANNELS, Sample, Schema, Unit};
 use crate::workload::SplitMix64;
 
@@ -158,6 +159,7 @@ fn pages(v: f64) -> f64 {
 /// One worker of the process tree.
 #[derive(Debug, Clone, Copy)]
 struct Worker {
+    pid: u32,
     /// Its channel's position in the schema.
     position: usize,
     until_s: f64,
@@ -278,6 +280,16 @@ pub fn write(
         if !leaving.is_empty() {
             w.end_channels(&leaving)?;
             slots.end(&leaving);
+            for wk in g.workers.iter().filter(|wk| wk.until_s <= t) {
+                w.push_event(Event {
+                    t_ns: (t * 1e9).round() as u64,
+                    kind: EventKind::ProcessExited {
+                        pid: wk.pid,
+                        name: "pt_data_worker".into(),
+                        role: "worker".into(),
+                    },
+                })?;
+            }
             g.workers.retain(|wk| wk.until_s > t);
         }
         if t >= g.next_worker_s && g.workers.len() < 4 {
@@ -286,11 +298,22 @@ pub fn write(
             let spec = ChannelSpec::new(format!("pid{pid}.pss"), Unit::Bytes, Group::Memory)
                 .with_kind(Kind::Level)
                 .with_label("pid", pid.to_string())
+                .with_label("name", "pt_data_worker")
                 .with_label("role", "worker");
             w.add_channels(std::slice::from_ref(&spec))?;
+            w.push_event(Event {
+                t_ns: (t * 1e9).round() as u64,
+                kind: EventKind::ProcessStarted {
+                    pid,
+                    ppid: 4000,
+                    name: "pt_data_worker".into(),
+                    role: "worker".into(),
+                },
+            })?;
             slots.add(1);
             let life = 40.0 * 60.0 + (g.rng.next_u64() % 2400) as f64;
             g.workers.push(Worker {
+                pid,
                 position: slots.positions() - 1,
                 until_s: t + life,
                 base: 300.0 * MIB + (g.rng.next_u64() % 64) as f64 * MIB,
@@ -389,6 +412,17 @@ mod tests {
             .collect();
         assert!(workers.len() >= 10, "{} workers in a day", workers.len());
         assert!(workers.iter().any(|&i| rec.lifetimes[i].until.is_some()));
+        // As a watch records them: a start and an exit event per worker.
+        let exits = rec
+            .events
+            .iter()
+            .filter(|e| matches!(e.kind, EventKind::ProcessExited { .. }))
+            .count();
+        let ended = workers
+            .iter()
+            .filter(|&&i| rec.lifetimes[i].until.is_some())
+            .count();
+        assert_eq!(exits, ended);
         let procs = col("tree.procs");
         assert!(procs.iter().all(|&p| (1.0..=5.0).contains(&p)));
     }
