@@ -592,11 +592,9 @@ impl Visit for Collect {
             }
             return;
         };
-        for (k, (&t, row)) in t_ns
-            .iter()
-            .zip(values.chunks_exact(width.max(1)))
-            .enumerate()
-        {
+        let row_of = |k: usize| values.get(k * width..(k + 1) * width).unwrap_or(&[]);
+        for (k, &t) in t_ns.iter().enumerate() {
+            let row = row_of(k);
             for (st, &x) in self.stats.iter_mut().zip(row) {
                 st.add(x);
             }
@@ -611,7 +609,8 @@ impl Visit for Collect {
                 }
             }
         }
-        if let (Some(&t), Some(row)) = (t_ns.last(), values.chunks_exact(width.max(1)).last()) {
+        if let Some(&t) = t_ns.last() {
+            let row = row_of(t_ns.len() - 1);
             let g = first + t_ns.len() - 1;
             match &mut self.last {
                 Some((lg, lt, lrow)) => {
