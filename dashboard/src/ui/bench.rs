@@ -130,11 +130,17 @@ pub fn run(args: &UiBenchArgs) -> Result<()> {
     let first_max = first[first.len() - 1];
     let open_hours = args.hours;
 
-    // A live store fed far past its cap stays at its cap.
-    let live_samples = 8 * super::LIVE_CAP as u64;
+    // A live store fed a week at 10 Hz (46 times its cap) stays at its
+    // cap: its size after one, three and seven days.
+    let day = 86_400 * 10;
+    let live_samples = 7 * day;
     let mut live = Store::new(schema.clone(), super::LIVE_CAP);
+    let mut live_by_day: Vec<(u64, usize)> = Vec::new();
     for i in 0..live_samples {
         live.push(&sample(i, n));
+        if (i + 1) % day == 0 && matches!((i + 1) / day, 1 | 3 | 7) {
+            live_by_day.push(((i + 1) / day, live.heap_bytes()));
+        }
     }
     let live_bytes = live.heap_bytes();
 
@@ -157,6 +163,10 @@ pub fn run(args: &UiBenchArgs) -> Result<()> {
             "live_samples_fed": live_samples,
             "live_store_samples": live.len(),
             "live_store_bytes": live_bytes,
+            "live_store_bytes_by_day": live_by_day
+                .iter()
+                .map(|(d, b)| serde_json::json!({"day": d, "bytes": b}))
+                .collect::<Vec<_>>(),
         });
         println!("{v}");
         return Ok(());
@@ -184,11 +194,16 @@ pub fn run(args: &UiBenchArgs) -> Result<()> {
         nanos(open_ns)
     );
     println!(
-        "  live store after {} samples: {} kept, {} of arrays (bounded by its cap of {})",
+        "  live store fed a week at 10 Hz ({} samples): {} kept, {} of arrays (bounded by its cap of {}); after {}",
         crate::fmt::thousands(live_samples),
         crate::fmt::thousands(live.len() as u64),
         bytes(live_bytes as f64),
-        crate::fmt::thousands(super::LIVE_CAP as u64)
+        crate::fmt::thousands(super::LIVE_CAP as u64),
+        live_by_day
+            .iter()
+            .map(|(d, b)| format!("{d} d: {}", bytes(*b as f64)))
+            .collect::<Vec<_>>()
+            .join(", ")
     );
     Ok(())
 }
