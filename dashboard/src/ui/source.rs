@@ -628,9 +628,12 @@ impl ReplaySource {
     }
 
     /// Opens a recording that may still be growing and keeps reading it.
+    /// Like a live window, it keeps the latest [`super::LIVE_CAP`] samples at
+    /// full resolution and thins older history, so a soak followed for days
+    /// stays bounded.
     pub fn follow(path: &Path) -> Result<(Self, Store)> {
         let (follower, header) = Follower::open(path)?;
-        let mut store = Store::new(header.schema.clone(), usize::MAX);
+        let mut store = Store::new(header.schema.clone(), super::LIVE_CAP);
         store.set_host(&header.host);
         let mut src = Self {
             path: path.to_owned(),

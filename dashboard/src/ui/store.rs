@@ -126,12 +126,13 @@ impl Series {
             .collect()
     }
 
-    /// Keeps every other value (a decimated history for long live sessions).
-    fn thin(&mut self, keep_from: usize) {
+    /// Keeps the values `keep` marks (a decimated history for long live
+    /// sessions).
+    fn thin(&mut self, keep: &[bool]) {
         let mut i = 0;
         self.raw.retain(|_| {
             i += 1;
-            i > keep_from || i % 2 == 1
+            keep.get(i - 1).copied().unwrap_or(true)
         });
     }
 }
@@ -153,6 +154,12 @@ pub struct Store {
     schema: Schema,
     /// Sample times, seconds since the start.
     t: Vec<f64>,
+    /// Each held sample's number among all samples pushed (0, 1, …): the
+    /// history keeps those that are multiples of `stride`.
+    n: Vec<u64>,
+    pushed: u64,
+    /// The history's spacing, in samples pushed (a power of two).
+    stride: u64,
     series: Vec<Series>,
     events: Vec<Event>,
     /// Each channel's tracker and analysis, and the warm-up.
@@ -181,6 +188,9 @@ impl Store {
         let tokens_idx = schema.index_of_first(&TOKEN_CHANNELS);
         Self {
             t: Vec::new(),
+            n: Vec::new(),
+            pushed: 0,
+            stride: 1,
             series: vec![Series::default(); n],
             events: Vec::new(),
             live: LiveAnalysis::new(&schema.channels),
@@ -278,6 +288,8 @@ impl Store {
     pub fn from_recording(rec: &mut Recording) -> Self {
         let mut s = Self::new(rec.header.schema.clone(), usize::MAX);
         s.t = rec.t_ns.iter().map(|&t| t as f64 / 1e9).collect();
+        s.n = (0..s.t.len() as u64).collect();
+        s.pushed = s.t.len() as u64;
         s.series = std::mem::take(&mut rec.columns)
             .into_iter()
             .map(Series::from_values)
@@ -338,6 +350,8 @@ impl Store {
             self.thin();
         }
         self.t.push(t);
+        self.n.push(self.pushed);
+        self.pushed += 1;
         let values = sample.values();
         for (s, slot) in self.series.iter_mut().zip(self.slots.all()) {
             s.push(
@@ -363,15 +377,44 @@ impl Store {
     }
 
     /// Halves the resolution of the older three quarters of the history.
+    /// Makes room: the newest quarter stays at full resolution; the rest
+    /// keeps the samples whose number is a multiple of the history's
+    /// stride, doubled until at most 5/8 of the cap remain. The history is
+    /// evenly spaced however long the session: a week at 10 Hz keeps one
+    /// sample in 64 from its first hour as from its last day, never a few
+    /// far-apart points that a line would join into a ramp.
     fn thin(&mut self) {
-        let keep_from = self.t.len() * 3 / 4;
+        let len = self.t.len();
+        let keep_from = len * 3 / 4;
+        let target = self.cap * 5 / 8;
+        let kept = |stride: u64| {
+            self.n[..keep_from]
+                .iter()
+                .filter(|&&g| g.is_multiple_of(stride))
+                .count()
+        };
+        while kept(self.stride) + (len - keep_from) > target && self.stride < 1 << 62 {
+            self.stride *= 2;
+        }
+        let stride = self.stride;
+        let keep: Vec<bool> = self
+            .n
+            .iter()
+            .enumerate()
+            .map(|(i, g)| i >= keep_from || g.is_multiple_of(stride))
+            .collect();
         let mut i = 0;
         self.t.retain(|_| {
             i += 1;
-            i > keep_from || i % 2 == 1
+            keep[i - 1]
+        });
+        let mut i = 0;
+        self.n.retain(|_| {
+            i += 1;
+            keep[i - 1]
         });
         for s in &mut self.series {
-            s.thin(keep_from);
+            s.thin(&keep);
             s.rebuild();
         }
         self.find_process_rows();
@@ -426,7 +469,7 @@ impl Store {
                 s.raw.capacity() * 8 + s.levels.iter().map(|l| l.capacity() * 16).sum::<usize>()
             })
             .sum();
-        self.t.capacity() * 8 + series
+        (self.t.capacity() + self.n.capacity()) * 8 + series
     }
 }
 
@@ -510,6 +553,22 @@ mod tests {
         let a = store.analysis(0).unwrap();
         assert_eq!(a.verdict, flatline_runtime::analysis::Verdict::Staircase);
         assert!(store.heap_bytes() < 2 << 20, "{}", store.heap_bytes());
+        // The history is evenly spaced: the oldest hour as dense as the
+        // rest of the history, not thinned away by every later thinning.
+        // Its first gap holds for at least an eighth of what is kept, and
+        // nothing later is sparser.
+        let gaps: Vec<f64> = store.t.windows(2).map(|w| w[1] - w[0]).collect();
+        let first = gaps[0];
+        let even = gaps
+            .iter()
+            .take_while(|&&g| (g - first).abs() < 1e-6)
+            .count();
+        assert!(even >= store.len() / 8, "{even} of {}", store.len());
+        assert!(
+            gaps.iter().all(|&g| g <= first * 1.001),
+            "a gap wider than {first} s"
+        );
+        assert!(store.t[0] == 0.0 && first < 1.0, "{:?}", &store.t[..3]);
     }
 
     /// The case a person saw: a job builds its dataset for 14 s, then stays
