@@ -231,6 +231,17 @@ fn run_ingest(args: &IngestArgs) -> Result<()> {
         allocs_per_batch: r.allocs_per_batch,
     };
     row("arena", &arena);
+    println!(
+        "  {:<10}{:>12}{:>12}{:>12}   only writing the two [B, T] outputs",
+        "floor",
+        nanos(r.floor_ns_p50),
+        nanos(r.floor_ns_p95),
+        nanos(r.floor_ns_p99),
+    );
+    println!(
+        "  arena / floor at p50: {:.1}×",
+        r.fill_ns_p50 as f64 / r.floor_ns_p50.max(1) as f64
+    );
     if let Some(b) = &r.baseline {
         row("baseline", b);
         println!(

@@ -59,6 +59,8 @@ fn ingest_json_has_the_documented_fields() {
     let p = |o: &serde_json::Value, k: &str| o[k].as_u64().unwrap_or_else(|| panic!("{k} in {o}"));
     assert!(p(&v, "fill_ns_p50") <= p(&v, "fill_ns_p95"));
     assert!(p(&v, "fill_ns_p95") <= p(&v, "fill_ns_p99"));
+    // The write-only floor is measured in the same run, beside the fill.
+    assert!(p(&v, "floor_ns_p50") <= p(&v, "floor_ns_p99"));
     let base = &v["baseline"];
     assert!(p(base, "fill_ns_p50") > 0);
     assert!(base["allocs_per_batch"].as_f64().unwrap() >= 18.0, "{base}");

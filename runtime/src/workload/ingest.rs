@@ -241,6 +241,15 @@ impl BatchArena {
         Ok(())
     }
 
+    /// Writes both outputs without reading the corpus: every input `v`,
+    /// every target `v + 1`. What a fill costs at least (the same stores,
+    /// no gather): the floor `bench ingest` prints beside the fill.
+    pub fn write_only(&mut self, v: i64) {
+        self.x.fill(v);
+        self.y.fill(v.wrapping_add(1));
+        self.header[0].batch_id += 1;
+    }
+
     /// Inputs, row-major `[B, T]`.
     pub fn x(&self) -> &[i64] {
         &self.x
@@ -351,6 +360,11 @@ pub struct IngestReport {
     pub fill_ns_p95: u64,
     pub fill_ns_p99: u64,
     pub allocs_per_batch: Option<f64>,
+    /// Only writing the two `[B, T]` outputs, on the same buffers: the least
+    /// a fill can cost.
+    pub floor_ns_p50: u64,
+    pub floor_ns_p95: u64,
+    pub floor_ns_p99: u64,
     pub baseline: Option<FillStats>,
 }
 
@@ -376,6 +390,14 @@ pub fn bench(corpus: &Corpus, cfg: &IngestBenchConfig) -> Result<IngestReport, I
             p.record_batch(ns);
         }
         Ok((ns, a1 - a0))
+    })?;
+
+    // The floor: the same stores into the same buffers, nothing gathered.
+    let floor = time_loader(cfg, &mut times, |i| {
+        let t0 = Instant::now();
+        arena.write_only(i as i64);
+        black_box(arena.x());
+        Ok((t0.elapsed().as_nanos() as u64, 0))
     })?;
 
     let baseline = if cfg.baseline {
@@ -407,6 +429,9 @@ pub fn bench(corpus: &Corpus, cfg: &IngestBenchConfig) -> Result<IngestReport, I
         fill_ns_p95: arena_stats.fill_ns_p95,
         fill_ns_p99: arena_stats.fill_ns_p99,
         allocs_per_batch: arena_stats.allocs_per_batch,
+        floor_ns_p50: floor.fill_ns_p50,
+        floor_ns_p95: floor.fill_ns_p95,
+        floor_ns_p99: floor.fill_ns_p99,
         baseline,
     })
 }
@@ -589,6 +614,14 @@ mod tests {
     }
 
     #[test]
+    fn the_floor_writes_both_outputs_whole() {
+        let mut a = BatchArena::new(4, 16).unwrap();
+        a.write_only(7);
+        assert!(a.x().iter().all(|&v| v == 7) && a.y().iter().all(|&v| v == 8));
+        assert_eq!((a.x().len(), a.header().batch_id), (64, 1));
+    }
+
+    #[test]
     fn bench_reports_zero_allocations_for_the_arena() {
         let corpus = Corpus::generate(50_000, 2);
         let cfg = IngestBenchConfig {
@@ -603,6 +636,7 @@ mod tests {
         let b = r.baseline.expect("baseline ran");
         assert!(b.allocs_per_batch.unwrap() >= 2.0 * 8.0 + 2.0);
         assert!(r.fill_ns_p50 <= r.fill_ns_p95 && r.fill_ns_p95 <= r.fill_ns_p99);
+        assert!(r.floor_ns_p50 <= r.floor_ns_p95 && r.floor_ns_p95 <= r.floor_ns_p99);
         assert_eq!((r.iters, r.corpus_tokens), (200, 50_000));
         let r = bench(
             &corpus,
