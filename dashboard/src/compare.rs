@@ -446,6 +446,28 @@ fn identity_line(side: &Side<'_>) -> String {
     s
 }
 
+/// "aligned by step; 25 of 37 channels differ", with why an axis asked for
+/// was not used.
+fn alignment(c: &Comparison<'_>) -> String {
+    format!(
+        "aligned by {}{}; {} of {} channels differ",
+        align_name(c.align),
+        c.align_note
+            .as_ref()
+            .map_or(String::new(), |n| format!(" ({n})")),
+        c.differences(),
+        c.pairs().len()
+    )
+}
+
+/// A side's markers as "12.0 s text; …", if it has any.
+fn marker_list(side: &Side<'_>) -> Option<String> {
+    let marks: Vec<String> = report::markers(side.rec)
+        .map(|(t, text)| format!("{t:.1} s {text}"))
+        .collect();
+    (!marks.is_empty()).then(|| marks.join("; "))
+}
+
 fn per_label(c: &Comparison<'_>) -> Option<&'static str> {
     match c.align {
         AlignArg::Time => None,
@@ -461,16 +483,7 @@ pub fn text_report(c: &Comparison<'_>) -> String {
     let _ = writeln!(s, "{}\n", c.headline());
     s.push_str(&identity_line(&c.a));
     s.push_str(&identity_line(&c.b));
-    let _ = writeln!(
-        s,
-        "\n  aligned by {}{}; {} of {} channels differ",
-        align_name(c.align),
-        c.align_note
-            .as_ref()
-            .map_or(String::new(), |n| format!(" ({n})")),
-        c.differences(),
-        c.pairs().len()
-    );
+    let _ = writeln!(s, "\n  {}", alignment(c));
     let per = per_label(c);
     let _ = writeln!(
         s,
@@ -513,11 +526,8 @@ pub fn text_report(c: &Comparison<'_>) -> String {
         }
     }
     for side in [&c.a, &c.b] {
-        let marks: Vec<String> = report::markers(side.rec)
-            .map(|(t, text)| format!("{t:.1} s {text}"))
-            .collect();
-        if !marks.is_empty() {
-            let _ = writeln!(s, "  markers {}: {}", side.letter, marks.join("; "));
+        if let Some(marks) = marker_list(side) {
+            let _ = writeln!(s, "  markers {}: {marks}", side.letter);
         }
     }
     s
@@ -576,13 +586,8 @@ pub fn md_report(c: &Comparison<'_>) -> String {
     both(&mut s, "its own headline", &|x| x.receipt.headline());
     let _ = writeln!(
         s,
-        "\nEach side is analysed on its own as `flatline report` would (its own warm-up); channels are lined up by name and aligned by {}{}. {} of {} channels differ. Each channel has a line for A, one for B, and one for B against A: differences for levels and gauges, ratios (×) for counters' rates and for latencies.\n",
-        align_name(c.align),
-        c.align_note
-            .as_ref()
-            .map_or(String::new(), |n| format!(" ({n})")),
-        c.differences(),
-        c.pairs().len()
+        "\nEach side is analysed on its own as `flatline report` would (its own warm-up); channels are lined up by name and {}. Each channel has a line for A, one for B, and one for B against A: differences for levels and gauges, ratios (×) for counters' rates and for latencies.\n",
+        alignment(c)
     );
     let per = per_label(c);
     let _ = writeln!(
@@ -623,11 +628,8 @@ pub fn md_report(c: &Comparison<'_>) -> String {
         }
     }
     for side in [&c.a, &c.b] {
-        let marks: Vec<String> = report::markers(side.rec)
-            .map(|(t, text)| format!("{t:.1} s {text}"))
-            .collect();
-        if !marks.is_empty() {
-            let _ = writeln!(s, "\nMarkers in {}: {}.", side.letter, marks.join("; "));
+        if let Some(marks) = marker_list(side) {
+            let _ = writeln!(s, "\nMarkers in {}: {marks}.", side.letter);
         }
     }
     s

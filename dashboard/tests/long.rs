@@ -22,11 +22,9 @@ fn peak(args: &[&str]) -> (String, u64) {
     (out, peak)
 }
 
-#[test]
-fn a_long_recording_exports_in_bounded_memory() {
-    let dir = tempfile::tempdir().unwrap();
-    let rec = dir.path().join("3h.flr");
-    let r = rec.to_str().unwrap();
+/// `flatline synth` of 3 hours at 10 Hz, 40 channels, seed 5, in `dir`.
+fn synth_3h(dir: &std::path::Path) -> std::path::PathBuf {
+    let rec = dir.join("3h.flr");
     ok(&flatline(&[
         "synth",
         "--hours",
@@ -38,8 +36,16 @@ fn a_long_recording_exports_in_bounded_memory() {
         "--seed",
         "5",
         "--out",
-        r,
+        rec.to_str().unwrap(),
     ]));
+    rec
+}
+
+#[test]
+fn a_long_recording_exports_in_bounded_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let rec = synth_3h(dir.path());
+    let r = rec.to_str().unwrap();
     let v = support::report(&rec);
     let samples = v["recording"]["samples"].as_u64().unwrap();
     let channels = v["channels"].as_object().unwrap().len() as u64;
@@ -124,21 +130,8 @@ fn export_takes_a_range_and_a_rate() {
 #[test]
 fn a_report_stays_within_its_memory_budget() {
     let dir = tempfile::tempdir().unwrap();
-    let rec = dir.path().join("3h.flr");
+    let rec = synth_3h(dir.path());
     let r = rec.to_str().unwrap();
-    ok(&flatline(&[
-        "synth",
-        "--hours",
-        "3",
-        "--hz",
-        "10",
-        "--channels",
-        "40",
-        "--seed",
-        "5",
-        "--out",
-        r,
-    ]));
     let whole = support::report(&rec);
     let (out, small_peak) = peak(&["report", r, "--format", "json", "--memory-mib", "4"]);
     let part: serde_json::Value = serde_json::from_str(&out).unwrap();

@@ -205,13 +205,8 @@ impl Dashboard {
     /// Opens the recording at `path` as B of a comparison.
     pub fn compare_path(&mut self, path: &Path) -> Result<()> {
         let (src, store) = ReplaySource::open(path)?;
-        let meta = src.meta();
-        let align = if self.store.step_axis().is_some() && store.step_axis().is_some() {
-            AlignArg::Step
-        } else {
-            AlignArg::Time
-        };
-        self.compare_with(meta, store, align);
+        // By step where both have steps: compare_with falls back to time.
+        self.compare_with(src.meta(), store, AlignArg::Step);
         self.browser_open = false;
         self.say(format!("comparing with {}", path.display()));
         Ok(())
