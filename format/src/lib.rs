@@ -2,7 +2,7 @@
 //!
 //! Samples, channel schemas, events, and the `.flr` file format that holds
 //! them: codec, writer and reader. Its dependencies are serde, rmp-serde,
-//! crc32fast, sha2 and thiserror; it never depends on a probe (NVML,
+//! flate2 (pure-Rust deflate), crc32fast, sha2 and thiserror; it never depends on a probe (NVML,
 //! sysinfo), a channel crate or a GUI, so the runtime, the dashboard and the
 //! fuzzer can all use it and CI checks that it stays that small.
 //!
@@ -10,7 +10,7 @@
 //!
 //! ```text
 //! magic    8 bytes  "FLATLINE"
-//! version  4 bytes  u32 little-endian (1 or 2)
+//! version  4 bytes  u32 little-endian (1, 2 or 3)
 //! frames   each:    length u32 LE | CRC-32 of the payload u32 LE | payload
 //! ```
 //!
@@ -47,7 +47,8 @@
 //!   channel that does not change in a block costs a few bytes, whatever the
 //!   rate; a counter that rises steadily costs about as little. `NaN` is nil
 //!   and does not break the differences. Every value reads back bit for bit
-//!   (except that −0 reads as 0). Blocks are independent of each other.
+//!   (v2 writers stored −0 as 0 and every NaN as nil; v3 writers keep both).
+//!   Blocks are independent of each other.
 //! - **Channels added mid-recording** ([`Frame::Channels`]): new channels from
 //!   sample index `at` on; earlier samples read as absent (`NaN`) for them.
 //! - **Channels that end** ([`Frame::Ended`]): from sample index `at` on the
@@ -59,6 +60,19 @@
 //!   [`Slots`]); the file never holds slots, only positions.
 //! - **Kinds** in the schema: every [`ChannelSpec`] says whether it is a
 //!   `level`, `peak`, `counter` or `gauge`.
+//!
+//! ## Version 3
+//!
+//! Version 2's frames, plus **packs** ([`Packed`]): the writer gathers a
+//! block and the events of the same half second into one frame, the
+//! MessagePack list of those frames deflated (raw DEFLATE). A step event a
+//! few times a second no longer costs a frame header and its field names
+//! each time, and the columns' codes compress further. A pack is still one
+//! checksummed, length-prefixed frame, flushed within half a second, so what
+//! a crash keeps is unchanged; it is inflated to at most the size it states
+//! (itself within [`MAX_FRAME_BYTES`]) and may hold only blocks and events.
+//! The column codec is v2's; a v3 writer stores −0 and NaNs other than
+//! `f64::NAN` as floats, so that every `f64` reads back bit for bit.
 //!
 //! Hostile input is bounded: a frame over [`MAX_FRAME_BYTES`] is refused
 //! before anything is allocated for it, a schema over [`MAX_SCHEMA_CHANNELS`]
@@ -73,7 +87,7 @@ mod schema;
 mod slots;
 mod writer;
 
-pub use codec::{ChannelsEnded, ColumnBlock, Frame, SampleBlock, SchemaExtension};
+pub use codec::{ChannelsEnded, ColumnBlock, Frame, Packed, Packer, SampleBlock, SchemaExtension};
 pub use header::{DigestMark, Event, EventKind, Footer, GpuFacts, Header, HostFacts};
 pub use reader::{
     ColumnStats, FrameReader, Lifetime, Recording, Scanned, TailProblem, TailProblemKind, Thinned,
@@ -85,16 +99,18 @@ pub use schema::{
     Unit,
 };
 pub use slots::Slots;
-pub use writer::{BLOCK_AGE, BLOCK_SAMPLES, DIGEST_EVERY, RecordingWriter, WriteSummary};
+pub use writer::{
+    BLOCK_AGE, BLOCK_SAMPLES, DIGEST_EVERY, PACK_EVENTS, RecordingWriter, WriteSummary,
+};
 
 use std::path::PathBuf;
 
 /// The first 8 bytes of every recording.
 pub const MAGIC: [u8; 8] = *b"FLATLINE";
 /// The format version this build writes.
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
 /// Versions this build reads.
-pub const READABLE_VERSIONS: &[u32] = &[1, 2];
+pub const READABLE_VERSIONS: &[u32] = &[1, 2, 3];
 /// A frame longer than this is damage, never an allocation.
 pub const MAX_FRAME_BYTES: u32 = 16 << 20;
 /// Most channels a recording may have over its whole life (ended ones count).

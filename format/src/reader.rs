@@ -52,6 +52,8 @@ pub struct FrameReader<R> {
     offset: u64,
     hasher: Sha256,
     frames: u64,
+    /// Frames of the last pack not handed out yet (format v3).
+    unpacked: std::collections::VecDeque<Frame>,
 }
 
 /// Reads until `buf` is full or the input ends; returns the bytes read.
@@ -103,6 +105,7 @@ impl<R: Read + Seek> FrameReader<R> {
             offset: 12,
             hasher: Sha256::new(),
             frames: 0,
+            unpacked: Default::default(),
         };
         let bad = |reason: String| RecordingError::BadHeader {
             path: path.to_owned(),
@@ -125,7 +128,36 @@ impl<R: Read + Seek> FrameReader<R> {
     }
 
     /// The next frame; `Ok(None)` at a clean end of the input (between frames).
+    /// The frames of a pack (format v3) come out one by one, as if written
+    /// apart; [`Self::offset`] is then already past the pack.
     pub fn next_frame(&mut self) -> Result<Option<Frame>, TailProblem> {
+        loop {
+            if let Some(f) = self.unpacked.pop_front() {
+                return Ok(Some(f));
+            }
+            let start = self.offset;
+            match self.next_stored()? {
+                Some(Frame::Packed(p)) => {
+                    let damaged = |reason: String| TailProblem {
+                        kind: TailProblemKind::Damaged,
+                        offset: start,
+                        reason,
+                    };
+                    if self.version < 3 {
+                        return Err(damaged(format!(
+                            "a packed frame in a format v{} file",
+                            self.version
+                        )));
+                    }
+                    self.unpacked = p.unpack().map_err(damaged)?.into();
+                }
+                other => return Ok(other),
+            }
+        }
+    }
+
+    /// The next frame as stored in the file.
+    fn next_stored(&mut self) -> Result<Option<Frame>, TailProblem> {
         let start = self.offset;
         let problem = |kind, reason: String| TailProblem {
             kind,
@@ -335,6 +367,8 @@ pub fn scan(
             }
             Frame::Digest(_) => Ok(()),
             Frame::Header(_) => Err("a second header".into()),
+            // The frame reader opens packs; one never reaches here.
+            Frame::Packed(_) => Err("a pack that was not opened".into()),
             Frame::Footer(f) => {
                 s.footer = Some(f);
                 Ok(())

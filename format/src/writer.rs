@@ -7,7 +7,9 @@ use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 
-use crate::codec::{ChannelsEnded, Code, ColumnBlock, Frame, SchemaExtension, encode_into};
+use crate::codec::{
+    ChannelsEnded, Code, ColumnBlock, Frame, Packed, Packer, SchemaExtension, encode_into,
+};
 use crate::{
     ChannelSpec, DigestMark, Event, FORMAT_VERSION, Footer, Header, MAGIC, MAX_CHANNELS,
     RecordingError, Sample, Schema, Slots, check_new_channels, hex,
@@ -19,6 +21,9 @@ use crate::{
 pub const BLOCK_AGE: Duration = Duration::from_millis(500);
 /// Most samples in one block.
 pub const BLOCK_SAMPLES: usize = 256;
+/// Most events in one pack: a burst of events (an imported step log) is
+/// written in packs of this many rather than one pack over the frame limit.
+pub const PACK_EVENTS: usize = 4096;
 /// How often a running digest mark is written.
 pub const DIGEST_EVERY: Duration = Duration::from_secs(60);
 
@@ -50,11 +55,16 @@ pub struct RecordingWriter {
     bytes: u64,
     last_t_ns: u64,
     pending: Vec<Sample>,
+    /// Events since the last pack, as frames; written with the next block.
+    pending_events: Vec<Frame>,
     pending_since: Option<Instant>,
     /// Buffers kept from block to block, so that writing allocates nothing
-    /// once they have grown: the block, the encoder's codes, the payload.
+    /// once they have grown: the block, the encoder's codes, the packer's
+    /// buffers, the pack, the payload.
     block: ColumnBlock,
     codes: Vec<Code>,
+    packer: Packer,
+    packed: Packed,
     payload: Vec<u8>,
     dirty: bool,
     last_flush: Instant,
@@ -129,9 +139,12 @@ impl RecordingWriter {
             bytes: 0,
             last_t_ns: 0,
             pending: Vec::with_capacity(BLOCK_SAMPLES),
+            pending_events: Vec::new(),
             pending_since: None,
             block: ColumnBlock::default(),
             codes: Vec::with_capacity(BLOCK_SAMPLES),
+            packer: Packer::default(),
+            packed: Packed::default(),
             payload: Vec::with_capacity(64 << 10),
             dirty: false,
             last_flush: Instant::now(),
@@ -180,17 +193,36 @@ impl RecordingWriter {
         Ok(())
     }
 
+    /// Writes the queued samples (as one block) and events as one pack.
     fn write_pending(&mut self) -> Result<(), RecordingError> {
         let mut block = std::mem::take(&mut self.block);
-        if !block.encode_into(&self.pending, self.slots.all(), &mut self.codes) {
+        let has_block = block.encode_into(&self.pending, self.slots.all(), &mut self.codes);
+        if !has_block && self.pending_events.is_empty() {
             self.block = block;
             return Ok(());
         }
-        let frame = Frame::Block(block);
-        let written = self.write_frame(&frame);
-        if let Frame::Block(b) = frame {
+        let mut frames = std::mem::take(&mut self.pending_events);
+        if has_block {
+            frames.push(Frame::Block(block));
+        }
+        let mut packed = std::mem::take(&mut self.packed);
+        let written = self
+            .packer
+            .pack(frames.iter(), &mut packed)
+            .map_err(RecordingError::Encode)
+            .map(|()| Frame::Packed(packed))
+            .and_then(|frame| {
+                let written = self.write_frame(&frame);
+                if let Frame::Packed(p) = frame {
+                    self.packed = p;
+                }
+                written
+            });
+        if has_block && let Some(Frame::Block(b)) = frames.pop() {
             self.block = b;
         }
+        frames.clear();
+        self.pending_events = frames;
         written?;
         self.pending.clear();
         self.pending_since = None;
@@ -285,14 +317,19 @@ impl RecordingWriter {
         &self.schema
     }
 
-    /// Writes an event. Samples still queued stay queued (their block is
-    /// written when full or half a second old, as always): an event every
-    /// step must not cut the stream into blocks of a few samples each. Events
-    /// carry their own time, so a reader never needs them in sample order.
+    /// Queues an event: it is written in the same pack as the samples of
+    /// its half second (or sooner, in a burst of [`PACK_EVENTS`]), so an
+    /// event every step neither cuts the stream into blocks of a few samples
+    /// nor costs a frame of its own. Events carry their own time, so a reader
+    /// never needs them in sample order.
     pub fn push_event(&mut self, e: Event) -> Result<(), RecordingError> {
         self.last_t_ns = self.last_t_ns.max(e.t_ns);
-        self.write_frame(&Frame::Event(e))?;
+        self.pending_events.push(Frame::Event(e));
+        self.pending_since.get_or_insert_with(Instant::now);
         self.events += 1;
+        if self.pending_events.len() >= PACK_EVENTS {
+            self.write_pending()?;
+        }
         self.tick()
     }
 

@@ -1,8 +1,8 @@
-//! Any bytes at all through the recording reader (format v1 and v2): it must
-//! return an error or a recording whose columns line up, never panic, hang or
-//! allocate without bound. Under `cfg(fuzzing)` the reader skips frame
-//! checksums, so mutations reach the MessagePack, column-block and schema
-//! decoders instead of dying at the CRC.
+//! Any bytes at all through the recording reader (formats v1 to v3, packs
+//! included): it must return an error or a recording whose columns line up,
+//! never panic, hang or allocate without bound. Under `cfg(fuzzing)` the
+//! reader skips frame checksums, so mutations reach the inflater and the
+//! MessagePack, column-block and schema decoders instead of dying at the CRC.
 #![no_main]
 
 use std::path::Path;

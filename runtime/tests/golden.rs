@@ -134,6 +134,41 @@ fn format_v2_still_loads() {
     assert_eq!(sha256_hex(&std::fs::read(&out).unwrap()), V2_CSV_SHA256);
 }
 
+/// v3: the same soak again, its blocks and events deflated together in
+/// packs; read value for value against its CSV export taken when it was made.
+#[test]
+fn format_v3_still_loads() {
+    let rec = golden("v3.flr");
+    assert_eq!(rec.tail, None, "the golden file is whole");
+    assert_eq!(rec.header.format_version, 3);
+    assert_eq!(rec.header.host.hostname, "redacted");
+    assert_eq!(
+        rec.digest,
+        "f1d8179b359d54e9e5156d396a23a2180bc3245afaf654230be0af813ad1a686"
+    );
+    assert_eq!(
+        (
+            rec.len(),
+            rec.events.len(),
+            rec.header.schema.len(),
+            rec.bytes
+        ),
+        (61, 17, 37, 5632)
+    );
+    assert_eq!(rec.header.config["step_ms"], "200");
+    assert_eq!(rec.channel("mem.rss").unwrap()[0], 47_132_672.0);
+    assert_eq!(rec.events[0].kind, EventKind::Phase("ingest".into()));
+    let sys = rec.channel("sys.mem_total").unwrap();
+    assert!(sys.iter().any(|v| v.is_nan()) && sys.iter().any(|v| !v.is_nan()));
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("v3.csv");
+    flatline_runtime::recording::csv::export(&rec.path, &out, true, Default::default()).unwrap();
+    assert_eq!(
+        sha256_hex(&std::fs::read(&out).unwrap()),
+        "416b3b5f30ca45e0bfbdc20869e8e8cb151112ebac9c1e1ff05b0660c3b91bd1"
+    );
+}
+
 fn sha256_hex(bytes: &[u8]) -> String {
     use sha2::{Digest, Sha256};
     Sha256::digest(bytes)

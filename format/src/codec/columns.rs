@@ -7,7 +7,8 @@
 //! Decoding keeps two pieces of state: the last value read (`NaN` readings
 //! skipped) and, with order 2, the last first difference. For each item:
 //!
-//! - nil: `NaN`; the state is unchanged (a slow probe's gaps cost nothing and
+//! - nil: `NaN` (Rust's `f64::NAN`; any other NaN is a float item, so its
+//!   sign and payload read back); the state is unchanged (a slow probe's gaps cost nothing and
 //!   its next reading is still a difference from its last one);
 //! - a float: that value; the difference is forgotten;
 //! - an integer after a whole last value (|v| ≤ 2^53): with order 2 and a
@@ -35,9 +36,11 @@ pub const MAX_BLOCK_SAMPLES: u32 = 1024;
 /// Largest magnitude stored as an exact integer (and as differences).
 const EXACT: f64 = 9_007_199_254_740_992.0; // 2^53
 
+/// Whether `v` is stored as an integer: finite, whole, within 2^53, and not
+/// −0 (which is stored as a float, so that it reads back as −0).
 #[inline]
 fn whole(v: f64) -> bool {
-    v.is_finite() && v.fract() == 0.0 && v.abs() <= EXACT
+    v.is_finite() && v.fract() == 0.0 && v.abs() <= EXACT && !(v == 0.0 && v.is_sign_negative())
 }
 
 /// One coded value of a column (see the module docs); a writer keeps a
@@ -100,8 +103,12 @@ pub struct Column {
 fn codes_f64(values: impl Iterator<Item = f64>, order: u8, out: &mut Vec<Code>) {
     let (mut last, mut diff): (Option<f64>, Option<i64>) = (None, None);
     for v in values {
-        let code = if v.is_nan() {
+        let code = if v.to_bits() == f64::NAN.to_bits() {
             Code::Nil
+        } else if v.is_nan() {
+            // Any other NaN keeps its bits (sign and payload) as a float.
+            diff = None;
+            Code::Float(v)
         } else if whole(v) && last.is_some_and(whole) {
             let d = v as i64 - last.unwrap_or(0.0) as i64;
             let code = match diff {
@@ -594,7 +601,11 @@ mod tests {
             f64::NEG_INFINITY,
             f64::NAN,
             f64::from_bits(0x7ff8_dead_beef_0001), // a NaN with a payload
-            5e-324,                                // the smallest subnormal
+            f64::from_bits(0xfff8_0000_0000_0000), // x86's 0/0: a negative NaN
+            f64::from_bits(0x7ff0_0000_0000_0001), // a signalling NaN
+            -5e-324,
+            f64::MIN_POSITIVE,
+            5e-324, // the smallest subnormal
             2.2e-308,
             EXACT,
             -EXACT,
@@ -642,7 +653,7 @@ mod tests {
             })
             .collect();
         let (rows, _) = roundtrip(&samples, ch);
-        crate::tests::assert_same_rows(&samples, &rows);
+        crate::tests::assert_same_rows(&samples, &rows, false);
     }
 
     #[test]

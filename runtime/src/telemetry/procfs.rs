@@ -299,7 +299,11 @@ impl Probe for ProcProbe {
                 let dt = now.duration_since(at).as_secs_f64();
                 if dt > 0.0 {
                     let busy = ticks.saturating_sub(last) as f64 / self.ticks_per_s;
-                    out[11] = 100.0 * busy / dt;
+                    // Whole kernel ticks over the interval: digits past
+                    // f32's seven are noise, and f32 precision halves what
+                    // the recording spends on this channel (README,
+                    // "Recording size").
+                    out[11] = f64::from((100.0 * busy / dt) as f32);
                 }
             }
             self.last_cpu = Some((ticks, now));

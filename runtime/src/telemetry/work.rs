@@ -186,7 +186,10 @@ impl Probe for WorkProbe {
             Some((last_ops, at)) => {
                 let dt = now.duration_since(at).as_secs_f64();
                 if dt > 0.0 {
-                    ops.saturating_sub(last_ops) as f64 / dt
+                    // Whole operations a second: the interval's clock
+                    // jitter swamps any fraction, which would cost the
+                    // recording a full float per sample.
+                    (ops.saturating_sub(last_ops) as f64 / dt).round()
                 } else {
                     f64::NAN
                 }
