@@ -722,3 +722,77 @@ fn a_replay_compares_with_a_recording_from_the_browser() {
     h.get_by_label("Stop comparing");
     assert!(h.get_all_by_label("B").count() >= 3);
 }
+
+/// A replay that holds every n-th sample of a long recording, zoomed in to
+/// a few minutes, reads those minutes from the file at full resolution and
+/// draws every sample; the status line says so.
+#[test]
+fn zooming_into_a_thinned_replay_reads_every_sample_in_view_from_disk() {
+    use flatline_runtime::recording::{RecordingSetup, synth};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("two-hours.flr");
+    let cfg = synth::SynthConfig {
+        hours: 2.0,
+        hz: 10.0,
+        channels: 4,
+        seed: 3,
+    };
+    let setup = RecordingSetup::new("synth");
+    synth::write(cfg, &path, false, |schema| setup.header(schema, Vec::new())).unwrap();
+    // 72,000 samples held in about 4,000.
+    let (src, store) = ReplaySource::open_within(&path, 4_000 * 8 * 8).unwrap();
+    assert!(store.len() < 9_000, "{} held", store.len());
+    let dash = Dashboard::new(Box::new(src), store, Settings::default());
+    let mut h = Harness::builder()
+        .with_size([1600.0, 1000.0])
+        .build_ui_state(frame, dash);
+    h.run_steps(3);
+    assert_eq!(h.state().zoom, None, "the whole run is in view");
+    // Zoom in over the first plot, as a pinch or ctrl+wheel does.
+    let title = h.get_by_label("Memory and page tables (MiB)").rect();
+    let over_plot = title.center_bottom() + eframe::egui::vec2(0.0, 120.0);
+    for _ in 0..7 {
+        h.hover_at(over_plot);
+        h.event(eframe::egui::Event::Zoom(2.0));
+        h.run_steps(1);
+    }
+    let zoom = h.state().zoom.expect("zoomed in");
+    assert!(zoom[1] - zoom[0] < 7_200.0 / 50.0, "{zoom:?}");
+    // The read runs on its own thread: wait for it, a frame at a time.
+    for _ in 0..200 {
+        h.run_steps(1);
+        let d = h.state();
+        if d.zoom
+            .is_some_and(|z| d.detail.as_ref().unwrap().covering(z).is_some())
+        {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let d = h.state();
+    let z = d.zoom.unwrap();
+    let loaded = d
+        .detail
+        .as_ref()
+        .unwrap()
+        .covering(z)
+        .expect("read from disk");
+    // Every sample of the file in the loaded span: 10 a second, none thinned.
+    let span = loaded.span;
+    let inside = loaded
+        .times
+        .iter()
+        .filter(|&&t| t >= span[0] && t <= span[1])
+        .count();
+    let want = ((span[1] - span[0]) * 10.0).round() as usize;
+    assert!(inside.abs_diff(want) <= 2, "{inside} samples in {span:?}");
+    let held = d
+        .store
+        .times()
+        .iter()
+        .filter(|&&t| t >= span[0] && t <= span[1])
+        .count();
+    assert!(held * 8 < inside, "the store held {held} of them");
+    h.run_steps(1);
+    h.get_by_label_contains("every sample in view");
+}

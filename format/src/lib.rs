@@ -84,6 +84,7 @@ mod header;
 mod reader;
 mod sample;
 mod schema;
+mod seek;
 mod slots;
 mod writer;
 
@@ -98,6 +99,7 @@ pub use schema::{
     ChannelSpec, Group, Kind, MAX_NAME_BYTES, STEP_CHANNELS, Schema, TOKEN_CHANNELS, Unavailable,
     Unit,
 };
+pub use seek::{SEEK_EVERY, SampleIndex, Samples, SeekPoint};
 pub use slots::Slots;
 pub use writer::{
     BLOCK_AGE, BLOCK_SAMPLES, DIGEST_EVERY, PACK_EVENTS, RecordingWriter, WriteSummary,

@@ -54,6 +54,8 @@ pub struct FrameReader<R> {
     frames: u64,
     /// Frames of the last pack not handed out yet (format v3).
     unpacked: std::collections::VecDeque<Frame>,
+    /// Where the stored frame last read starts (a pack's, for its frames).
+    stored_at: u64,
 }
 
 /// Reads until `buf` is full or the input ends; returns the bytes read.
@@ -106,6 +108,7 @@ impl<R: Read + Seek> FrameReader<R> {
             hasher: Sha256::new(),
             frames: 0,
             unpacked: Default::default(),
+            stored_at: 12,
         };
         let bad = |reason: String| RecordingError::BadHeader {
             path: path.to_owned(),
@@ -156,9 +159,32 @@ impl<R: Read + Seek> FrameReader<R> {
         }
     }
 
+    /// A reader of a file's frames from `offset` on (a frame's start, as a
+    /// [`crate::SeekPoint`] gives it), for a file of format `version` whose
+    /// header was read before. Its digest covers only what it reads.
+    pub fn resume(mut r: R, version: u32, offset: u64) -> std::io::Result<Self> {
+        r.seek(SeekFrom::Start(offset))?;
+        Ok(Self {
+            r,
+            version,
+            offset,
+            hasher: Sha256::new(),
+            frames: 0,
+            unpacked: Default::default(),
+            stored_at: offset,
+        })
+    }
+
+    /// Byte offset of the stored frame the last frame came from (for a
+    /// frame of a pack, the pack's).
+    pub fn stored_at(&self) -> u64 {
+        self.stored_at
+    }
+
     /// The next frame as stored in the file.
     fn next_stored(&mut self) -> Result<Option<Frame>, TailProblem> {
         let start = self.offset;
+        self.stored_at = start;
         let problem = |kind, reason: String| TailProblem {
             kind,
             offset: start,
@@ -267,6 +293,8 @@ pub struct Scanned {
     pub tail: Option<TailProblem>,
     pub bytes: u64,
     pub frames: u64,
+    /// A seek point every [`crate::SEEK_EVERY`] samples or so.
+    pub seeks: Vec<crate::SeekPoint>,
 }
 
 /// Reads a recording once from start to end, handing every block, schema
@@ -295,6 +323,7 @@ pub fn scan(
         tail: None,
         bytes: 0,
         frames: 0,
+        seeks: Vec::new(),
     };
     // A block's rows, decoded before any is handed on.
     let mut t_buf: Vec<u64> = Vec::new();
@@ -318,6 +347,7 @@ pub fn scan(
             s.tail = Some(damaged("data after the footer".into()));
             break;
         }
+        let stored_at = reader.stored_at();
         let mut block = |width: usize, decode: &mut Decode<'_>| -> Result<(), String> {
             let channels = s.lifetimes.len();
             if width != channels {
@@ -342,6 +372,14 @@ pub fn scan(
                 }));
             })?;
             visit.rows(first, &t_buf, &v_buf);
+            let due = s.seeks.last().map_or(0, |p| p.sample + crate::SEEK_EVERY);
+            if first >= due && !t_buf.is_empty() {
+                s.seeks.push(crate::SeekPoint {
+                    offset: stored_at,
+                    sample: first,
+                    t_ns: t_buf[0],
+                });
+            }
             s.samples += t_buf.len();
             Ok(())
         };
@@ -495,6 +533,9 @@ pub struct Recording {
     /// What a bounded load let go ([`Recording::open_bounded`]); `None`
     /// when every sample and event is held.
     pub thinned: Option<Thinned>,
+    /// Where the file's samples lie on disk: any range of them, at full
+    /// resolution, is read from there ([`SampleIndex::read`]).
+    pub index: crate::SampleIndex,
 }
 
 /// A recording held in part: every `stride`-th sample (and the last), the
@@ -734,6 +775,13 @@ impl Recording {
                 until: l.until.map(held),
             })
             .collect();
+        let index = crate::SampleIndex {
+            path: path.to_owned(),
+            version: s.header.format_version,
+            points: s.seeks,
+            lifetimes: s.lifetimes.clone(),
+            samples: total,
+        };
         let thinned = (stride > 1).then_some(Thinned {
             stride,
             samples: total,
@@ -754,6 +802,7 @@ impl Recording {
             bytes: s.bytes,
             frames: s.frames,
             thinned,
+            index,
         })
     }
 

@@ -787,3 +787,91 @@ fn mutated_packs_give_errors_or_consistent_recordings() {
     // MessagePack, and the digest covers the rest.
     assert!(damaged > 1400, "{damaged} of 1500 changes noticed");
 }
+
+/// Any range read through the seek index is the same, value for value, as
+/// the same samples of the whole recording loaded; a bounded load's index
+/// reads full resolution however thin the load.
+#[test]
+fn ranges_read_from_disk_match_the_whole_recording() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("seek.flr");
+    let mut w = RecordingWriter::create(&path, &header(2), false).unwrap();
+    let spec = |n: &str| ChannelSpec::new(n, Unit::Bytes, Group::Memory);
+    // Workers come and go every 3,000 samples across 20,000: blocks of
+    // every size, schema changes between seek points.
+    let mut live = None;
+    for i in 0..20_000u64 {
+        if i % 3000 == 1000 {
+            let k = i / 3000;
+            w.add_channels(&[spec(&format!("pid{k}.rss"))]).unwrap();
+            live = Some(w.schema().len() - 1);
+        }
+        if i % 3000 == 2500
+            && let Some(p) = live.take()
+        {
+            w.end_channels(&[p]).unwrap();
+        }
+        let mut vals = vec![i as f64, (i % 7) as f64 * 0.25];
+        // The worker's slot stays once made; an ended one's value is not read.
+        if i >= 1000 {
+            vals.push(if live.is_some() { 1e6 + i as f64 } else { 99.0 });
+        }
+        w.push_sample(&Sample::from_values(i, i * 10_000_000, &vals))
+            .unwrap();
+        if i % 777 == 0 {
+            w.push_event(Event {
+                t_ns: i * 10_000_000,
+                kind: EventKind::Marker(format!("m{i}")),
+            })
+            .unwrap();
+        }
+    }
+    w.finish("completed").unwrap();
+    let whole = Recording::open(&path).unwrap();
+    assert_eq!(whole.len(), 20_000);
+    let index = &whole.index;
+    assert!(
+        index.points.len() >= 10,
+        "{} seek points",
+        index.points.len()
+    );
+    assert!(
+        index
+            .points
+            .windows(2)
+            .all(|p| p[1].sample >= p[0].sample + SEEK_EVERY && p[1].offset > p[0].offset)
+    );
+    for range in [
+        0..10,
+        5..2000,
+        1023..1025,
+        2999..7001,
+        19_990..20_000,
+        19_999..30_000,
+    ] {
+        let got = index.read(range.clone()).unwrap();
+        let end = range.end.min(20_000);
+        assert_eq!(got.first, range.start, "{range:?}");
+        assert_eq!(got.t_ns, whole.t_ns[range.start..end], "{range:?}");
+        for (c, col) in got.columns.iter().enumerate() {
+            let want = &whole.columns[c][range.start..end];
+            assert!(
+                col.iter()
+                    .zip(want)
+                    .all(|(a, b)| a.to_bits() == b.to_bits()),
+                "{range:?}, channel {c}"
+            );
+        }
+    }
+    // By time: samples 4,000 to 4,100 are 40.00 s to 41.00 s.
+    let got = index
+        .read_time(40_000_000_000, 41_000_000_000, 1_000)
+        .unwrap();
+    assert_eq!((got.first, got.len()), (4000, 101));
+    let got = index.read_time(40_000_000_000, 41_000_000_000, 10).unwrap();
+    assert_eq!(got.len(), 10, "at most what was asked");
+    // A load thinned to every 16th sample or so keeps the same index.
+    let thin = Recording::open_bounded(&path, 20_000 * 8).unwrap();
+    assert!(thin.thinned.as_ref().unwrap().stride > 1);
+    assert_eq!(thin.index, whole.index);
+}

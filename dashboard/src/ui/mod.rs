@@ -6,6 +6,7 @@
 //! the window runs (`egui_kittest`).
 
 pub mod bench;
+mod detail;
 pub mod icon;
 mod source;
 mod store;
@@ -142,6 +143,11 @@ pub struct Dashboard {
     pub other: Option<Other>,
     /// The browser opens what is clicked as B of a comparison, not as the source.
     pub browsing_for_compare: bool,
+    /// Full resolution read from disk where a thinned replay is zoomed in.
+    pub detail: Option<detail::Detail>,
+    /// The time range the plots showed last frame, when zoomed in (narrower
+    /// than the data); the lines are cut to it (and half a view each side).
+    pub zoom: Option<[f64; 2]>,
 }
 
 impl std::fmt::Debug for Dashboard {
@@ -160,7 +166,7 @@ impl Dashboard {
             let (start, end) = store.time_range();
             Timeline::new(start, end)
         });
-        Self {
+        let mut d = Self {
             source,
             store,
             settings,
@@ -178,7 +184,19 @@ impl Dashboard {
             mark_text: String::new(),
             other: None,
             browsing_for_compare: false,
-        }
+            detail: None,
+            zoom: None,
+        };
+        d.detail = d.detail_for_source();
+        d
+    }
+
+    /// A detail reader for the source, if it is a thinned replay.
+    fn detail_for_source(&self) -> Option<detail::Detail> {
+        let (t0, t1) = self.store.time_range();
+        self.source
+            .sample_index()
+            .map(|ix| detail::Detail::new(ix, t1 - t0))
     }
 
     /// Draws `store` (a recording, B) beside the source (A) on the same
@@ -228,6 +246,8 @@ impl Dashboard {
         self.other = None;
         self.source = Box::new(src);
         self.store = store;
+        self.detail = self.detail_for_source();
+        self.zoom = None;
         self.timeline = Some(Timeline::new(start, end));
         self.browser_open = false;
         self.say(format!("opened {}", path.display()));

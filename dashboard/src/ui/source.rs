@@ -13,7 +13,7 @@ use anyhow::{Context as _, Result};
 use crossbeam_channel::{Receiver, Sender};
 use flatline_runtime::recording::{
     Event, EventKind, Frame, FrameReader, Header, Recording, RecordingSetup, RecordingWriter,
-    Slots, TailProblemKind, Tap, Tapped,
+    SampleIndex, Slots, TailProblemKind, Tap, Tapped,
 };
 use flatline_runtime::telemetry::alloc::mark_observer_thread;
 use flatline_runtime::telemetry::{
@@ -195,6 +195,11 @@ pub trait Source {
         None
     }
     fn set_workload_running(&mut self, _on: bool) {}
+    /// Where a replay that holds only every n-th sample finds the rest on
+    /// disk (see `detail.rs`); `None` for anything else.
+    fn sample_index(&self) -> Option<SampleIndex> {
+        None
+    }
     /// The recording being written now, and its size so far.
     fn recording(&self) -> Option<(PathBuf, u64)> {
         None
@@ -582,6 +587,8 @@ pub const REPLAY_BUDGET: usize = 128 << 20;
 pub struct ReplaySource {
     path: PathBuf,
     header: Header,
+    /// The file's seek index, when the store holds a thinned load of it.
+    index: Option<SampleIndex>,
     digest: String,
     follow: Option<Follower>,
     status: String,
@@ -594,7 +601,12 @@ impl ReplaySource {
     /// every 2nd, 4th, … one (the status says which), so a week-long file
     /// opens on a laptop instead of asking for gigabytes.
     pub fn open(path: &Path) -> Result<(Self, Store)> {
-        let rec = Recording::open_bounded(path, REPLAY_BUDGET)
+        Self::open_within(path, REPLAY_BUDGET)
+    }
+
+    /// [`Self::open`] holding about `budget` bytes of values.
+    pub fn open_within(path: &Path, budget: usize) -> Result<(Self, Store)> {
+        let rec = Recording::open_bounded(path, budget)
             .with_context(|| format!("opening {}", path.display()))?;
         Ok(Self::from_recording(rec))
     }
@@ -619,6 +631,7 @@ impl ReplaySource {
                 path: rec.path.clone(),
                 digest: rec.digest.clone(),
                 header: rec.header,
+                index: rec.thinned.is_some().then_some(rec.index),
                 follow: None,
                 status,
                 tee: Tee::default(),
@@ -639,6 +652,7 @@ impl ReplaySource {
             path: path.to_owned(),
             digest: String::new(),
             header,
+            index: None,
             follow: Some(follower),
             status: "following".into(),
             tee: Tee::default(),
@@ -649,6 +663,9 @@ impl ReplaySource {
 }
 
 impl Source for ReplaySource {
+    fn sample_index(&self) -> Option<SampleIndex> {
+        self.index.clone()
+    }
     fn kind(&self) -> SourceKind {
         SourceKind::Replay
     }

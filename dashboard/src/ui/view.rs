@@ -90,10 +90,22 @@ fn top_bar(d: &mut Dashboard, ui: &mut egui::Ui, actions: &mut Vec<Action>) {
             } else {
                 ui.label(&meta.label);
             }
-            let status = match &d.timeline {
+            let mut status = match &d.timeline {
                 Some(tl) if tl.playing => format!("playing at {}×", tl.speed),
                 _ => d.source.status(),
             };
+            if let (Some(z), Some(dt)) = (d.zoom, &d.detail) {
+                status.push_str(if dt.covering(z).is_some() {
+                    "; every sample in view"
+                } else if dt.is_loading() {
+                    "; reading the view at full resolution…"
+                } else {
+                    ""
+                });
+                if let Some(e) = &dt.failed {
+                    status.push_str(&format!("; full resolution unavailable: {e}"));
+                }
+            }
             ui.label(RichText::new(status).italics());
             ui.separator();
             let (t0, t1) = d.store.time_range();
@@ -769,7 +781,59 @@ pub fn decimate(
     scale: f64,
 ) -> Vec<PlotPoint> {
     let x_axis = d.store.step_axis().filter(|_| d.settings.x_steps);
+    if let (None, Some(z)) = (x_axis, d.zoom) {
+        // Zoomed in: bucket the view (and half a view each side, so a pan
+        // shows lines at once), from the full-resolution detail if it
+        // covers the view, else from what the store holds.
+        let end = visible
+            .checked_sub(1)
+            .and_then(|i| d.store.times().get(i))
+            .copied()
+            .unwrap_or(f64::NEG_INFINITY);
+        let w = z[1] - z[0];
+        let span = [z[0] - w / 2.0, (z[1] + w / 2.0).min(end)];
+        let detail = d.detail.as_ref().and_then(|dt| dt.covering(z));
+        return match detail.and_then(|l| Some((&l.times, l.series.get(ch)?))) {
+            Some((times, series)) => decimate_span(times, series, span, columns, baseline, scale),
+            None => decimate_span(
+                &d.store.times()[..visible],
+                d.store.series(ch),
+                span,
+                columns,
+                baseline,
+                scale,
+            ),
+        };
+    }
     decimate_on(&d.store, x_axis, ch, visible, columns, baseline, scale)
+}
+
+/// Points for the samples of `series` (at `times`) within `span` (and the
+/// one each side, so the line reaches the edges): about two per pixel
+/// column over the view, which is half the span.
+fn decimate_span(
+    times: &[f64],
+    series: &super::store::Series,
+    span: [f64; 2],
+    columns: usize,
+    baseline: f64,
+    scale: f64,
+) -> Vec<PlotPoint> {
+    let i0 = times.partition_point(|&t| t < span[0]).saturating_sub(1);
+    let i1 = (times.partition_point(|&t| t <= span[1]) + 1).min(times.len());
+    let mut out = Vec::with_capacity(columns * 4 + 2);
+    for (i, [lo, hi]) in series.buckets(i0, i1, columns * 2) {
+        if lo.is_nan() {
+            continue;
+        }
+        push_column(
+            &mut out,
+            times[i],
+            (lo - baseline) * scale,
+            (hi - baseline) * scale,
+        );
+    }
+    out
 }
 
 /// [`decimate`] for any store, on the values of channel `x_axis` (a step or
@@ -881,6 +945,22 @@ fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
     let x_steps = d.settings.x_steps && d.store.step_axis().is_some();
     let x_label = if x_steps { "step" } else { "time (s)" };
     let marks = marker_lines(d, visible, x_steps);
+    let times = &d.store.times()[..visible.min(d.store.times().len())];
+    let data_x = [
+        times.first().copied().unwrap_or(0.0),
+        times.last().copied().unwrap_or(0.0),
+    ];
+    if x_steps {
+        d.zoom = None;
+    }
+    if let (Some(z), Some(dt)) = (d.zoom, d.detail.as_mut()) {
+        dt.poll();
+        let held = times.partition_point(|&t| t <= z[1]) - times.partition_point(|&t| t < z[0]);
+        let ctx = ui.ctx().clone();
+        dt.want(z, held, columns, move || ctx.request_repaint());
+    }
+    let zoomed = d.zoom.is_some();
+    let mut seen_x: Option<[f64; 2]> = None;
     egui::ScrollArea::vertical().show(ui, |ui| {
         if let Some(tree) = tree {
             tree_plot(d, ui, tree, visible, columns, height, link);
@@ -951,7 +1031,7 @@ fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
                 None
             };
             ui.label(RichText::new(title).strong());
-            linked_plot(
+            let shown = linked_plot(
                 ("plot", group as u8, unit as u8, rate),
                 height,
                 link,
@@ -960,7 +1040,17 @@ fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
             )
             .include_y(band.map_or(f64::NAN, |b| b.0))
             .include_y(band.map_or(f64::NAN, |b| b.1))
+            // Lines zoomed in are cut to the view: the whole run's ends keep
+            // a reset (double-click) going back to all of it.
+            .include_x(if x_steps { f64::NAN } else { data_x[0] })
+            .include_x(if x_steps { f64::NAN } else { data_x[1] })
             .show(ui, |pui| {
+                // Zoomed in on time, the y axis follows what is drawn there.
+                if zoomed && lo.is_finite() {
+                    let (lo, hi) = band.unwrap_or((lo, hi));
+                    let m = ((hi - lo) * 0.05).max(hi.abs().max(1.0) * 1e-9);
+                    pui.set_plot_bounds_y(lo - m..=hi + m);
+                }
                 draw_markers(pui, &marks, band.map_or(hi, |b| b.1.max(hi)));
                 for (name, pts, marks) in lines {
                     let has_marks = !marks.is_empty();
@@ -970,8 +1060,12 @@ fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
                     }
                 }
             });
+            let r = shown.transform.bounds().range_x();
+            seen_x = Some([*r.start(), *r.end()]);
         }
     });
+    // Zoomed in when the plots show less than 90 % of the data's time.
+    d.zoom = seen_x.filter(|v| !x_steps && v[1] - v[0] < 0.9 * (data_x[1] - data_x[0]));
 }
 
 /// The markers up to the visible end (a job's evals and checkpoints), as
@@ -1109,6 +1203,8 @@ fn linked_plot<'a>(
         .height(height)
         .link_axis(link, [true, false])
         .link_cursor(link, [true, false])
+        // A wheel or pinch zooms time only; the y axis fits the data.
+        .allow_zoom([true, false])
         .show_crosshair(!capturing)
         .show_x(!capturing)
         .show_y(!capturing)

@@ -16,9 +16,9 @@ pub mod synth;
 pub use flatline_format::{
     ChannelsEnded, ColumnBlock, ColumnStats, DigestMark, EXTENSION, Event, EventKind,
     FORMAT_VERSION, Footer, Frame, FrameReader, Header, HostFacts, Lifetime, MAGIC,
-    MAX_FRAME_BYTES, READABLE_VERSIONS, Recording, RecordingError, RecordingWriter, SampleBlock,
-    Scanned, SchemaExtension, Slots, TailProblem, TailProblemKind, Thinned, Visit, WriteSummary,
-    scan,
+    MAX_FRAME_BYTES, READABLE_VERSIONS, Recording, RecordingError, RecordingWriter, SEEK_EVERY,
+    SampleBlock, SampleIndex, Samples, Scanned, SchemaExtension, SeekPoint, Slots, TailProblem,
+    TailProblemKind, Thinned, Visit, WriteSummary, scan,
 };
 pub use recorder::{
     EVENT_CAPACITY, Recorder, RecorderStats, RecorderSummary, TAP_CAPACITY, Tap, TapStats, Tapped,
