@@ -126,6 +126,53 @@ impl Series {
             .collect()
     }
 
+    /// The index of the last reading (not `NaN`) before `end`, found
+    /// through the pyramid (a bucket's min is `NaN` only when it holds no
+    /// reading): about `FAN` steps a level, however far back it lies.
+    pub fn last_reading_before(&self, end: usize) -> Option<usize> {
+        let end = end.min(self.raw.len());
+        let last_in =
+            |lo: usize, hi: usize, at: &dyn Fn(usize) -> bool| (lo..hi).rev().find(|&i| at(i));
+        if self.levels.is_empty() {
+            return last_in(0, end, &|i| !self.raw[i].is_nan());
+        }
+        // Raw values back to a bucket boundary.
+        let edge = end - end % FAN;
+        if let Some(i) = last_in(edge, end, &|i| !self.raw[i].is_nan()) {
+            return Some(i);
+        }
+        // Whole buckets: climb while at a boundary of the level above.
+        let (mut k, mut b) = (0, edge / FAN);
+        loop {
+            let level = self.levels.get(k)?;
+            if b % FAN == 0 && b > 0 && k + 1 < self.levels.len() {
+                b /= FAN;
+                k += 1;
+                continue;
+            }
+            let b0 = b - b % FAN;
+            let b0 = if b == b0 { b.saturating_sub(FAN) } else { b0 };
+            if let Some(hit) = last_in(b0, b, &|j| !level[j][0].is_nan()) {
+                // Descend to the last bucket with a reading, then the value.
+                let (mut k, mut b) = (k, hit);
+                while k > 0 {
+                    let below = &self.levels[k - 1];
+                    b = last_in(b * FAN, ((b + 1) * FAN).min(below.len()), &|j| {
+                        !below[j][0].is_nan()
+                    })?;
+                    k -= 1;
+                }
+                return last_in(b * FAN, ((b + 1) * FAN).min(self.raw.len()), &|i| {
+                    !self.raw[i].is_nan()
+                });
+            }
+            if b0 == 0 {
+                return None;
+            }
+            b = b0;
+        }
+    }
+
     /// Keeps the values `keep` marks (a decimated history for long live
     /// sessions).
     fn thin(&mut self, keep: &[bool]) {
@@ -145,6 +192,25 @@ fn process_pss(schema: &Schema) -> Vec<usize> {
         .enumerate()
         .filter(|(_, c)| c.labels.contains_key("pid") && c.name.ends_with(".pss"))
         .map(|(i, _)| i)
+        .collect()
+}
+
+/// For each of [`process_pss`]'s channels, the same process's `rss` and
+/// `uss` channels.
+fn process_leaves(schema: &Schema) -> Vec<[Option<usize>; 2]> {
+    let by_name: std::collections::HashMap<&str, usize> = schema
+        .channels
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (c.name.as_str(), i))
+        .collect();
+    process_pss(schema)
+        .into_iter()
+        .map(|i| {
+            let stem = schema.channels[i].name.trim_end_matches(".pss");
+            let leaf = |l: &str| by_name.get(format!("{stem}.{l}").as_str()).copied();
+            [leaf("rss"), leaf("uss")]
+        })
         .collect()
 }
 
@@ -177,6 +243,8 @@ pub struct Store {
     /// The `pid<N>.pss` channels of a watched tree, and the samples in which
     /// they were read (they arrive together, at the slow probes' rate).
     process_pss: Vec<usize>,
+    /// For each of those, its `rss` and `uss` channels.
+    process_leaves: Vec<[Option<usize>; 2]>,
     process_rows: Vec<usize>,
 }
 
@@ -198,6 +266,7 @@ impl Store {
             tokens_idx,
             cap: cap.max(1024),
             slots: Slots::new(n),
+            process_leaves: process_leaves(&schema),
             process_pss: process_pss(&schema),
             process_rows: Vec::new(),
             steps_advance: false,
@@ -267,6 +336,7 @@ impl Store {
         self.live.add_channels(specs);
         self.slots.add(specs.len());
         self.process_pss = process_pss(&self.schema);
+        self.process_leaves = process_leaves(&self.schema);
         self.steps_idx = self.schema.index_of_first(&STEP_CHANNELS);
         self.tokens_idx = self.schema.index_of_first(&TOKEN_CHANNELS);
     }
@@ -306,6 +376,11 @@ impl Store {
     /// The `pid<N>.pss` channels (positions) of the watched tree's processes.
     pub fn process_pss(&self) -> &[usize] {
         &self.process_pss
+    }
+
+    /// For each of [`Self::process_pss`], its `rss` and `uss` channels.
+    pub fn process_leaves(&self) -> &[[Option<usize>; 2]] {
+        &self.process_leaves
     }
 
     /// The samples that carry the processes' readings, in order.
@@ -481,6 +556,48 @@ mod tests {
         raw[i0..i1]
             .iter()
             .fold([f64::NAN, f64::NAN], |a, &v| merge(a, [v, v]))
+    }
+
+    #[test]
+    fn the_last_reading_is_found_through_the_pyramid_as_by_walking_back() {
+        // Readings in sparse runs (a process that comes and goes, a slow
+        // probe), gaps of every length, lengths around powers of FAN.
+        for (n, seed) in [
+            (0usize, 1u64),
+            (1, 2),
+            (7, 3),
+            (8, 4),
+            (9, 4),
+            (65, 5),
+            (4097, 6),
+            (40_000, 7),
+        ] {
+            let mut x = seed;
+            let mut on = false;
+            let raw: Vec<f64> = (0..n)
+                .map(|i| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    if x % 997 == 0 {
+                        on = !on;
+                    }
+                    if on || x % 4001 == 0 || (n < 10 && x % 3 == 0) {
+                        i as f64
+                    } else {
+                        f64::NAN
+                    }
+                })
+                .collect();
+            let s = Series::from_values(raw.clone());
+            for end in (0..=n + 2)
+                .step_by((n / 300).max(1))
+                .chain([n, n.saturating_sub(1)])
+            {
+                let want = (0..end.min(n)).rev().find(|&i| !raw[i].is_nan());
+                assert_eq!(s.last_reading_before(end), want, "n {n}, end {end}");
+            }
+        }
     }
 
     #[test]

@@ -458,59 +458,39 @@ pub fn process_rows(d: &Dashboard, visible: usize) -> Vec<ProcessRow> {
         }
     }
     let pss = store.process_pss();
+    let leaves = store.process_leaves();
+    // Each process's latest reading before `visible`, found through its
+    // PSS pyramid: a few steps per process however long ago it exited
+    // (walking back sample by sample cost a week's replay most of its time).
     let mut out: Vec<ProcessRow> = pss
         .iter()
-        .map(|&i| {
+        .zip(leaves)
+        .map(|(&i, &[rss, uss])| {
             let c = &schema.channels[i];
-            let stem = c.name.trim_end_matches(".pss").to_owned();
             let pid = c
                 .labels
                 .get("pid")
                 .and_then(|p| p.parse().ok())
                 .unwrap_or(0);
-            let started = store.series(i).values()[..visible.min(store.series(i).values().len())]
-                .iter()
-                .any(|v| !v.is_nan());
+            let last = store.series(i).last_reading_before(visible);
+            let at = |ch: Option<usize>, r: usize| {
+                ch.and_then(|ch| store.series(ch).values().get(r).copied())
+                    .filter(|v| !v.is_nan())
+            };
             ProcessRow {
                 pid,
                 role: c.labels.get("role").cloned().unwrap_or_default(),
                 name: c.labels.get("name").cloned().unwrap_or_default(),
-                rss: None,
-                pss: None,
-                uss: None,
+                rss: last.and_then(|r| at(rss, r)),
+                pss: last.and_then(|r| at(Some(i), r)),
+                uss: last.and_then(|r| at(uss, r)),
                 pss_position: i,
                 // A process whose pid came back later: only the newest exit counts.
-                exited_s: exits.get(&pid).copied().filter(|_| started),
-                stem,
+                exited_s: exits.get(&pid).copied().filter(|_| last.is_some()),
+                stem: c.name.trim_end_matches(".pss").to_owned(),
             }
         })
         .collect();
-    // The latest readings: one walk back over the rows that carry them.
-    let rows = store.process_rows();
-    let end = rows.partition_point(|&r| r < visible);
-    let mut missing = out.len();
-    for &r in rows[..end].iter().rev() {
-        if missing == 0 {
-            break;
-        }
-        for p in out.iter_mut().filter(|p| p.pss.is_none()) {
-            let at = |leaf: &str| {
-                let i = schema.index_of(&format!("{}.{leaf}", p.stem))?;
-                store
-                    .series(i)
-                    .values()
-                    .get(r)
-                    .copied()
-                    .filter(|v| !v.is_nan())
-            };
-            if let Some(v) = at("pss") {
-                p.pss = Some(v);
-                p.rss = at("rss");
-                p.uss = at("uss");
-                missing -= 1;
-            }
-        }
-    }
     out.retain(|p| p.pss.is_some());
     out.sort_by(|a, b| {
         (a.exited_s.is_some(), b.pss.unwrap_or(0.0))

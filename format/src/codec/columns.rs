@@ -87,7 +87,7 @@ fn int_size(i: i64) -> usize {
 
 /// A stored item: a code, or a run of equal codes.
 #[derive(Debug, Clone, Copy, PartialEq)]
-enum Item {
+pub(super) enum Item {
     One(Code),
     Run(u32, Code),
 }
@@ -95,8 +95,8 @@ enum Item {
 /// A coded column: its order and its items.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Column {
-    order: u8,
-    items: Vec<Item>,
+    pub(super) order: u8,
+    pub(super) items: Vec<Item>,
 }
 
 /// Codes for `values` with `order`.
@@ -303,10 +303,10 @@ pub struct ColumnBlock {
     /// Samples in the block.
     pub samples: u32,
     /// Sequence numbers and times (ns since the start), as `u64` columns.
-    seq: Column,
-    t_ns: Column,
+    pub(super) seq: Column,
+    pub(super) t_ns: Column,
     /// One column per channel of the schema when the block was written.
-    values: Vec<Column>,
+    pub(super) values: Vec<Column>,
 }
 
 impl ColumnBlock {
