@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
-use flatline_runtime::recording::Recording;
+use flatline_runtime::recording::{FrameReader, Recording};
 
 use crate::cli::{AlignArg, CompareArgs, LiveArgs, ReplayArgs};
 use crate::ui::{self, Dashboard, LiveSource, ReplaySource, Settings, Source};
@@ -28,6 +28,23 @@ pub fn live(args: &LiveArgs) -> Result<()> {
 
 pub fn replay(args: &ReplayArgs) -> Result<()> {
     ui::check_display()?;
+    let name = args.file.display().to_string();
+    let window = ui::WindowOptions::new(&args.window, ui::MAX_DEFAULT_FPS);
+    if !args.follow && args.screenshot.is_none() {
+        // The window comes up at once and reads the file on a thread of its
+        // own; what is not a recording at all is refused first, here.
+        let file = std::fs::File::open(&args.file)
+            .with_context(|| format!("opening {}", args.file.display()))?;
+        FrameReader::open(std::io::BufReader::new(file), &args.file)?;
+        let path = args.file.clone();
+        ui::run_window(
+            &format!("flatline — {name}"),
+            args.size,
+            window,
+            move |settings| Dashboard::opening(path, settings),
+        )?;
+        return Ok(());
+    }
     let (src, store): (Box<dyn ui::Source>, _) = if args.follow {
         let (s, st) = ReplaySource::follow(&args.file)?;
         (Box::new(s), st)
@@ -35,9 +52,7 @@ pub fn replay(args: &ReplayArgs) -> Result<()> {
         let (s, st) = ReplaySource::open(&args.file)?;
         (Box::new(s), st)
     };
-    let name = args.file.display().to_string();
     // A replay plays (or a followed soak grows) at up to 30 frames a second.
-    let window = ui::WindowOptions::new(&args.window, ui::MAX_DEFAULT_FPS);
     let dash = move |settings| Dashboard::new(src, store, settings);
     open(
         &format!("flatline — {name}"),

@@ -796,3 +796,41 @@ fn zooming_into_a_thinned_replay_reads_every_sample_in_view_from_disk() {
     h.run_steps(1);
     h.get_by_label_contains("every sample in view");
 }
+
+/// `replay` brings the window up before the recording is read: the first
+/// frames say what is being read, and the recording appears when it is.
+/// The file is a FIFO that the test fills only after looking, so the read
+/// cannot finish first however fast the machine.
+#[test]
+fn a_window_opening_a_recording_is_up_before_the_recording_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("slow.flr");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    assert!(made.is_ok_and(|s| s.success()), "mkfifo");
+    let dash = Dashboard::opening(fifo.clone(), Settings::default());
+    let mut h = Harness::builder()
+        .with_size([1600.0, 1000.0])
+        .build_ui_state(frame, dash);
+    h.run_steps(3);
+    h.get_by_label_contains("Reading ");
+    h.get_by_label_contains("opening…");
+    assert_eq!(h.state().store.len(), 0);
+    assert!(
+        h.query_by_label_contains("to judge").is_none(),
+        "no verdict before there is data"
+    );
+    let bytes = std::fs::read(support::recording("golden/v3.flr")).unwrap();
+    std::fs::write(&fifo, bytes).unwrap();
+    for _ in 0..200 {
+        if h.state().opening.is_none() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        h.run_steps(1);
+    }
+    assert!(h.state().opening.is_none(), "read within 2 s");
+    h.run_steps(2);
+    assert_eq!(h.state().store.len(), 61);
+    h.get_by_label("file slow.flr");
+    h.get_by_label("Memory and page tables (MiB)");
+}

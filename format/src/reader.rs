@@ -278,9 +278,6 @@ pub trait Visit {
     fn event(&mut self, _e: Event) {}
 }
 
-/// A block's decoder: calls its argument with each row (seq, t_ns, values).
-type Decode<'a> = dyn FnMut(&mut dyn FnMut(u64, u64, &[f64])) -> Result<(), String> + 'a;
-
 /// What a pass over a recording found besides its data.
 #[derive(Debug, Clone)]
 pub struct Scanned {
@@ -297,15 +294,81 @@ pub struct Scanned {
     pub seeks: Vec<crate::SeekPoint>,
 }
 
+/// Where a frame reader stood after a frame: what a pass that stops there
+/// reports (its offset, frames read, digest so far).
+struct ReaderState {
+    offset: u64,
+    frames: u64,
+    hash: Sha256,
+}
+
+/// A frame as the reading thread hands it to [`scan`].
+#[allow(clippy::large_enum_variant)] // a few dozen in flight at most
+enum ReadItem {
+    Frame(Frame),
+    Tail(TailProblem),
+    End,
+}
+
+struct ReadAhead {
+    /// Offset of the frame (for a frame of a pack: past the pack).
+    at: u64,
+    stored_at: u64,
+    after: ReaderState,
+    item: ReadItem,
+}
+
+impl<R: Read + Seek> FrameReader<R> {
+    fn state(&self) -> ReaderState {
+        ReaderState {
+            offset: self.offset,
+            frames: self.frames,
+            hash: self.hasher.clone(),
+        }
+    }
+}
+
+/// The reading thread of [`scan`]: reads frames (inflating and parsing
+/// packs) and hands them on in order, until the end, a bad tail, or the
+/// scan stops listening. The scan decodes the blocks: the two halves of the
+/// work take about as long, so on two cores a long recording opens in about
+/// half the time.
+fn read_ahead<R: Read + Seek>(
+    mut reader: FrameReader<R>,
+    tx: std::sync::mpsc::SyncSender<ReadAhead>,
+) {
+    loop {
+        let at = reader.offset();
+        let item = match reader.next_frame() {
+            Ok(Some(f)) => ReadItem::Frame(f),
+            Ok(None) => ReadItem::End,
+            Err(p) => ReadItem::Tail(p),
+        };
+        let last = matches!(item, ReadItem::End | ReadItem::Tail(_));
+        let read = ReadAhead {
+            at,
+            stored_at: reader.stored_at(),
+            after: reader.state(),
+            item,
+        };
+        if tx.send(read).is_err() || last {
+            return;
+        }
+    }
+}
+
 /// Reads a recording once from start to end, handing every block, schema
 /// change and event to `visit` as it goes; a bad tail ends the pass and is
-/// reported, as [`Recording::open`] reports it.
+/// reported, as [`Recording::open`] reports it. A second thread reads,
+/// inflates and decodes ahead while this one hands rows on, so a long
+/// recording opens in about the time of the slower of the two.
 pub fn scan(
-    r: impl Read + Seek,
+    r: impl Read + Seek + Send,
     path: &Path,
     visit: &mut dyn Visit,
 ) -> Result<Scanned, RecordingError> {
-    let (mut reader, header) = FrameReader::open(r, path)?;
+    let (reader, header) = FrameReader::open(r, path)?;
+    let version = reader.version();
     visit.start(&header);
     let channels = header.schema.len();
     let mut s = Scanned {
@@ -325,110 +388,104 @@ pub fn scan(
         frames: 0,
         seeks: Vec::new(),
     };
-    // A block's rows, decoded before any is handed on.
-    let mut t_buf: Vec<u64> = Vec::new();
-    let mut v_buf: Vec<f64> = Vec::new();
-    loop {
-        let at = reader.offset();
-        let frame = match reader.next_frame() {
-            Ok(Some(f)) => f,
-            Ok(None) => break,
-            Err(p) => {
-                s.tail = Some(p);
-                break;
-            }
-        };
-        let damaged = |reason: String| TailProblem {
-            kind: TailProblemKind::Damaged,
-            offset: at,
-            reason,
-        };
-        if s.footer.is_some() {
-            s.tail = Some(damaged("data after the footer".into()));
-            break;
-        }
-        let stored_at = reader.stored_at();
-        let mut block = |width: usize, decode: &mut Decode<'_>| -> Result<(), String> {
-            let channels = s.lifetimes.len();
-            if width != channels {
-                return Err(format!(
-                    "a block of {width} channels in a recording of {channels}"
-                ));
-            }
+    let mut state = reader.state();
+    std::thread::scope(|scope| {
+        let (tx, rx) = std::sync::mpsc::sync_channel(4);
+        scope.spawn(move || read_ahead(reader, tx));
+        // A block's rows, decoded before any is handed on.
+        let (mut seq, mut t_buf, mut v_buf) = (Vec::new(), Vec::new(), Vec::new());
+        for read in rx {
+            state = read.after;
+            let at = read.at;
+            let damaged = |reason: String| TailProblem {
+                kind: TailProblemKind::Damaged,
+                offset: at,
+                reason,
+            };
+            let frame = match read.item {
+                ReadItem::End => break,
+                ReadItem::Tail(p) => {
+                    s.tail = Some(p);
+                    break;
+                }
+                _ if s.footer.is_some() => {
+                    s.tail = Some(damaged("data after the footer".into()));
+                    break;
+                }
+                ReadItem::Frame(f) => f,
+            };
+            seq.clear();
             t_buf.clear();
             v_buf.clear();
-            let first = s.samples;
-            let lifetimes = &s.lifetimes;
-            decode(&mut |_, t, v| {
-                let i = first + t_buf.len();
-                t_buf.push(t);
-                // An ended channel's slot is not read: it carries no value.
-                v_buf.extend(v.iter().zip(lifetimes).map(|(&x, life)| {
-                    if life.until.is_some_and(|u| i >= u) {
-                        f64::NAN
-                    } else {
-                        x
+            let decoded = match &frame {
+                Frame::Samples(b) if version == 1 => Some((
+                    b.channels as usize,
+                    b.decode(|_, t, v| {
+                        t_buf.push(t);
+                        v_buf.extend_from_slice(v);
+                    }),
+                )),
+                Frame::Block(b) if version >= 2 => Some((
+                    b.channels(),
+                    b.decode_into(&mut seq, &mut t_buf, &mut v_buf),
+                )),
+                _ => None,
+            };
+            if let Some((width, decoded)) = decoded {
+                match decoded
+                    .and_then(|()| s.apply_rows(width, &t_buf, &mut v_buf, read.stored_at, visit))
+                {
+                    Ok(()) => {
+                        s.bytes = state.offset;
+                        continue;
                     }
-                }));
-            })?;
-            visit.rows(first, &t_buf, &v_buf);
-            let due = s.seeks.last().map_or(0, |p| p.sample + crate::SEEK_EVERY);
-            if first >= due && !t_buf.is_empty() {
-                s.seeks.push(crate::SeekPoint {
-                    offset: stored_at,
-                    sample: first,
-                    t_ns: t_buf[0],
-                });
+                    Err(e) => {
+                        s.tail = Some(damaged(e));
+                        break;
+                    }
+                }
             }
-            s.samples += t_buf.len();
-            Ok(())
-        };
-        let applied = match frame {
-            Frame::Samples(b) if reader.version() == 1 => {
-                block(b.channels as usize, &mut |row| b.decode(row))
+            let applied = match frame {
+                Frame::Samples(_) | Frame::Block(_) => Err(format!(
+                    "a sample block of another format version than the file's {version}"
+                )),
+                Frame::Channels(_) | Frame::Ended(_) if version < 2 => {
+                    Err("a schema change in a format v1 file".into())
+                }
+                Frame::Channels(ext) => s.add_channels(ext, visit),
+                Frame::Ended(end) => s.end_channels(&end, visit),
+                Frame::Event(e) => {
+                    visit.event(e);
+                    Ok(())
+                }
+                Frame::Digest(_) => Ok(()),
+                Frame::Header(_) => Err("a second header".into()),
+                // The frame reader opens packs; one never reaches here.
+                Frame::Packed(_) => Err("a pack that was not opened".into()),
+                Frame::Footer(f) => {
+                    s.footer = Some(f);
+                    Ok(())
+                }
+            };
+            if let Err(e) = applied {
+                s.tail = Some(damaged(e));
+                break;
             }
-            Frame::Block(b) if reader.version() >= 2 => {
-                block(b.channels(), &mut |row| b.decode(row))
-            }
-            Frame::Samples(_) | Frame::Block(_) => Err(format!(
-                "a sample block of another format version than the file's {}",
-                reader.version()
-            )),
-            Frame::Channels(_) | Frame::Ended(_) if reader.version() < 2 => {
-                Err("a schema change in a format v1 file".into())
-            }
-            Frame::Channels(ext) => s.add_channels(ext, visit),
-            Frame::Ended(end) => s.end_channels(&end, visit),
-            Frame::Event(e) => {
-                visit.event(e);
-                Ok(())
-            }
-            Frame::Digest(_) => Ok(()),
-            Frame::Header(_) => Err("a second header".into()),
-            // The frame reader opens packs; one never reaches here.
-            Frame::Packed(_) => Err("a pack that was not opened".into()),
-            Frame::Footer(f) => {
-                s.footer = Some(f);
-                Ok(())
-            }
-        };
-        if let Err(e) = applied {
-            s.tail = Some(damaged(e));
-            break;
+            s.bytes = state.offset;
         }
-        s.bytes = reader.offset();
-    }
-    s.frames = reader.frames();
-    s.digest = reader.digest_hex();
+        // Leaving the scope drops `rx`: a reader still ahead stops.
+    });
+    s.frames = state.frames;
+    s.digest = hex(&state.hash.finalize());
     if s.bytes == 0 {
-        s.bytes = reader.offset();
+        s.bytes = state.offset;
     }
     if s.tail.is_none() {
         match &s.footer {
             None => {
                 s.tail = Some(TailProblem {
                     kind: TailProblemKind::Truncated,
-                    offset: reader.offset(),
+                    offset: state.offset,
                     reason: "the recording ends without a footer: the run did not finish cleanly"
                         .into(),
                 });
@@ -436,7 +493,7 @@ pub fn scan(
             Some(f) if f.digest != s.digest => {
                 s.tail = Some(TailProblem {
                     kind: TailProblemKind::Damaged,
-                    offset: reader.offset(),
+                    offset: state.offset,
                     reason: format!(
                         "the footer's digest {} does not match the frames' {}",
                         f.digest, s.digest
@@ -450,6 +507,51 @@ pub fn scan(
 }
 
 impl Scanned {
+    /// Hands on a decoded block's rows (`width` values each), ended
+    /// channels' values let go, and keeps a seek point when one is due.
+    fn apply_rows(
+        &mut self,
+        width: usize,
+        t: &[u64],
+        values: &mut [f64],
+        stored_at: u64,
+        visit: &mut dyn Visit,
+    ) -> Result<(), String> {
+        let channels = self.lifetimes.len();
+        if width != channels {
+            return Err(format!(
+                "a block of {width} channels in a recording of {channels}"
+            ));
+        }
+        let first = self.samples;
+        // An ended channel's slot is not read: it carries no value.
+        for (c, life) in self.lifetimes.iter().enumerate() {
+            let Some(u) = life.until else { continue };
+            let from = u.saturating_sub(first).min(t.len());
+            for x in values
+                .iter_mut()
+                .skip(from * width + c)
+                .step_by(width.max(1))
+            {
+                *x = f64::NAN;
+            }
+        }
+        visit.rows(first, t, values);
+        let due = self
+            .seeks
+            .last()
+            .map_or(0, |p| p.sample + crate::SEEK_EVERY);
+        if first >= due && !t.is_empty() {
+            self.seeks.push(crate::SeekPoint {
+                offset: stored_at,
+                sample: first,
+                t_ns: t[0],
+            });
+        }
+        self.samples += t.len();
+        Ok(())
+    }
+
     fn add_channels(
         &mut self,
         ext: crate::SchemaExtension,
@@ -725,7 +827,7 @@ impl Recording {
     }
 
     /// Loads a recording from any seekable reader.
-    pub fn from_reader(r: impl Read + Seek, path: &Path) -> Result<Self, RecordingError> {
+    pub fn from_reader(r: impl Read + Seek + Send, path: &Path) -> Result<Self, RecordingError> {
         Self::load(r, path, None)
     }
 
@@ -745,7 +847,7 @@ impl Recording {
     }
 
     fn load(
-        r: impl Read + Seek,
+        r: impl Read + Seek + Send,
         path: &Path,
         budget: Option<usize>,
     ) -> Result<Self, RecordingError> {

@@ -25,7 +25,7 @@ use eframe::egui;
 
 use crate::cli::{AlignArg, RendererArg, WindowArgs};
 
-pub use source::{LiveSource, Meta, ReplaySource, Source, SourceKind, WatchSource};
+pub use source::{LiveSource, Meta, Opening, ReplaySource, Source, SourceKind, WatchSource};
 pub use store::{Series, Store};
 pub use timeline::Timeline;
 pub use view::{Action, ProcessRow, marker_lines, process_rows, push_column, rates};
@@ -145,6 +145,9 @@ pub struct Dashboard {
     pub browsing_for_compare: bool,
     /// Full resolution read from disk where a thinned replay is zoomed in.
     pub detail: Option<detail::Detail>,
+    /// A recording being read on a thread of its own, the window already up
+    /// (see [`Dashboard::opening`]).
+    pub opening: Option<Loading>,
     /// The time range the plots showed last frame, when zoomed in (narrower
     /// than the data); the lines are cut to it (and half a view each side).
     pub zoom: Option<[f64; 2]>,
@@ -185,6 +188,7 @@ impl Dashboard {
             other: None,
             browsing_for_compare: false,
             detail: None,
+            opening: None,
             zoom: None,
         };
         d.detail = d.detail_for_source();
@@ -239,9 +243,80 @@ impl Dashboard {
         }
     }
 
+    /// A window that reads the recording at `path` on a thread of its own:
+    /// it is up and drawn at once, saying what it opens, and shows the
+    /// recording when it is read (a week takes seconds). The caller checks
+    /// the file's header first, so a file that is not a recording is still
+    /// refused before any window opens.
+    pub fn opening(path: PathBuf, settings: Settings) -> Self {
+        let store = Store::new(Default::default(), 1024);
+        let mut d = Self::new(Box::new(Opening { path: path.clone() }), store, settings);
+        d.opening = Some(Loading {
+            bytes: std::fs::metadata(&path).map_or(0, |m| m.len()),
+            path,
+            started: Instant::now(),
+            rx: None,
+        });
+        d
+    }
+
+    /// Starts the read of [`Dashboard::opening`] (once there is a context
+    /// to wake when it is done) and installs its result when it is.
+    fn poll_opening(&mut self, ctx: &egui::Context) {
+        let Some(l) = &mut self.opening else {
+            return;
+        };
+        let Some(rx) = &l.rx else {
+            let (tx, rx) = std::sync::mpsc::channel();
+            let (path, ctx) = (l.path.clone(), ctx.clone());
+            let spawned = std::thread::Builder::new()
+                .name("flatline-open".into())
+                .spawn(move || {
+                    let _ = tx.send(ReplaySource::open(&path));
+                    ctx.request_repaint();
+                });
+            match spawned {
+                Ok(_) => l.rx = Some(rx),
+                Err(e) => {
+                    let path = l.path.clone();
+                    self.opening = None;
+                    self.say(format!("cannot read {}: {e}", path.display()));
+                }
+            }
+            return;
+        };
+        let read = match rx.try_recv() {
+            Ok(read) => read,
+            Err(std::sync::mpsc::TryRecvError::Empty) => return,
+            Err(std::sync::mpsc::TryRecvError::Disconnected) => {
+                Err(anyhow::anyhow!("the reading thread stopped"))
+            }
+        };
+        let (path, took) = (l.path.clone(), l.started.elapsed());
+        self.opening = None;
+        match read {
+            Ok((src, store)) => {
+                self.install(src, store);
+                self.say(format!(
+                    "opened {} in {:.1} s",
+                    path.display(),
+                    took.as_secs_f64()
+                ));
+            }
+            Err(e) => self.say(format!("{e:#}")),
+        }
+    }
+
     /// Opens a recording in place of the current source.
     pub fn open_recording(&mut self, path: &Path) -> Result<()> {
         let (src, store) = ReplaySource::open(path)?;
+        self.install(src, store);
+        self.say(format!("opened {}", path.display()));
+        Ok(())
+    }
+
+    /// Shows a recording read in place of the current source.
+    fn install(&mut self, src: ReplaySource, store: Store) {
         let (start, end) = store.time_range();
         self.other = None;
         self.source = Box::new(src);
@@ -250,8 +325,6 @@ impl Dashboard {
         self.zoom = None;
         self.timeline = Some(Timeline::new(start, end));
         self.browser_open = false;
-        self.say(format!("opened {}", path.display()));
-        Ok(())
     }
 
     /// Reads the browser's folder again.
@@ -415,6 +488,7 @@ impl Dashboard {
         } else {
             Some(std::time::Duration::from_millis(2))
         };
+        self.poll_opening(&ctx);
         self.store.begin_frame(budget);
         if let Some(o) = &mut self.other {
             o.store.begin_frame(budget);
@@ -507,6 +581,16 @@ impl WindowOptions {
 pub static FRAMES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// The eframe application around a [`Dashboard`].
+/// A recording being read for [`Dashboard::opening`].
+#[derive(Debug)]
+pub struct Loading {
+    pub path: PathBuf,
+    /// The file's size when the read began.
+    pub bytes: u64,
+    pub started: Instant,
+    rx: Option<std::sync::mpsc::Receiver<Result<(ReplaySource, Store)>>>,
+}
+
 #[derive(Debug)]
 pub struct App {
     pub dash: Dashboard,

@@ -168,6 +168,35 @@ pub enum SourceKind {
     Replay,
 }
 
+/// The source of a window whose recording is still being read (see
+/// `Dashboard::opening`): nothing to show yet.
+#[derive(Debug)]
+pub struct Opening {
+    pub path: PathBuf,
+}
+
+impl Source for Opening {
+    fn kind(&self) -> SourceKind {
+        SourceKind::Replay
+    }
+    fn meta(&self) -> Meta {
+        let name = self.path.file_name().map_or_else(
+            || self.path.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        Meta {
+            label: format!("replay: {name}"),
+            host: String::new(),
+            file: Some(self.path.clone()),
+            digest: None,
+        }
+    }
+    fn status(&self) -> String {
+        "opening…".into()
+    }
+    fn poll(&mut self, _store: &mut Store) {}
+}
+
 /// Where the data comes from. Views never call a source: they return actions
 /// that the dashboard applies through these methods.
 pub trait Source {

@@ -56,7 +56,8 @@ pub fn draw(d: &mut Dashboard, ui: &mut egui::Ui) -> Vec<Action> {
         }
         egui::CentralPanel::default().show(ui, |ui| compare::plots(d, ui, visible));
     } else {
-        if d.settings.cards {
+        // No verdict, not even "nothing to judge", before there is data.
+        if d.settings.cards && d.opening.is_none() {
             cards(d, ui);
         }
         egui::CentralPanel::default().show(ui, |ui| plots(d, ui, visible));
@@ -889,6 +890,19 @@ pub fn rates(pts: &[PlotPoint]) -> Vec<PlotPoint> {
 }
 
 fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
+    if let Some(l) = &d.opening {
+        ui.centered_and_justified(|ui| {
+            ui.label(
+                RichText::new(format!(
+                    "Reading {} ({})…",
+                    l.path.display(),
+                    crate::fmt::bytes(l.bytes as f64)
+                ))
+                .size(18.0),
+            )
+        });
+        return;
+    }
     // One plot per (group, unit) among the chosen channels, in schema order.
     // Counters are drawn as rates (per second, or per step on a step axis)
     // unless the person asked for counts: a panel of their own.

@@ -224,43 +224,59 @@ impl Column {
         Ok(())
     }
 
-    fn decode_f64(
-        &self,
-        n: usize,
-        scratch: &mut Vec<Code>,
-        out: &mut Vec<f64>,
-    ) -> Result<(), String> {
-        self.expand(n, scratch)?;
+    /// Decodes the column into `n` values, item by item (runs are not
+    /// expanded into codes first), refusing a column that does not hold
+    /// exactly `n`.
+    fn decode_f64(&self, n: usize, out: &mut Vec<f64>) -> Result<(), String> {
+        if self.order != 1 && self.order != 2 {
+            return Err(format!("column order {}", self.order));
+        }
         out.clear();
-        let (mut last, mut diff): (Option<f64>, Option<i64>) = (None, None);
-        for &code in scratch.iter() {
-            let v = match code {
-                Code::Nil => f64::NAN,
+        // The last value read (NaN readings skipped) and whether it is
+        // whole, kept rather than recomputed per value.
+        let (mut last, mut last_whole, mut diff) = (0.0f64, false, None::<i64>);
+        for item in &self.items {
+            let (count, code) = match *item {
+                Item::One(c) => (1, c),
+                Item::Run(k, c) => (k as usize, c),
+            };
+            if count > n - out.len() {
+                return Err(format!("a column of more than {n} values"));
+            }
+            match code {
+                Code::Nil => out.extend(std::iter::repeat_n(f64::NAN, count)),
                 Code::Float(f) => {
                     diff = None;
-                    f
+                    if !f.is_nan() {
+                        last = f;
+                        last_whole = whole(f);
+                    }
+                    out.extend(std::iter::repeat_n(f, count));
                 }
-                Code::Int(i) => match last {
-                    Some(p) if whole(p) => {
-                        let d = match diff {
-                            Some(pd) if self.order == 2 => pd.checked_add(i),
-                            _ => Some(i),
-                        }
-                        .ok_or("a difference overflows")?;
-                        diff = Some(d);
-                        let v = (p as i64).checked_add(d).ok_or("a value overflows")?;
-                        v as f64
+                Code::Int(i) => {
+                    for _ in 0..count {
+                        let v = if last_whole {
+                            let d = match diff {
+                                Some(pd) if self.order == 2 => pd.checked_add(i),
+                                _ => Some(i),
+                            }
+                            .ok_or("a difference overflows")?;
+                            diff = Some(d);
+                            (last as i64).checked_add(d).ok_or("a value overflows")? as f64
+                        } else {
+                            diff = None;
+                            i as f64
+                        };
+                        // An i64 as f64 is finite, whole and never −0.
+                        last = v;
+                        last_whole = v.abs() <= EXACT;
+                        out.push(v);
                     }
-                    _ => {
-                        diff = None;
-                        i as f64
-                    }
-                },
-            };
-            if !v.is_nan() {
-                last = Some(v);
+                }
             }
-            out.push(v);
+        }
+        if out.len() != n {
+            return Err(format!("a column of {} values for {n} samples", out.len()));
         }
         Ok(())
     }
@@ -380,6 +396,23 @@ impl ColumnBlock {
     /// Decodes the block, calling `row(seq, t_ns, values)` for each sample.
     /// Checks the whole block first: on an error `row` is never called.
     pub fn decode(&self, mut row: impl FnMut(u64, u64, &[f64])) -> Result<(), String> {
+        let (mut seq, mut t, mut v) = (Vec::new(), Vec::new(), Vec::new());
+        self.decode_into(&mut seq, &mut t, &mut v)?;
+        for (i, vals) in v.chunks_exact(self.values.len()).enumerate() {
+            row(seq[i], t[i], vals);
+        }
+        Ok(())
+    }
+
+    /// Decodes the block into sequence numbers, times and row-major values
+    /// (`channels()` a sample), appended to what the vectors hold. On an
+    /// error they are left as they were.
+    pub fn decode_into(
+        &self,
+        seq: &mut Vec<u64>,
+        t: &mut Vec<u64>,
+        values: &mut Vec<f64>,
+    ) -> Result<(), String> {
         if self.samples == 0 || self.samples > MAX_BLOCK_SAMPLES {
             return Err(format!(
                 "sample block: {} samples (1 to {MAX_BLOCK_SAMPLES})",
@@ -392,27 +425,28 @@ impl ColumnBlock {
         }
         let n = self.samples as usize;
         let mut scratch = Vec::with_capacity(n);
-        let (mut seq, mut t) = (Vec::with_capacity(n), Vec::with_capacity(n));
+        let (mut s, mut ts) = (Vec::with_capacity(n), Vec::with_capacity(n));
         let block = |e: String| format!("sample block: {e}");
         self.seq
-            .decode_u64(n, &mut scratch, &mut seq)
+            .decode_u64(n, &mut scratch, &mut s)
             .map_err(block)?;
         self.t_ns
-            .decode_u64(n, &mut scratch, &mut t)
+            .decode_u64(n, &mut scratch, &mut ts)
             .map_err(block)?;
-        let mut cols = vec![0.0; n * ch];
+        let base = values.len();
+        values.resize(base + n * ch, 0.0);
         let mut col = Vec::with_capacity(n);
         for (c, column) in self.values.iter().enumerate() {
-            column
-                .decode_f64(n, &mut scratch, &mut col)
-                .map_err(|e| format!("sample block, channel {c}: {e}"))?;
-            for (i, v) in col.iter().enumerate() {
-                cols[i * ch + c] = *v;
+            if let Err(e) = column.decode_f64(n, &mut col) {
+                values.truncate(base);
+                return Err(format!("sample block, channel {c}: {e}"));
+            }
+            for (slot, &x) in values[base + c..].iter_mut().step_by(ch).zip(&col) {
+                *slot = x;
             }
         }
-        for (i, vals) in cols.chunks_exact(ch).enumerate() {
-            row(seq[i], t[i], vals);
-        }
+        seq.extend_from_slice(&s);
+        t.extend_from_slice(&ts);
         Ok(())
     }
 }

@@ -105,6 +105,13 @@ impl<'a> Cursor<'a> {
 
     fn item(&mut self) -> Option<Item> {
         let m = self.u8()?;
+        // Small differences, the common case, first.
+        if m < 0x80 {
+            return Some(Item::One(Code::Int(i64::from(m))));
+        }
+        if m >= 0xe0 {
+            return Some(Item::One(Code::Int(i64::from(m as i8))));
+        }
         if (0x90..=0x9f).contains(&m) || m == 0xdc || m == 0xdd {
             self.at -= 1;
             if self.array_len()? != 2 {
