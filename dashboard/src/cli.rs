@@ -538,6 +538,10 @@ pub struct UiBenchArgs {
     /// Length of the synthetic recording, in hours at 100 Hz.
     #[arg(long, default_value_t = 1.0, value_parser = seconds)]
     pub hours: f64,
+    /// Open this recording instead of writing a synthetic one (a week made
+    /// by `flatline synth`, say): frames are timed on it at every zoom.
+    #[arg(long)]
+    pub file: Option<std::path::PathBuf>,
     /// Timed frames (after the warm-up frames that fill the analysis cache).
     #[arg(long, default_value_t = 30, value_parser = positive)]
     pub frames: usize,

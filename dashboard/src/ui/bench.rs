@@ -81,11 +81,21 @@ pub(crate) fn write_synthetic(path: &std::path::Path, samples: u64) -> Result<u6
 }
 
 fn frame(ctx: &egui::Context, dash: &mut Dashboard) -> u64 {
+    frame_with(ctx, dash, Vec::new())
+}
+
+/// Where the bench points to zoom: over the plots, right of the channel
+/// list and left of the verdict cards.
+const OVER_PLOTS: egui::Pos2 = egui::pos2(800.0, 420.0);
+
+/// One frame with `events` as its input.
+fn frame_with(ctx: &egui::Context, dash: &mut Dashboard, events: Vec<egui::Event>) -> u64 {
     let input = egui::RawInput {
         screen_rect: Some(egui::Rect::from_min_size(
             egui::Pos2::ZERO,
             egui::vec2(1600.0, 1000.0),
         )),
+        events,
         ..Default::default()
     };
     let t0 = Instant::now();
@@ -101,11 +111,23 @@ pub fn run(args: &UiBenchArgs) -> Result<()> {
     let n = schema.len();
     let samples = (args.hours * 360_000.0) as u64;
 
-    // The synthetic recording, written to disk as a soak would write it.
+    // The synthetic recording, written to disk as a soak would write it
+    // (or the one given).
     let t0 = Instant::now();
     let dir = tempfile::tempdir().context("creating a temporary folder")?;
-    let path = dir.path().join("bench.flr");
-    let file_bytes = write_synthetic(&path, samples)?;
+    let (path, file_bytes) = match &args.file {
+        Some(f) => (
+            f.clone(),
+            std::fs::metadata(f)
+                .with_context(|| format!("reading {}", f.display()))?
+                .len(),
+        ),
+        None => {
+            let path = dir.path().join("bench.flr");
+            let bytes = write_synthetic(&path, samples)?;
+            (path, bytes)
+        }
+    };
     let build = t0.elapsed();
 
     // Opened as `flatline replay` opens it.
@@ -129,6 +151,7 @@ pub fn run(args: &UiBenchArgs) -> Result<()> {
     );
     let first_max = first[first.len() - 1];
     let open_hours = args.hours;
+    let zooms = zoomed_frames(&ctx, &mut dash, args.frames);
 
     // A live store fed a week at 10 Hz (46 times its cap) stays at its
     // cap: its size after one, three and seven days.
@@ -163,6 +186,16 @@ pub fn run(args: &UiBenchArgs) -> Result<()> {
             "live_samples_fed": live_samples,
             "live_store_samples": live.len(),
             "live_store_bytes": live_bytes,
+            "zooms": zooms
+                .iter()
+                .map(|z| serde_json::json!({
+                    "view_s": z.view_s,
+                    "full_resolution": z.full,
+                    "frame_ns_median": z.median,
+                    "frame_ns_p95": z.p95,
+                    "frame_ns_max": z.max,
+                }))
+                .collect::<Vec<_>>(),
             "live_store_bytes_by_day": live_by_day
                 .iter()
                 .map(|(d, b)| serde_json::json!({"day": d, "bytes": b}))
@@ -171,11 +204,20 @@ pub fn run(args: &UiBenchArgs) -> Result<()> {
         println!("{v}");
         return Ok(());
     }
-    println!(
-        "ui  {:.1} h at 100 Hz: {} samples × {n} channels, default plots over the whole range, 1600×1000",
-        args.hours,
-        crate::fmt::thousands(samples)
-    );
+    let what = match &args.file {
+        Some(f) => format!(
+            "{}: {} samples held × {} channels",
+            f.display(),
+            crate::fmt::thousands(dash.store.len() as u64),
+            dash.store.schema().len()
+        ),
+        None => format!(
+            "{:.1} h at 100 Hz: {} samples × {n} channels",
+            args.hours,
+            crate::fmt::thousands(samples)
+        ),
+    };
+    println!("ui  {what}, default plots over the whole range, 1600×1000");
     println!(
         "  frame (egui pass + tessellation, CPU, cards and jump marks): median {}   p95 {}   max {}   ({} frames)",
         nanos(median),
@@ -183,13 +225,27 @@ pub fn run(args: &UiBenchArgs) -> Result<()> {
         nanos(max),
         args.frames
     );
+    for z in &zooms {
+        println!(
+            "  zoomed to {} of time{}: median {}   p95 {}   max {}",
+            crate::fmt::duration(z.view_s),
+            if z.full { ", every sample" } else { "" },
+            nanos(z.median),
+            nanos(z.p95),
+            nanos(z.max)
+        );
+    }
     println!(
         "  the first frame (fonts, caches): {}; the next 12, which also run the analyses: up to {}",
         nanos(first_frame),
         nanos(first_max)
     );
     println!(
-        "  opening a {open_hours:.1} h recording ({}): {}",
+        "  opening {} ({}): {}",
+        match &args.file {
+            Some(_) => "it".to_string(),
+            None => format!("a {open_hours:.1} h recording"),
+        },
         bytes(file_bytes as f64),
         nanos(open_ns)
     );
@@ -206,4 +262,60 @@ pub fn run(args: &UiBenchArgs) -> Result<()> {
             .join(", ")
     );
     Ok(())
+}
+
+/// Frame times at one zoom.
+struct Zoomed {
+    view_s: f64,
+    /// Whether the view showed every sample of the file.
+    full: bool,
+    median: u64,
+    p95: u64,
+    max: u64,
+}
+
+/// Zooms in step by step (as a pinch or ctrl+wheel does, halving the time
+/// in view each time) and times `frames` frames at each of a few zooms,
+/// once any read at full resolution has landed.
+fn zoomed_frames(ctx: &egui::Context, dash: &mut Dashboard, frames: usize) -> Vec<Zoomed> {
+    let (t0, t1) = dash.store.time_range();
+    let mut out = Vec::new();
+    let mut halvings = 0;
+    for target in [5, 9, 13] {
+        while halvings < target {
+            let events = vec![
+                egui::Event::PointerMoved(OVER_PLOTS),
+                egui::Event::Zoom(2.0),
+            ];
+            frame_with(ctx, dash, events);
+            halvings += 1;
+        }
+        // Let the view settle and any read from disk land (a few seconds
+        // at most).
+        for _ in 0..500 {
+            frame(ctx, dash);
+            if !dash.detail.as_ref().is_some_and(|d| d.is_loading()) {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        frame(ctx, dash);
+        let view = dash.zoom.unwrap_or([t0, t1]);
+        // Only a thinned replay has a detail reader; anything else holds
+        // every sample.
+        let full = dash
+            .detail
+            .as_ref()
+            .is_none_or(|d| d.covering(view).is_some());
+        let mut times: Vec<u64> = (0..frames).map(|_| frame(ctx, dash)).collect();
+        times.sort_unstable();
+        out.push(Zoomed {
+            view_s: view[1] - view[0],
+            full,
+            median: times[times.len() / 2],
+            p95: times[times.len() * 95 / 100],
+            max: times[times.len() - 1],
+        });
+    }
+    out
 }
