@@ -338,22 +338,27 @@ fn read_ahead<R: Read + Seek>(
     tx: std::sync::mpsc::SyncSender<ReadAhead>,
 ) {
     loop {
-        let at = reader.offset();
-        let item = match reader.next_frame() {
-            Ok(Some(f)) => ReadItem::Frame(f),
-            Ok(None) => ReadItem::End,
-            Err(p) => ReadItem::Tail(p),
-        };
-        let last = matches!(item, ReadItem::End | ReadItem::Tail(_));
-        let read = ReadAhead {
-            at,
-            stored_at: reader.stored_at(),
-            after: reader.state(),
-            item,
-        };
+        let read = next_read(&mut reader);
+        let last = matches!(read.item, ReadItem::End | ReadItem::Tail(_));
         if tx.send(read).is_err() || last {
             return;
         }
+    }
+}
+
+/// The next frame and where the reader stands after it.
+fn next_read<R: Read + Seek>(reader: &mut FrameReader<R>) -> ReadAhead {
+    let at = reader.offset();
+    let item = match reader.next_frame() {
+        Ok(Some(f)) => ReadItem::Frame(f),
+        Ok(None) => ReadItem::End,
+        Err(p) => ReadItem::Tail(p),
+    };
+    ReadAhead {
+        at,
+        stored_at: reader.stored_at(),
+        after: reader.state(),
+        item,
     }
 }
 
@@ -389,92 +394,107 @@ pub fn scan(
         seeks: Vec::new(),
     };
     let mut state = reader.state();
-    std::thread::scope(|scope| {
-        let (tx, rx) = std::sync::mpsc::sync_channel(4);
-        scope.spawn(move || read_ahead(reader, tx));
-        // A block's rows, decoded before any is handed on.
-        let (mut seq, mut t_buf, mut v_buf) = (Vec::new(), Vec::new(), Vec::new());
-        for read in rx {
-            state = read.after;
-            let at = read.at;
-            let damaged = |reason: String| TailProblem {
-                kind: TailProblemKind::Damaged,
-                offset: at,
-                reason,
-            };
-            let frame = match read.item {
-                ReadItem::End => break,
-                ReadItem::Tail(p) => {
-                    s.tail = Some(p);
-                    break;
+    // A block's rows, decoded before any is handed on.
+    let (mut seq, mut t_buf, mut v_buf) = (Vec::new(), Vec::new(), Vec::new());
+    // Applies one frame; false once the pass is over.
+    let mut apply = |read: ReadAhead| -> bool {
+        state = read.after;
+        let at = read.at;
+        let damaged = |reason: String| TailProblem {
+            kind: TailProblemKind::Damaged,
+            offset: at,
+            reason,
+        };
+        let frame = match read.item {
+            ReadItem::End => return false,
+            ReadItem::Tail(p) => {
+                s.tail = Some(p);
+                return false;
+            }
+            _ if s.footer.is_some() => {
+                s.tail = Some(damaged("data after the footer".into()));
+                return false;
+            }
+            ReadItem::Frame(f) => f,
+        };
+        seq.clear();
+        t_buf.clear();
+        v_buf.clear();
+        let decoded = match &frame {
+            Frame::Samples(b) if version == 1 => Some((
+                b.channels as usize,
+                b.decode(|_, t, v| {
+                    t_buf.push(t);
+                    v_buf.extend_from_slice(v);
+                }),
+            )),
+            Frame::Block(b) if version >= 2 => Some((
+                b.channels(),
+                b.decode_into(&mut seq, &mut t_buf, &mut v_buf),
+            )),
+            _ => None,
+        };
+        if let Some((width, decoded)) = decoded {
+            match decoded
+                .and_then(|()| s.apply_rows(width, &t_buf, &mut v_buf, read.stored_at, visit))
+            {
+                Ok(()) => {
+                    s.bytes = state.offset;
+                    return true;
                 }
-                _ if s.footer.is_some() => {
-                    s.tail = Some(damaged("data after the footer".into()));
-                    break;
-                }
-                ReadItem::Frame(f) => f,
-            };
-            seq.clear();
-            t_buf.clear();
-            v_buf.clear();
-            let decoded = match &frame {
-                Frame::Samples(b) if version == 1 => Some((
-                    b.channels as usize,
-                    b.decode(|_, t, v| {
-                        t_buf.push(t);
-                        v_buf.extend_from_slice(v);
-                    }),
-                )),
-                Frame::Block(b) if version >= 2 => Some((
-                    b.channels(),
-                    b.decode_into(&mut seq, &mut t_buf, &mut v_buf),
-                )),
-                _ => None,
-            };
-            if let Some((width, decoded)) = decoded {
-                match decoded
-                    .and_then(|()| s.apply_rows(width, &t_buf, &mut v_buf, read.stored_at, visit))
-                {
-                    Ok(()) => {
-                        s.bytes = state.offset;
-                        continue;
-                    }
-                    Err(e) => {
-                        s.tail = Some(damaged(e));
-                        break;
-                    }
+                Err(e) => {
+                    s.tail = Some(damaged(e));
+                    return false;
                 }
             }
-            let applied = match frame {
-                Frame::Samples(_) | Frame::Block(_) => Err(format!(
-                    "a sample block of another format version than the file's {version}"
-                )),
-                Frame::Channels(_) | Frame::Ended(_) if version < 2 => {
-                    Err("a schema change in a format v1 file".into())
-                }
-                Frame::Channels(ext) => s.add_channels(ext, visit),
-                Frame::Ended(end) => s.end_channels(&end, visit),
-                Frame::Event(e) => {
-                    visit.event(e);
-                    Ok(())
-                }
-                Frame::Digest(_) => Ok(()),
-                Frame::Header(_) => Err("a second header".into()),
-                // The frame reader opens packs; one never reaches here.
-                Frame::Packed(_) => Err("a pack that was not opened".into()),
-                Frame::Footer(f) => {
-                    s.footer = Some(f);
-                    Ok(())
-                }
-            };
-            if let Err(e) = applied {
-                s.tail = Some(damaged(e));
-                break;
-            }
-            s.bytes = state.offset;
         }
-        // Leaving the scope drops `rx`: a reader still ahead stops.
-    });
+        let applied = match frame {
+            Frame::Samples(_) | Frame::Block(_) => Err(format!(
+                "a sample block of another format version than the file's {version}"
+            )),
+            Frame::Channels(_) | Frame::Ended(_) if version < 2 => {
+                Err("a schema change in a format v1 file".into())
+            }
+            Frame::Channels(ext) => s.add_channels(ext, visit),
+            Frame::Ended(end) => s.end_channels(&end, visit),
+            Frame::Event(e) => {
+                visit.event(e);
+                Ok(())
+            }
+            Frame::Digest(_) => Ok(()),
+            Frame::Header(_) => Err("a second header".into()),
+            // The frame reader opens packs; one never reaches here.
+            Frame::Packed(_) => Err("a pack that was not opened".into()),
+            Frame::Footer(f) => {
+                s.footer = Some(f);
+                Ok(())
+            }
+        };
+        if let Err(e) = applied {
+            s.tail = Some(damaged(e));
+            return false;
+        }
+        s.bytes = state.offset;
+        true
+    };
+    if cfg!(fuzzing) {
+        // One thread under the fuzzer: its runs stay deterministic, and the
+        // thread-locals of a helper thread that is just finishing do not
+        // look like leaks to LeakSanitizer.
+        let mut reader = reader;
+        while apply(next_read(&mut reader)) {}
+    } else {
+        std::thread::scope(|scope| {
+            let (tx, rx) = std::sync::mpsc::sync_channel(4);
+            scope.spawn(move || read_ahead(reader, tx));
+            for read in rx {
+                if !apply(read) {
+                    break;
+                }
+            }
+            // Leaving the scope drops `rx`: a reader still ahead stops.
+        });
+    }
     s.frames = state.frames;
     s.digest = hex(&state.hash.finalize());
     if s.bytes == 0 {
