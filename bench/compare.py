@@ -2,7 +2,8 @@
 """Paired benchmark of flatline's workloads against their C references.
 
 Builds bench/c/*.c with `gcc -O3 -mavx2`, builds `flatline` in release, then
-runs each pair RUNS times, alternating which side goes first, and prints the
+runs each pair RUNS times (ops1b in both layouts, each against its own C
+reference and the hot-field one also against the 64-byte C reference), alternating which side goes first, and prints the
 median of each side, the ratio of the medians and the median of the per-run
 ratios (flatline / C: below 1 means flatline is faster). Exits non-zero if a
 checksum differs. Machines are shared and noisy: compare only figures from the
@@ -42,44 +43,54 @@ def main():
     args = ap.parse_args()
 
     os.makedirs(OUT, exist_ok=True)
-    for name in ("ops1b", "ingest"):
+    for name in ("ops1b", "ops1b_soa", "ingest"):
         sh(["gcc", "-O3", "-mavx2", "-Wall", "-o", os.path.join(OUT, name),
             os.path.join("bench", "c", name + ".c")])
     subprocess.run(["cargo", "build", "--release", "--quiet", "-p", "flatline"], check=True, cwd=ROOT)
 
     c_ops = [os.path.join(OUT, "ops1b"), str(args.ops)]
     r_ops = [FLATLINE, "bench", "ops1b", "--ops", str(args.ops), "--json"]
+    c_soa = [os.path.join(OUT, "ops1b_soa"), str(args.ops)]
+    r_soa = r_ops + ["--layout", "soa"]
     shape = [str(args.batch), str(args.block), str(args.corpus_tokens), str(args.iters), "1000", str(args.seed)]
     c_ing = [os.path.join(OUT, "ingest")] + shape
     r_ing = [FLATLINE, "bench", "ingest", "--batch", str(args.batch), "--block", str(args.block),
              "--corpus-tokens", str(args.corpus_tokens), "--iters", str(args.iters), "--warmup", "1000",
              "--seed", str(args.seed), "--no-baseline", "--json"]
 
-    rows = {"ops1b": [], "ingest": []}
+    rows = {"ops1b": [], "ops1b_soa": [], "soa_vs_aos_c": [], "ingest": []}
     bad = False
+
+    def paired(i, c_cmd, r_cmd):
+        """Both sides once, the first side alternating with the run."""
+        order = [("c", c_cmd), ("rust", r_cmd)]
+        if i % 2:
+            order.reverse()
+        return {side: run_json(cmd) for side, cmd in order}
+
     for i in range(args.runs):
-        order = [("c", c_ops), ("rust", r_ops)]
-        if i % 2:
-            order.reverse()
-        got = {side: run_json(cmd) for side, cmd in order}
-        if got["c"]["checksum"] != got["rust"]["checksum"]:
-            print(f"run {i}: ops1b checksums differ: {got}", file=sys.stderr)
-            bad = True
-        rows["ops1b"].append((got["rust"]["elapsed_ns"], got["c"]["elapsed_ns"]))
-        order = [("c", c_ing), ("rust", r_ing)]
-        if i % 2:
-            order.reverse()
-        got = {side: run_json(cmd) for side, cmd in order}
+        for name, c_cmd, r_cmd in (("ops1b", c_ops, r_ops), ("ops1b_soa", c_soa, r_soa)):
+            got = paired(i, c_cmd, r_cmd)
+            if got["c"]["checksum"] != got["rust"]["checksum"]:
+                print(f"run {i}: {name} checksums differ: {got}", file=sys.stderr)
+                bad = True
+            rows[name].append((got["rust"]["elapsed_ns"], got["c"]["elapsed_ns"]))
+        rows["soa_vs_aos_c"].append((rows["ops1b_soa"][-1][0], rows["ops1b"][-1][1]))
+        got = paired(i, c_ing, r_ing)
         if got["rust"]["allocs_per_batch"] != 0:
             print(f"run {i}: ingest allocated: {got['rust']['allocs_per_batch']}", file=sys.stderr)
             bad = True
         rows["ingest"].append((got["rust"]["fill_ns_p50"], got["c"]["fill_ns_p50"]))
-        print(f"run {i + 1}/{args.runs}: ops1b {rows['ops1b'][-1]}  ingest p50 {rows['ingest'][-1]}",
-              file=sys.stderr)
+        print(f"run {i + 1}/{args.runs}: ops1b {rows['ops1b'][-1]}  soa {rows['ops1b_soa'][-1]}"
+              f"  ingest p50 {rows['ingest'][-1]}", file=sys.stderr)
 
     summary = {}
     print(f"\n{'figure':<22}{'flatline':>14}{'C -O3 -mavx2':>14}{'ratio of medians':>18}{'median ratio':>14}")
-    for name, label in (("ops1b", f"ops1b {args.ops:.0e} ops, ns"), ("ingest", "ingest fill p50, ns")):
+    figures = (("ops1b", f"ops1b aos {args.ops:.0e}, ns"),
+               ("ops1b_soa", f"ops1b soa {args.ops:.0e}, ns"),
+               ("soa_vs_aos_c", "soa vs aos C, ns"),
+               ("ingest", "ingest fill p50, ns"))
+    for name, label in figures:
         r = statistics.median(x for x, _ in rows[name])
         c = statistics.median(y for _, y in rows[name])
         paired = statistics.median(x / y for x, y in rows[name])

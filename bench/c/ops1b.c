@@ -7,18 +7,6 @@
 #include <string.h>
 #include "common.h"
 
-typedef struct __attribute__((aligned(64))) {
-    uint64_t id, price;
-    uint32_t size, queue_position, total_at_level;
-    uint8_t side, order_type, padding[2];
-    uint64_t timestamp_nanos;
-    uint8_t reserved[24];
-} QueueOrder64;
-_Static_assert(sizeof(QueueOrder64) == 64, "QueueOrder64 is one cache line");
-
-#define SLOTS 65536u
-#define MASK (SLOTS - 1u)
-
 int main(int argc, char **argv) {
     uint64_t ops = argc > 1 ? strtoull(argv[1], NULL, 10) : 1000000000ull;
     QueueOrder64 *ring = aligned_alloc(64, SLOTS * sizeof(QueueOrder64));

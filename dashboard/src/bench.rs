@@ -144,7 +144,8 @@ fn print_telemetry(tel: &Option<TelemetrySummary>) {
 fn run_ops1b(args: &Ops1bArgs) -> Result<()> {
     let progress = WorkProgress::new();
     let (r, tel) = with_telemetry(args.telemetry_hz, &progress, || {
-        ops1b::bench(args.ops, Some(&progress)).context("setting up the ops1b ring")
+        ops1b::bench_layout(args.layout.into(), args.ops, Some(&progress))
+            .context("setting up the ops1b ring")
     })?;
     if args.json {
         println!("{}", json_with(&r, &tel)?);
@@ -159,12 +160,20 @@ fn run_ops1b(args: &Ops1bArgs) -> Result<()> {
         Some(_) => " (WRONG: differs from the known answer)",
         None => "",
     };
-    println!(
-        "ops1b  {} ops over a ring of {} × 64-byte orders ({} MiB)",
-        thousands(r.ops),
-        thousands(RING_SLOTS as u64),
-        (RING_SLOTS * 64) >> 20
-    );
+    match r.layout {
+        ops1b::Layout::Aos => println!(
+            "ops1b  {} ops over a ring of {} × 64-byte orders ({} MiB)",
+            thousands(r.ops),
+            thousands(RING_SLOTS as u64),
+            (RING_SLOTS * 64) >> 20
+        ),
+        ops1b::Layout::Soa => println!(
+            "ops1b  {} ops over {} slots, hot fields in u32 arrays ({} KiB) beside the 64-byte orders",
+            thousands(r.ops),
+            thousands(RING_SLOTS as u64),
+            (RING_SLOTS * 8) >> 10
+        ),
+    }
     println!(
         "  time {}   {:.3} ns/op   {:.1} Mops/s",
         nanos(r.elapsed_ns),

@@ -69,6 +69,25 @@ pub struct WindowArgs {
     pub renderer: Option<RendererArg>,
 }
 
+/// How `bench ops1b` lays out the ring (see `ops1b::Layout`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum LayoutArg {
+    /// 64-byte records, one cache line an operation (the seed's).
+    #[default]
+    Aos,
+    /// The two hot fields in u32 arrays of their own, beside the records.
+    Soa,
+}
+
+impl From<LayoutArg> for flatline_runtime::workload::ops1b::Layout {
+    fn from(l: LayoutArg) -> Self {
+        match l {
+            LayoutArg::Aos => Self::Aos,
+            LayoutArg::Soa => Self::Soa,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum RendererArg {
     Glow,
@@ -573,6 +592,10 @@ pub struct Ops1bArgs {
     /// Operations to run.
     #[arg(long, default_value_t = 1_000_000_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub ops: u64,
+    /// The ring's layout: 64-byte records (aos) or the two hot fields in
+    /// arrays of their own (soa).
+    #[arg(long, value_enum, default_value_t = LayoutArg::Aos)]
+    pub layout: LayoutArg,
     /// Sample telemetry at this rate while the bench runs (0: off).
     #[arg(long, value_name = "HZ", default_value_t = 0.0, value_parser = rate)]
     pub telemetry_hz: f64,

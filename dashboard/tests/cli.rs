@@ -29,6 +29,28 @@ fn ops1b_json_has_the_documented_fields() {
     }
 }
 
+/// The hot-field layout runs the same operations: the same checksum, no
+/// allocation, and the JSON says which layout ran.
+#[test]
+fn ops1b_runs_either_layout_with_the_same_answer() {
+    for layout in ["aos", "soa"] {
+        let v = json(&flatline(&[
+            "bench",
+            "ops1b",
+            "--ops",
+            "300000000",
+            "--layout",
+            layout,
+            "--json",
+        ]));
+        assert_eq!(v["layout"], layout);
+        assert_eq!(v["checksum"], 7_851_891_676u64, "{layout}");
+        assert_eq!(v["heap_allocs"], 0, "{layout}");
+    }
+    let out = flatline(&["bench", "ops1b", "--layout", "columns"]);
+    assert_eq!(out.status.code(), Some(2), "a bad layout is a usage error");
+}
+
 #[test]
 fn ingest_json_has_the_documented_fields() {
     let v = json(&flatline(&[

@@ -14,17 +14,21 @@
 //!   path" is a number, not a promise.
 //! * [`map_tokens`]: a read-only memory map of a token file seen as `u16`s.
 //! * [`gather_rows`]: the ingest kernel, dispatched to AVX2 when the CPU has it.
+//! * [`barrier`]: the C references' per-operation compiler barrier, without
+//!   the stack store that `black_box` makes.
 //!
 //! Every `unsafe` block has a `// SAFETY:` comment saying why it holds; the
 //! tests in each submodule exercise each block and run under Miri
 //! (`cargo +nightly miri test -p flatline-runtime arena::`).
 
+mod barrier;
 mod buf;
 mod counting;
 mod gather;
 mod mapped;
 mod records;
 
+pub use barrier::barrier;
 pub use buf::{ARENA_ALIGN, ArenaError, FlatArena, Zeroable};
 pub use counting::{AllocStats, CountingAlloc};
 pub use gather::gather_rows;

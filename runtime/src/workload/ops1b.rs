@@ -5,17 +5,18 @@
 //! touches slot `i mod RING_SLOTS`: its queue position moves up by one, or
 //! wraps back to `total_at_level` once it reaches 1, and a `u64` checksum adds
 //! the new position. After every operation an optimisation barrier
-//! (`std::hint::black_box` on the ring, an empty `asm` with a memory clobber
-//! in practice) stops the compiler from deleting, vectorising or batching the
-//! work: the same rule as the C reference in `bench/c/ops1b.c`, which puts
-//! `asm volatile("" ::: "memory")` in the same place.
+//! ([`crate::arena::barrier`] on the ring: an empty `asm` block with the ring
+//! in a register and memory assumed clobbered) stops the compiler from
+//! deleting, vectorising or batching the work: the same rule as the C
+//! references in `bench/c/ops1b*.c`, which put
+//! `asm volatile("" : : "r"(ring) : "memory")` in the same place.
 
 use std::hint::black_box;
 use std::time::Instant;
 
 use serde::Serialize;
 
-use crate::arena::{ArenaError, FlatArena, QueueOrder64};
+use crate::arena::{ArenaError, FlatArena, QueueOrder64, barrier};
 use crate::telemetry::alloc;
 use crate::telemetry::work::WorkProgress;
 
@@ -31,6 +32,23 @@ pub fn initial_position(i: usize) -> u32 {
 
 /// The level total every slot starts with.
 pub const TOTAL_AT_LEVEL: u32 = 50;
+
+/// Runs `ops` operations as chunks of at most [`RING_SLOTS`] (`chunk(n)`
+/// runs `n` and returns their checksum), publishing progress after each:
+/// one relaxed atomic add per chunk.
+fn in_chunks(ops: u64, progress: Option<&WorkProgress>, mut chunk: impl FnMut(u64) -> u64) -> u64 {
+    let mut sum = 0u64;
+    let mut left = ops;
+    while left > 0 {
+        let n = left.min(RING_SLOTS as u64);
+        sum = sum.wrapping_add(chunk(n));
+        if let Some(p) = progress {
+            p.add_ops(n);
+        }
+        left -= n;
+    }
+    sum
+}
 
 /// The ring and how far through the operation sequence it is.
 #[derive(Debug)]
@@ -84,17 +102,7 @@ impl Ring {
     /// As [`run`](Self::run), publishing progress to `progress` after every
     /// [`RING_SLOTS`] operations (one relaxed atomic add each time).
     pub fn run_observed(&mut self, ops: u64, progress: Option<&WorkProgress>) -> u64 {
-        let mut sum = 0u64;
-        let mut left = ops;
-        while left > 0 {
-            let n = left.min(RING_SLOTS as u64);
-            sum = sum.wrapping_add(self.run_chunk(n));
-            if let Some(p) = progress {
-                p.add_ops(n);
-            }
-            left -= n;
-        }
-        sum
+        in_chunks(ops, progress, |n| self.run_chunk(n))
     }
 
     #[inline(always)]
@@ -112,7 +120,108 @@ impl Ring {
             slot.queue_position = q;
             sum = sum.wrapping_add(u64::from(q));
             i = i.wrapping_add(1);
-            black_box(&mut *ring);
+            barrier(&mut *ring);
+        }
+        self.next_op = self.next_op.wrapping_add(ops);
+        sum
+    }
+}
+
+/// How the ring lays out what an operation touches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Layout {
+    /// The seed's: each operation reads and writes its 64-byte record
+    /// (4 MiB of ring, one cache line an operation).
+    #[default]
+    Aos,
+    /// The two fields an operation touches (`queue_position`,
+    /// `total_at_level`) in `u32` arrays of their own beside the records:
+    /// 8 bytes a slot, 512 KiB of hot data, which stays in L2.
+    Soa,
+}
+
+/// The `ops1b` ring with its hot fields apart ([`Layout::Soa`]): the same
+/// operation, the same per-operation barrier, the same checksum as
+/// [`Ring`]. The records stay beside the hot arrays, as an order book keeps
+/// them, and are not touched by the loop.
+#[derive(Debug)]
+pub struct HotRing {
+    positions: FlatArena<u32>,
+    totals: FlatArena<u32>,
+    records: FlatArena<QueueOrder64>,
+    next_op: u64,
+}
+
+impl HotRing {
+    /// Allocates the arrays (once) and sets every slot to its initial state.
+    pub fn new() -> Result<Self, ArenaError> {
+        let mut ring = Self {
+            positions: FlatArena::new(RING_SLOTS)?,
+            totals: FlatArena::new(RING_SLOTS)?,
+            records: FlatArena::new(RING_SLOTS)?,
+            next_op: 0,
+        };
+        ring.reset();
+        Ok(ring)
+    }
+
+    /// Puts every slot back in its initial state and restarts at operation 0.
+    pub fn reset(&mut self) {
+        for (i, ((p, t), r)) in self
+            .positions
+            .iter_mut()
+            .zip(self.totals.iter_mut())
+            .zip(self.records.iter_mut())
+            .enumerate()
+        {
+            *p = initial_position(i);
+            *t = TOTAL_AT_LEVEL;
+            *r = QueueOrder64 {
+                id: i as u64,
+                ..QueueOrder64::default()
+            };
+        }
+        self.next_op = 0;
+    }
+
+    /// Each slot's `(queue_position, total_at_level)` as they are now.
+    pub fn positions(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
+        self.positions
+            .iter()
+            .copied()
+            .zip(self.totals.iter().copied())
+    }
+
+    /// As [`Ring::run_observed`].
+    pub fn run_observed(&mut self, ops: u64, progress: Option<&WorkProgress>) -> u64 {
+        in_chunks(ops, progress, |n| self.run_chunk(n))
+    }
+
+    #[inline(always)]
+    fn run_chunk(&mut self, ops: u64) -> u64 {
+        let pos: &mut [u32; RING_SLOTS] = (&mut *self.positions)
+            .try_into()
+            .expect("the positions are allocated with RING_SLOTS slots");
+        let tot: &[u32; RING_SLOTS] = (&*self.totals)
+            .try_into()
+            .expect("the totals are allocated with RING_SLOTS slots");
+        // One counter, compared with its end, as the C reference's loop.
+        let mut i = self.next_op as usize;
+        let end = i.wrapping_add(ops as usize);
+        let mut sum = 0u64;
+        while i != end {
+            // `i & MASK` < RING_SLOTS: no bounds check.
+            let k = i & MASK;
+            // Widened where it is read, so the sum needs no second
+            // zero-extension (what the C compiler gets for free).
+            let q = u64::from(pos[k]);
+            let q = if q <= 1 { u64::from(tot[k]) } else { q - 1 };
+            pos[k] = q as u32;
+            sum = sum.wrapping_add(q);
+            i = i.wrapping_add(1);
+            // The same barrier as the AoS loop (and the C references).
+            barrier(&mut *pos);
         }
         self.next_op = self.next_op.wrapping_add(ops);
         sum
@@ -123,6 +232,7 @@ impl Ring {
 #[derive(Debug, Clone, Serialize)]
 pub struct Ops1bReport {
     pub workload: &'static str,
+    pub layout: Layout,
     pub ops: u64,
     pub elapsed_ns: u64,
     pub ns_per_op: f64,
@@ -136,15 +246,32 @@ pub struct Ops1bReport {
 /// Builds a fresh ring (untimed) and times `ops` operations on it,
 /// publishing progress to `progress` if given.
 pub fn bench(ops: u64, progress: Option<&WorkProgress>) -> Result<Ops1bReport, ArenaError> {
-    let mut ring = Ring::new()?;
+    bench_layout(Layout::Aos, ops, progress)
+}
+
+/// [`bench`] with the ring laid out as `layout` says.
+pub fn bench_layout(
+    layout: Layout,
+    ops: u64,
+    progress: Option<&WorkProgress>,
+) -> Result<Ops1bReport, ArenaError> {
+    let (mut aos, mut soa) = match layout {
+        Layout::Aos => (Some(Ring::new()?), None),
+        Layout::Soa => (None, Some(HotRing::new()?)),
+    };
     let ((checksum, elapsed), heap_allocs) = alloc::count_thread_allocs(|| {
         let t0 = Instant::now();
-        let sum = ring.run_observed(black_box(ops), progress);
+        let sum = match (&mut aos, &mut soa) {
+            (Some(r), _) => r.run_observed(black_box(ops), progress),
+            (_, Some(r)) => r.run_observed(black_box(ops), progress),
+            (None, None) => 0,
+        };
         (sum, t0.elapsed())
     });
     let elapsed_ns = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX).max(1);
     Ok(Ops1bReport {
         workload: "ops1b",
+        layout,
         ops,
         elapsed_ns,
         ns_per_op: elapsed_ns as f64 / ops.max(1) as f64,
@@ -214,6 +341,35 @@ mod tests {
         assert_eq!(ring.run(300_000_000), 7_851_891_676);
         let mut ring = Ring::new().unwrap();
         assert_eq!(ring.run(1_000_000_000), 25_689_187_392);
+    }
+
+    #[test]
+    fn the_hot_field_layout_matches_the_scalar_model() {
+        for ops in [0, 1, 9, 65_535, 65_536, 65_537, 10_000_000] {
+            let mut ring = HotRing::new().unwrap();
+            let sum = ring.run_observed(ops, None);
+            let (want_sum, want_ring) = model(ops);
+            assert_eq!(sum, want_sum, "checksum after {ops} ops");
+            assert_eq!(
+                ring.positions().collect::<Vec<_>>(),
+                want_ring,
+                "ring after {ops} ops"
+            );
+        }
+        let mut parts = HotRing::new().unwrap();
+        let a = parts.run_observed(400_000, None);
+        let b = parts.run_observed(600_003, None);
+        assert_eq!(a + b, model(1_000_003).0);
+        parts.reset();
+        assert_eq!(parts.positions().collect::<Vec<_>>(), model(0).1);
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "1e9 operations are for native runs")]
+    fn the_hot_field_layout_gives_the_known_answer() {
+        let r = bench_layout(Layout::Soa, 1_000_000_000, None).unwrap();
+        assert_eq!(r.checksum, 25_689_187_392);
+        assert_eq!(r.heap_allocs.unwrap_or(0), 0);
     }
 
     #[test]
