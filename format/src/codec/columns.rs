@@ -201,48 +201,53 @@ impl Column {
         runs(scratch, |item, _| items.push(item));
     }
 
-    /// Expands the column into `n` codes, refusing a column that does not
-    /// hold exactly `n`.
-    fn expand(&self, n: usize, out: &mut Vec<Code>) -> Result<(), String> {
+    /// Calls `each(count, code)` for every item (a run of `count` equal
+    /// codes), refusing a column of another order or that does not hold
+    /// exactly `n` values, before a count would take it past `n`.
+    fn walk(
+        &self,
+        n: usize,
+        mut each: impl FnMut(usize, Code) -> Result<(), String>,
+    ) -> Result<(), String> {
         if self.order != 1 && self.order != 2 {
             return Err(format!("column order {}", self.order));
         }
-        out.clear();
+        let mut seen = 0usize;
         for item in &self.items {
             let (count, code) = match *item {
                 Item::One(c) => (1, c),
                 Item::Run(k, c) => (k as usize, c),
             };
-            if count > n - out.len() {
+            if count > n - seen {
                 return Err(format!("a column of more than {n} values"));
             }
-            out.extend(std::iter::repeat_n(code, count));
+            seen += count;
+            each(count, code)?;
         }
-        if out.len() != n {
-            return Err(format!("a column of {} values for {n} samples", out.len()));
+        if seen != n {
+            return Err(format!("a column of {seen} values for {n} samples"));
         }
         Ok(())
+    }
+
+    /// Expands the column into `n` codes.
+    fn expand(&self, n: usize, out: &mut Vec<Code>) -> Result<(), String> {
+        out.clear();
+        self.walk(n, |count, code| {
+            out.extend(std::iter::repeat_n(code, count));
+            Ok(())
+        })
     }
 
     /// Decodes the column into `n` values, item by item (runs are not
     /// expanded into codes first), refusing a column that does not hold
     /// exactly `n`.
     fn decode_f64(&self, n: usize, out: &mut Vec<f64>) -> Result<(), String> {
-        if self.order != 1 && self.order != 2 {
-            return Err(format!("column order {}", self.order));
-        }
         out.clear();
         // The last value read (NaN readings skipped) and whether it is
         // whole, kept rather than recomputed per value.
         let (mut last, mut last_whole, mut diff) = (0.0f64, false, None::<i64>);
-        for item in &self.items {
-            let (count, code) = match *item {
-                Item::One(c) => (1, c),
-                Item::Run(k, c) => (k as usize, c),
-            };
-            if count > n - out.len() {
-                return Err(format!("a column of more than {n} values"));
-            }
+        self.walk(n, |count, code| {
             match code {
                 Code::Nil => out.extend(std::iter::repeat_n(f64::NAN, count)),
                 Code::Float(f) => {
@@ -274,11 +279,8 @@ impl Column {
                     }
                 }
             }
-        }
-        if out.len() != n {
-            return Err(format!("a column of {} values for {n} samples", out.len()));
-        }
-        Ok(())
+            Ok(())
+        })
     }
 
     fn decode_u64(
