@@ -34,9 +34,20 @@ pub fn is_host_memory(name: &str, unit: Unit) -> bool {
     name.starts_with("mem.") || name.starts_with("tree.") || per_process || name == "cgroup.current"
 }
 
-/// The host's RAM, for the host memory channels (in bytes).
+/// Whether a host memory channel is address space rather than memory in
+/// use: `mem.vm_size` (every mapping) and `mem.vm_data` (data and anonymous
+/// mappings, touched or not). A process may reserve far more of it than the
+/// host has RAM (allocators and CUDA reserve address space in bulk), and
+/// neither RAM nor a cgroup limit bounds it, so it has no limit and no time
+/// to one: its growth is reported, but never as the host running out.
+pub fn is_address_space(name: &str) -> bool {
+    matches!(name, "mem.vm_size" | "mem.vm_data")
+}
+
+/// The host's RAM, for the host memory channels that use it (in bytes).
 pub fn ram_limit(name: &str, unit: Unit, host: &HostFacts) -> Option<f64> {
-    (is_host_memory(name, unit) && host.mem_total_bytes > 0).then_some(host.mem_total_bytes as f64)
+    (is_host_memory(name, unit) && !is_address_space(name) && host.mem_total_bytes > 0)
+        .then_some(host.mem_total_bytes as f64)
 }
 
 /// The channel whose latest reading bounds this one: a GPU's total memory for
@@ -44,7 +55,7 @@ pub fn ram_limit(name: &str, unit: Unit, host: &HostFacts) -> Option<f64> {
 /// (`cgroup.max`) for host memory.
 pub fn limit_channel(name: &str, unit: Unit) -> Option<String> {
     if is_host_memory(name, unit) {
-        return Some(CGROUP_LIMIT.into());
+        return (!is_address_space(name)).then(|| CGROUP_LIMIT.into());
     }
     // `gpu<i>`, or `gpu<i>-<k>` for a lost device's channels once it answered again.
     let (stem, what) = name.strip_prefix("gpu")?.split_once('.')?;
@@ -213,6 +224,13 @@ mod tests {
             limit_for("tree.pss", Unit::Bytes, &host, unlimited).map(|l| l.1),
             Some(LimitSource::HostRam)
         );
+        // Address space is bounded by neither: a CUDA process maps more
+        // than the host has RAM.
+        for name in ["mem.vm_size", "mem.vm_data"] {
+            assert_eq!(limit_for(name, Unit::Bytes, &host, cgroup), None, "{name}");
+            assert_eq!(limit_for(name, Unit::Bytes, &host, none), None, "{name}");
+            assert_eq!(evidence_floor(name, Unit::Bytes), 65536.0, "{name}");
+        }
         assert_eq!(limit_for("tree.procs", Unit::Count, &host, cgroup), None);
         assert_eq!(limit_for("pidx.rss", Unit::Bytes, &host, cgroup), None);
         let gpu = |n: &str| (n == "gpu0.total").then_some(80e9);
