@@ -312,7 +312,7 @@ fn receipts_carry_the_analysis_in_every_format() {
     assert!(
         text.starts_with("Memory is flat.\n")
             && text.contains("jumps × quantum")
-            && text.contains("analysis after a warm-up of 0.2 s (found: where"),
+            && text.contains("analysis after a warm-up of 0.3 s (found: where"),
         "{text}"
     );
     let v: serde_json::Value = serde_json::from_str(&ok(&flatline(&[

@@ -66,6 +66,9 @@ const FLOOR: f64 = 16.0 * PAGE;
 pub fn generate() -> Vec<Case> {
     let mut out = Vec::new();
     let mut seed = 1u64;
+    // Families added later draw their noise from seeds of their own, so the
+    // series before them keep theirs.
+    let mut later_seed = 1u64 << 32;
     let sizes: [(usize, f64); 4] = [(100, 1.0), (600, 10.0), (6000, 10.0), (36_000, 100.0)];
     let level = 2e9;
     for &(n, hz) in &sizes {
@@ -208,6 +211,38 @@ pub fn generate() -> Vec<Case> {
                     &|_, t| level + step * ((t / (0.15 * duration)).floor().min(2.0)),
                     &mut seed,
                     "two early steps".into(),
+                    "settled",
+                    flat_verdict,
+                    None,
+                ));
+            }
+            // A start-up that climbs fast, then ever more slowly (loading a
+            // framework: +35 % of the level over the first 10–18 %), then
+            // holds: its last readings land just short of the plateau.
+            let up = 0.35 * level;
+            for share in [0.10, 0.14, 0.18] {
+                let ramp = share * duration;
+                out.push(shape(
+                    &|_, t| level + up * (t / ramp).min(1.0).sqrt(),
+                    &mut later_seed,
+                    format!("start-up that slows over {:.0} %", share * 100.0),
+                    "plateau",
+                    flat_verdict,
+                    None,
+                ));
+            }
+            // Two early steps, then held, with a dip of 0.3 % for a twentieth
+            // of the run just after its middle (a cache dropped and refilled).
+            let step = 0.01 * level;
+            if step >= 10.0 * sigma {
+                out.push(shape(
+                    &|_, t| {
+                        let steps = ((t / (0.1 * duration)).floor()).min(2.0);
+                        let dip = (0.5..0.55).contains(&(t / duration)) as u8 as f64;
+                        level + step * steps - 0.003 * level * dip
+                    },
+                    &mut later_seed,
+                    "two early steps, a dip".into(),
                     "settled",
                     flat_verdict,
                     None,

@@ -34,14 +34,17 @@
 //!   none, above [`MATERIAL_SHARE`] of its level.
 //! * **verdict**: `staircase` when there are jumps, they are sparse (at most
 //!   20 % of the points change), they mostly go one way, the drift's way,
-//!   and they explain at least half of the drift (jumps inside the final 5 %
-//!   window are listed but do not decide: a process that exits frees its
-//!   memory there); else `linear` when the trend over the run (slope ×
+//!   and they explain at least half of the drift (jumps inside the first
+//!   and final 5 % windows are listed but do not decide: the baseline and
+//!   final medians already stand on one side of them; a start-up's last
+//!   reading can fall just after the warm-up, and a process that exits
+//!   frees its memory at the end); else `linear` when the trend over the run (slope ×
 //!   duration) is larger than three times the robust scatter around the
 //!   fitted line; else `flat` when the middle 90 % of the values spans at
 //!   most 1 % of their level (or the evidence); else `noisy`. Growth must
-//!   also be **sustained** ([`SUSTAINED_SHARE`]): else the verdict is that
-//!   of the later half, with [`Note::NotSustained`]. A level the run's line
+//!   also be **sustained** ([`SUSTAINED_SHARE`]; a staircase by its own
+//!   deciding jumps in the later half): else the verdict is that of the
+//!   later half, with [`Note::NotSustained`]. A level the run's line
 //!   calls `noisy` is searched for a **late onset**: the last half, 40 %,
 //!   30 % or 20 % of the run (the longest first) that is itself linear
 //!   growth, sustained, above the evidence; found, the verdict is `linear`
@@ -592,11 +595,17 @@ fn level(p: &Prepared, ctx: &Context<'_>, out: &mut ChannelAnalysis) {
     };
     let tolerance = (level * 0.01).max(evidence);
 
-    // Jumps inside the final window are listed but do not decide the verdict:
-    // `final` is their median anyway, and a watched process that exits frees
+    // Jumps inside the first and final windows are listed but do not decide
+    // the verdict: `baseline` and `final` are their medians, so they already
+    // stand on one side of such a jump; the last reading of a start-up can
+    // fall just after the warm-up, and a watched process that exits frees
     // its memory in its last samples.
-    let final_from = t[n - w];
-    let deciding = || jumps.iter().filter(|j| j.t_s < final_from);
+    let (first_to, final_from) = (t[w], t[n - w]);
+    let deciding = || {
+        jumps
+            .iter()
+            .filter(move |j| j.t_s >= first_to && j.t_s < final_from)
+    };
     out.quantum = quantum_of(&deciding().map(|j| j.size).collect::<Vec<_>>());
     let net: f64 = deciding().map(|j| j.size).sum();
     let gross: f64 = deciding().map(|j| j.size.abs()).sum();
@@ -641,7 +650,16 @@ fn level(p: &Prepared, ctx: &Context<'_>, out: &mut ChannelAnalysis) {
         let late_drift =
             median(&mut late[late.len() - lw..].to_vec()) - median(&mut late[..lw].to_vec());
         let expected = rate(verdict) * (t[n - 1] - t[from.min(n - 1)]);
-        let sustained = late_drift * expected.signum() >= SUSTAINED_SHARE * expected.abs();
+        let sustained = if verdict == Verdict::Staircase {
+            // A staircase still steps: its deciding jumps in the later half
+            // add up, the drift's way, to that share of what its rate
+            // predicts. A level that stepped early and held since is
+            // settled, however a dip or its noise moves the later medians.
+            let late_net: f64 = deciding().filter(|j| j.t_s >= mid).map(|j| j.size).sum();
+            late_net * expected.signum() >= SUSTAINED_SHARE * expected.abs()
+        } else {
+            late_drift * expected.signum() >= SUSTAINED_SHARE * expected.abs()
+        };
         if !sustained {
             let mut l = late.to_vec();
             let late_spread = quantile(&mut l, 0.95) - quantile(&mut l, 0.05);

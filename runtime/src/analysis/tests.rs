@@ -547,3 +547,84 @@ fn a_leak_that_starts_late_is_growth_from_where_it_began() {
     let a = run(&t, &v);
     assert_eq!((a.verdict, a.onset_s), (Verdict::Linear, None), "{a:?}");
 }
+
+/// `tree.rss` of a small PyTorch training loop, read at 2 Hz (MiB): the
+/// interpreter and torch load for 6 s, then the loop holds its memory
+/// (a real watch; it once made a one-step "staircase" projected to the
+/// host's RAM in 5 days).
+const TORCH_START_UP_MIB: [f64; 92] = [
+    6.88, 368.61, 461.03, 490.77, 506.87, 521.62, 543.82, 557.29, 629.46, 644.39, 652.91, 669.34,
+    683.74, 683.74, 679.87, 680.74, 681.74, 683.75, 682.75, 683.75, 683.75, 683.75, 683.75, 682.75,
+    683.75, 683.75, 681.75, 683.75, 683.75, 678.75, 682.75, 681.75, 681.75, 683.75, 681.76, 683.76,
+    683.76, 680.76, 682.76, 680.76, 680.76, 680.76, 680.76, 677.31, 680.76, 677.76, 677.77, 680.77,
+    680.77, 680.77, 680.77, 680.77, 680.77, 680.77, 680.77, 680.77, 680.77, 680.77, 681.77, 684.77,
+    684.77, 681.77, 680.45, 680.78, 680.78, 683.78, 682.78, 681.78, 682.78, 682.78, 682.78, 682.78,
+    681.78, 680.78, 677.78, 682.79, 682.79, 680.91, 682.79, 682.79, 680.79, 682.79, 680.79, 680.79,
+    680.79, 682.79, 683.79, 683.79, 680.79, 682.79, 682.79, 680.80,
+];
+
+#[test]
+fn the_last_reading_of_a_start_up_is_not_a_staircase() {
+    let (t, v) = series(92, 2.0, |i, _| TORCH_START_UP_MIB[i] * 1048576.0);
+    let floor = 65536.0;
+    // The climb's last reading (669 MiB at 5.5 s) is still start-up: the
+    // warm-up ends at the first reading on the plateau.
+    let w = find_warmup(&t, &v, floor).expect("a start-up");
+    assert_eq!(w.at_s, 6.0, "{w:?}");
+    // Cut one reading early (a recording's warm-up comes from its fastest
+    // channel), the step from it to the plateau is inside the baseline's
+    // window: listed, not deciding, and not growth.
+    let a = analyze(
+        &t,
+        &v,
+        &Context {
+            warmup_s: Some(5.5),
+            min_growth: floor,
+            ..Context::default()
+        },
+    );
+    assert_eq!(a.jumps, 1, "{a:?}");
+    assert!(!a.verdict.is_growth(), "{a:?}");
+    assert_eq!((a.severity, a.projection_24h), (None, Some(0.0)), "{a:?}");
+    let found = analyze(
+        &t,
+        &v,
+        &Context {
+            min_growth: floor,
+            ..Context::default()
+        },
+    );
+    assert_eq!(found.warmup_s, 6.0);
+    assert!(!found.verdict.is_growth(), "{found:?}");
+}
+
+#[test]
+fn a_staircase_must_still_step_in_the_later_half() {
+    let mib = 1048576.0;
+    let mut noise = Noise::new(7);
+    // Two steps of 8 MiB at 5 s and 12 s of a 60 s run, then held, with a
+    // 3 MiB dip for 3 s just after the middle (a cache dropped and refilled):
+    // the later half's first readings are low, its last ones are not, yet
+    // nothing stepped up since 12 s. Settled, not a staircase to project.
+    let (t, v) = series(600, 10.0, |_, t| {
+        let steps = (t >= 5.0) as u8 + (t >= 12.0) as u8;
+        let dip = if (30.0..33.0).contains(&t) { 3.0 } else { 0.0 };
+        1e9 + (8.0 * steps as f64 - dip) * mib + noise.next(2e4)
+    });
+    let ctx = Context {
+        warmup_s: Some(0.0),
+        min_growth: 65536.0,
+        ..Context::default()
+    };
+    let a = analyze(&t, &v, &ctx);
+    assert_eq!(a.jumps, 4, "{a:?}");
+    assert_eq!(a.note, Some(Note::NotSustained), "{a:?}");
+    assert!(!a.verdict.is_growth() && a.severity.is_none(), "{a:?}");
+    // Steps every 7 s through the run keep stepping: a staircase.
+    let (t, v) = series(600, 10.0, |_, t| {
+        1e9 + 8.0 * mib * ((t + 2.0) / 7.0).floor() + noise.next(2e4)
+    });
+    let b = analyze(&t, &v, &ctx);
+    assert_eq!(b.verdict, Verdict::Staircase, "{b:?}");
+    assert!(b.severity.is_some(), "{b:?}");
+}

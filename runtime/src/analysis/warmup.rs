@@ -4,7 +4,9 @@
 //! fills caches, then settles. [`find_warmup`] fits the series (reduced to at
 //! most [`BUCKETS`] bucket means) with two independent straight lines, before
 //! and after each candidate break in the first half of the run, and keeps
-//! the break that leaves the least squared error. It is start-up only when
+//! the break that leaves the least squared error; start-up ends at the first
+//! reading from there that reaches the settled level ([`reached`]). It is
+//! start-up only when
 //!
 //! - two lines explain the series much better than one (they remove at
 //!   least half of one line's squared error),
@@ -131,15 +133,41 @@ pub fn find_warmup(t_s: &[f64], v: &[f64], floor: f64) -> Option<Warmup> {
         .map(|k| (k, sums.fit(0, k), sums.fit(k, m)))
         .min_by(|x, y| (x.1.sse + x.2.sse).total_cmp(&(y.1.sse + y.2.sse)))?;
     let explained = 1.0 - (a.sse + b.sse) / one.sse;
-    let startup = (b.at(bt[k]) - a.at(bt[0])).abs();
+    let rise = b.at(bt[k]) - a.at(bt[0]);
+    let startup = rise.abs();
     let settled = (b.slope * (bt[m - 1] - bt[k])).abs();
     let scatter = (b.sse / (m - k) as f64).sqrt();
-    (explained >= 0.5 && startup > floor.max(4.0 * scatter) && settled < 0.25 * startup).then(
-        || Warmup {
-            at_s: starts[k],
-            channel: None,
-        },
-    )
+    if !(explained >= 0.5 && startup > floor.max(4.0 * scatter) && settled < 0.25 * startup) {
+        return None;
+    }
+    Some(Warmup {
+        at_s: starts[reached(&bv, k, rise)],
+        channel: None,
+    })
+}
+
+/// Where the series first reaches its settled level, from the break `k` on.
+/// The best break in least squares can fall a reading early: the last
+/// reading of the climb then counts as settled, and the step from it to the
+/// plateau, just after the cut, would look like growth. So start-up ends at
+/// the first reading within the settled part's range (its 5–95 % quantiles)
+/// on the side the climb came from.
+fn reached(bv: &[f64], k: usize, rise: f64) -> usize {
+    let mut settled = bv[k..].to_vec();
+    settled.sort_by(f64::total_cmp);
+    let q = |p: f64| settled[((settled.len() - 1) as f64 * p).round() as usize];
+    let (low, high) = (q(0.05), q(0.95));
+    // Never past the middle of what was settled: a plateau is most of it.
+    let last = k + (bv.len() - k) / 2;
+    (k..last)
+        .find(|&i| {
+            if rise > 0.0 {
+                bv[i] >= low
+            } else {
+                bv[i] <= high
+            }
+        })
+        .unwrap_or(k)
 }
 
 /// The warm-up of a whole recording: the latest start-up found among its
