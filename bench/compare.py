@@ -3,7 +3,10 @@
 
 Builds bench/c/*.c with `gcc -O3 -mavx2`, builds `flatline` in release, then
 runs each pair RUNS times (ops1b in both layouts, each against its own C
-reference and the hot-field one also against the 64-byte C reference), alternating which side goes first, and prints the
+reference and the hot-field one also against the 64-byte C reference; the
+ingest fill plain and prefetching, each against its C variant, and the
+prefetching fill against the write-only floor flatline measures in the same
+run), alternating which side goes first, and prints the
 median of each side, the ratio of the medians and the median of the per-run
 ratios (flatline / C: below 1 means flatline is faster). Exits non-zero if a
 checksum differs. Machines are shared and noisy: compare only figures from the
@@ -53,12 +56,14 @@ def main():
     c_soa = [os.path.join(OUT, "ops1b_soa"), str(args.ops)]
     r_soa = r_ops + ["--layout", "soa"]
     shape = [str(args.batch), str(args.block), str(args.corpus_tokens), str(args.iters), "1000", str(args.seed)]
-    c_ing = [os.path.join(OUT, "ingest")] + shape
+    c_ing = [os.path.join(OUT, "ingest")] + shape + ["0"]
+    c_ahead = [os.path.join(OUT, "ingest")] + shape + ["1"]
     r_ing = [FLATLINE, "bench", "ingest", "--batch", str(args.batch), "--block", str(args.block),
              "--corpus-tokens", str(args.corpus_tokens), "--iters", str(args.iters), "--warmup", "1000",
              "--seed", str(args.seed), "--no-baseline", "--json"]
 
-    rows = {"ops1b": [], "ops1b_soa": [], "soa_vs_aos_c": [], "ingest": []}
+    rows = {"ops1b": [], "ops1b_soa": [], "soa_vs_aos_c": [], "ingest": [], "ingest_ahead": [],
+            "ahead_vs_floor": []}
     bad = False
 
     def paired(i, c_cmd, r_cmd):
@@ -76,20 +81,29 @@ def main():
                 bad = True
             rows[name].append((got["rust"]["elapsed_ns"], got["c"]["elapsed_ns"]))
         rows["soa_vs_aos_c"].append((rows["ops1b_soa"][-1][0], rows["ops1b"][-1][1]))
-        got = paired(i, c_ing, r_ing)
-        if got["rust"]["allocs_per_batch"] != 0:
-            print(f"run {i}: ingest allocated: {got['rust']['allocs_per_batch']}", file=sys.stderr)
+        # One flatline run gives both of its fills (prefetching, plain) and the
+        # floor; each C variant runs beside it, alternating which goes first.
+        order = [c_ing, r_ing, c_ahead] if i % 2 else [c_ahead, r_ing, c_ing]
+        got = {id(cmd): run_json(cmd) for cmd in order}
+        r, c, ca = got[id(r_ing)], got[id(c_ing)], got[id(c_ahead)]
+        if r["allocs_per_batch"] != 0 or r["plain"]["allocs_per_batch"] != 0:
+            print(f"run {i}: ingest allocated: {r['allocs_per_batch']}", file=sys.stderr)
             bad = True
-        rows["ingest"].append((got["rust"]["fill_ns_p50"], got["c"]["fill_ns_p50"]))
+        rows["ingest"].append((r["plain"]["fill_ns_p50"], c["fill_ns_p50"]))
+        rows["ingest_ahead"].append((r["fill_ns_p50"], ca["fill_ns_p50"]))
+        rows["ahead_vs_floor"].append((r["fill_ns_p50"], r["floor_ns_p50"]))
         print(f"run {i + 1}/{args.runs}: ops1b {rows['ops1b'][-1]}  soa {rows['ops1b_soa'][-1]}"
-              f"  ingest p50 {rows['ingest'][-1]}", file=sys.stderr)
+              f"  ingest p50 {rows['ingest'][-1]}  ahead {rows['ingest_ahead'][-1]}"
+              f"  floor {r['floor_ns_p50']}", file=sys.stderr)
 
     summary = {}
     print(f"\n{'figure':<22}{'flatline':>14}{'C -O3 -mavx2':>14}{'ratio of medians':>18}{'median ratio':>14}")
     figures = (("ops1b", f"ops1b aos {args.ops:.0e}, ns"),
                ("ops1b_soa", f"ops1b soa {args.ops:.0e}, ns"),
                ("soa_vs_aos_c", "soa vs aos C, ns"),
-               ("ingest", "ingest fill p50, ns"))
+               ("ingest", "ingest fill p50, ns"),
+               ("ingest_ahead", "prefetching fill, ns"),
+               ("ahead_vs_floor", "prefetching vs floor"))
     for name, label in figures:
         r = statistics.median(x for x, _ in rows[name])
         c = statistics.median(y for _, y in rows[name])

@@ -208,6 +208,7 @@ fn run_ingest(args: &IngestArgs) -> Result<()> {
         seed: args.seed,
         baseline: !args.no_baseline,
         progress: Some(WorkProgress::new()),
+        pipelined_step_ns: args.pipelined.then(|| (args.step_us * 1e3).round() as u64),
     };
     let progress = cfg.progress.clone().expect("set above");
     let (r, tel) = with_telemetry(args.telemetry_hz, &progress, || {
@@ -240,6 +241,7 @@ fn run_ingest(args: &IngestArgs) -> Result<()> {
         allocs_per_batch: r.allocs_per_batch,
     };
     row("arena", &arena);
+    row("plain", &r.plain);
     println!(
         "  {:<10}{:>12}{:>12}{:>12}   only writing the two [B, T] outputs",
         "floor",
@@ -248,9 +250,22 @@ fn run_ingest(args: &IngestArgs) -> Result<()> {
         nanos(r.floor_ns_p99),
     );
     println!(
-        "  arena / floor at p50: {:.1}×",
+        "  arena / floor at p50: {:.2}×   (arena: rows of the next batch prefetched while this one is copied; plain: without)",
         r.fill_ns_p50 as f64 / r.floor_ns_p50.max(1) as f64
     );
+    if let Some(p) = &r.pipelined {
+        let s = &p.stats;
+        println!(
+            "  pipelined, the consumer holding each batch {}: hand-off p50 {}  p95 {}  p99 {}; producer fill p50 {}; allocs/batch {} consumer, {} producer",
+            nanos(p.step_ns),
+            nanos(s.handoff_ns_p50),
+            nanos(s.handoff_ns_p95),
+            nanos(s.handoff_ns_p99),
+            nanos(s.fill_ns_p50),
+            allocs(s.consumer_allocs_per_batch),
+            allocs(s.producer_allocs_per_batch),
+        );
+    }
     if let Some(b) = &r.baseline {
         row("baseline", b);
         println!(

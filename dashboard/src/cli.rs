@@ -155,6 +155,10 @@ pub struct LiveArgs {
     /// Telemetry samples per second.
     #[arg(long, default_value_t = 100.0, value_parser = positive_rate)]
     pub hz: f64,
+    /// The ops1b ring's layout: 64-byte records (aos) or the two hot fields
+    /// in arrays of their own (soa).
+    #[arg(long, value_enum, default_value_t = LayoutArg::Aos)]
+    pub layout: LayoutArg,
     /// Record from the start into FILE (recording can also be switched on in the window).
     #[arg(long, value_name = "FILE")]
     pub record: Option<PathBuf>,
@@ -167,6 +171,7 @@ impl Default for LiveArgs {
         Self {
             workload: WorkloadArg::Both,
             hz: 100.0,
+            layout: LayoutArg::Aos,
             record: None,
             export: PrometheusArgs::default(),
             window: WindowArgs::default(),
@@ -302,6 +307,10 @@ pub struct WorkloadOpts {
     /// recording a step event each time.
     #[arg(long, value_name = "MS", value_parser = seconds)]
     pub step_ms: Option<f64>,
+    /// The ops1b ring's layout: 64-byte records (aos) or the two hot fields
+    /// in arrays of their own (soa); `work.ops_per_s` shows the difference.
+    #[arg(long, value_enum, default_value_t = LayoutArg::Aos)]
+    pub layout: LayoutArg,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -630,6 +639,15 @@ pub struct IngestArgs {
     /// Skip the allocating baseline loader.
     #[arg(long)]
     pub no_baseline: bool,
+    /// Also run the pipelined loader: a producer thread fills the next batch
+    /// into a second slot while the consumer holds this one; prints the
+    /// hand-off time (asking for the next batch to holding it).
+    #[arg(long)]
+    pub pipelined: bool,
+    /// How long the pipelined consumer holds each batch, in microseconds: a
+    /// stand-in for the training step (it reads the batch, then spins).
+    #[arg(long, value_name = "US", default_value_t = 100.0, value_parser = non_negative, requires = "pipelined")]
+    pub step_us: f64,
     /// Sample telemetry at this rate while the bench runs (0: off).
     #[arg(long, value_name = "HZ", default_value_t = 0.0, value_parser = rate)]
     pub telemetry_hz: f64,

@@ -13,7 +13,8 @@
 //!   allocator that counts calls and bytes, so "zero allocations on the hot
 //!   path" is a number, not a promise.
 //! * [`map_tokens`]: a read-only memory map of a token file seen as `u16`s.
-//! * [`gather_rows`]: the ingest kernel, dispatched to AVX2 when the CPU has it.
+//! * [`gather_rows`]: the ingest kernel, dispatched to AVX2 when the CPU has it;
+//!   [`gather_rows_ahead`] also prefetches the next batch's rows.
 //! * [`barrier`]: the C references' per-operation compiler barrier, without
 //!   the stack store that `black_box` makes.
 //!
@@ -31,7 +32,7 @@ mod records;
 pub use barrier::barrier;
 pub use buf::{ARENA_ALIGN, ArenaError, FlatArena, Zeroable};
 pub use counting::{AllocStats, CountingAlloc};
-pub use gather::gather_rows;
+pub use gather::{gather_rows, gather_rows_ahead};
 pub use mapped::{MapError, MappedTokens, map_tokens};
 pub use records::{BatchSlot64, QueueOrder64};
 

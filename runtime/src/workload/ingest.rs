@@ -18,7 +18,9 @@ use std::time::Instant;
 use serde::Serialize;
 
 use super::{SplitMix64, percentile};
-use crate::arena::{ArenaError, BatchSlot64, FlatArena, MappedTokens, gather_rows, map_tokens};
+use crate::arena::{
+    ArenaError, BatchSlot64, FlatArena, MappedTokens, gather_rows, gather_rows_ahead, map_tokens,
+};
 use crate::telemetry::alloc;
 use crate::telemetry::work::WorkProgress;
 
@@ -224,6 +226,31 @@ impl BatchArena {
     /// Writes the batch for `offsets` (one per row): `x[b][t] = tokens[off_b + t]`,
     /// `y[b][t] = tokens[off_b + t + 1]`. Touches no heap.
     pub fn fill(&mut self, tokens: &[u16], offsets: &[u64]) -> Result<(), IngestError> {
+        self.check(tokens, offsets)?;
+        gather_rows(tokens, offsets, self.block, &mut self.x, &mut self.y);
+        self.stamp();
+        Ok(())
+    }
+
+    /// [`fill`](Self::fill), prefetching the rows of the next batch
+    /// (`next`, one offset per row, drawn ahead) while it copies this one:
+    /// the next fill then finds its rows in the cache. The same batch is
+    /// written either way.
+    pub fn fill_ahead(
+        &mut self,
+        tokens: &[u16],
+        offsets: &[u64],
+        next: &[u64],
+    ) -> Result<(), IngestError> {
+        self.check(tokens, offsets)?;
+        self.check(tokens, next)?;
+        gather_rows_ahead(tokens, offsets, next, self.block, &mut self.x, &mut self.y);
+        self.stamp();
+        Ok(())
+    }
+
+    /// One offset per row, each leaving room for a row and its target.
+    fn check(&self, tokens: &[u16], offsets: &[u64]) -> Result<(), IngestError> {
         if offsets.len() != self.batch {
             return Err(IngestError::OffsetCount {
                 batch: self.batch,
@@ -231,14 +258,17 @@ impl BatchArena {
             });
         }
         let limit = offset_limit(tokens.len(), self.block)?;
-        if let Some(&offset) = offsets.iter().find(|&&o| o >= limit) {
-            return Err(IngestError::OffsetOutOfRange { offset, limit });
+        match offsets.iter().find(|&&o| o >= limit) {
+            Some(&offset) => Err(IngestError::OffsetOutOfRange { offset, limit }),
+            None => Ok(()),
         }
-        gather_rows(tokens, offsets, self.block, &mut self.x, &mut self.y);
+    }
+
+    /// Counts the batch and stamps its time in the header.
+    fn stamp(&mut self) {
         let h = &mut self.header[0];
         h.batch_id += 1;
         h.timestamp_nanos = u64::try_from(self.origin.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        Ok(())
     }
 
     /// Writes both outputs without reading the corpus: every input `v`,
@@ -319,6 +349,9 @@ pub struct IngestBenchConfig {
     pub baseline: bool,
     /// Where to publish batch counts and arena fill times while it runs.
     pub progress: Option<std::sync::Arc<WorkProgress>>,
+    /// Also run the pipelined loader ([`super::pipeline`]), its consumer
+    /// holding each batch this long (a training step), in nanoseconds.
+    pub pipelined_step_ns: Option<u64>,
 }
 
 impl Default for IngestBenchConfig {
@@ -331,6 +364,7 @@ impl Default for IngestBenchConfig {
             seed: 1337,
             baseline: true,
             progress: None,
+            pipelined_step_ns: None,
         }
     }
 }
@@ -360,12 +394,27 @@ pub struct IngestReport {
     pub fill_ns_p95: u64,
     pub fill_ns_p99: u64,
     pub allocs_per_batch: Option<f64>,
+    /// The same fill without prefetching the next batch's rows (each fill
+    /// waits on memory for its own): what prefetching saves.
+    pub plain: FillStats,
     /// Only writing the two `[B, T]` outputs, on the same buffers: the least
     /// a fill can cost.
     pub floor_ns_p50: u64,
     pub floor_ns_p95: u64,
     pub floor_ns_p99: u64,
     pub baseline: Option<FillStats>,
+    pub pipelined: Option<PipelinedReport>,
+}
+
+/// The pipelined loader: a producer thread fills the next batch into a
+/// second slot while the consumer holds this one for `step_ns`.
+#[derive(Debug, Clone, Serialize)]
+pub struct PipelinedReport {
+    /// How long the consumer held each batch (its simulated training step:
+    /// it reads the whole batch, then spins until the time is up).
+    pub step_ns: u64,
+    #[serde(flatten)]
+    pub stats: super::pipeline::PipelineStats,
 }
 
 /// Times `cfg.iters` batches of the arena loader (and, if asked, of the
@@ -377,12 +426,17 @@ pub fn bench(corpus: &Corpus, cfg: &IngestBenchConfig) -> Result<IngestReport, I
     let mut offsets = vec![0u64; cfg.batch];
     let mut times = Vec::with_capacity(cfg.iters);
 
+    // As a loader runs it: offsets drawn a batch ahead, and the next batch's
+    // rows prefetched while this one is copied.
     let mut sampler = OffsetSampler::new(tokens.len(), cfg.block, cfg.seed)?;
+    let mut next = vec![0u64; cfg.batch];
+    sampler.draw(&mut next);
     let arena_stats = time_loader(cfg, &mut times, |_| {
-        sampler.draw(&mut offsets);
+        std::mem::swap(&mut offsets, &mut next);
+        sampler.draw(&mut next);
         let t0 = Instant::now();
         let a0 = alloc::thread_allocs();
-        arena.fill(tokens, &offsets)?;
+        arena.fill_ahead(tokens, &offsets, &next)?;
         black_box(arena.x());
         let a1 = alloc::thread_allocs();
         let ns = t0.elapsed().as_nanos() as u64;
@@ -390,6 +444,18 @@ pub fn bench(corpus: &Corpus, cfg: &IngestBenchConfig) -> Result<IngestReport, I
             p.record_batch(ns);
         }
         Ok((ns, a1 - a0))
+    })?;
+
+    // The same offsets, each fill on its own.
+    let mut sampler = OffsetSampler::new(tokens.len(), cfg.block, cfg.seed)?;
+    let plain = time_loader(cfg, &mut times, |_| {
+        sampler.draw(&mut offsets);
+        let t0 = Instant::now();
+        let a0 = alloc::thread_allocs();
+        arena.fill(tokens, &offsets)?;
+        black_box(arena.x());
+        let a1 = alloc::thread_allocs();
+        Ok((t0.elapsed().as_nanos() as u64, a1 - a0))
     })?;
 
     // The floor: the same stores into the same buffers, nothing gathered.
@@ -417,6 +483,14 @@ pub fn bench(corpus: &Corpus, cfg: &IngestBenchConfig) -> Result<IngestReport, I
         None
     };
 
+    let pipelined = match cfg.pipelined_step_ns {
+        Some(step_ns) => Some(PipelinedReport {
+            step_ns,
+            stats: pipelined(corpus, cfg, step_ns)?,
+        }),
+        None => None,
+    };
+
     Ok(IngestReport {
         workload: "ingest",
         batch: cfg.batch,
@@ -429,10 +503,37 @@ pub fn bench(corpus: &Corpus, cfg: &IngestBenchConfig) -> Result<IngestReport, I
         fill_ns_p95: arena_stats.fill_ns_p95,
         fill_ns_p99: arena_stats.fill_ns_p99,
         allocs_per_batch: arena_stats.allocs_per_batch,
+        plain,
         floor_ns_p50: floor.fill_ns_p50,
         floor_ns_p95: floor.fill_ns_p95,
         floor_ns_p99: floor.fill_ns_p99,
         baseline,
+        pipelined,
+    })
+}
+
+/// The pipelined loader over the same offsets, its consumer reading each
+/// batch and holding it for `step_ns`.
+fn pipelined(
+    corpus: &Corpus,
+    cfg: &IngestBenchConfig,
+    step_ns: u64,
+) -> Result<super::pipeline::PipelineStats, IngestError> {
+    let pcfg = super::pipeline::PipelineConfig {
+        batch: cfg.batch,
+        block: cfg.block,
+        warmup: cfg.warmup,
+        iters: cfg.iters,
+        seed: cfg.seed,
+    };
+    super::pipeline::run(corpus, &pcfg, |_, slot| {
+        let t0 = Instant::now();
+        let x = slot.batch.x();
+        black_box(x.iter().fold(0i64, |a, &v| a.wrapping_add(v)));
+        while (t0.elapsed().as_nanos() as u64) < step_ns {
+            std::hint::spin_loop();
+        }
+        Ok(())
     })
 }
 
@@ -642,10 +743,27 @@ mod tests {
             &corpus,
             &IngestBenchConfig {
                 baseline: false,
+                ..cfg.clone()
+            },
+        )
+        .unwrap();
+        assert!(r.baseline.is_none() && r.pipelined.is_none());
+        assert_eq!(r.plain.allocs_per_batch, Some(0.0));
+        // Pipelined: nothing allocated per batch on either thread, blocked
+        // or not (a 20 µs step lets the producer run ahead and wait).
+        let r = bench(
+            &corpus,
+            &IngestBenchConfig {
+                baseline: false,
+                pipelined_step_ns: Some(20_000),
                 ..cfg
             },
         )
         .unwrap();
-        assert!(r.baseline.is_none());
+        let p = r.pipelined.expect("pipelined ran");
+        assert_eq!(p.step_ns, 20_000);
+        assert_eq!(p.stats.consumer_allocs_per_batch, Some(0.0));
+        assert_eq!(p.stats.producer_allocs_per_batch, Some(0.0));
+        assert!(p.stats.handoff_ns_p50 <= p.stats.handoff_ns_p99);
     }
 }

@@ -7,6 +7,7 @@
 pub mod driver;
 pub mod ingest;
 pub mod ops1b;
+pub mod pipeline;
 mod rng;
 
 pub use rng::SplitMix64;
