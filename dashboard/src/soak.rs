@@ -58,6 +58,7 @@ pub fn interrupt_flag() -> Result<Arc<AtomicBool>> {
 struct WorkloadRun<'a> {
     source: &'a str,
     workload: Workload,
+    layout: flatline_runtime::workload::ops1b::Layout,
     hz: f64,
     step_ms: Option<f64>,
     /// `None`: until stopped.
@@ -92,6 +93,7 @@ fn record_workload(
     let driver_cfg = DriverConfig {
         workload: run.workload,
         step,
+        layout: run.layout,
         ..DriverConfig::default()
     };
     let mut setup = RecordingSetup::new(run.source);
@@ -222,6 +224,7 @@ pub fn serve(args: &ServeArgs) -> Result<()> {
     let run = WorkloadRun {
         source: "live",
         workload: args.run.workload.into(),
+        layout: args.run.layout.into(),
         hz: args.run.hz,
         step_ms: args.run.step_ms,
         seconds: None,
@@ -242,6 +245,7 @@ pub fn run(args: &SoakArgs) -> Result<()> {
     let run = WorkloadRun {
         source: "soak",
         workload: args.run.workload.into(),
+        layout: args.run.layout.into(),
         hz: args.run.hz,
         step_ms: args.run.step_ms,
         seconds: Some(args.seconds),

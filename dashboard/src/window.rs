@@ -12,7 +12,7 @@ pub fn live(args: &LiveArgs) -> Result<()> {
     ui::check_display()?;
     let exe = std::env::current_exe().context("finding flatline's own executable")?;
     let (mut src, store) =
-        LiveSource::start_with(&exe, args.workload.into(), args.hz, &args.export.to_args())?;
+        LiveSource::start_with(&exe, args.workload.into(), args.hz, &child_args(args))?;
     if let Some(path) = &args.record {
         src.start_recording(path)?;
     }
@@ -24,6 +24,14 @@ pub fn live(args: &LiveArgs) -> Result<()> {
         move |settings| Dashboard::new(Box::new(src), store, settings),
     )?;
     Ok(())
+}
+
+/// The flags `live` hands on to the workload process it starts (`serve`).
+fn child_args(args: &LiveArgs) -> Vec<String> {
+    let layout = flatline_runtime::workload::ops1b::Layout::from(args.layout);
+    let mut out = vec![format!("--layout={}", layout.name())];
+    out.extend(args.export.to_args());
+    out
 }
 
 pub fn replay(args: &ReplayArgs) -> Result<()> {

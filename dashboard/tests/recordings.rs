@@ -112,6 +112,33 @@ fn paced_ingest_records_steps_and_tokens() {
 }
 
 #[test]
+fn a_soak_runs_either_ring_layout_and_records_which() {
+    let dir = tempfile::tempdir().unwrap();
+    for layout in ["aos", "soa"] {
+        let out = dir.path().join(format!("{layout}.flr"));
+        ok(&flatline(&[
+            "soak",
+            "--seconds",
+            "1",
+            "--workload",
+            "ops1b",
+            "--layout",
+            layout,
+            "--hz",
+            "20",
+            "--out",
+            out.to_str().unwrap(),
+        ]));
+        let v = report(&out);
+        assert_eq!(v["recording"]["config"]["layout"], layout);
+        assert!(v["channels"]["work.ops_per_s"]["max"].as_f64().unwrap() > 1e6);
+    }
+    let bad = flatline(&["soak", "--seconds", "1", "--layout", "hot"]);
+    assert_eq!(bad.status.code(), Some(2), "a usage error");
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("invalid value 'hot'"));
+}
+
+#[test]
 fn a_killed_soak_keeps_all_but_the_last_second() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("killed.flr");

@@ -242,7 +242,10 @@ fn live_data_streams_in_and_recording_switches_on_and_off() {
         .iter()
         .map(|(k, v)| (k.as_str(), v.as_str()))
         .collect();
-    assert_eq!(config, [("hz", "50"), ("workload", "ops1b")]);
+    assert_eq!(
+        config,
+        [("hz", "50"), ("layout", "aos"), ("workload", "ops1b")]
+    );
     assert_eq!(rec.header.source, "live");
     if let Ok(out) = std::env::var("FLATLINE_SAVE_LIVE_PNG") {
         // For a person to look at: FLATLINE_SAVE_LIVE_PNG=/tmp/live.png cargo test …

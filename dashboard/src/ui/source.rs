@@ -299,14 +299,14 @@ impl LiveSource {
     }
 
     /// As [`LiveSource::start`], with `program` as the flatline to run, and
-    /// `export` for its flags (`--prometheus`, `--alert`: see
+    /// `extra` flags for it (`--layout`; `--prometheus`, `--alert`: see
     /// [`crate::cli::PrometheusArgs::to_args`]); the child serves and
     /// alerts, and says so on stderr.
     pub fn start_with(
         program: &Path,
         workload: Workload,
         hz: f64,
-        export: &[String],
+        extra: &[String],
     ) -> Result<(Self, Store)> {
         let dir = tempfile::Builder::new()
             .prefix("flatline-live-")
@@ -318,7 +318,7 @@ impl LiveSource {
             .arg(hz.to_string())
             .arg("--out")
             .arg(&path)
-            .args(export)
+            .args(extra)
             .stdin(Stdio::piped())
             .stdout(Stdio::null());
         flatline_runtime::sys::end_with_this_process(&mut cmd);

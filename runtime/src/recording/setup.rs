@@ -12,7 +12,7 @@ use std::path::Path;
 use crate::recording::{Header, HostFacts, RecordingError, RecordingWriter};
 use crate::telemetry::gpu::GpuFacts;
 use crate::telemetry::{Schema, Unavailable};
-use crate::workload::driver::DriverConfig;
+use crate::workload::driver::{DriverConfig, Workload};
 
 /// What a recording's header says about its run, before the run starts.
 #[derive(Debug, Clone)]
@@ -69,6 +69,9 @@ impl RecordingSetup {
     /// ingest its batch, block and corpus size.
     pub fn workload(&mut self, cfg: &DriverConfig) -> &mut Self {
         self.set("workload", cfg.workload.name());
+        if matches!(cfg.workload, Workload::Ops1b | Workload::Both) {
+            self.set("layout", cfg.layout.name());
+        }
         if let Some(step) = cfg.step {
             self.set("step_ms", step.as_nanos() as f64 / 1e6);
         }
@@ -142,10 +145,12 @@ mod tests {
                 "block",
                 "corpus_tokens",
                 "hz",
+                "layout",
                 "step_ms",
                 "workload"
             ]
         );
+        assert_eq!(a.config["layout"], "aos");
         assert_eq!(a.config["step_ms"], "150");
         let mut w = RecordingSetup::new("watch");
         w.hz(10.0).watch(

@@ -141,6 +141,16 @@ pub enum Layout {
     Soa,
 }
 
+impl Layout {
+    /// As `--layout` and a recording's `layout` say it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Layout::Aos => "aos",
+            Layout::Soa => "soa",
+        }
+    }
+}
+
 /// The `ops1b` ring with its hot fields apart ([`Layout::Soa`]): the same
 /// operation, the same per-operation barrier, the same checksum as
 /// [`Ring`]. The records stay beside the hot arrays, as an order book keeps
