@@ -198,6 +198,9 @@ fn run_ops1b(args: &Ops1bArgs) -> Result<()> {
 fn run_ingest(args: &IngestArgs) -> Result<()> {
     let corpus = match &args.corpus {
         Some(path) => Corpus::open(path)?,
+        None if args.huge_pages => {
+            Corpus::generate_huge(args.corpus_tokens, args.seed.wrapping_add(1))?
+        }
         None => Corpus::generate(args.corpus_tokens, args.seed.wrapping_add(1)),
     };
     let cfg = IngestBenchConfig {
@@ -211,9 +214,12 @@ fn run_ingest(args: &IngestArgs) -> Result<()> {
         pipelined_step_ns: args.pipelined.then(|| (args.step_us * 1e3).round() as u64),
     };
     let progress = cfg.progress.clone().expect("set above");
-    let (r, tel) = with_telemetry(args.telemetry_hz, &progress, || {
+    let (mut r, tel) = with_telemetry(args.telemetry_hz, &progress, || {
         ingest::bench(&corpus, &cfg).context("running the ingest bench")
     })?;
+    if args.huge_pages {
+        r.huge_page_bytes = Some(anon_huge_pages().unwrap_or(0));
+    }
     if args.json {
         println!("{}", json_with(&r, &tel)?);
         return Ok(());
@@ -273,8 +279,28 @@ fn run_ingest(args: &IngestArgs) -> Result<()> {
             b.fill_ns_p50 as f64 / r.fill_ns_p50.max(1) as f64
         );
     }
+    if let Some(b) = r.huge_page_bytes {
+        println!(
+            "  corpus of {} in memory asked for huge pages: the kernel gave {} MiB of them",
+            mib(r.corpus_tokens as u64 * 2),
+            b >> 20
+        );
+    }
     print_telemetry(&tel);
     Ok(())
+}
+
+fn mib(bytes: u64) -> String {
+    format!("{:.1} MiB", bytes as f64 / 1048576.0)
+}
+
+/// This process's anonymous memory in huge pages (`AnonHugePages` of
+/// `/proc/self/smaps_rollup`), in bytes; `None` where it cannot be read.
+fn anon_huge_pages() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/self/smaps_rollup").ok()?;
+    let line = text.lines().find(|l| l.starts_with("AnonHugePages:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
 }
 
 fn row(name: &str, s: &FillStats) {

@@ -639,6 +639,11 @@ pub struct IngestArgs {
     /// Skip the allocating baseline loader.
     #[arg(long)]
     pub no_baseline: bool,
+    /// Put the generated corpus in memory the kernel is asked to back with
+    /// huge pages (transparent huge pages): shows what TLB misses cost the
+    /// fill. Prints how much it got.
+    #[arg(long, conflicts_with = "corpus")]
+    pub huge_pages: bool,
     /// Also run the pipelined loader: a producer thread fills the next batch
     /// into a second slot while the consumer holds this one; prints the
     /// hand-off time (asking for the next batch to holding it).

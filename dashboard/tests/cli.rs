@@ -102,6 +102,47 @@ fn ingest_json_has_the_documented_fields() {
         "--json",
     ]));
     assert!(v["baseline"].is_null());
+    assert!(v["pipelined"].is_null() && v["huge_page_bytes"].is_null());
+    let plain = &v["plain"];
+    assert!(p(plain, "fill_ns_p50") <= p(plain, "fill_ns_p99"));
+    assert_eq!(plain["allocs_per_batch"], 0.0);
+
+    // Pipelined, over a corpus asked for huge pages.
+    let v = json(&flatline(&[
+        "bench",
+        "ingest",
+        "--batch",
+        "4",
+        "--block",
+        "16",
+        "--corpus-tokens",
+        "100000",
+        "--iters",
+        "200",
+        "--warmup",
+        "10",
+        "--no-baseline",
+        "--pipelined",
+        "--step-us",
+        "5",
+        "--huge-pages",
+        "--json",
+    ]));
+    let pl = &v["pipelined"];
+    assert_eq!(pl["step_ns"], 5000);
+    assert!(p(pl, "handoff_ns_p50") <= p(pl, "handoff_ns_p95"));
+    assert!(p(pl, "handoff_ns_p95") <= p(pl, "handoff_ns_p99"));
+    assert!(p(pl, "fill_ns_p50") > 0);
+    assert_eq!(pl["consumer_allocs_per_batch"], 0.0);
+    assert_eq!(pl["producer_allocs_per_batch"], 0.0);
+    assert!(v["huge_page_bytes"].is_u64(), "{v}");
+    // --step-us belongs to --pipelined; --huge-pages to a generated corpus.
+    for bad in [
+        &["bench", "ingest", "--step-us", "5"][..],
+        &["bench", "ingest", "--huge-pages", "--corpus", "x.bin"][..],
+    ] {
+        assert_eq!(flatline(bad).status.code(), Some(2), "{bad:?}");
+    }
 }
 
 #[test]

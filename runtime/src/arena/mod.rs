@@ -33,7 +33,7 @@ pub use barrier::barrier;
 pub use buf::{ARENA_ALIGN, ArenaError, FlatArena, Zeroable};
 pub use counting::{AllocStats, CountingAlloc};
 pub use gather::{gather_rows, gather_rows_ahead};
-pub use mapped::{MapError, MappedTokens, map_tokens};
+pub use mapped::{MapError, MappedTokens, anon_tokens, map_tokens};
 pub use records::{BatchSlot64, QueueOrder64};
 
 pub(crate) use counting::{is_installed, mark_observer_thread, stats, thread_allocs};

@@ -19,7 +19,8 @@ use serde::Serialize;
 
 use super::{SplitMix64, percentile};
 use crate::arena::{
-    ArenaError, BatchSlot64, FlatArena, MappedTokens, gather_rows, gather_rows_ahead, map_tokens,
+    ArenaError, BatchSlot64, FlatArena, MappedTokens, anon_tokens, gather_rows, gather_rows_ahead,
+    map_tokens,
 };
 use crate::telemetry::alloc;
 use crate::telemetry::work::WorkProgress;
@@ -97,6 +98,24 @@ impl Corpus {
             tokens: Tokens::Owned(tokens),
             source: CorpusSource::Generated { seed },
         }
+    }
+
+    /// [`generate`](Self::generate), the tokens in anonymous memory the
+    /// kernel is asked to back with huge pages ([`anon_tokens`]): what the
+    /// TLB costs a fill, measured by comparison.
+    pub fn generate_huge(len: usize, seed: u64) -> Result<Self, IngestError> {
+        let mut rng = SplitMix64::new(seed);
+        let tokens =
+            anon_tokens(len, true, || rng.below(GENERATED_VOCAB) as u16).map_err(|source| {
+                IngestError::Map {
+                    path: PathBuf::from("(anonymous memory)"),
+                    source,
+                }
+            })?;
+        Ok(Self {
+            tokens: Tokens::Mapped(tokens),
+            source: CorpusSource::Generated { seed },
+        })
     }
 
     /// Maps a nanoGPT `train.bin`-style file (little-endian `u16`s) read-only.
@@ -404,6 +423,10 @@ pub struct IngestReport {
     pub floor_ns_p99: u64,
     pub baseline: Option<FillStats>,
     pub pipelined: Option<PipelinedReport>,
+    /// With `--huge-pages`: how much of this process's anonymous memory the
+    /// kernel backed with huge pages (`AnonHugePages`), the corpus being
+    /// nearly all of it; `None` when not asked.
+    pub huge_page_bytes: Option<u64>,
 }
 
 /// The pipelined loader: a producer thread fills the next batch into a
@@ -509,6 +532,7 @@ pub fn bench(corpus: &Corpus, cfg: &IngestBenchConfig) -> Result<IngestReport, I
         floor_ns_p99: floor.fill_ns_p99,
         baseline,
         pipelined,
+        huge_page_bytes: None,
     })
 }
 
@@ -576,6 +600,10 @@ mod tests {
         assert_eq!(a.tokens(), b.tokens());
         assert_ne!(a.tokens(), c.tokens());
         assert!(a.tokens().iter().all(|&t| u64::from(t) < GENERATED_VOCAB));
+        assert_eq!(
+            Corpus::generate_huge(10_000, 7).unwrap().tokens(),
+            a.tokens()
+        );
         // Every symbol shows up in 10k draws from 168.
         let mut seen = [false; GENERATED_VOCAB as usize];
         a.tokens().iter().for_each(|&t| seen[t as usize] = true);
