@@ -53,7 +53,12 @@ fn a_recording_opens_with_its_channels_plots_and_caption() {
     assert_eq!(h.state().store.len(), 61);
     // Channel list, plot titles, timeline and the caption strip are all there.
     channel_box(&h, "mem.rss");
-    h.get_by_label("Memory and page tables (MiB)");
+    // Memory channels a row each, in the unit each needs: the 156 KiB page
+    // table is not drawn on the zero of a 41 MiB RSS.
+    h.get_by_label("mem.rss (MiB)");
+    h.get_by_label("mem.vm_pte (KiB)");
+    // The finding first, above the plots.
+    h.get_by_label("Memory is flat.");
     h.get_by_label("Play");
     h.get_by_label("sha256:5c54b06eac4f42418ee5f37394ebdfea1791e3660bf9411281b8e16f8b9afe09");
     h.get_by_label("file v1.flr");
@@ -65,7 +70,7 @@ fn a_format_v2_recording_replays_like_v1() {
     let h = harness(&support::recording("golden/v2.flr"));
     assert_eq!(h.state().store.len(), 61);
     channel_box(&h, "mem.rss");
-    h.get_by_label("Memory and page tables (MiB)");
+    h.get_by_label("mem.rss (MiB)");
     h.get_by_label("file v2.flr");
     // Paced ingest advances its steps: the step axis is offered.
     assert!(h.state().store.step_axis().is_some());
@@ -120,7 +125,14 @@ fn drift_mode_and_screenshot_are_one_click_away() {
     h.get_by_label("Drift").click();
     h.run_steps(2);
     assert!(h.state().settings.drift);
-    h.get_by_label("Memory and page tables drift (MiB)");
+    // Drift in the unit the differences need.
+    h.get_by_label("mem.rss drift (KiB)");
+    // Grouped: the older view, a group and unit on one plot.
+    h.get_by_label("Grouped").click();
+    h.run_steps(2);
+    h.get_by_label("Memory and page tables drift (KiB)");
+    h.get_by_label("Grouped").click();
+    h.run_steps(2);
     h.get_by_label("Screenshot").click();
     h.run_steps(1);
     assert_eq!(h.state().screenshots_requested, 1);
@@ -168,6 +180,39 @@ fn snapshots_of_the_main_views() {
     h.get_by_label("Drift").click();
     h.run_steps(2);
     h.snapshot("replay_golden_drift");
+}
+
+/// Hovering a plot reads out its channels at that time, and a jump there
+/// with its size; the jump is drawn, not listed in a legend.
+#[test]
+fn hovering_a_plot_reads_out_the_time_its_values_and_a_jump() {
+    use egui_kittest::kittest::By;
+    let mut h = harness(&golden_v1());
+    assert!(
+        h.query_by_label("mem.rss jumps").is_none(),
+        "not in a legend"
+    );
+    let title = h.get_by_label("mem.rss (MiB)").rect();
+    let y = title.bottom() + 30.0;
+    // Over the middle of the plot: the time and each channel's value.
+    h.hover_at(eframe::egui::pos2(800.0, y));
+    h.run_steps(2);
+    h.get(By::new().label_contains("mem.rss  41."));
+    // Sweep across it: near one of mem.rss's jumps the read-out names it.
+    let mut found = false;
+    for x in (400..1400).step_by(6) {
+        h.hover_at(eframe::egui::pos2(x as f32, y));
+        h.run_steps(1);
+        if h.query(By::new().label_contains("jump in mem.rss: +4.0 KiB at"))
+            .is_some()
+        {
+            found = true;
+            break;
+        }
+    }
+    assert!(found, "no jump read out along the mem.rss plot");
+    h.run_steps(1);
+    h.snapshot("replay_golden_hover");
 }
 
 #[test]
@@ -752,12 +797,19 @@ fn zooming_into_a_thinned_replay_reads_every_sample_in_view_from_disk() {
     h.run_steps(3);
     assert_eq!(h.state().zoom, None, "the whole run is in view");
     // Zoom in over the first plot, as a pinch or ctrl+wheel does.
-    let title = h.get_by_label("Memory and page tables (MiB)").rect();
-    let over_plot = title.center_bottom() + eframe::egui::vec2(0.0, 120.0);
+    // The first plot's title, whatever unit it chose.
+    let title = h
+        .get(egui_kittest::kittest::By::new().label_contains("mem.rss ("))
+        .rect();
+    // Over the middle of its plot, right of the y axis's labels.
+    let over_plot = eframe::egui::pos2(800.0, title.bottom() + 40.0);
     for _ in 0..7 {
         h.hover_at(over_plot);
         h.event(eframe::egui::Event::Zoom(2.0));
         h.run_steps(1);
+    }
+    if std::env::var("SAVE_ZOOM").is_ok() {
+        h.render().unwrap().save("/tmp/zoom.png").unwrap();
     }
     let zoom = h.state().zoom.expect("zoomed in");
     assert!(zoom[1] - zoom[0] < 7_200.0 / 50.0, "{zoom:?}");
@@ -835,5 +887,5 @@ fn a_window_opening_a_recording_is_up_before_the_recording_is_read() {
     h.run_steps(2);
     assert_eq!(h.state().store.len(), 61);
     h.get_by_label("file slow.flr");
-    h.get_by_label("Memory and page tables (MiB)");
+    h.get_by_label("mem.rss (MiB)");
 }

@@ -49,6 +49,11 @@ pub struct Settings {
     /// Plot counters as their cumulative count instead of their rate.
     #[serde(default)]
     pub counts: bool,
+    /// Channels of a group and unit share one plot, whatever their
+    /// magnitudes (the older view). Off: each memory channel has a row of
+    /// its own, and others share only within 20× of each other.
+    #[serde(default)]
+    pub grouped: bool,
 }
 
 impl Default for Settings {
@@ -81,6 +86,7 @@ impl Default for Settings {
             dark: true,
             cards: true,
             counts: false,
+            grouped: false,
         }
     }
 }

@@ -8,7 +8,8 @@ use std::path::PathBuf;
 
 use eframe::egui::{self, Color32, RichText};
 use egui_plot::{
-    FilledArea, Legend, Line, LineStyle, Plot, PlotPoint, PlotPoints, PlotUi, Points, Text, VLine,
+    AxisHints, FilledArea, Legend, Line, LineStyle, Plot, PlotPoint, PlotPoints, PlotUi, Points,
+    Text, VLine,
 };
 use flatline_runtime::analysis::summary::{self, Assessed};
 use flatline_runtime::analysis::{ChannelAnalysis, Kind, Severity, Verdict};
@@ -18,6 +19,7 @@ use flatline_runtime::telemetry::{Group, Unit};
 use super::Dashboard;
 use crate::fmt::{bytes, value};
 
+mod axes;
 mod compare;
 
 /// What a click asked for that is more than a change of view.
@@ -59,6 +61,9 @@ pub fn draw(d: &mut Dashboard, ui: &mut egui::Ui) -> Vec<Action> {
         // No verdict, not even "nothing to judge", before there is data.
         if d.settings.cards && d.opening.is_none() {
             cards(d, ui);
+        }
+        if d.opening.is_none() {
+            banner(d, ui);
         }
         egui::CentralPanel::default().show(ui, |ui| plots(d, ui, visible));
     }
@@ -205,6 +210,9 @@ fn top_bar(d: &mut Dashboard, ui: &mut egui::Ui, actions: &mut Vec<Action>) {
             }
             ui.toggle_value(&mut d.settings.counts, "Counts")
                 .on_hover_text("plot counters as their cumulative count, not their rate");
+            ui.toggle_value(&mut d.settings.grouped, "Grouped").on_hover_text(
+                "one plot per group and unit, whatever the magnitudes (off: a row per memory channel)",
+            );
             ui.toggle_value(&mut d.settings.cards, "Verdicts");
             if ui
                 .button(if d.settings.dark { "Light" } else { "Dark" })
@@ -597,6 +605,54 @@ fn channel_row(d: &mut Dashboard, ui: &mut egui::Ui, i: usize, visible: usize) {
     });
 }
 
+/// The recording's finding in one sentence, above the plots, in the colour
+/// of its severity: what a person reads first, live as it changes. Clicking
+/// it plots the channels it names.
+fn banner(d: &mut Dashboard, ui: &mut egui::Ui) {
+    let schema = d.store.schema();
+    let all: Vec<(usize, &ChannelAnalysis)> = (0..schema.len())
+        .filter_map(|i| Some((i, d.store.analysis(i)?)))
+        .collect();
+    if all.is_empty() {
+        return;
+    }
+    let assessed: Vec<Assessed<'_>> = all
+        .iter()
+        .map(|&(i, a)| Assessed {
+            name: &schema.channels[i].name,
+            unit: schema.channels[i].unit,
+            analysis: a,
+            limit: d.store.limit(i).map(|l| l.1),
+        })
+        .collect();
+    let text = summary::headline(&assessed, &value, &crate::fmt::duration);
+    let growing = summary::growing(&assessed);
+    let names: Vec<String> = growing.iter().map(|g| g.name.to_string()).collect();
+    let color = match growing.first().and_then(|g| g.analysis.severity) {
+        Some(Severity::Critical) => Color32::from_rgb(220, 70, 60),
+        Some(Severity::Warning) => Color32::from_rgb(225, 165, 40),
+        Some(Severity::Info) => Color32::from_rgb(120, 160, 220),
+        None => Color32::from_rgb(80, 180, 100),
+    };
+    let clicked = egui::Panel::top("finding")
+        .show(ui, |ui| {
+            let r = ui.add(
+                egui::Label::new(RichText::new(text).size(16.0).strong().color(color))
+                    .sense(egui::Sense::click()),
+            );
+            if names.is_empty() {
+                r
+            } else {
+                r.on_hover_text("click to plot the channels it names")
+            }
+            .clicked()
+        })
+        .inner;
+    if clicked {
+        d.settings.selected.extend(names);
+    }
+}
+
 fn cards(d: &mut Dashboard, ui: &mut egui::Ui) {
     let schema = d.store.schema();
     let all: Vec<(usize, &ChannelAnalysis)> = (0..schema.len())
@@ -611,7 +667,6 @@ fn cards(d: &mut Dashboard, ui: &mut egui::Ui) {
             limit: d.store.limit(i).map(|l| l.1),
         })
         .collect();
-    let headline = summary::headline(&assessed, &value, &crate::fmt::duration);
     let layers = summary::gpu_layers(&assessed, &value);
     // The chosen channels, most urgent first.
     let selected: Vec<usize> = summary::order(&assessed)
@@ -631,7 +686,8 @@ fn cards(d: &mut Dashboard, ui: &mut egui::Ui) {
         .default_size(250.0)
         .show(ui, |ui| {
             ui.heading("Verdicts");
-            ui.label(RichText::new(headline).strong());
+            // The headline is the banner above the plots; the GPU's layers
+            // finding stays here.
             if let Some(f) = layers {
                 ui.label(RichText::new(f.text).strong());
             }
@@ -903,10 +959,14 @@ fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
         });
         return;
     }
-    // One plot per (group, unit) among the chosen channels, in schema order.
+    // Plots of the chosen channels, in schema order: each memory channel a
+    // row of its own (small multiples on one time axis); other channels of a
+    // group and unit share a plot while within MAGNITUDES× of each other, so
+    // a 2.5 MiB page table never lies flat on the zero of a 750 MiB RSS.
+    // "Grouped" puts a group and unit on one plot whatever the magnitudes.
     // Counters are drawn as rates (per second, or per step on a step axis)
     // unless the person asked for counts: a panel of their own.
-    let mut panels: Vec<((Group, Unit, bool), Vec<usize>)> = Vec::new();
+    let mut panels: Vec<(PanelKey, Vec<usize>)> = Vec::new();
     // tree.pss gets a plot of its own, the processes' PSS stacked under it.
     let tree = d
         .store
@@ -918,12 +978,23 @@ fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
             continue;
         }
         let rate = c.kind == Kind::Counter && !d.settings.counts;
-        match panels
-            .iter_mut()
-            .find(|(k, _)| *k == (c.group, c.unit, rate))
-        {
+        let key = (c.group, c.unit, rate);
+        let own_row = !d.settings.grouped && c.unit.is_bytes() && !rate;
+        let m = magnitude(d.store.series(i).values());
+        // Counters' rates are not their readings' size: they share as before.
+        let joins = |k: &PanelKey, chans: &[usize]| {
+            (k.0, k.1, k.2) == key
+                && k.3.is_none()
+                && (d.settings.grouped
+                    || rate
+                    || within(
+                        chans.iter().map(|&j| magnitude(d.store.series(j).values())),
+                        m,
+                    ))
+        };
+        match panels.iter_mut().find(|(k, c)| !own_row && joins(k, c)) {
             Some((_, v)) => v.push(i),
-            None => panels.push(((c.group, c.unit, rate), vec![i])),
+            None => panels.push(((c.group, c.unit, rate, own_row.then_some(i)), vec![i])),
         }
     }
     let count = panels.len() + usize::from(tree.is_some());
@@ -933,11 +1004,16 @@ fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
     }
     let link = egui::Id::unique("flatline-x");
     // Each plot has a title line and spacing above it.
-    let height = ((ui.available_height() - 34.0 * count as f32) / count as f32).max(80.0);
+    // The last plot also holds the shared time axis.
+    let height = ((ui.available_height() - 34.0 * count as f32 - X_AXIS) / count as f32).max(80.0);
     let columns = ui.available_width().max(100.0) as usize;
     let capturing = d.capturing();
     let x_steps = d.settings.x_steps && d.store.step_axis().is_some();
-    let x_label = if x_steps { "step" } else { "time (s)" };
+    let x_label = if x_steps {
+        "step"
+    } else {
+        "time since the start"
+    };
     let marks = marker_lines(d, visible, x_steps);
     let times = &d.store.times()[..visible.min(d.store.times().len())];
     let data_x = [
@@ -957,23 +1033,18 @@ fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
     let mut seen_x: Option<[f64; 2]> = None;
     egui::ScrollArea::vertical().show(ui, |ui| {
         if let Some(tree) = tree {
-            tree_plot(d, ui, tree, visible, columns, height, link);
+            let rows = Rows {
+                columns,
+                height,
+                link,
+            };
+            tree_plot(d, ui, tree, visible, rows, panels.is_empty());
         }
-        for ((group, unit, rate), chans) in panels {
-            let (scale, label) = axis_unit(group, unit);
-            let per = if x_steps { "step" } else { "s" };
-            let label = if rate {
-                format!("{label}/{per}").replace("count/", "/")
-            } else {
-                label.to_string()
-            };
-            let title = if rate {
-                format!("{} rates ({label})", group_name(group))
-            } else if d.settings.drift {
-                format!("{} drift ({label})", group_name(group))
-            } else {
-                format!("{} ({label})", group_name(group))
-            };
+        let shared = panels.len();
+        for (k, ((group, unit, rate, own), chans)) in panels.into_iter().enumerate() {
+            // Values are drawn in the channel's unit, then scaled to the unit
+            // that fits what this plot shows (below).
+            let scale = 1.0;
             let mut lines = Vec::new();
             for &ch in &chans {
                 let name = d.store.schema().channels[ch].name.clone();
@@ -1010,6 +1081,45 @@ fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
             if lines.iter().all(|(_, p, _)| p.is_empty()) {
                 continue; // nothing to draw yet (a channel this workload does not feed)
             }
+            // KiB, MiB or GiB (k, M; µs, ms) as the largest value drawn needs.
+            let largest = lines
+                .iter()
+                .flat_map(|(_, p, _)| p.iter().map(|p| p.y.abs()))
+                .filter(|y| y.is_finite())
+                .fold(0.0, f64::max);
+            let au = axes::unit_for(
+                group,
+                if rate && unit == Unit::Count {
+                    Unit::PerSecond
+                } else {
+                    unit
+                },
+                largest,
+            );
+            for (_, pts, marks) in &mut lines {
+                pts.iter_mut().for_each(|p| p.y *= au.scale);
+                marks.iter_mut().for_each(|m| m[1] *= au.scale);
+            }
+            let per = if x_steps { "step" } else { "s" };
+            let label = match (rate, unit) {
+                (false, _) => au.label.clone(),
+                (true, Unit::Count) => au.label.replace("/s", &format!("/{per}")),
+                (true, _) => format!("{}/{per}", au.label),
+            };
+            // A plot of one channel is titled by it, a shared one by its group.
+            let what = match chans.as_slice() {
+                [one] => d.store.schema().channels[*one].name.clone(),
+                _ => group_name(group).to_string(),
+            };
+            let title = if rate {
+                format!("{what} rates ({label})")
+            } else if d.settings.drift {
+                format!("{what} drift ({label})")
+            } else if label.is_empty() {
+                what
+            } else {
+                format!("{what} ({label})")
+            };
             // A flat line should look flat: show at least ±1 % of the level, the
             // band the analysis calls flat, so a few bytes do not fill the plot.
             let (lo, hi) = lines
@@ -1025,12 +1135,17 @@ fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
                 None
             };
             ui.label(RichText::new(title).strong());
+            let signed = d.settings.drift && !rate;
+            let last = k + 1 == shared;
             let shown = linked_plot(
-                ("plot", group as u8, unit as u8, rate),
-                height,
+                ("plot", group as u8, unit as u8, rate, own, chans[0]),
+                if last { height + X_AXIS } else { height },
                 link,
                 capturing,
                 x_label,
+                // One channel: its name is the plot's title.
+                chans.len() > 1,
+                last,
             )
             .include_y(band.map_or(f64::NAN, |b| b.0))
             .include_y(band.map_or(f64::NAN, |b| b.1))
@@ -1038,6 +1153,7 @@ fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
             // a reset (double-click) going back to all of it.
             .include_x(if x_steps { f64::NAN } else { data_x[0] })
             .include_x(if x_steps { f64::NAN } else { data_x[1] })
+            .y_axis_formatter(move |m, r| axes::y_label(m, r, signed))
             .show(ui, |pui| {
                 // Zoomed in on time, the y axis follows what is drawn there.
                 if zoomed && lo.is_finite() {
@@ -1048,18 +1164,148 @@ fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
                 draw_markers(pui, &marks, band.map_or(hi, |b| b.1.max(hi)));
                 for (name, pts, marks) in lines {
                     let has_marks = !marks.is_empty();
-                    pui.line(line(name.clone(), pts));
+                    pui.line(line(name, pts));
                     if has_marks {
-                        pui.points(Points::new(format!("{name} jumps"), marks).radius(3.0));
+                        // Drawn, not listed: a jump is read by hovering it.
+                        pui.points(Points::new("", marks).radius(3.0));
                     }
                 }
             });
+            if !capturing && let Some(pos) = shown.response.hover_pos() {
+                let x = shown.transform.value_from_position(pos).x;
+                let per_point = 1.0 / shown.transform.dpos_dvalue_x().abs().max(1e-12);
+                let rows = readout(d, &chans, visible, x, x_steps, per_point, rate);
+                if !rows.is_empty() {
+                    // At once, not after the tooltip delay: a read-out follows
+                    // the pointer as it moves along the plot.
+                    egui::Tooltip::for_widget(&shown.response)
+                        .at_pointer()
+                        .gap(12.0)
+                        .show(|ui| {
+                            for (i, r) in rows.into_iter().enumerate() {
+                                ui.label(if i == 0 {
+                                    RichText::new(r).strong()
+                                } else {
+                                    RichText::new(r)
+                                });
+                            }
+                        });
+                }
+            }
             let r = shown.transform.bounds().range_x();
             seen_x = Some([*r.start(), *r.end()]);
         }
     });
     // Zoomed in when the plots show less than 90 % of the data's time.
     d.zoom = seen_x.filter(|v| !x_steps && v[1] - v[0] < 0.9 * (data_x[1] - data_x[0]));
+}
+
+/// Height of the time axis under the last plot, in points.
+const X_AXIS: f32 = 34.0;
+
+/// A plot: its channels' group, unit, whether it shows rates, and the
+/// channel when it is that channel's own row.
+type PanelKey = (Group, Unit, bool, Option<usize>);
+
+/// Channels whose sizes differ by more than this get plots of their own.
+const MAGNITUDES: f64 = 20.0;
+
+/// A channel's size: its latest reading's magnitude (0 before any).
+fn magnitude(values: &[f64]) -> f64 {
+    values
+        .iter()
+        .rev()
+        .find(|v| !v.is_nan())
+        .map_or(0.0, |v| v.abs())
+}
+
+/// Whether a channel of size `m` can share a plot with channels of these
+/// sizes: all within [`MAGNITUDES`]× of each other (a zero fits anywhere).
+fn within(sizes: impl Iterator<Item = f64>, m: f64) -> bool {
+    let (lo, hi) = sizes
+        .chain([m])
+        .filter(|&x| x > 0.0)
+        .fold((f64::INFINITY, 0.0f64), |(a, b), x| (a.min(x), b.max(x)));
+    hi == 0.0 || hi <= lo * MAGNITUDES
+}
+
+/// What a person hovering a plot at `x` reads: the time (and step) there,
+/// each of the plot's channels' value at that sample, and any jump the
+/// analysis found within 8 points of the pointer, with its size.
+fn readout(
+    d: &Dashboard,
+    chans: &[usize],
+    visible: usize,
+    x: f64,
+    x_steps: bool,
+    per_point: f64,
+    rate: bool,
+) -> Vec<String> {
+    let store = &d.store;
+    let times = &store.times()[..visible.min(store.times().len())];
+    let steps = store.step_axis().map(|i| store.series(i).values());
+    // The sample at the pointer, on whichever axis is drawn.
+    let idx = match (x_steps, steps) {
+        (true, Some(s)) => s[..times.len().min(s.len())].partition_point(|&v| v.is_nan() || v < x),
+        _ => times.partition_point(|&t| t < x),
+    };
+    let Some(&t) = times.get(idx.min(times.len().saturating_sub(1))) else {
+        return Vec::new();
+    };
+    let idx = idx.min(times.len() - 1);
+    let mut head = axes::clock(t);
+    if let Some(step) = steps.and_then(|s| s.get(idx)).filter(|v| v.is_finite()) {
+        head.push_str(&format!(
+            "  ·  step {}",
+            crate::fmt::thousands(*step as u64)
+        ));
+    }
+    let mut rows = vec![head];
+    for &ch in chans {
+        let spec = &store.schema().channels[ch];
+        let values = store.series(ch).values();
+        let Some(at) = values[..=idx.min(values.len().saturating_sub(1))]
+            .iter()
+            .rposition(|v| !v.is_nan())
+        else {
+            continue;
+        };
+        let v = values[at];
+        let shown = if rate {
+            // The rate over the sample before: what the line shows there.
+            let prev = values[..at].iter().rposition(|v| !v.is_nan());
+            match prev {
+                Some(p) if times.get(at) > times.get(p) => {
+                    let dt = times[at] - times[p];
+                    format!("{}/s", value((v - values[p]) / dt, spec.unit))
+                }
+                _ => continue,
+            }
+        } else {
+            value(v, spec.unit)
+        };
+        rows.push(format!("{}  {shown}", spec.name));
+    }
+    if !x_steps && !rate {
+        for &ch in chans {
+            let spec = &store.schema().channels[ch];
+            let Some(a) = store.analysis(ch) else {
+                continue;
+            };
+            for j in &a.jump_list {
+                if ((j.t_s - x) / per_point).abs() <= 8.0 {
+                    let sign = if j.size >= 0.0 { "+" } else { "-" };
+                    rows.push(format!(
+                        "jump in {}: {sign}{} at {}",
+                        spec.name,
+                        value(j.size.abs(), spec.unit),
+                        axes::clock(j.t_s)
+                    ));
+                }
+            }
+        }
+    }
+    rows
 }
 
 /// The markers up to the visible end (a job's evals and checkpoints), as
@@ -1192,8 +1438,31 @@ fn linked_plot<'a>(
     link: egui::Id,
     capturing: bool,
     x_label: &str,
+    legend: bool,
+    x_axis: bool,
 ) -> Plot<'a> {
-    Plot::new(id)
+    let spacing = GRID_MIN_SPACING;
+    let plot = if x_label.starts_with("time") {
+        Plot::new(id)
+            .x_grid_spacer(move |g| axes::x_time_marks(g, spacing))
+            .x_axis_formatter(|m, _| axes::clock(m.value))
+    } else {
+        Plot::new(id)
+    };
+    let plot = if legend {
+        plot.legend(Legend::default())
+    } else {
+        plot
+    };
+    // Small multiples share one time axis: its ticks and label under the
+    // last plot only, which leaves the others their height for data.
+    let plot = plot
+        .show_axes([x_axis, true])
+        // Tick labels from 14 points apart (the text is about 12 high), so a
+        // short plot still reads three values.
+        .custom_y_axes(vec![AxisHints::new_y().label_spacing(14.0..=18.0)]);
+    plot.y_grid_spacer(move |g| axes::y_marks(g, spacing))
+        .y_axis_formatter(|m, r| axes::y_label(m, r, false))
         .height(height)
         .link_axis(link, [true, false])
         .link_cursor(link, [true, false])
@@ -1202,7 +1471,8 @@ fn linked_plot<'a>(
         .show_crosshair(!capturing)
         .show_x(!capturing)
         .show_y(!capturing)
-        .legend(Legend::default())
+        // The hover read-out (see `readout`) says more than one point's x, y.
+        .label_formatter(|_| None)
         .x_axis_label(x_label.to_owned())
         .show_background(false)
         .grid_spacing(egui::Rangef::new(GRID_MIN_SPACING, 300.0))
@@ -1213,15 +1483,28 @@ const STACKED: usize = 12;
 
 /// `tree.pss` over time with each process's PSS stacked under it, largest
 /// at the bottom: where the tree's growth lives, at a glance.
+/// Where a plot row goes: the pixel columns its lines are thinned to, its
+/// height, and the link that keeps every row on one x axis.
+#[derive(Clone, Copy)]
+struct Rows {
+    columns: usize,
+    height: f32,
+    link: egui::Id,
+}
+
 fn tree_plot(
     d: &Dashboard,
     ui: &mut egui::Ui,
     tree: usize,
     visible: usize,
-    columns: usize,
-    height: f32,
-    link: egui::Id,
+    rows: Rows,
+    x_axis: bool,
 ) {
+    let Rows {
+        columns,
+        height,
+        link,
+    } = rows;
     const MIB: f64 = 1.0 / 1_048_576.0;
     let store = &d.store;
     let x_steps = d.settings.x_steps && store.step_axis().is_some();
@@ -1309,21 +1592,33 @@ fn tree_plot(
         return;
     }
     ui.label(RichText::new("Process tree: PSS of each process, stacked (MiB)").strong());
-    let x_label = if x_steps { "step" } else { "time (s)" };
-    linked_plot("plot-tree", height, link, d.capturing(), x_label)
-        .include_y(0.0)
-        .show(ui, |pui| {
-            for a in areas {
-                pui.add(a);
-            }
-            let top = lower
-                .iter()
-                .chain(total.iter().map(|p| &p.y))
-                .copied()
-                .fold(0.0, f64::max);
-            pui.line(line("tree.pss", total).width(2.0));
-            draw_markers(pui, &marker_lines(d, visible, x_steps), top);
-        });
+    let x_label = if x_steps {
+        "step"
+    } else {
+        "time since the start"
+    };
+    linked_plot(
+        "plot-tree",
+        if x_axis { height + X_AXIS } else { height },
+        link,
+        d.capturing(),
+        x_label,
+        true,
+        x_axis,
+    )
+    .include_y(0.0)
+    .show(ui, |pui| {
+        for a in areas {
+            pui.add(a);
+        }
+        let top = lower
+            .iter()
+            .chain(total.iter().map(|p| &p.y))
+            .copied()
+            .fold(0.0, f64::max);
+        pui.line(line("tree.pss", total).width(2.0));
+        draw_markers(pui, &marker_lines(d, visible, x_steps), top);
+    });
 }
 
 fn browser(d: &mut Dashboard, ui: &mut egui::Ui, actions: &mut Vec<Action>) {

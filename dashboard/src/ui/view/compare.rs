@@ -30,7 +30,7 @@ fn x_axis(store: &Store, align: AlignArg) -> Option<usize> {
 
 fn axis_label(align: AlignArg) -> &'static str {
     match align {
-        AlignArg::Time => "time since start (s)",
+        AlignArg::Time => "time since the start",
         AlignArg::Step => "step",
         AlignArg::Tokens => "tokens",
     }
@@ -152,6 +152,8 @@ pub fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
                 link,
                 capturing,
                 axis_label(align),
+                true,
+                true,
             )
             .show(ui, |pui| {
                 draw_markers(pui, &marks, top);
