@@ -362,6 +362,13 @@ pub struct ReportArgs {
     /// the memory channels' start-up ends; none if they have none).
     #[arg(long, value_name = "S", value_parser = non_negative)]
     pub warmup_s: Option<f64>,
+    /// Analyse only the samples from S seconds after the start on (the
+    /// recording's warm-up still applies where the part begins inside it).
+    #[arg(long, value_name = "S", value_parser = non_negative)]
+    pub from: Option<f64>,
+    /// Analyse only the samples up to S seconds after the start.
+    #[arg(long, value_name = "S", value_parser = non_negative)]
+    pub to: Option<f64>,
     /// A gate for CI: exit 3 when a level channel has one of these verdicts
     /// (comma-separated: linear, staircase, noisy, flat, insufficient).
     /// `linear` and `staircase` count only growth, as the receipt's

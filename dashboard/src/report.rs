@@ -125,6 +125,9 @@ impl WarmupChoice {
 pub struct Receipt<'a> {
     pub rows: Vec<Row<'a>>,
     pub warmup: WarmupChoice,
+    /// The part analysed, in seconds since the start, when not all of it
+    /// (`report --from/--to`, a selection in the dashboard).
+    pub range: Option<[f64; 2]>,
 }
 
 impl Receipt<'_> {
@@ -163,18 +166,41 @@ impl Receipt<'_> {
 /// Analyses every channel of a recording, each as its kind, after one
 /// warm-up: `warmup_s`, else the one found in its memory channels.
 pub fn analyse(rec: &Recording, warmup_s: Option<f64>) -> Receipt<'_> {
-    let t: Vec<f64> = rec.t_ns.iter().map(|&t| t as f64 / 1e9).collect();
-    let column = |i: usize| rec.columns[i].as_slice();
-    let steps = rules::step_axis(&rec.header.schema, column).map(column);
+    analyse_range(rec, warmup_s, None)
+}
+
+/// [`analyse`] on the samples from `range[0]` to `range[1]` seconds after
+/// the start only: the same analysis on a part of the run. The warm-up is
+/// still the recording's (found on all of it): a part that starts after it
+/// is analysed whole.
+pub fn analyse_range(
+    rec: &Recording,
+    warmup_s: Option<f64>,
+    range: Option<[f64; 2]>,
+) -> Receipt<'_> {
+    let t_all: Vec<f64> = rec.t_ns.iter().map(|&t| t as f64 / 1e9).collect();
+    let t0 = t_all.first().copied().unwrap_or(0.0);
+    let (a, b) = match range {
+        Some([from, to]) => (
+            t_all.partition_point(|&t| t - t0 < from),
+            t_all.partition_point(|&t| t - t0 <= to),
+        ),
+        None => (0, t_all.len()),
+    };
+    let b = b.max(a);
+    let t = &t_all[a..b];
+    let column = |i: usize| &rec.columns[i][a..b];
+    let whole = |i: usize| rec.columns[i].as_slice();
+    let steps = rules::step_axis(&rec.header.schema, whole).map(column);
     // Tokens follow the same rule: a count that never moves is no axis.
     let tokens = TOKEN_CHANNELS
         .iter()
         .find_map(|n| rec.channel(n))
-        .filter(|c| rules::advances(c));
-    let t0 = t.first().copied().unwrap_or(0.0);
+        .filter(|c| rules::advances(c))
+        .map(|c| &c[a..b]);
     let warmup = match warmup_s {
         Some(s) => WarmupChoice::Given(s),
-        None => match analysis::recording_warmup(&rec.header.schema, &t, column) {
+        None => match analysis::recording_warmup(&rec.header.schema, &t_all, whole) {
             Some(w) => WarmupChoice::Found {
                 s: w.at_s - t0,
                 channel: w.channel.unwrap_or_default(),
@@ -182,18 +208,22 @@ pub fn analyse(rec: &Recording, warmup_s: Option<f64>) -> Receipt<'_> {
             None => WarmupChoice::None,
         },
     };
+    // The warm-up's end, on the part's own clock (0: the part starts after it).
+    let part_warmup = t
+        .first()
+        .map_or(0.0, |&first| (t0 + warmup.seconds() - first).max(0.0));
     let rows: Vec<Row<'_>> = rec
         .header
         .schema
         .channels
         .iter()
-        .zip(&rec.columns)
         .enumerate()
-        .map(|(index, (spec, col))| {
+        .map(|(index, spec)| {
+            let col = column(index);
             let limit = limit_of(rec, &spec.name, spec.unit);
             let ctx = Context {
                 kind: spec.kind,
-                warmup_s: Some(warmup.seconds()),
+                warmup_s: Some(part_warmup),
                 steps,
                 tokens,
                 limit: limit.map(|l| l.0),
@@ -202,8 +232,11 @@ pub fn analyse(rec: &Recording, warmup_s: Option<f64>) -> Receipt<'_> {
             Row {
                 index,
                 spec,
-                stats: rec.column_stats(index),
-                analysis: analysis::analyze(&t, col, &ctx),
+                stats: match range {
+                    None => rec.column_stats(index),
+                    Some(_) => rules::channel_stats(col),
+                },
+                analysis: analysis::analyze(t, col, &ctx),
                 limit: limit.map(|l| l.1),
             }
         })
@@ -221,7 +254,15 @@ pub fn analyse(rec: &Recording, warmup_s: Option<f64>) -> Receipt<'_> {
     );
     let mut slots: Vec<Option<Row<'_>>> = rows.into_iter().map(Some).collect();
     let rows = order.into_iter().filter_map(|i| slots[i].take()).collect();
-    Receipt { rows, warmup }
+    let range = range.map(|_| match (t.first(), t.last()) {
+        (Some(&f), Some(&l)) => [f - t0, l - t0],
+        _ => [0.0, 0.0],
+    });
+    Receipt {
+        rows,
+        warmup,
+        range,
+    }
 }
 
 /// A verdict as a person reads it: a flat channel that moved says by how
@@ -338,6 +379,7 @@ pub fn json_report(rec: &Recording, receipt: &Receipt<'_>) -> Value {
         "headline": receipt.headline(),
         "growing": receipt.growing(),
         "gpu_layers": receipt.gpu_layers(),
+        "range": receipt.range.map(|[from, to]| json!({"from_s": from, "to_s": to})),
         "warmup": match &receipt.warmup {
             WarmupChoice::Given(s) => json!({"s": s, "how": "given"}),
             WarmupChoice::Found { s, channel } => json!({"s": s, "how": "found", "channel": channel}),
@@ -566,6 +608,13 @@ pub fn text_report(rec: &Recording, receipt: &Receipt<'_>) -> String {
     for n in &h.notes {
         let _ = writeln!(s, "  note: {n}");
     }
+    if let Some([from, to]) = receipt.range {
+        let _ = writeln!(
+            s,
+            "  part analysed: {from:.1} s to {to:.1} s after the start (of {:.1} s)",
+            rec.duration_s()
+        );
+    }
     let _ = writeln!(s, "  analysis after {}", receipt.warmup.describe());
     if let Some(note) = thinned_note(rec) {
         let _ = writeln!(s, "  {note}");
@@ -737,6 +786,13 @@ pub fn md_report(rec: &Recording, receipt: &Receipt<'_>) -> String {
     if !h.command_line.is_empty() {
         let _ = writeln!(s, "| command | `{}` |", h.command_line.join(" "));
     }
+    if let Some([from, to]) = receipt.range {
+        let _ = writeln!(
+            s,
+            "\nPart analysed: {from:.1} s to {to:.1} s after the start (of {:.1} s).",
+            rec.duration_s()
+        );
+    }
     let _ = writeln!(
         s,
         "\nAnalysis after {}. Each channel is read as its kind: levels (memory in use) `flat` (within 1 % of its level, or under the evidence it needs), `staircase` (discrete jumps with flat runs between), `linear` (steady growth), `noisy`; only levels are projected to 24 hours, staircases included, and get a severity from their time to the limit. Counters are read as rates (`steady`, `rising`, `falling`, `bursty`), gauges by their trend (`stable`, `drifting up/down` in % an hour, `noisy`), peaks by their rises (`held`, `rose`).\n",
@@ -894,7 +950,24 @@ pub fn gate_matches(
 
 pub fn run(args: &ReportArgs) -> Result<Gate> {
     let rec = open_within(&args.file, (args.memory_mib as usize) << 20)?;
-    let receipt = analyse(&rec, args.warmup_s);
+    let range = match (args.from, args.to) {
+        (None, None) => None,
+        (from, to) => {
+            let [from, to] = [from.unwrap_or(0.0), to.unwrap_or(f64::INFINITY)];
+            if from >= to {
+                anyhow::bail!("--from {from} is not before --to {to}");
+            }
+            if from > rec.duration_s() {
+                anyhow::bail!(
+                    "--from {from} is past the end of {} ({:.1} s long)",
+                    args.file.display(),
+                    rec.duration_s()
+                );
+            }
+            Some([from, to])
+        }
+    };
+    let receipt = analyse_range(&rec, args.warmup_s, range);
     match args.format {
         ReportFormat::Json => println!(
             "{}",

@@ -308,3 +308,38 @@ fn report_fail_on_gates_on_growth() {
     let orphan = gate(&["--channels", "mem.*"]);
     assert_eq!(orphan.status.code(), Some(2), "--channels needs --fail-on");
 }
+
+/// `report --from/--to` analyses a part of the run: the receipt says which,
+/// counts only its samples, and a part that is not there is an error.
+#[test]
+fn report_analyses_a_part_of_the_run() {
+    let g = support::golden_v1();
+    let g = g.to_str().unwrap();
+    let whole = json(&flatline(&["report", g, "--format", "json"]));
+    assert!(whole["range"].is_null());
+    let part = json(&flatline(&[
+        "report", g, "--format", "json", "--from", "1", "--to", "2",
+    ]));
+    let (from, to) = (
+        part["range"]["from_s"].as_f64().unwrap(),
+        part["range"]["to_s"].as_f64().unwrap(),
+    );
+    assert!(
+        (1.0..1.1).contains(&from) && (1.9..=2.0).contains(&to),
+        "{from}..{to}"
+    );
+    let n = |v: &serde_json::Value| v["channels"]["mem.rss"]["samples"].as_u64().unwrap();
+    // 20 Hz: about 20 samples in the second, out of 61.
+    assert!((18..=22).contains(&n(&part)), "{}", n(&part));
+    assert_eq!(n(&whole), 61);
+    let text = support::ok(&flatline(&["report", g, "--from", "1.5"]));
+    assert!(text.contains("part analysed: 1.5 s to 3.0 s"), "{text}");
+    for (args, needle) in [
+        (&["--from", "2", "--to", "1"][..], "is not before --to"),
+        (&["--from", "99"][..], "past the end"),
+    ] {
+        let mut all = vec!["report", g];
+        all.extend_from_slice(args);
+        support::fails(&flatline(&all), needle);
+    }
+}
