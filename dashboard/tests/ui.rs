@@ -182,6 +182,61 @@ fn snapshots_of_the_main_views() {
     h.snapshot("replay_golden_drift");
 }
 
+/// The keys people expect of a viewer: space, arrows, f, d, s, ?.
+#[test]
+fn the_keys_people_expect_work() {
+    use eframe::egui::Key;
+    let mut h = harness(&golden_v1());
+    h.key_press(Key::D);
+    h.run_steps(2);
+    assert!(h.state().settings.drift, "d: drift");
+    h.key_press(Key::D);
+    h.run_steps(1);
+    assert!(!h.state().settings.drift);
+    // Space plays from the start (the playhead sits at the end), then pauses.
+    h.key_press(Key::Space);
+    h.run_steps(1);
+    assert!(h.state().timeline.as_ref().unwrap().playing, "space: play");
+    h.key_press(Key::Space);
+    h.run_steps(1);
+    assert!(
+        !h.state().timeline.as_ref().unwrap().playing,
+        "space: pause"
+    );
+    // → goes to the next event (a marker, a phase), not to every step.
+    for (t, text) in [(1.0, "eval"), (2.0, "checkpoint")] {
+        h.state_mut().store.push_event(Event {
+            t_ns: (t * 1e9) as u64,
+            kind: EventKind::Marker(text.into()),
+        });
+    }
+    h.state_mut().timeline.as_mut().unwrap().seek(0.5);
+    let playhead =
+        |h: &Harness<'static, Dashboard>| h.state().timeline.as_ref().unwrap().playhead_s;
+    for (key, to) in [
+        (Key::ArrowRight, 1.0),
+        (Key::ArrowRight, 2.0),
+        (Key::ArrowLeft, 1.0),
+    ] {
+        h.key_press(key);
+        h.run_steps(1);
+        assert_eq!(playhead(&h), to, "{key:?}");
+    }
+    // ? lists the keys; Esc closes the list.
+    h.key_press(Key::Questionmark);
+    h.run_steps(2);
+    h.get_by_label("fit: every plot back to all of its data");
+    h.key_press(Key::Escape);
+    h.run_steps(2);
+    assert!(
+        h.query_by_label("fit: every plot back to all of its data")
+            .is_none()
+    );
+    h.key_press(Key::S);
+    h.run_steps(1);
+    assert_eq!(h.state().screenshots_requested, 1, "s: screenshot");
+}
+
 /// Hovering a plot reads out its channels at that time, and a jump there
 /// with its size; the jump is drawn, not listed in a legend.
 #[test]
@@ -850,6 +905,10 @@ fn zooming_into_a_thinned_replay_reads_every_sample_in_view_from_disk() {
     assert!(held * 8 < inside, "the store held {held} of them");
     h.run_steps(1);
     h.get_by_label_contains("every sample in view");
+    // f: all of it again.
+    h.key_press(eframe::egui::Key::F);
+    h.run_steps(3);
+    assert_eq!(h.state().zoom, None, "f fits every plot to all of its data");
 }
 
 /// `replay` brings the window up before the recording is read: the first

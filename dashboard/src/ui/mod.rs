@@ -157,6 +157,20 @@ pub struct Dashboard {
     /// The time range the plots showed last frame, when zoomed in (narrower
     /// than the data); the lines are cut to it (and half a view each side).
     pub zoom: Option<[f64; 2]>,
+    /// What the keyboard asked for that a later part of the frame does.
+    pub keys: KeyState,
+}
+
+/// Requests from the keyboard (see `view::keys`) carried to the part of the
+/// frame that acts on them.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct KeyState {
+    /// `f`: every plot back to all of its data.
+    pub fit: bool,
+    /// `m`: the marker field takes the keyboard.
+    pub focus_mark: bool,
+    /// `?`: the list of keys is open.
+    pub help: bool,
 }
 
 impl std::fmt::Debug for Dashboard {
@@ -196,6 +210,7 @@ impl Dashboard {
             detail: None,
             opening: None,
             zoom: None,
+            keys: KeyState::default(),
         };
         d.detail = d.detail_for_source();
         d

@@ -45,6 +45,7 @@ pub enum Action {
 /// Draws one frame and returns what the clicks in it asked for.
 pub fn draw(d: &mut Dashboard, ui: &mut egui::Ui) -> Vec<Action> {
     let mut actions = Vec::new();
+    keys(d, ui, &mut actions);
     let visible = d.visible_len();
     top_bar(d, ui, &mut actions);
     caption(d, ui, visible);
@@ -82,6 +83,93 @@ pub fn draw(d: &mut Dashboard, ui: &mut egui::Ui) -> Vec<Action> {
             });
     }
     actions
+}
+
+/// The keys, as people expect them of a viewer.
+pub const KEYS: [(&str, &str); 8] = [
+    ("space", "play or pause a replay"),
+    ("← / →", "the previous / next event or marker"),
+    ("f", "fit: every plot back to all of its data"),
+    ("d", "drift mode on or off"),
+    ("m", "type a marker (live and watch), Enter adds it"),
+    ("s", "screenshot"),
+    ("?", "this list"),
+    ("Esc", "close it"),
+];
+
+/// Acts on a key pressed while no text field has the keyboard.
+fn keys(d: &mut Dashboard, ui: &mut egui::Ui, actions: &mut Vec<Action>) {
+    let ctx = ui.ctx().clone();
+    if ctx.egui_wants_keyboard_input() {
+        return;
+    }
+    let pressed = |k: egui::Key| ctx.input(|i| i.key_pressed(k));
+    if pressed(egui::Key::Space)
+        && let Some(tl) = d.timeline.as_mut()
+    {
+        if tl.playing {
+            tl.pause();
+        } else {
+            tl.play();
+        }
+    }
+    for (key, forward) in [(egui::Key::ArrowRight, true), (egui::Key::ArrowLeft, false)] {
+        if pressed(key)
+            && let Some(tl) = d.timeline.as_mut()
+        {
+            let at = tl.playhead_s;
+            let moments = d
+                .store
+                .events()
+                .iter()
+                .filter(|e| !matches!(e.kind, EventKind::Step { .. } | EventKind::LinesRead { .. }))
+                .map(|e| e.t_ns as f64 / 1e9);
+            let to = if forward {
+                moments.filter(|&t| t > at + 1e-9).min_by(f64::total_cmp)
+            } else {
+                moments.filter(|&t| t < at - 1e-9).max_by(f64::total_cmp)
+            };
+            if let Some(t) = to {
+                tl.seek(t);
+                tl.pause();
+            }
+        }
+    }
+    if pressed(egui::Key::F) {
+        d.keys.fit = true;
+    }
+    if pressed(egui::Key::D) {
+        d.settings.drift = !d.settings.drift;
+    }
+    if pressed(egui::Key::M) && d.source.can_mark() {
+        d.keys.focus_mark = true;
+    }
+    if pressed(egui::Key::S) {
+        actions.push(Action::Screenshot);
+    }
+    if pressed(egui::Key::Questionmark) {
+        d.keys.help = !d.keys.help;
+    }
+    if pressed(egui::Key::Escape) {
+        d.keys.help = false;
+    }
+    if d.keys.help {
+        let mut open = true;
+        egui::Window::new("Keys")
+            .open(&mut open)
+            .collapsible(false)
+            .resizable(false)
+            .show(&ctx, |ui| {
+                egui::Grid::new("keys").num_columns(2).show(ui, |ui| {
+                    for (k, what) in KEYS {
+                        ui.label(RichText::new(k).monospace().strong());
+                        ui.label(what);
+                        ui.end_row();
+                    }
+                });
+            });
+        d.keys.help &= open;
+    }
 }
 
 fn top_bar(d: &mut Dashboard, ui: &mut egui::Ui, actions: &mut Vec<Action>) {
@@ -168,9 +256,12 @@ fn top_bar(d: &mut Dashboard, ui: &mut egui::Ui, actions: &mut Vec<Action>) {
             if d.source.can_mark() {
                 let field = ui.add(
                     egui::TextEdit::singleline(&mut d.mark_text)
-                        .hint_text("marker text")
+                        .hint_text("marker text (m)")
                         .desired_width(140.0),
                 );
+                if std::mem::take(&mut d.keys.focus_mark) {
+                    field.request_focus();
+                }
                 let entered =
                     field.lost_focus() && ui.input(|i| i.key_pressed(egui::Key::Enter));
                 let text = d.mark_text.trim().to_owned();
@@ -1153,8 +1244,10 @@ fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
             // a reset (double-click) going back to all of it.
             .include_x(if x_steps { f64::NAN } else { data_x[0] })
             .include_x(if x_steps { f64::NAN } else { data_x[1] })
-            .y_axis_formatter(move |m, r| axes::y_label(m, r, signed))
-            .show(ui, |pui| {
+            .y_axis_formatter(move |m, r| axes::y_label(m, r, signed));
+            // `f`: back to all of the data.
+            let shown = if d.keys.fit { shown.reset() } else { shown };
+            let shown = shown.show(ui, |pui| {
                 // Zoomed in on time, the y axis follows what is drawn there.
                 if zoomed && lo.is_finite() {
                     let (lo, hi) = band.unwrap_or((lo, hi));
@@ -1198,6 +1291,9 @@ fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
     });
     // Zoomed in when the plots show less than 90 % of the data's time.
     d.zoom = seen_x.filter(|v| !x_steps && v[1] - v[0] < 0.9 * (data_x[1] - data_x[0]));
+    if std::mem::take(&mut d.keys.fit) {
+        d.zoom = None;
+    }
 }
 
 /// Height of the time axis under the last plot, in points.
@@ -1597,7 +1693,7 @@ fn tree_plot(
     } else {
         "time since the start"
     };
-    linked_plot(
+    let plot = linked_plot(
         "plot-tree",
         if x_axis { height + X_AXIS } else { height },
         link,
@@ -1606,8 +1702,9 @@ fn tree_plot(
         true,
         x_axis,
     )
-    .include_y(0.0)
-    .show(ui, |pui| {
+    .include_y(0.0);
+    let plot = if d.keys.fit { plot.reset() } else { plot };
+    plot.show(ui, |pui| {
         for a in areas {
             pui.add(a);
         }
