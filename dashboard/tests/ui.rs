@@ -237,6 +237,31 @@ fn the_keys_people_expect_work() {
     assert_eq!(h.state().screenshots_requested, 1, "s: screenshot");
 }
 
+/// A verdict card is one line until clicked, then shows its details; a
+/// second click folds it again.
+#[test]
+fn a_folded_verdict_card_opens_on_click() {
+    let mut h = harness(&golden_v1());
+    let details = "4 jumps × 4.0 KiB, longest flat 1.0 s";
+    assert!(h.query_by_label(details).is_none(), "folded at first");
+    // The card's line: the right-most "mem.rss" label (the other is the list's).
+    let at = h
+        .get_all_by_label("mem.rss")
+        .map(|n| n.rect().center())
+        .max_by(|a, b| a.x.total_cmp(&b.x))
+        .unwrap()
+        + eframe::egui::vec2(60.0, 0.0);
+    for open in [true, false] {
+        h.hover_at(at);
+        h.run_steps(1);
+        h.drag_at(at);
+        h.run_steps(1);
+        h.drop_at(at);
+        h.run_steps(2);
+        assert_eq!(h.query_by_label(details).is_some(), open);
+    }
+}
+
 /// Hovering a plot reads out its channels at that time, and a jump there
 /// with its size; the jump is drawn, not listed in a legend.
 #[test]

@@ -159,6 +159,8 @@ pub struct Dashboard {
     pub zoom: Option<[f64; 2]>,
     /// What the keyboard asked for that a later part of the frame does.
     pub keys: KeyState,
+    /// Verdict cards clicked open (or, for urgent ones, folded).
+    pub cards_toggled: BTreeSet<String>,
 }
 
 /// Requests from the keyboard (see `view::keys`) carried to the part of the
@@ -211,6 +213,7 @@ impl Dashboard {
             opening: None,
             zoom: None,
             keys: KeyState::default(),
+            cards_toggled: BTreeSet::new(),
         };
         d.detail = d.detail_for_source();
         d

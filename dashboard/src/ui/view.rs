@@ -784,18 +784,64 @@ fn cards(d: &mut Dashboard, ui: &mut egui::Ui) {
             }
             ui.label(RichText::new(format!("updated once a second, {warmup}")).small());
             egui::ScrollArea::vertical().show(ui, |ui| {
+                let mut toggled = None;
                 for i in selected {
                     let spec = d.store.schema().channels[i].clone();
                     let Some(a) = d.store.analysis(i) else {
                         continue;
                     };
-                    egui::Frame::group(ui.style()).show(ui, |ui| {
-                        ui.set_width(ui.available_width());
-                        card(ui, &spec.name, spec.unit, a);
-                    });
+                    // Growth that reaches a limit within a week is open at
+                    // first; the rest is one line until clicked.
+                    let urgent = matches!(a.severity, Some(Severity::Warning | Severity::Critical));
+                    let open = urgent != d.cards_toggled.contains(&spec.name);
+                    let r = egui::Frame::group(ui.style())
+                        .show(ui, |ui| {
+                            ui.set_width(ui.available_width());
+                            if open {
+                                card(ui, &spec.name, spec.unit, a);
+                            } else {
+                                card_line(ui, &spec.name, spec.unit, a);
+                            }
+                        })
+                        .response
+                        .interact(egui::Sense::click())
+                        .on_hover_text(if open {
+                            "click to fold"
+                        } else {
+                            "click for the details"
+                        });
+                    if r.clicked() {
+                        toggled = Some(spec.name.clone());
+                    }
+                }
+                if let Some(name) = toggled
+                    && !d.cards_toggled.remove(&name)
+                {
+                    d.cards_toggled.insert(name);
                 }
             });
         });
+}
+
+/// A folded card: name, badge, drift (or rate, trend, rises) and the time to
+/// the limit, on one line.
+fn card_line(ui: &mut egui::Ui, name: &str, u: Unit, a: &ChannelAnalysis) {
+    ui.horizontal(|ui| {
+        ui.label(RichText::new(name).strong());
+        badge(ui, Some(a));
+        let what = match a.kind {
+            Kind::Level | Kind::Peak if a.drift != 0.0 && a.drift.is_finite() => {
+                crate::report::change(a.drift, u)
+            }
+            Kind::Level | Kind::Peak => "0".into(),
+            Kind::Counter => format!("{}/s", value(a.rate_per_s.unwrap_or(0.0), u)),
+            Kind::Gauge => crate::report::trend_text(a).unwrap_or_default(),
+        };
+        ui.label(RichText::new(what).small());
+        if let Some(s) = a.time_to_limit_s {
+            ui.label(RichText::new(format!("limit in {}", crate::fmt::duration(s))).small());
+        }
+    });
 }
 
 /// One channel's verdict card, as its kind is read.
