@@ -111,6 +111,38 @@ fn paced_ingest_records_steps_and_tokens() {
     );
 }
 
+/// Two real watches of a small PyTorch loop (shipped in `recordings/`): the
+/// flat one is not called growth anywhere, start-up included; the leaking
+/// one is linear growth, critical, at about the 256 KiB a step it keeps.
+#[test]
+fn watched_pytorch_loops_read_flat_and_leaking() {
+    let flat = report(&support::recording("watch-torch-flat-45s.flr"));
+    assert_eq!(
+        flat["growing"],
+        serde_json::json!([]),
+        "{}",
+        flat["headline"]
+    );
+    let leak = report(&support::recording("watch-torch-leak-45s.flr"));
+    let rss = &leak["channels"]["mem.rss"];
+    assert_eq!(
+        (rss["verdict"].as_str(), rss["severity"].as_str()),
+        (Some("linear"), Some("critical"))
+    );
+    assert!(
+        leak["growing"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|g| g == "tree.rss")
+    );
+    let per_step = rss["drift_per_step"].as_f64().unwrap();
+    assert!(
+        (256.0 * 1024.0..=320.0 * 1024.0).contains(&per_step),
+        "{per_step} B a step"
+    );
+}
+
 #[test]
 fn a_soak_runs_either_ring_layout_and_records_which() {
     let dir = tempfile::tempdir().unwrap();
