@@ -667,7 +667,19 @@ impl Pace {
     }
 }
 
+/// Where settings were kept before they were kept per kind of source: read
+/// when a kind has none of its own yet.
 const SETTINGS_KEY: &str = "flatline-settings";
+
+/// The storage key of a kind of source's settings: a live window, a watch
+/// and a replay each remember their own channels, modes and theme.
+pub fn settings_key(kind: SourceKind) -> &'static str {
+    match kind {
+        SourceKind::Live => "flatline-settings-live",
+        SourceKind::Watch => "flatline-settings-watch",
+        SourceKind::Replay => "flatline-settings-replay",
+    }
+}
 
 impl eframe::App for App {
     fn logic(&mut self, ctx: &egui::Context, _frame: &mut eframe::Frame) {
@@ -698,7 +710,8 @@ impl eframe::App for App {
     }
 
     fn save(&mut self, storage: &mut dyn eframe::Storage) {
-        eframe::set_value(storage, SETTINGS_KEY, &self.dash.settings);
+        let key = settings_key(self.dash.source.kind());
+        eframe::set_value(storage, key, &self.dash.settings);
     }
 }
 
@@ -816,11 +829,15 @@ pub fn run_window(
             "flatline",
             options,
             Box::new(move |cc| {
-                let settings = cc
-                    .storage
-                    .and_then(|s| eframe::get_value::<Settings>(s, SETTINGS_KEY))
-                    .unwrap_or_default();
-                let dash = make(settings);
+                let stored = |key: &str| {
+                    cc.storage
+                        .and_then(|s| eframe::get_value::<Settings>(s, key))
+                };
+                let mut dash = make(stored(SETTINGS_KEY).unwrap_or_default());
+                // This kind of source's own, once it has saved any.
+                if let Some(own) = stored(settings_key(dash.source.kind())) {
+                    dash.settings = own;
+                }
                 // The window is cleared to the panels' colour, so the panels
                 // need not fill themselves: one full-window pass less at
                 // every frame, which a software rasteriser pays per pixel.
