@@ -182,6 +182,14 @@ fn snapshots_of_the_main_views() {
     h.snapshot("replay_golden_drift");
 }
 
+/// A critical leak found in a watched PyTorch job: the banner says so in red.
+#[test]
+fn a_snapshot_of_a_leak_found_in_a_watched_job() {
+    let mut h = harness(&support::recording("watch-torch-leak-45s.flr"));
+    h.get_by_label_contains("mem.rss grows");
+    h.snapshot("replay_torch_leak");
+}
+
 /// The keys people expect of a viewer: space, arrows, f, d, s, ?.
 #[test]
 fn the_keys_people_expect_work() {
@@ -235,6 +243,58 @@ fn the_keys_people_expect_work() {
     h.key_press(Key::S);
     h.run_steps(1);
     assert_eq!(h.state().screenshots_requested, 1, "s: screenshot");
+}
+
+/// Shift + drag across a plot chooses a part of the run; its receipt opens
+/// and agrees with `report --from/--to` on the same part of the file.
+#[test]
+fn shift_dragging_a_plot_gives_the_receipt_of_that_part() {
+    use eframe::egui::{Event, Modifiers, pos2};
+    let mut h = harness(&golden_v1());
+    let title = h.get_by_label("mem.rss (MiB)").rect();
+    let y = title.bottom() + 30.0;
+    h.event(Event::ModifiersChanged(Modifiers::SHIFT));
+    h.hover_at(pos2(700.0, y));
+    h.run_steps(1);
+    h.drag_at(pos2(700.0, y));
+    h.run_steps(1);
+    for x in [800.0, 900.0, 1100.0] {
+        h.hover_at(pos2(x, y));
+        h.run_steps(1);
+    }
+    h.drop_at(pos2(1100.0, y));
+    h.run_steps(2);
+    h.event(Event::ModifiersChanged(Modifiers::NONE));
+    h.run_steps(1);
+    let r = h
+        .state()
+        .range_receipt
+        .clone()
+        .expect("a receipt for the part");
+    assert!(
+        r.from < r.to && r.from > 0.0 && r.to < 3.1,
+        "{} to {}",
+        r.from,
+        r.to
+    );
+    h.get_by_label_contains("Receipt: ");
+    h.get_by_label("Copy as Markdown");
+    // The same part through the command line's analysis of the file.
+    let rec = flatline_dashboard::report::open(&golden_v1()).unwrap();
+    let t0 = rec.t_ns[0] as f64 / 1e9;
+    let cli = flatline_dashboard::report::analyse_range(&rec, None, Some([r.from - t0, r.to - t0]));
+    let rss = cli
+        .rows
+        .iter()
+        .find(|row| row.spec.name == "mem.rss")
+        .unwrap();
+    let ours = r.rows.iter().find(|row| row[0] == "mem.rss").unwrap();
+    assert_eq!(
+        ours[1],
+        flatline_dashboard::report::verdict_text(&rss.analysis, rss.spec.unit)
+    );
+    assert!(r.markdown.contains("| `mem.rss` |"), "{}", r.markdown);
+    h.snapshot("replay_golden_receipt");
 }
 
 /// A verdict card is one line until clicked, then shows its details; a

@@ -28,7 +28,7 @@ use crate::cli::{AlignArg, RendererArg, WindowArgs};
 pub use source::{LiveSource, Meta, Opening, ReplaySource, Source, SourceKind, WatchSource};
 pub use store::{Series, Store};
 pub use timeline::Timeline;
-pub use view::{Action, ProcessRow, marker_lines, process_rows, push_column, rates};
+pub use view::{Action, ProcessRow, RangeReceipt, marker_lines, process_rows, push_column, rates};
 
 /// Samples a live session keeps at full resolution before thinning its older
 /// history (131,072: about 22 minutes at 100 Hz).
@@ -161,6 +161,10 @@ pub struct Dashboard {
     pub keys: KeyState,
     /// Verdict cards clicked open (or, for urgent ones, folded).
     pub cards_toggled: BTreeSet<String>,
+    /// A part of the run being chosen (shift + drag on a plot), in seconds.
+    pub selecting: Option<[f64; 2]>,
+    /// The receipt of the part last chosen, shown until closed.
+    pub range_receipt: Option<RangeReceipt>,
 }
 
 /// Requests from the keyboard (see `view::keys`) carried to the part of the
@@ -214,6 +218,8 @@ impl Dashboard {
             zoom: None,
             keys: KeyState::default(),
             cards_toggled: BTreeSet::new(),
+            selecting: None,
+            range_receipt: None,
         };
         d.detail = d.detail_for_source();
         d

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use eframe::egui::{self, Color32, RichText};
 use egui_plot::{
     AxisHints, FilledArea, Legend, Line, LineStyle, Plot, PlotPoint, PlotPoints, PlotUi, Points,
-    Text, VLine,
+    Polygon, Text, VLine,
 };
 use flatline_runtime::analysis::summary::{self, Assessed};
 use flatline_runtime::analysis::{ChannelAnalysis, Kind, Severity, Verdict};
@@ -21,6 +21,9 @@ use crate::fmt::{bytes, value};
 
 mod axes;
 mod compare;
+mod selection;
+
+pub use selection::RangeReceipt;
 
 /// What a click asked for that is more than a change of view.
 #[derive(Debug, Clone, PartialEq)]
@@ -71,6 +74,7 @@ pub fn draw(d: &mut Dashboard, ui: &mut egui::Ui) -> Vec<Action> {
     if d.browser_open {
         browser(d, ui, &mut actions);
     }
+    range_receipt(d, ui);
     if let Some((msg, at)) = &d.notice
         && at.elapsed().as_secs() < 6
         && !d.capturing()
@@ -85,9 +89,51 @@ pub fn draw(d: &mut Dashboard, ui: &mut egui::Ui) -> Vec<Action> {
     actions
 }
 
+/// The receipt of a part of the run chosen on a plot, in a window of its
+/// own until closed; "Copy" puts it on the clipboard as Markdown.
+fn range_receipt(d: &mut Dashboard, ui: &mut egui::Ui) {
+    let Some(r) = &d.range_receipt else {
+        return;
+    };
+    let mut open = true;
+    let title = format!("Receipt: {} to {}", axes::clock(r.from), axes::clock(r.to));
+    egui::Window::new(title)
+        .open(&mut open)
+        .collapsible(false)
+        .default_width(420.0)
+        .show(ui.ctx(), |ui| {
+            ui.label(RichText::new(&r.headline).strong());
+            egui::Grid::new("range-receipt")
+                .num_columns(4)
+                .striped(true)
+                .show(ui, |ui| {
+                    for h in ["channel", "verdict", "drift", "slope"] {
+                        ui.label(RichText::new(h).small());
+                    }
+                    ui.end_row();
+                    for row in &r.rows {
+                        for cell in row {
+                            ui.label(cell);
+                        }
+                        ui.end_row();
+                    }
+                });
+            if ui.button("Copy as Markdown").clicked() {
+                ui.ctx().copy_text(r.markdown.clone());
+            }
+        });
+    if !open {
+        d.range_receipt = None;
+    }
+}
+
 /// The keys, as people expect them of a viewer.
-pub const KEYS: [(&str, &str); 8] = [
+pub const KEYS: [(&str, &str); 9] = [
     ("space", "play or pause a replay"),
+    (
+        "shift + drag",
+        "on a plot: the receipt of that part of the run",
+    ),
     ("← / →", "the previous / next event or marker"),
     ("f", "fit: every plot back to all of its data"),
     ("d", "drift mode on or off"),
@@ -1145,6 +1191,10 @@ fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
     let height = ((ui.available_height() - 34.0 * count as f32 - X_AXIS) / count as f32).max(80.0);
     let columns = ui.available_width().max(100.0) as usize;
     let capturing = d.capturing();
+    // Shift + drag chooses a part of the run (on the time axis) instead of
+    // panning: its receipt opens when the drag ends.
+    let choosing = ui.input(|i| i.modifiers.shift) || d.selecting.is_some();
+    let chosen = d.selecting;
     let x_steps = d.settings.x_steps && d.store.step_axis().is_some();
     let x_label = if x_steps {
         "step"
@@ -1290,7 +1340,8 @@ fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
             // a reset (double-click) going back to all of it.
             .include_x(if x_steps { f64::NAN } else { data_x[0] })
             .include_x(if x_steps { f64::NAN } else { data_x[1] })
-            .y_axis_formatter(move |m, r| axes::y_label(m, r, signed));
+            .y_axis_formatter(move |m, r| axes::y_label(m, r, signed))
+            .allow_drag(!choosing || x_steps);
             // `f`: back to all of the data.
             let shown = if d.keys.fit { shown.reset() } else { shown };
             let shown = shown.show(ui, |pui| {
@@ -1301,6 +1352,18 @@ fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
                     pui.set_plot_bounds_y(lo - m..=hi + m);
                 }
                 draw_markers(pui, &marks, band.map_or(hi, |b| b.1.max(hi)));
+                if let Some([a, b]) = chosen {
+                    let y = pui.plot_bounds().range_y();
+                    let (lo, hi) = (*y.start(), *y.end());
+                    pui.polygon(
+                        Polygon::new(
+                            "",
+                            PlotPoints::new(vec![[a, lo], [b, lo], [b, hi], [a, hi]]),
+                        )
+                        .fill_color(Color32::from_rgba_unmultiplied(120, 160, 220, 40))
+                        .stroke(egui::Stroke::new(1.0, Color32::from_rgb(120, 160, 220))),
+                    );
+                }
                 for (name, pts, marks) in lines {
                     let has_marks = !marks.is_empty();
                     pui.line(line(name, pts));
@@ -1310,6 +1373,25 @@ fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
                     }
                 }
             });
+            if choosing && !x_steps {
+                let r = &shown.response;
+                if let Some(pos) = r.interact_pointer_pos() {
+                    let x = shown.transform.value_from_position(pos).x;
+                    if r.drag_started() {
+                        d.selecting = Some([x, x]);
+                    } else if r.dragged()
+                        && let Some(sel) = d.selecting.as_mut()
+                    {
+                        sel[1] = x;
+                    }
+                }
+                if r.drag_stopped()
+                    && let Some([a, b]) = d.selecting.take()
+                    && a != b
+                {
+                    d.range_receipt = Some(selection::receipt(d, a.min(b), a.max(b)));
+                }
+            }
             if !capturing && let Some(pos) = shown.response.hover_pos() {
                 let x = shown.transform.value_from_position(pos).x;
                 let per_point = 1.0 / shown.transform.dpos_dvalue_x().abs().max(1e-12);
