@@ -240,6 +240,16 @@ fn the_keys_people_expect_work() {
         h.query_by_label("fit: every plot back to all of its data")
             .is_none()
     );
+    // t: the time as a UTC wall clock, in the read-out too; t again: back.
+    let y = h.get_by_label("mem.rss (MiB)").rect().bottom() + 30.0;
+    for (wall, expect) in [(true, " UTC  ·  step"), (false, " s  ·  step")] {
+        h.key_press(Key::T);
+        h.run_steps(1);
+        assert_eq!(h.state().settings.wall_clock, wall);
+        h.hover_at(eframe::egui::pos2(800.0, y));
+        h.run_steps(2);
+        h.get(egui_kittest::kittest::By::new().label_contains(expect));
+    }
     h.key_press(Key::S);
     h.run_steps(1);
     assert_eq!(h.state().screenshots_requested, 1, "s: screenshot");

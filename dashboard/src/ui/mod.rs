@@ -54,6 +54,9 @@ pub struct Settings {
     /// its own, and others share only within 20× of each other.
     #[serde(default)]
     pub grouped: bool,
+    /// Time on the x axis as a UTC wall clock instead of since the start.
+    #[serde(default)]
+    pub wall_clock: bool,
 }
 
 impl Default for Settings {
@@ -87,6 +90,7 @@ impl Default for Settings {
             cards: true,
             counts: false,
             grouped: false,
+            wall_clock: false,
         }
     }
 }

@@ -31,6 +31,8 @@ pub struct Meta {
     pub host: String,
     pub file: Option<PathBuf>,
     pub digest: Option<String>,
+    /// When its clock's 0 was, in ms since 1970 (for a wall-clock axis).
+    pub started_unix_ms: Option<u64>,
 }
 
 /// How a live stream (the built-in workloads, a watched process) reaches the
@@ -189,6 +191,7 @@ impl Source for Opening {
             host: String::new(),
             file: Some(self.path.clone()),
             digest: None,
+            started_unix_ms: None,
         }
     }
     fn status(&self) -> String {
@@ -423,6 +426,7 @@ impl Source for LiveSource {
             host: self.follower.header.host.summary(),
             file: self.tee.file(),
             digest: self.tee.digest(),
+            started_unix_ms: Some(self.follower.header.started_unix_ms),
         }
     }
 
@@ -709,6 +713,7 @@ impl Source for ReplaySource {
             host: self.header.host.summary(),
             file: Some(self.path.clone()),
             digest: Some(self.digest.clone()),
+            started_unix_ms: Some(self.header.started_unix_ms),
         }
     }
 
@@ -763,6 +768,8 @@ pub struct WatchSource {
     sampler: telemetry::Sampler,
     tee: Tee,
     exited: bool,
+    /// When sampling began (its clock's 0), in ms since 1970.
+    started_unix_ms: u64,
     /// Serves the stream to Prometheus while the window is open.
     _exporter: Option<crate::prom::Exporter>,
 }
@@ -790,6 +797,9 @@ impl WatchSource {
         export: Option<(crate::session::Export, Sender<Event>)>,
     ) -> Result<(Self, Store)> {
         let hz = cfg.hz;
+        let started_unix_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
         let tel = telemetry::start_with(cfg, extra).context("starting telemetry")?;
         setup.collect_host(tel.gpu.clone());
         let (tap, exporter) = match export {
@@ -820,6 +830,7 @@ impl WatchSource {
                 sampler: tel.sampler,
                 tee,
                 exited: false,
+                started_unix_ms,
                 _exporter: exporter,
             },
             store,
@@ -846,6 +857,7 @@ impl Source for WatchSource {
             host: self.host.clone(),
             file: self.tee.file(),
             digest: self.tee.digest(),
+            started_unix_ms: Some(self.started_unix_ms),
         }
     }
 

@@ -128,8 +128,9 @@ fn range_receipt(d: &mut Dashboard, ui: &mut egui::Ui) {
 }
 
 /// The keys, as people expect them of a viewer.
-pub const KEYS: [(&str, &str); 9] = [
+pub const KEYS: [(&str, &str); 10] = [
     ("space", "play or pause a replay"),
+    ("t", "time since the start / wall clock (UTC)"),
     (
         "shift + drag",
         "on a plot: the receipt of that part of the run",
@@ -186,6 +187,9 @@ fn keys(d: &mut Dashboard, ui: &mut egui::Ui, actions: &mut Vec<Action>) {
     }
     if pressed(egui::Key::D) {
         d.settings.drift = !d.settings.drift;
+    }
+    if pressed(egui::Key::T) {
+        d.settings.wall_clock = !d.settings.wall_clock;
     }
     if pressed(egui::Key::M) && d.source.can_mark() {
         d.keys.focus_mark = true;
@@ -1196,6 +1200,7 @@ fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
     let choosing = ui.input(|i| i.modifiers.shift) || d.selecting.is_some();
     let chosen = d.selecting;
     let x_steps = d.settings.x_steps && d.store.step_axis().is_some();
+    let wall = wall_origin(d, x_steps);
     let x_label = if x_steps {
         "step"
     } else {
@@ -1342,6 +1347,7 @@ fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
             .include_x(if x_steps { f64::NAN } else { data_x[1] })
             .y_axis_formatter(move |m, r| axes::y_label(m, r, signed))
             .allow_drag(!choosing || x_steps);
+            let shown = wall_clock_axis(shown, wall);
             // `f`: back to all of the data.
             let shown = if d.keys.fit { shown.reset() } else { shown };
             let shown = shown.show(ui, |pui| {
@@ -1424,6 +1430,27 @@ fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
     }
 }
 
+/// The wall-clock time of the plots' 0, in seconds since 1970, when the
+/// person asked for a wall clock (`t`) on a time axis and the source knows it.
+fn wall_origin(d: &Dashboard, x_steps: bool) -> Option<f64> {
+    if !d.settings.wall_clock || x_steps {
+        return None;
+    }
+    d.source.meta().started_unix_ms.map(|ms| ms as f64 / 1e3)
+}
+
+/// A time axis read on a UTC wall clock from `origin`, ticks on its round
+/// times; unchanged without one.
+fn wall_clock_axis(plot: Plot<'_>, origin: Option<f64>) -> Plot<'_> {
+    let Some(origin) = origin else {
+        return plot;
+    };
+    let spacing = GRID_MIN_SPACING;
+    plot.x_grid_spacer(move |g| axes::x_clock_marks(g, spacing, origin))
+        .x_axis_formatter(move |m, _| axes::wall(origin + m.value))
+        .x_axis_label("wall clock (UTC)")
+}
+
 /// Height of the time axis under the last plot, in points.
 const X_AXIS: f32 = 34.0;
 
@@ -1477,7 +1504,10 @@ fn readout(
         return Vec::new();
     };
     let idx = idx.min(times.len() - 1);
-    let mut head = axes::clock(t);
+    let mut head = match wall_origin(d, x_steps) {
+        Some(origin) => format!("{} UTC", axes::wall(origin + t)),
+        None => axes::clock(t),
+    };
     if let Some(step) = steps.and_then(|s| s.get(idx)).filter(|v| v.is_finite()) {
         head.push_str(&format!(
             "  ·  step {}",
@@ -1832,6 +1862,7 @@ fn tree_plot(
     )
     .include_y(0.0);
     let plot = if d.keys.fit { plot.reset() } else { plot };
+    let plot = wall_clock_axis(plot, wall_origin(d, x_steps));
     plot.show(ui, |pui| {
         for a in areas {
             pui.add(a);

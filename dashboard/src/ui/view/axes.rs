@@ -199,7 +199,13 @@ const CLOCK_STEPS: [f64; 20] = [
 /// The time grid: ticks on steps a clock is read in (10 s, 1 min, 5 min,
 /// 1 h, …), at least [`TIME_TICK_SPACING`] points apart; days past 12 h.
 pub fn x_time_marks(input: GridInput, spacing_min: f32) -> Vec<GridMark> {
-    let (lo, hi) = input.bounds;
+    x_clock_marks(input, spacing_min, 0.0)
+}
+
+/// [`x_time_marks`] for a clock that reads `origin + x`: ticks where that
+/// clock shows a round time (12:15:00, not 12:13:17).
+pub fn x_clock_marks(input: GridInput, spacing_min: f32, origin: f64) -> Vec<GridMark> {
+    let (lo, hi) = (input.bounds.0 + origin, input.bounds.1 + origin);
     let span = hi - lo;
     if !usable(span) || !usable(input.base_step_size) {
         return Vec::new();
@@ -214,10 +220,19 @@ pub fn x_time_marks(input: GridInput, spacing_min: f32) -> Vec<GridMark> {
     let last = (hi / step).floor() as i64;
     (first..=last)
         .map(|k| GridMark {
-            value: k as f64 * step,
+            value: k as f64 * step - origin,
             step_size: step,
         })
         .collect()
+}
+
+/// A moment as a UTC wall clock reads it (`unix_s`: seconds since 1970).
+pub fn wall(unix_s: f64) -> String {
+    if !unix_s.is_finite() {
+        return String::new();
+    }
+    let day = unix_s.rem_euclid(86_400.0).round() as u64 % 86_400;
+    format!("{:02}:{:02}:{:02}", day / 3600, day / 60 % 60, day % 60)
 }
 
 /// Elapsed time as people tell it: seconds under a minute, `m:ss` under an
@@ -361,5 +376,16 @@ mod tests {
         };
         let m: Vec<f64> = x_time_marks(input, 24.0).iter().map(|m| m.value).collect();
         assert!(m.len() >= 3 && m.iter().all(|v| v % 600.0 == 0.0), "{m:?}");
+        // On a wall clock that started at 12:03:17 UTC, ticks fall on its
+        // round times, and read as it does.
+        let origin = 1_700_000_000.0 - 1_700_000_000.0 % 86_400.0 + 12.0 * 3600.0 + 197.0;
+        let input = GridInput {
+            bounds: (0.0, 3.0 * 3600.0),
+            base_step_size: 3.0 * 3600.0 / 800.0 * 24.0,
+        };
+        let m = x_clock_marks(input, 24.0, origin);
+        assert!(m.iter().all(|g| (g.value + origin) % 600.0 == 0.0), "{m:?}");
+        assert_eq!(wall(origin), "12:03:17");
+        assert_eq!(wall(origin + m[0].value), "12:10:00");
     }
 }
