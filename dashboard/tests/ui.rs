@@ -182,6 +182,49 @@ fn snapshots_of_the_main_views() {
     h.snapshot("replay_golden_drift");
 }
 
+/// A replay of each shipped recording, as a person first sees it.
+fn snapshot_of(file: &str, name: &str, finding: &str) {
+    let mut h = harness(&support::recording(file));
+    h.get_by_label_contains(finding);
+    h.snapshot(name);
+}
+
+#[test]
+fn a_snapshot_of_the_sample_soak() {
+    snapshot_of(
+        "sample-soak-both-60s.flr",
+        "replay_sample_soak",
+        "Memory is flat.",
+    );
+}
+
+#[test]
+fn a_snapshot_of_the_seed_s_own_log() {
+    snapshot_of(
+        "seed-linux-10min.flr",
+        "replay_seed_linux",
+        "log.vm_rss_mb grows",
+    );
+}
+
+#[test]
+fn a_snapshot_of_the_allocating_loader() {
+    snapshot_of(
+        "ingest-baseline-60s.flr",
+        "replay_ingest_baseline",
+        "Memory is flat.",
+    );
+}
+
+#[test]
+fn a_snapshot_of_a_flat_watched_job() {
+    snapshot_of(
+        "watch-torch-flat-45s.flr",
+        "replay_torch_flat",
+        "Memory does not grow",
+    );
+}
+
 /// A critical leak found in a watched PyTorch job: the banner says so in red.
 #[test]
 fn a_snapshot_of_a_leak_found_in_a_watched_job() {
