@@ -369,7 +369,7 @@ mod tests {
         assert_eq!(clock(43_200.0), "12:00:00");
         assert_eq!(clock(11_520.4), "3:12:00");
         assert_eq!(clock(-5.0), "-5 s");
-        // Ticks land on the clock: every 10 min over three hours in 800 points.
+        // Ticks land on round clock times over three hours in 800 points.
         let input = GridInput {
             bounds: (0.0, 3.0 * 3600.0),
             base_step_size: 3.0 * 3600.0 / 800.0 * 24.0,
@@ -386,6 +386,8 @@ mod tests {
         let m = x_clock_marks(input, 24.0, origin);
         assert!(m.iter().all(|g| (g.value + origin) % 600.0 == 0.0), "{m:?}");
         assert_eq!(wall(origin), "12:03:17");
-        assert_eq!(wall(origin + m[0].value), "12:10:00");
+        // Three hours in 800 points: a tick every 30 min, the first at 12:30.
+        assert_eq!(wall(origin + m[0].value), "12:30:00");
+        assert_eq!(wall(origin + m[1].value), "13:00:00");
     }
 }
