@@ -417,7 +417,7 @@ pub fn run(args: &WatchArgs) -> Result<Option<i32>> {
         let shown = crate::ui::run_window(
             &format!("flatline — watching {}", target.pid),
             [1600.0, 1000.0],
-            crate::ui::WindowOptions::new(&args.window, args.hz),
+            crate::ui::WindowOptions::new(&args.window, args.hz, crate::ui::SourceKind::Watch),
             move |settings| crate::ui::Dashboard::new(Box::new(src), store, settings),
         );
         // Closed or failed, the window takes a command we started with it. After a

@@ -16,7 +16,7 @@ pub fn live(args: &LiveArgs) -> Result<()> {
     if let Some(path) = &args.record {
         src.start_recording(path)?;
     }
-    let window = ui::WindowOptions::new(&args.window, args.hz);
+    let window = ui::WindowOptions::new(&args.window, args.hz, ui::SourceKind::Live);
     ui::run_window(
         "flatline — live",
         [1600.0, 1000.0],
@@ -37,7 +37,7 @@ fn child_args(args: &LiveArgs) -> Vec<String> {
 pub fn replay(args: &ReplayArgs) -> Result<()> {
     ui::check_display()?;
     let name = args.file.display().to_string();
-    let window = ui::WindowOptions::new(&args.window, ui::MAX_DEFAULT_FPS);
+    let window = ui::WindowOptions::new(&args.window, ui::MAX_DEFAULT_FPS, ui::SourceKind::Replay);
     if !args.follow && args.screenshot.is_none() {
         // The window comes up at once and reads the file on a thread of its
         // own; what is not a recording at all is refused first, here.
@@ -81,7 +81,7 @@ pub fn compare(args: &CompareArgs, a: Recording, b: Recording) -> Result<()> {
     // Step when both runs have steps (the dashboard falls back to time
     // where one has none), unless asked.
     let align = args.align.unwrap_or(AlignArg::Step);
-    let window = ui::WindowOptions::new(&args.window, ui::MAX_DEFAULT_FPS);
+    let window = ui::WindowOptions::new(&args.window, ui::MAX_DEFAULT_FPS, ui::SourceKind::Replay);
     let dash = move |settings| {
         let mut d = Dashboard::new(Box::new(src), store, settings);
         d.compare_with(meta, other_store, align);

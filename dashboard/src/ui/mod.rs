@@ -591,6 +591,8 @@ pub struct WindowOptions {
     /// Most frames a second while there is something new to show.
     pub fps: f64,
     pub renderer: RendererArg,
+    /// What the window shows: each kind keeps its own layout and settings.
+    pub kind: SourceKind,
 }
 
 /// Under Mesa's software rasteriser (a remote node over X forwarding or
@@ -603,10 +605,11 @@ pub const MAX_DEFAULT_FPS: f64 = 30.0;
 
 impl WindowOptions {
     /// `args`, with the defaults for a stream of `sample_hz` samples a second.
-    pub fn new(args: &WindowArgs, sample_hz: f64) -> Self {
+    pub fn new(args: &WindowArgs, sample_hz: f64, kind: SourceKind) -> Self {
         Self {
             fps: args.fps.unwrap_or(sample_hz.min(MAX_DEFAULT_FPS)),
             renderer: args.renderer.unwrap_or(DEFAULT_RENDERER),
+            kind,
         }
     }
 }
@@ -680,6 +683,15 @@ impl Pace {
 /// Where settings were kept before they were kept per kind of source: read
 /// when a kind has none of its own yet.
 const SETTINGS_KEY: &str = "flatline-settings";
+
+/// A kind of source as its storage file is named.
+fn kind_name(kind: SourceKind) -> &'static str {
+    match kind {
+        SourceKind::Live => "live",
+        SourceKind::Watch => "watch",
+        SourceKind::Replay => "replay",
+    }
+}
 
 /// The storage key of a kind of source's settings: a live window, a watch
 /// and a replay each remember their own channels, modes and theme.
@@ -820,6 +832,10 @@ pub fn run_window(
             .with_inner_size(size)
             .with_icon(icon::icon()),
         persist_window: false,
+        // A file per kind of window (live, watch, replay): each keeps its own
+        // panel widths and settings.
+        persistence_path: eframe::storage_dir("flatline")
+            .map(|d| d.join(format!("{}.ron", kind_name(window.kind)))),
         // egui's dithering costs a shader pass per pixel, which a software
         // rasteriser pays in full at every frame; banding on plots is no loss.
         dithering: false,

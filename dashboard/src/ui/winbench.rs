@@ -67,7 +67,7 @@ fn run_case(args: &WindowBenchArgs, case: &str) -> Result<()> {
         }
         other => bail!("no case {other:?}: live or paused"),
     };
-    let window = WindowOptions::new(&args.window, fps);
+    let window = WindowOptions::new(&args.window, fps, dash.source.kind());
     let seconds = args.seconds;
     let measured = std::sync::Arc::new(std::sync::Mutex::new(None));
     let result = measured.clone();
