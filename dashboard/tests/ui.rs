@@ -1001,9 +1001,6 @@ fn zooming_into_a_thinned_replay_reads_every_sample_in_view_from_disk() {
         h.event(eframe::egui::Event::Zoom(2.0));
         h.run_steps(1);
     }
-    if std::env::var("SAVE_ZOOM").is_ok() {
-        h.render().unwrap().save("/tmp/zoom.png").unwrap();
-    }
     let zoom = h.state().zoom.expect("zoomed in");
     assert!(zoom[1] - zoom[0] < 7_200.0 / 50.0, "{zoom:?}");
     // The read runs on its own thread: wait for it, a frame at a time.
