@@ -1223,206 +1223,231 @@ fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
     }
     let zoomed = d.zoom.is_some();
     let mut seen_x: Option<[f64; 2]> = None;
-    egui::ScrollArea::vertical().show(ui, |ui| {
-        if let Some(tree) = tree {
-            let rows = Rows {
-                columns,
-                height,
-                link,
-            };
-            tree_plot(d, ui, tree, visible, rows, panels.is_empty());
-        }
-        let shared = panels.len();
-        for (k, ((group, unit, rate, own), chans)) in panels.into_iter().enumerate() {
-            // Values are drawn in the channel's unit, then scaled to the unit
-            // that fits what this plot shows (below).
-            let scale = 1.0;
-            let mut lines = Vec::new();
-            for &ch in &chans {
-                let name = d.store.schema().channels[ch].name.clone();
-                let analysis = d.store.analysis(ch);
-                let baseline = if d.settings.drift {
-                    analysis
-                        .as_ref()
-                        .map(|a| a.baseline)
-                        .filter(|b| b.is_finite())
-                        .unwrap_or(0.0)
-                } else {
-                    0.0
+    // The rows scroll; the time axis they share stays in view under them.
+    let rows_height = (ui.available_height() - X_AXIS - 8.0).max(80.0);
+    egui::ScrollArea::vertical()
+        .max_height(rows_height)
+        .show(ui, |ui| {
+            if let Some(tree) = tree {
+                let rows = Rows {
+                    columns,
+                    height,
+                    link,
                 };
-                let pts = if rate {
-                    rates(&decimate(d, ch, visible, columns, 0.0, scale))
-                } else {
-                    decimate(d, ch, visible, columns, baseline, scale)
+                tree_plot(d, ui, tree, visible, rows, false);
+            }
+            for ((group, unit, rate, own), chans) in panels {
+                // Values are drawn in the channel's unit, then scaled to the unit
+                // that fits what this plot shows (below).
+                let scale = 1.0;
+                let mut lines = Vec::new();
+                for &ch in &chans {
+                    let name = d.store.schema().channels[ch].name.clone();
+                    let analysis = d.store.analysis(ch);
+                    let baseline = if d.settings.drift {
+                        analysis
+                            .as_ref()
+                            .map(|a| a.baseline)
+                            .filter(|b| b.is_finite())
+                            .unwrap_or(0.0)
+                    } else {
+                        0.0
+                    };
+                    let pts = if rate {
+                        rates(&decimate(d, ch, visible, columns, 0.0, scale))
+                    } else {
+                        decimate(d, ch, visible, columns, baseline, scale)
+                    };
+                    // Jumps found by the analysis, marked on the line (time axis only).
+                    let marks: Vec<[f64; 2]> = match (&analysis, x_steps) {
+                        (Some(a), false) if !rate => a
+                            .jump_list
+                            .iter()
+                            .filter_map(|j| {
+                                let idx =
+                                    d.store.times()[..visible].partition_point(|&t| t < j.t_s);
+                                let v = *d.store.series(ch).values().get(idx)?;
+                                (!v.is_nan()).then_some([j.t_s, (v - baseline) * scale])
+                            })
+                            .collect(),
+                        _ => Vec::new(),
+                    };
+                    lines.push((name, pts, marks));
+                }
+                if lines.iter().all(|(_, p, _)| p.is_empty()) {
+                    continue; // nothing to draw yet (a channel this workload does not feed)
+                }
+                // KiB, MiB or GiB (k, M; µs, ms) as the largest value drawn needs.
+                let largest = lines
+                    .iter()
+                    .flat_map(|(_, p, _)| p.iter().map(|p| p.y.abs()))
+                    .filter(|y| y.is_finite())
+                    .fold(0.0, f64::max);
+                let au = axes::unit_for(
+                    group,
+                    if rate && unit == Unit::Count {
+                        Unit::PerSecond
+                    } else {
+                        unit
+                    },
+                    largest,
+                );
+                for (_, pts, marks) in &mut lines {
+                    pts.iter_mut().for_each(|p| p.y *= au.scale);
+                    marks.iter_mut().for_each(|m| m[1] *= au.scale);
+                }
+                let per = if x_steps { "step" } else { "s" };
+                let label = match (rate, unit) {
+                    (false, _) => au.label.clone(),
+                    (true, Unit::Count) => au.label.replace("/s", &format!("/{per}")),
+                    (true, _) => format!("{}/{per}", au.label),
                 };
-                // Jumps found by the analysis, marked on the line (time axis only).
-                let marks: Vec<[f64; 2]> = match (&analysis, x_steps) {
-                    (Some(a), false) if !rate => a
-                        .jump_list
-                        .iter()
-                        .filter_map(|j| {
-                            let idx = d.store.times()[..visible].partition_point(|&t| t < j.t_s);
-                            let v = *d.store.series(ch).values().get(idx)?;
-                            (!v.is_nan()).then_some([j.t_s, (v - baseline) * scale])
-                        })
-                        .collect(),
-                    _ => Vec::new(),
+                // A plot of one channel is titled by it, a shared one by its group.
+                let what = match chans.as_slice() {
+                    [one] => d.store.schema().channels[*one].name.clone(),
+                    _ => group_name(group).to_string(),
                 };
-                lines.push((name, pts, marks));
-            }
-            if lines.iter().all(|(_, p, _)| p.is_empty()) {
-                continue; // nothing to draw yet (a channel this workload does not feed)
-            }
-            // KiB, MiB or GiB (k, M; µs, ms) as the largest value drawn needs.
-            let largest = lines
-                .iter()
-                .flat_map(|(_, p, _)| p.iter().map(|p| p.y.abs()))
-                .filter(|y| y.is_finite())
-                .fold(0.0, f64::max);
-            let au = axes::unit_for(
-                group,
-                if rate && unit == Unit::Count {
-                    Unit::PerSecond
+                let title = if rate {
+                    format!("{what} rates ({label})")
+                } else if d.settings.drift {
+                    format!("{what} drift ({label})")
+                } else if label.is_empty() {
+                    what
                 } else {
-                    unit
-                },
-                largest,
-            );
-            for (_, pts, marks) in &mut lines {
-                pts.iter_mut().for_each(|p| p.y *= au.scale);
-                marks.iter_mut().for_each(|m| m[1] *= au.scale);
-            }
-            let per = if x_steps { "step" } else { "s" };
-            let label = match (rate, unit) {
-                (false, _) => au.label.clone(),
-                (true, Unit::Count) => au.label.replace("/s", &format!("/{per}")),
-                (true, _) => format!("{}/{per}", au.label),
-            };
-            // A plot of one channel is titled by it, a shared one by its group.
-            let what = match chans.as_slice() {
-                [one] => d.store.schema().channels[*one].name.clone(),
-                _ => group_name(group).to_string(),
-            };
-            let title = if rate {
-                format!("{what} rates ({label})")
-            } else if d.settings.drift {
-                format!("{what} drift ({label})")
-            } else if label.is_empty() {
-                what
-            } else {
-                format!("{what} ({label})")
-            };
-            // A flat line should look flat: show at least ±1 % of the level, the
-            // band the analysis calls flat, so a few bytes do not fill the plot.
-            let (lo, hi) = lines
-                .iter()
-                .flat_map(|(_, p, _)| p.iter().map(|p| p.y))
-                .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), y| {
-                    (a.min(y), b.max(y))
+                    format!("{what} ({label})")
+                };
+                // A flat line should look flat: show at least ±1 % of the level, the
+                // band the analysis calls flat, so a few bytes do not fill the plot.
+                let (lo, hi) = lines
+                    .iter()
+                    .flat_map(|(_, p, _)| p.iter().map(|p| p.y))
+                    .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), y| {
+                        (a.min(y), b.max(y))
+                    });
+                let mid = (lo + hi) / 2.0;
+                let band = if lo.is_finite() && !d.settings.drift && (hi - lo) < 0.02 * mid.abs() {
+                    Some((mid - 0.01 * mid.abs(), mid + 0.01 * mid.abs()))
+                } else {
+                    None
+                };
+                ui.label(RichText::new(title).strong());
+                let signed = d.settings.drift && !rate;
+                let shown = linked_plot(
+                    ("plot", group as u8, unit as u8, rate, own, chans[0]),
+                    height,
+                    link,
+                    capturing,
+                    x_label,
+                    // One channel: its name is the plot's title.
+                    chans.len() > 1,
+                    false,
+                )
+                .include_y(band.map_or(f64::NAN, |b| b.0))
+                .include_y(band.map_or(f64::NAN, |b| b.1))
+                // Lines zoomed in are cut to the view: the whole run's ends keep
+                // a reset (double-click) going back to all of it.
+                .include_x(if x_steps { f64::NAN } else { data_x[0] })
+                .include_x(if x_steps { f64::NAN } else { data_x[1] })
+                .y_axis_formatter(move |m, r| axes::y_label(m, r, signed))
+                .allow_drag(!choosing || x_steps);
+                let shown = wall_clock_axis(shown, wall);
+                // `f`: back to all of the data.
+                let shown = if d.keys.fit { shown.reset() } else { shown };
+                let shown = shown.show(ui, |pui| {
+                    // Zoomed in on time, the y axis follows what is drawn there.
+                    if zoomed && lo.is_finite() {
+                        let (lo, hi) = band.unwrap_or((lo, hi));
+                        let m = ((hi - lo) * 0.05).max(hi.abs().max(1.0) * 1e-9);
+                        pui.set_plot_bounds_y(lo - m..=hi + m);
+                    }
+                    draw_markers(pui, &marks, band.map_or(hi, |b| b.1.max(hi)));
+                    if let Some([a, b]) = chosen {
+                        let y = pui.plot_bounds().range_y();
+                        let (lo, hi) = (*y.start(), *y.end());
+                        pui.polygon(
+                            Polygon::new(
+                                "",
+                                PlotPoints::new(vec![[a, lo], [b, lo], [b, hi], [a, hi]]),
+                            )
+                            .fill_color(Color32::from_rgba_unmultiplied(120, 160, 220, 40))
+                            .stroke(egui::Stroke::new(1.0, Color32::from_rgb(120, 160, 220))),
+                        );
+                    }
+                    for (name, pts, marks) in lines {
+                        let has_marks = !marks.is_empty();
+                        pui.line(line(name, pts));
+                        if has_marks {
+                            // Drawn, not listed: a jump is read by hovering it.
+                            pui.points(Points::new("", marks).radius(3.0));
+                        }
+                    }
                 });
-            let mid = (lo + hi) / 2.0;
-            let band = if lo.is_finite() && !d.settings.drift && (hi - lo) < 0.02 * mid.abs() {
-                Some((mid - 0.01 * mid.abs(), mid + 0.01 * mid.abs()))
-            } else {
-                None
-            };
-            ui.label(RichText::new(title).strong());
-            let signed = d.settings.drift && !rate;
-            let last = k + 1 == shared;
-            let shown = linked_plot(
-                ("plot", group as u8, unit as u8, rate, own, chans[0]),
-                if last { height + X_AXIS } else { height },
-                link,
-                capturing,
-                x_label,
-                // One channel: its name is the plot's title.
-                chans.len() > 1,
-                last,
-            )
-            .include_y(band.map_or(f64::NAN, |b| b.0))
-            .include_y(band.map_or(f64::NAN, |b| b.1))
-            // Lines zoomed in are cut to the view: the whole run's ends keep
-            // a reset (double-click) going back to all of it.
-            .include_x(if x_steps { f64::NAN } else { data_x[0] })
-            .include_x(if x_steps { f64::NAN } else { data_x[1] })
-            .y_axis_formatter(move |m, r| axes::y_label(m, r, signed))
-            .allow_drag(!choosing || x_steps);
-            let shown = wall_clock_axis(shown, wall);
-            // `f`: back to all of the data.
-            let shown = if d.keys.fit { shown.reset() } else { shown };
-            let shown = shown.show(ui, |pui| {
-                // Zoomed in on time, the y axis follows what is drawn there.
-                if zoomed && lo.is_finite() {
-                    let (lo, hi) = band.unwrap_or((lo, hi));
-                    let m = ((hi - lo) * 0.05).max(hi.abs().max(1.0) * 1e-9);
-                    pui.set_plot_bounds_y(lo - m..=hi + m);
-                }
-                draw_markers(pui, &marks, band.map_or(hi, |b| b.1.max(hi)));
-                if let Some([a, b]) = chosen {
-                    let y = pui.plot_bounds().range_y();
-                    let (lo, hi) = (*y.start(), *y.end());
-                    pui.polygon(
-                        Polygon::new(
-                            "",
-                            PlotPoints::new(vec![[a, lo], [b, lo], [b, hi], [a, hi]]),
-                        )
-                        .fill_color(Color32::from_rgba_unmultiplied(120, 160, 220, 40))
-                        .stroke(egui::Stroke::new(1.0, Color32::from_rgb(120, 160, 220))),
-                    );
-                }
-                for (name, pts, marks) in lines {
-                    let has_marks = !marks.is_empty();
-                    pui.line(line(name, pts));
-                    if has_marks {
-                        // Drawn, not listed: a jump is read by hovering it.
-                        pui.points(Points::new("", marks).radius(3.0));
+                if choosing && !x_steps {
+                    let r = &shown.response;
+                    if let Some(pos) = r.interact_pointer_pos() {
+                        let x = shown.transform.value_from_position(pos).x;
+                        if r.drag_started() {
+                            d.selecting = Some([x, x]);
+                        } else if r.dragged()
+                            && let Some(sel) = d.selecting.as_mut()
+                        {
+                            sel[1] = x;
+                        }
                     }
-                }
-            });
-            if choosing && !x_steps {
-                let r = &shown.response;
-                if let Some(pos) = r.interact_pointer_pos() {
-                    let x = shown.transform.value_from_position(pos).x;
-                    if r.drag_started() {
-                        d.selecting = Some([x, x]);
-                    } else if r.dragged()
-                        && let Some(sel) = d.selecting.as_mut()
+                    if r.drag_stopped()
+                        && let Some([a, b]) = d.selecting.take()
+                        && a != b
                     {
-                        sel[1] = x;
+                        d.range_receipt = Some(selection::receipt(d, a.min(b), a.max(b)));
                     }
                 }
-                if r.drag_stopped()
-                    && let Some([a, b]) = d.selecting.take()
-                    && a != b
-                {
-                    d.range_receipt = Some(selection::receipt(d, a.min(b), a.max(b)));
+                if !capturing && let Some(pos) = shown.response.hover_pos() {
+                    let x = shown.transform.value_from_position(pos).x;
+                    let per_point = 1.0 / shown.transform.dpos_dvalue_x().abs().max(1e-12);
+                    let rows = readout(d, &chans, visible, x, x_steps, per_point, rate);
+                    if !rows.is_empty() {
+                        // At once, not after the tooltip delay: a read-out follows
+                        // the pointer as it moves along the plot.
+                        egui::Tooltip::for_widget(&shown.response)
+                            .at_pointer()
+                            .gap(12.0)
+                            .show(|ui| {
+                                for (i, r) in rows.into_iter().enumerate() {
+                                    ui.label(if i == 0 {
+                                        RichText::new(r).strong()
+                                    } else {
+                                        RichText::new(r)
+                                    });
+                                }
+                            });
+                    }
                 }
+                let r = shown.transform.bounds().range_x();
+                seen_x = Some([*r.start(), *r.end()]);
             }
-            if !capturing && let Some(pos) = shown.response.hover_pos() {
-                let x = shown.transform.value_from_position(pos).x;
-                let per_point = 1.0 / shown.transform.dpos_dvalue_x().abs().max(1e-12);
-                let rows = readout(d, &chans, visible, x, x_steps, per_point, rate);
-                if !rows.is_empty() {
-                    // At once, not after the tooltip delay: a read-out follows
-                    // the pointer as it moves along the plot.
-                    egui::Tooltip::for_widget(&shown.response)
-                        .at_pointer()
-                        .gap(12.0)
-                        .show(|ui| {
-                            for (i, r) in rows.into_iter().enumerate() {
-                                ui.label(if i == 0 {
-                                    RichText::new(r).strong()
-                                } else {
-                                    RichText::new(r)
-                                });
-                            }
-                        });
-                }
-            }
-            let r = shown.transform.bounds().range_x();
-            seen_x = Some([*r.start(), *r.end()]);
-        }
-    });
+        });
+    // The shared time axis: a plot with no data, linked to the rows, whose
+    // y axis is as wide as theirs so its ticks fall under their times.
+    let axis = linked_plot(
+        "time-axis",
+        X_AXIS + 6.0,
+        link,
+        capturing,
+        x_label,
+        false,
+        true,
+    )
+    .show_grid([false, false])
+    .show_crosshair(false)
+    .show_x(false)
+    .show_y(false)
+    .allow_drag(false)
+    .allow_zoom(false)
+    .y_axis_formatter(|_, _| String::new())
+    .include_x(if x_steps { f64::NAN } else { data_x[0] })
+    .include_x(if x_steps { f64::NAN } else { data_x[1] });
+    let axis = if d.keys.fit { axis.reset() } else { axis };
+    wall_clock_axis(axis, wall).show(ui, |_| {});
     // Zoomed in when the plots show less than 90 % of the data's time.
     d.zoom = seen_x.filter(|v| !x_steps && v[1] - v[0] < 0.9 * (data_x[1] - data_x[0]));
     if std::mem::take(&mut d.keys.fit) {
@@ -1451,7 +1476,10 @@ fn wall_clock_axis(plot: Plot<'_>, origin: Option<f64>) -> Plot<'_> {
         .x_axis_label("wall clock (UTC)")
 }
 
-/// Height of the time axis under the last plot, in points.
+/// Width of every plot's y axis, in points: room for "1,234.5" and a sign.
+const Y_AXIS_WIDTH: f32 = 56.0;
+
+/// Height of the shared time axis under the rows, in points.
 const X_AXIS: f32 = 34.0;
 
 /// A plot: its channels' group, unit, whether it shows rates, and the
@@ -1713,8 +1741,13 @@ fn linked_plot<'a>(
     let plot = plot
         .show_axes([x_axis, true])
         // Tick labels from 14 points apart (the text is about 12 high), so a
-        // short plot still reads three values.
-        .custom_y_axes(vec![AxisHints::new_y().label_spacing(14.0..=18.0)]);
+        // short plot still reads three values; every y axis equally wide, so
+        // the rows' times line up.
+        .custom_y_axes(vec![
+            AxisHints::new_y()
+                .label_spacing(14.0..=18.0)
+                .min_thickness(Y_AXIS_WIDTH),
+        ]);
     plot.y_grid_spacer(move |g| axes::y_marks(g, spacing))
         .y_axis_formatter(|m, r| axes::y_label(m, r, false))
         .height(height)
