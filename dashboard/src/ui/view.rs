@@ -750,22 +750,10 @@ fn channel_row(d: &mut Dashboard, ui: &mut egui::Ui, i: usize, visible: usize) {
 /// of its severity: what a person reads first, live as it changes. Clicking
 /// it plots the channels it names.
 fn banner(d: &mut Dashboard, ui: &mut egui::Ui) {
-    let schema = d.store.schema();
-    let all: Vec<(usize, &ChannelAnalysis)> = (0..schema.len())
-        .filter_map(|i| Some((i, d.store.analysis(i)?)))
-        .collect();
-    if all.is_empty() {
+    let (_, assessed) = assessed(&d.store);
+    if assessed.is_empty() {
         return;
     }
-    let assessed: Vec<Assessed<'_>> = all
-        .iter()
-        .map(|&(i, a)| Assessed {
-            name: &schema.channels[i].name,
-            unit: schema.channels[i].unit,
-            analysis: a,
-            limit: d.store.limit(i).map(|l| l.1),
-        })
-        .collect();
     let text = summary::headline(&assessed, &value, &crate::fmt::duration);
     let growing = summary::growing(&assessed);
     let names: Vec<String> = growing.iter().map(|g| g.name.to_string()).collect();
@@ -794,25 +782,33 @@ fn banner(d: &mut Dashboard, ui: &mut egui::Ui) {
     }
 }
 
+/// The analysed channels as the summary reads them, with their indices.
+fn assessed(store: &super::Store) -> (Vec<usize>, Vec<Assessed<'_>>) {
+    let schema = store.schema();
+    (0..schema.len())
+        .filter_map(|i| {
+            let analysis = store.analysis(i)?;
+            Some((
+                i,
+                Assessed {
+                    name: &schema.channels[i].name,
+                    unit: schema.channels[i].unit,
+                    analysis,
+                    limit: store.limit(i).map(|l| l.1),
+                },
+            ))
+        })
+        .unzip()
+}
+
 fn cards(d: &mut Dashboard, ui: &mut egui::Ui) {
     let schema = d.store.schema();
-    let all: Vec<(usize, &ChannelAnalysis)> = (0..schema.len())
-        .filter_map(|i| Some((i, d.store.analysis(i)?)))
-        .collect();
-    let assessed: Vec<Assessed<'_>> = all
-        .iter()
-        .map(|&(i, a)| Assessed {
-            name: &schema.channels[i].name,
-            unit: schema.channels[i].unit,
-            analysis: a,
-            limit: d.store.limit(i).map(|l| l.1),
-        })
-        .collect();
+    let (index, assessed) = assessed(&d.store);
     let layers = summary::gpu_layers(&assessed, &value);
     // The chosen channels, most urgent first.
     let selected: Vec<usize> = summary::order(&assessed)
         .into_iter()
-        .map(|k| all[k].0)
+        .map(|k| index[k])
         .filter(|&i| d.settings.selected.contains(&schema.channels[i].name))
         .collect();
     let warmup = match d.store.warmup() {

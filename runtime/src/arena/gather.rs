@@ -21,16 +21,8 @@
 /// [`crate::workload::ingest::BatchArena::fill`].
 #[inline]
 pub fn gather_rows(tokens: &[u16], offsets: &[u64], block: usize, x: &mut [i64], y: &mut [i64]) {
-    assert_eq!(x.len(), offsets.len() * block, "x is [B, T]");
-    assert_eq!(y.len(), offsets.len() * block, "y is [B, T]");
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        // SAFETY: `gather_rows_avx2` only requires the AVX2 target feature, which the
-        // CPU was just found to have.
-        unsafe { gather_rows_avx2(tokens, offsets, block, x, y) };
-        return;
-    }
-    gather_rows_generic(tokens, offsets, block, x, y);
+    // No next batch: nothing is prefetched, and the loop is the same one.
+    gather_rows_ahead(tokens, offsets, &[], block, x, y);
 }
 
 /// [`gather_rows`], and while it copies row `b` it asks the CPU to bring
@@ -66,12 +58,6 @@ pub fn gather_rows_ahead(
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-fn gather_rows_avx2(tokens: &[u16], offsets: &[u64], block: usize, x: &mut [i64], y: &mut [i64]) {
-    gather_rows_generic(tokens, offsets, block, x, y);
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
 fn gather_rows_ahead_avx2(
     tokens: &[u16],
     offsets: &[u64],
@@ -81,20 +67,6 @@ fn gather_rows_ahead_avx2(
     y: &mut [i64],
 ) {
     gather_rows_ahead_generic(tokens, offsets, next, block, x, y);
-}
-
-#[inline(always)]
-fn gather_rows_generic(
-    tokens: &[u16],
-    offsets: &[u64],
-    block: usize,
-    x: &mut [i64],
-    y: &mut [i64],
-) {
-    let rows = x.chunks_exact_mut(block).zip(y.chunks_exact_mut(block));
-    for ((xr, yr), &off) in rows.zip(offsets) {
-        copy_row(tokens, off, xr, yr);
-    }
 }
 
 #[inline(always)]
@@ -183,7 +155,7 @@ mod tests {
             let (mut x, mut y) = (vec![-1i64; n], vec![-1i64; n]);
             gather_rows(&tokens, &offsets, block, &mut x, &mut y);
             let (mut gx, mut gy) = (vec![-1i64; n], vec![-1i64; n]);
-            gather_rows_generic(&tokens, &offsets, block, &mut gx, &mut gy);
+            gather_rows_ahead_generic(&tokens, &offsets, &[], block, &mut gx, &mut gy);
             assert_eq!((&x, &y), (&gx, &gy), "block {block}");
             for (b, &off) in offsets.iter().enumerate() {
                 for t in 0..block {

@@ -167,24 +167,14 @@ pub fn y_label(mark: GridMark, _range: &RangeInclusive<f64>, signed: bool) -> St
     }
 }
 
-/// `v` with `decimals` places and its integer part grouped by thousands.
+/// `v` (not negative) with `decimals` places and its integer part grouped
+/// by thousands.
 fn grouped(v: f64, decimals: usize) -> String {
     let s = format!("{v:.decimals$}");
-    let (int, frac) = s
-        .split_once('.')
-        .map_or((s.as_str(), None), |(i, f)| (i, Some(f)));
-    let mut out = String::new();
-    for (n, c) in int.chars().enumerate() {
-        if n > 0 && (int.len() - n).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
+    match s.split_once('.') {
+        Some((int, frac)) => format!("{}.{frac}", crate::fmt::thousands(int.parse().unwrap_or(0))),
+        None => crate::fmt::thousands(s.parse().unwrap_or(0)),
     }
-    if let Some(f) = frac {
-        out.push('.');
-        out.push_str(f);
-    }
-    out
 }
 
 /// Least distance between labelled time ticks, in points ("1:02:03" is wide).
