@@ -2,8 +2,10 @@
  * naive nanoGPT get_batch loop into two preallocated [B, T] int64 buffers.
  * Same generated corpus (SplitMix64 from SEED+1, tokens below 168) and the same
  * offsets (SplitMix64 from SEED) as `flatline bench ingest`.
- * With AHEAD=1 the offsets are drawn one batch ahead and, while row b is
- * copied, row b of the next batch is prefetched (flatline's fill_ahead).
+ * With AHEAD=1 the offsets are drawn one batch ahead, the first line of every
+ * row of the next batch is prefetched before this batch is copied, and the
+ * whole of row b of the next batch while row b is copied (flatline's
+ * fill_ahead).
  * Build: gcc -O3 -mavx2 -o ingest ingest.c
  * Run:   ./ingest [B T CORPUS_TOKENS ITERS WARMUP SEED AHEAD]
  * Prints one JSON line with fill_ns_p50/p95/p99. */
@@ -54,6 +56,7 @@ int main(int argc, char **argv) {
         }
         for (uint64_t b = 0; b < B; b++) (ahead ? next : off)[b] = below(&os, limit);
         uint64_t t0 = now_ns();
+        for (uint64_t b = 0; ahead && b < B; b++) __builtin_prefetch(corpus + next[b], 0, 3);
         for (uint64_t b = 0; b < B; b++) {
             if (ahead) {
                 const char *n = (const char *)(corpus + next[b]);

@@ -252,8 +252,8 @@ impl BatchArena {
     }
 
     /// [`fill`](Self::fill), prefetching the rows of the next batch
-    /// (`next`, one offset per row, drawn ahead) while it copies this one:
-    /// the next fill then finds its rows in the cache. The same batch is
+    /// (`next`, one offset per row, drawn ahead) as it goes: the next fill
+    /// then finds its rows in the cache. The same batch is
     /// written either way.
     pub fn fill_ahead(
         &mut self,
