@@ -408,6 +408,52 @@ fn hovering_a_plot_reads_out_the_time_its_values_and_a_jump() {
     h.snapshot("replay_golden_hover");
 }
 
+/// With steps as the x axis, a jump is read out there too, with its own
+/// time and step: the same words as on the time axis, whatever the pointer's
+/// own step.
+#[test]
+fn on_the_step_axis_a_jump_is_read_out_with_its_own_step() {
+    use egui_kittest::kittest::{By, NodeT};
+    fn jumps_along(h: &mut Harness<'_, Dashboard>) -> Vec<String> {
+        let y = h.get_by_label("mem.rss (MiB)").rect().bottom() + 30.0;
+        let mut seen = Vec::new();
+        for x in (400..1400).step_by(4) {
+            h.hover_at(eframe::egui::pos2(x as f32, y));
+            h.run_steps(1);
+            const JUMP: &str = "jump in mem.rss: +4.0 KiB at";
+            // The read-out's line that names the jump.
+            // A label keeps its text as its AccessKit value.
+            let found = h
+                .query(By::new().label_contains(JUMP))
+                .and_then(|n| n.accesskit_node().value())
+                .and_then(|l| {
+                    l.lines()
+                        .find(|line| line.contains(JUMP))
+                        .map(str::to_owned)
+                });
+            if let Some(text) = found.filter(|t| !seen.contains(t)) {
+                seen.push(text);
+            }
+        }
+        seen
+    }
+    let mut h = harness(&golden_v1());
+    let on_time = jumps_along(&mut h);
+    assert!(
+        !on_time.is_empty() && on_time.iter().all(|t| t.contains("(step ")),
+        "jumps on the time axis: {on_time:?}"
+    );
+    h.get_by_label("x: step").click();
+    h.run_steps(2);
+    let on_steps = jumps_along(&mut h);
+    assert!(!on_steps.is_empty(), "no jump read out on the step axis");
+    for t in &on_steps {
+        assert!(on_time.contains(t), "{t:?} is not among {on_time:?}");
+    }
+    h.run_steps(1);
+    h.snapshot("replay_golden_step_axis_jump");
+}
+
 #[test]
 fn live_data_streams_in_and_recording_switches_on_and_off() {
     use flatline_dashboard::ui::{LiveSource, Source};

@@ -1204,10 +1204,25 @@ fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
     };
     let marks = marker_lines(d, visible, x_steps);
     let times = &d.store.times()[..visible.min(d.store.times().len())];
-    let data_x = [
-        times.first().copied().unwrap_or(0.0),
-        times.last().copied().unwrap_or(0.0),
-    ];
+    // The data's extent on the axis drawn: every row and the shared axis
+    // include it, so their x ranges agree (each plot fitting its own data
+    // would set rows that start later apart from the rest).
+    let data_x = match d.store.step_axis().filter(|_| x_steps) {
+        Some(i) => {
+            let steps = d.store.series(i).values();
+            let (lo, hi) = steps[..times.len().min(steps.len())]
+                .iter()
+                .filter(|v| v.is_finite())
+                .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| {
+                    (lo.min(v), hi.max(v))
+                });
+            if lo <= hi { [lo, hi] } else { [0.0, 0.0] }
+        }
+        None => [
+            times.first().copied().unwrap_or(0.0),
+            times.last().copied().unwrap_or(0.0),
+        ],
+    };
     if x_steps {
         d.zoom = None;
     }
@@ -1254,16 +1269,18 @@ fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
                     } else {
                         decimate(d, ch, visible, columns, baseline, scale)
                     };
-                    // Jumps found by the analysis, marked on the line (time axis only).
-                    let marks: Vec<[f64; 2]> = match (&analysis, x_steps) {
-                        (Some(a), false) if !rate => a
+                    // Jumps found by the analysis, marked on the line: at
+                    // their time, or at the step reached by then.
+                    let marks: Vec<[f64; 2]> = match &analysis {
+                        Some(a) if !rate => a
                             .jump_list
                             .iter()
                             .filter_map(|j| {
                                 let idx =
                                     d.store.times()[..visible].partition_point(|&t| t < j.t_s);
                                 let v = *d.store.series(ch).values().get(idx)?;
-                                (!v.is_nan()).then_some([j.t_s, (v - baseline) * scale])
+                                let x = jump_x(d, visible, j.t_s, x_steps)?;
+                                (!v.is_nan()).then_some([x, (v - baseline) * scale])
                             })
                             .collect(),
                         _ => Vec::new(),
@@ -1342,8 +1359,8 @@ fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
                 .include_y(band.map_or(f64::NAN, |b| b.1))
                 // Lines zoomed in are cut to the view: the whole run's ends keep
                 // a reset (double-click) going back to all of it.
-                .include_x(if x_steps { f64::NAN } else { data_x[0] })
-                .include_x(if x_steps { f64::NAN } else { data_x[1] })
+                .include_x(data_x[0])
+                .include_x(data_x[1])
                 .y_axis_formatter(move |m, r| axes::y_label(m, r, signed))
                 .allow_drag(!choosing || x_steps);
                 let shown = wall_clock_axis(shown, wall);
@@ -1440,8 +1457,8 @@ fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
     .allow_drag(false)
     .allow_zoom(false)
     .y_axis_formatter(|_, _| String::new())
-    .include_x(if x_steps { f64::NAN } else { data_x[0] })
-    .include_x(if x_steps { f64::NAN } else { data_x[1] });
+    .include_x(data_x[0])
+    .include_x(data_x[1]);
     let axis = if d.keys.fit { axis.reset() } else { axis };
     wall_clock_axis(axis, wall).show(ui, |_| {});
     // Zoomed in when the plots show less than 90 % of the data's time.
@@ -1564,17 +1581,24 @@ fn readout(
         };
         rows.push(format!("{}  {shown}", spec.name));
     }
-    if !x_steps && !rate {
+    if !rate {
         for &ch in chans {
             let spec = &store.schema().channels[ch];
             let Some(a) = store.analysis(ch) else {
                 continue;
             };
             for j in &a.jump_list {
-                if ((j.t_s - x) / per_point).abs() <= 8.0 {
+                let Some(jx) = jump_x(d, visible, j.t_s, x_steps) else {
+                    continue;
+                };
+                if ((jx - x) / per_point).abs() <= 8.0 {
                     let sign = if j.size >= 0.0 { "+" } else { "-" };
+                    // The jump's own time and step, not the pointer's.
+                    let step = step_at(store, visible, j.t_s)
+                        .map(|s| format!(" (step {})", crate::fmt::thousands(s as u64)))
+                        .unwrap_or_default();
                     rows.push(format!(
-                        "jump in {}: {sign}{} at {}",
+                        "jump in {}: {sign}{} at {}{step}",
                         spec.name,
                         value(j.size.abs(), spec.unit),
                         axes::clock(j.t_s)
@@ -1584,6 +1608,25 @@ fn readout(
         }
     }
     rows
+}
+
+/// Where a moment at `t` seconds lies on the x axis drawn: `t` itself, or,
+/// with steps as the axis, the step reached by then.
+fn jump_x(d: &Dashboard, visible: usize, t: f64, x_steps: bool) -> Option<f64> {
+    match d.store.step_axis().filter(|_| x_steps) {
+        Some(_) => step_at(&d.store, visible, t),
+        None => Some(t),
+    }
+}
+
+/// The last step the step channel had reached at `t` seconds (within the
+/// first `visible` samples); `None` without a step axis or before its first
+/// value.
+fn step_at(store: &super::Store, visible: usize, t: f64) -> Option<f64> {
+    let steps = store.series(store.step_axis()?).values();
+    let times = &store.times()[..visible.min(store.times().len()).min(steps.len())];
+    let idx = times.partition_point(|&s| s <= t);
+    steps[..idx].iter().rev().find(|v| v.is_finite()).copied()
 }
 
 /// The markers up to the visible end (a job's evals and checkpoints), as
@@ -1724,6 +1767,10 @@ fn linked_plot<'a>(
         Plot::new(id)
             .x_grid_spacer(move |g| axes::x_time_marks(g, spacing))
             .x_axis_formatter(|m, _| axes::clock(m.value))
+    } else if x_label == "step" {
+        Plot::new(id)
+            .x_grid_spacer(move |g| axes::x_step_marks(g, spacing))
+            .x_axis_formatter(|m, _| axes::step_label(m.value))
     } else {
         Plot::new(id)
     };

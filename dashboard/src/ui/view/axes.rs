@@ -216,6 +216,40 @@ pub fn x_clock_marks(input: GridInput, spacing_min: f32, origin: f64) -> Vec<Gri
         .collect()
 }
 
+/// The step grid: whole steps on 1, 2 or 5 × 10ⁿ, ticks at least
+/// [`TIME_TICK_SPACING`] points apart (as the time grid's).
+pub fn x_step_marks(input: GridInput, spacing_min: f32) -> Vec<GridMark> {
+    let (lo, hi) = input.bounds;
+    if !usable(hi - lo) || !usable(input.base_step_size) {
+        return Vec::new();
+    }
+    let per_point = input.base_step_size / f64::from(spacing_min);
+    let least = (per_point * TIME_TICK_SPACING).max(1.0);
+    let decade = 10f64.powf(least.log10().floor());
+    let step = [1.0, 2.0, 5.0, 10.0]
+        .into_iter()
+        .map(|m| m * decade)
+        .find(|&s| s >= least)
+        .unwrap_or(10.0 * decade);
+    let first = (lo / step).ceil() as i64;
+    let last = (hi / step).floor() as i64;
+    (first..=last)
+        .map(|k| GridMark {
+            value: k as f64 * step,
+            step_size: step,
+        })
+        .collect()
+}
+
+/// A step tick's label: the whole step, its thousands grouped.
+pub fn step_label(v: f64) -> String {
+    if !v.is_finite() {
+        return String::new();
+    }
+    let sign = if v < 0.0 { "-" } else { "" };
+    format!("{sign}{}", crate::fmt::thousands(v.abs().round() as u64))
+}
+
 /// A moment as a UTC wall clock reads it (`unix_s`: seconds since 1970).
 pub fn wall(unix_s: f64) -> String {
     if !unix_s.is_finite() {
@@ -379,5 +413,32 @@ mod tests {
         // Three hours in 800 points: a tick every 30 min, the first at 12:30.
         assert_eq!(wall(origin + m[0].value), "12:30:00");
         assert_eq!(wall(origin + m[1].value), "13:00:00");
+    }
+
+    #[test]
+    fn steps_tick_on_whole_round_numbers() {
+        // 15 steps across 800 points: a tick every 2, none between steps.
+        let input = GridInput {
+            bounds: (0.0, 15.0),
+            base_step_size: 15.0 / 800.0 * 24.0,
+        };
+        let m: Vec<f64> = x_step_marks(input, 24.0).iter().map(|m| m.value).collect();
+        assert_eq!(m, [0.0, 2.0, 4.0, 6.0, 8.0, 10.0, 12.0, 14.0]);
+        // 3,974 steps: on 500s, at least three of them.
+        let input = GridInput {
+            bounds: (-20.0, 3974.0),
+            base_step_size: 3994.0 / 800.0 * 24.0,
+        };
+        let m: Vec<f64> = x_step_marks(input, 24.0).iter().map(|m| m.value).collect();
+        assert!(m.len() >= 3 && m.iter().all(|v| v % 500.0 == 0.0), "{m:?}");
+        // Zoomed in to under one step a tick: whole steps still.
+        let input = GridInput {
+            bounds: (3.2, 4.9),
+            base_step_size: 1.7 / 800.0 * 24.0,
+        };
+        let m: Vec<f64> = x_step_marks(input, 24.0).iter().map(|m| m.value).collect();
+        assert_eq!(m, [4.0]);
+        assert_eq!(step_label(12_500.0), "12,500");
+        assert_eq!(step_label(-3.0), "-3");
     }
 }
