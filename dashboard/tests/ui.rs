@@ -283,9 +283,16 @@ fn the_keys_people_expect_work() {
         h.query_by_label("fit: every plot back to all of its data")
             .is_none()
     );
-    // t: the time as a UTC wall clock, in the read-out too; t again: back.
+    // t: the time on the local wall clock, named by its zone, in the
+    // read-out too; t again: back.
+    let started_s = h.state().source.meta().started_unix_ms.unwrap() / 1000;
+    let zone = flatline_runtime::sys::local_zone(started_s as i64)
+        .map(|(_, z)| z)
+        .filter(|z| !z.is_empty())
+        .unwrap_or_else(|| "UTC".to_string());
+    let on_wall = format!(" {zone}  ·  step");
     let y = h.get_by_label("mem.rss (MiB)").rect().bottom() + 30.0;
-    for (wall, expect) in [(true, " UTC  ·  step"), (false, " s  ·  step")] {
+    for (wall, expect) in [(true, on_wall.as_str()), (false, " s  ·  step")] {
         h.key_press(Key::T);
         h.run_steps(1);
         assert_eq!(h.state().settings.wall_clock, wall);

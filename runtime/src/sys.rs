@@ -191,9 +191,78 @@ pub fn wait_peak_rss(
     Ok((std::process::ExitStatus::from_raw(status), peak))
 }
 
+/// The local time zone at `unix_s` (seconds since 1970) as the C library
+/// reads it from `TZ` or `/etc/localtime`: its offset east of UTC in seconds
+/// and its abbreviation ("CET", "UTC"). `None` if the time is out of range.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+pub fn local_zone(unix_s: i64) -> Option<(i64, String)> {
+    let t = libc::time_t::try_from(unix_s).ok()?;
+    // SAFETY: an all-zero `tm` is a valid value of that plain C struct (a null
+    // `tm_zone` included).
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    // SAFETY: `t` and `tm` are live locals of the types `localtime_r` reads and
+    // writes, for the whole call; it writes nothing else of ours.
+    if unsafe { libc::localtime_r(&raw const t, &raw mut tm) }.is_null() {
+        return None;
+    }
+    let zone = if tm.tm_zone.is_null() {
+        String::new()
+    } else {
+        // SAFETY: glibc points `tm_zone` at a NUL-terminated name it keeps for
+        // the life of the process (its time-zone tables are never freed).
+        unsafe { std::ffi::CStr::from_ptr(tm.tm_zone) }
+            .to_string_lossy()
+            .into_owned()
+    };
+    #[allow(
+        clippy::useless_conversion,
+        reason = "c_long is i64 here but i32 on 32-bit targets"
+    )]
+    let offset = i64::from(tm.tm_gmtoff);
+    Some((offset, zone))
+}
+
+/// Off glibc the local zone is not read; callers keep UTC.
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+pub fn local_zone(_unix_s: i64) -> Option<(i64, String)> {
+    None
+}
+
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
+
+    /// Run by [`the_local_zone_is_what_tz_says`] in a child with `TZ` set:
+    /// prints what it reads (the environment is not the test's to change).
+    #[test]
+    #[ignore = "a helper: run by the_local_zone_is_what_tz_says"]
+    fn print_the_local_zone() {
+        let (offset, zone) = local_zone(1_700_000_000).unwrap();
+        println!("zone={zone} offset={offset}");
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "Miri runs no processes")]
+    fn the_local_zone_is_what_tz_says() {
+        // POSIX TZ strings: no time-zone database needed.
+        for (tz, want) in [
+            ("XST-5:30", "zone=XST offset=19800"),
+            ("UTC0", "zone=UTC offset=0"),
+            ("ABC+3", "zone=ABC offset=-10800"),
+        ] {
+            let out = std::process::Command::new(std::env::current_exe().unwrap())
+                .args(["--exact", "sys::tests::print_the_local_zone"])
+                .args(["--ignored", "--nocapture", "--test-threads=1"])
+                .env("TZ", tz)
+                .output()
+                .unwrap();
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                out.status.success() && text.contains(want),
+                "TZ={tz}: {text}"
+            );
+        }
+    }
 
     #[test]
     #[cfg_attr(miri, ignore = "Miri runs no processes")]

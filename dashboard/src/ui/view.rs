@@ -130,7 +130,7 @@ fn range_receipt(d: &mut Dashboard, ui: &mut egui::Ui) {
 /// The keys, as people expect them of a viewer.
 pub const KEYS: [(&str, &str); 10] = [
     ("space", "play or pause a replay"),
-    ("t", "time since the start / wall clock (UTC)"),
+    ("t", "time since the start / wall clock (local time)"),
     (
         "shift + drag",
         "on a plot: the receipt of that part of the run",
@@ -1363,7 +1363,7 @@ fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
                 .include_x(data_x[1])
                 .y_axis_formatter(move |m, r| axes::y_label(m, r, signed))
                 .allow_drag(!choosing || x_steps);
-                let shown = wall_clock_axis(shown, wall);
+                let shown = wall_clock_axis(shown, wall.as_ref());
                 // `f`: back to all of the data.
                 let shown = if d.keys.fit { shown.reset() } else { shown };
                 let shown = shown.show(ui, |pui| {
@@ -1460,7 +1460,7 @@ fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
     .include_x(data_x[0])
     .include_x(data_x[1]);
     let axis = if d.keys.fit { axis.reset() } else { axis };
-    wall_clock_axis(axis, wall).show(ui, |_| {});
+    wall_clock_axis(axis, wall.as_ref()).show(ui, |_| {});
     // Zoomed in when the plots show less than 90 % of the data's time.
     d.zoom = seen_x.filter(|v| !x_steps && v[1] - v[0] < 0.9 * (data_x[1] - data_x[0]));
     if std::mem::take(&mut d.keys.fit) {
@@ -1468,25 +1468,64 @@ fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
     }
 }
 
-/// The wall-clock time of the plots' 0, in seconds since 1970, when the
-/// person asked for a wall clock (`t`) on a time axis and the source knows it.
-fn wall_origin(d: &Dashboard, x_steps: bool) -> Option<f64> {
+/// A wall clock to read a time axis on.
+#[derive(Debug, Clone, PartialEq)]
+struct Wall {
+    /// The plots' 0 as the local clock reads it: seconds since 1970 plus
+    /// the zone's offset at the run's start (a change of offset during the
+    /// run, such as daylight saving time, is not followed).
+    origin: f64,
+    /// The zone's name as the C library gives it ("CET"), or the offset
+    /// ("UTC+5:30") when it has none.
+    zone: String,
+}
+
+/// The wall clock of the plots' 0, in the local time zone, when the person
+/// asked for a wall clock (`t`) on a time axis and the source knows when
+/// the run began.
+fn wall_origin(d: &Dashboard, x_steps: bool) -> Option<Wall> {
     if !d.settings.wall_clock || x_steps {
         return None;
     }
-    d.source.meta().started_unix_ms.map(|ms| ms as f64 / 1e3)
+    let start = d.source.meta().started_unix_ms? as f64 / 1e3;
+    Some(Wall::at(
+        start,
+        flatline_runtime::sys::local_zone(start.floor() as i64),
+    ))
 }
 
-/// A time axis read on a UTC wall clock from `origin`, ticks on its round
-/// times; unchanged without one.
-fn wall_clock_axis(plot: Plot<'_>, origin: Option<f64>) -> Plot<'_> {
-    let Some(origin) = origin else {
+impl Wall {
+    /// The wall clock of a run that began at `start` (seconds since 1970)
+    /// in `zone` (its offset east of UTC in seconds and its name; `None`:
+    /// UTC).
+    fn at(start: f64, zone: Option<(i64, String)>) -> Self {
+        let (offset, name) = zone.unwrap_or((0, String::new()));
+        let zone = if !name.is_empty() {
+            name
+        } else if offset == 0 {
+            "UTC".to_string()
+        } else {
+            let sign = if offset < 0 { "-" } else { "+" };
+            let m = offset.unsigned_abs() / 60;
+            format!("UTC{sign}{}:{:02}", m / 60, m % 60)
+        };
+        Wall {
+            origin: start + offset as f64,
+            zone,
+        }
+    }
+}
+
+/// A time axis read on a wall clock, ticks on its round times; unchanged
+/// without one.
+fn wall_clock_axis<'a>(plot: Plot<'a>, wall: Option<&Wall>) -> Plot<'a> {
+    let Some(&Wall { origin, ref zone }) = wall else {
         return plot;
     };
     let spacing = GRID_MIN_SPACING;
     plot.x_grid_spacer(move |g| axes::x_clock_marks(g, spacing, origin))
         .x_axis_formatter(move |m, _| axes::wall(origin + m.value))
-        .x_axis_label("wall clock (UTC)")
+        .x_axis_label(format!("wall clock ({zone})"))
 }
 
 /// Width of every plot's y axis, in points: room for "1,234.5" and a sign.
@@ -1546,14 +1585,13 @@ fn readout(
     };
     let idx = idx.min(times.len() - 1);
     let mut head = match wall_origin(d, x_steps) {
-        Some(origin) => format!("{} UTC", axes::wall(origin + t)),
+        Some(w) => format!("{} {}", axes::wall(w.origin + t), w.zone),
         None => axes::clock(t),
     };
-    if let Some(step) = steps.and_then(|s| s.get(idx)).filter(|v| v.is_finite()) {
-        head.push_str(&format!(
-            "  ·  step {}",
-            crate::fmt::thousands(*step as u64)
-        ));
+    // The step reached by then (a step log writes fewer lines than there are
+    // samples, so the sample at the pointer may have none of its own).
+    if let Some(step) = step_at(store, visible, t) {
+        head.push_str(&format!("  ·  step {}", crate::fmt::thousands(step as u64)));
     }
     let mut rows = vec![head];
     for &ch in chans {
@@ -1938,7 +1976,7 @@ fn tree_plot(
     )
     .include_y(0.0);
     let plot = if d.keys.fit { plot.reset() } else { plot };
-    let plot = wall_clock_axis(plot, wall_origin(d, x_steps));
+    let plot = wall_clock_axis(plot, wall_origin(d, x_steps).as_ref());
     plot.show(ui, |pui| {
         for a in areas {
             pui.add(a);
@@ -2017,5 +2055,28 @@ mod tests {
         );
         assert_eq!(verdict_color(up), Color32::from_rgb(220, 70, 60));
         assert_eq!(verdict_color(down), NEUTRAL);
+    }
+
+    /// The wall clock reads the local zone: its offset moves the origin
+    /// (so ticks and labels fall on local round times), its name labels it,
+    /// and a zone without a name is told by its offset.
+    #[test]
+    fn the_wall_clock_is_local_time() {
+        let start = 1_700_000_000.0; // 22:13:20 UTC
+        let w = Wall::at(start, Some((19_800, "XST".into())));
+        assert_eq!(
+            (axes::wall(w.origin).as_str(), w.zone.as_str()),
+            ("03:43:20", "XST")
+        );
+        let w = Wall::at(start, Some((-10_800, String::new())));
+        assert_eq!(
+            (axes::wall(w.origin).as_str(), w.zone.as_str()),
+            ("19:13:20", "UTC-3:00")
+        );
+        let w = Wall::at(start, None);
+        assert_eq!(
+            (axes::wall(w.origin).as_str(), w.zone.as_str()),
+            ("22:13:20", "UTC")
+        );
     }
 }
