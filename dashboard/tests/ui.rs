@@ -225,6 +225,27 @@ fn a_snapshot_of_a_flat_watched_job() {
     );
 }
 
+/// The golden recordings of the later formats, drawn as v1 is: what each
+/// version holds must reach the window, not only the reader's tests.
+#[test]
+fn a_snapshot_of_golden_v2() {
+    snapshot_of("golden/v2.flr", "replay_golden_v2", "Memory is flat.");
+}
+
+#[test]
+fn a_snapshot_of_golden_v3() {
+    snapshot_of("golden/v3.flr", "replay_golden_v3", "Memory is flat.");
+}
+
+#[test]
+fn a_snapshot_of_the_arena_loader() {
+    snapshot_of(
+        "ingest-arena-60s.flr",
+        "replay_ingest_arena",
+        "Memory is flat.",
+    );
+}
+
 /// A critical leak found in a watched PyTorch job: the banner says so in red.
 #[test]
 fn a_snapshot_of_a_leak_found_in_a_watched_job() {
