@@ -1657,14 +1657,10 @@ fn jump_x(d: &Dashboard, visible: usize, t: f64, x_steps: bool) -> Option<f64> {
     }
 }
 
-/// The last step the step channel had reached at `t` seconds (within the
-/// first `visible` samples); `None` without a step axis or before its first
-/// value.
+/// The step reached by the sample at `t` seconds; `None` without a step
+/// axis or before its first value.
 fn step_at(store: &super::Store, visible: usize, t: f64) -> Option<f64> {
-    let steps = store.series(store.step_axis()?).values();
-    let times = &store.times()[..visible.min(store.times().len()).min(steps.len())];
-    let idx = times.partition_point(|&s| s <= t);
-    steps[..idx].iter().rev().find(|v| v.is_finite()).copied()
+    value_at(store, store.step_axis()?, visible, t)
 }
 
 /// The markers up to the visible end (a job's evals and checkpoints), as
@@ -1714,17 +1710,23 @@ fn marker_lines_on(
         .filter(|(t, _)| *t <= times[last])
         .filter_map(|(t, text)| match x_axis {
             None => Some((t, text.clone())),
-            Some(s) => {
-                let i = times.partition_point(|&x| x < t).min(last);
-                let v = store.series(s).values()[..=last][..=i]
-                    .iter()
-                    .rev()
-                    .copied()
-                    .find(|v| !v.is_nan())?;
-                Some((v, text.clone()))
-            }
+            Some(s) => Some((value_at(store, s, visible, t)?, text.clone())),
         })
         .collect()
+}
+
+/// Channel `ch`'s last value up to the sample at `t` seconds (the first at
+/// or after it), within the first `visible` samples: where a moment lies on
+/// a step or token axis. `None` before the channel's first value.
+fn value_at(store: &super::Store, ch: usize, visible: usize, t: f64) -> Option<f64> {
+    let times = store.times();
+    let last = visible.checked_sub(1).filter(|&i| i < times.len())?;
+    let i = times[..=last].partition_point(|&x| x < t).min(last);
+    store.series(ch).values()[..=i]
+        .iter()
+        .rev()
+        .copied()
+        .find(|v| !v.is_nan())
 }
 
 /// Most marker labels written on a plot (every marker gets its line).

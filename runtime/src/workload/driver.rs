@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::ingest::{BatchArena, Corpus, IngestError, OffsetSampler, baseline_batch};
-use super::ops1b::{HotRing, Layout, Ring};
+use super::ops1b::{AnyRing, Layout};
 use crate::telemetry::work::WorkProgress;
 
 /// Which workload a run drives.
@@ -81,21 +81,6 @@ impl Default for DriverConfig {
 /// Operations per ops1b round (about 2.5 ms on the build machine).
 const ROUND: u64 = 1 << 20;
 
-/// The ops1b ring in either layout.
-enum AnyRing {
-    Aos(Ring),
-    Soa(HotRing),
-}
-
-impl AnyRing {
-    fn run_observed(&mut self, ops: u64, progress: Option<&WorkProgress>) -> u64 {
-        match self {
-            AnyRing::Aos(r) => r.run_observed(ops, progress),
-            AnyRing::Soa(r) => r.run_observed(ops, progress),
-        }
-    }
-}
-
 struct Ingest {
     corpus: Corpus,
     arena: BatchArena,
@@ -133,10 +118,10 @@ impl Driver {
     pub fn new(cfg: DriverConfig, progress: Arc<WorkProgress>) -> Result<Self, IngestError> {
         let wants_ring = matches!(cfg.workload, Workload::Ops1b | Workload::Both);
         let wants_ingest = cfg.workload.ingests();
-        let ring = match (wants_ring, cfg.layout) {
-            (false, _) => None,
-            (true, Layout::Aos) => Some(AnyRing::Aos(Ring::new()?)),
-            (true, Layout::Soa) => Some(AnyRing::Soa(HotRing::new()?)),
+        let ring = if wants_ring {
+            Some(AnyRing::new(cfg.layout)?)
+        } else {
+            None
         };
         let ingest = if wants_ingest {
             let corpus = Corpus::generate(cfg.corpus_tokens, cfg.seed.wrapping_add(1));
@@ -314,8 +299,8 @@ mod tests {
         assert_eq!(n, Some(0));
         assert!(progress.ops() > 0 && progress.ops().is_multiple_of(ROUND));
         assert_eq!(
-            AnyRing::Aos(Ring::new().unwrap()).run_observed(ROUND, None),
-            AnyRing::Soa(HotRing::new().unwrap()).run_observed(ROUND, None)
+            AnyRing::new(Layout::Aos).unwrap().run_observed(ROUND, None),
+            AnyRing::new(Layout::Soa).unwrap().run_observed(ROUND, None)
         );
     }
 

@@ -261,6 +261,31 @@ fn run_slots(pos: &mut [u32], tot: &[u32]) -> u64 {
     sum
 }
 
+/// The `ops1b` ring in either [`Layout`].
+#[derive(Debug)]
+pub enum AnyRing {
+    Aos(Ring),
+    Soa(HotRing),
+}
+
+impl AnyRing {
+    /// Allocates the ring laid out as `layout` says (once).
+    pub fn new(layout: Layout) -> Result<Self, ArenaError> {
+        Ok(match layout {
+            Layout::Aos => AnyRing::Aos(Ring::new()?),
+            Layout::Soa => AnyRing::Soa(HotRing::new()?),
+        })
+    }
+
+    /// As [`Ring::run_observed`], in either layout.
+    pub fn run_observed(&mut self, ops: u64, progress: Option<&WorkProgress>) -> u64 {
+        match self {
+            AnyRing::Aos(r) => r.run_observed(ops, progress),
+            AnyRing::Soa(r) => r.run_observed(ops, progress),
+        }
+    }
+}
+
 /// One timed run of `ops1b`, as `flatline bench ops1b --json` prints it.
 #[derive(Debug, Clone, Serialize)]
 pub struct Ops1bReport {
@@ -288,17 +313,10 @@ pub fn bench_layout(
     ops: u64,
     progress: Option<&WorkProgress>,
 ) -> Result<Ops1bReport, ArenaError> {
-    let (mut aos, mut soa) = match layout {
-        Layout::Aos => (Some(Ring::new()?), None),
-        Layout::Soa => (None, Some(HotRing::new()?)),
-    };
+    let mut ring = AnyRing::new(layout)?;
     let ((checksum, elapsed), heap_allocs) = alloc::count_thread_allocs(|| {
         let t0 = Instant::now();
-        let sum = match (&mut aos, &mut soa) {
-            (Some(r), _) => r.run_observed(black_box(ops), progress),
-            (_, Some(r)) => r.run_observed(black_box(ops), progress),
-            (None, None) => 0,
-        };
+        let sum = ring.run_observed(black_box(ops), progress);
         (sum, t0.elapsed())
     });
     let elapsed_ns = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX).max(1);
