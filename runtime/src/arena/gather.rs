@@ -32,7 +32,7 @@ pub fn gather_rows(tokens: &[u16], offsets: &[u64], block: usize, x: &mut [i64],
 /// together: on 4 KiB pages nearly every row lies on a page the TLB does not
 /// hold, and their page walks then overlap one another. Then, while row `b`
 /// is copied, the whole of row `b` of the next batch. (One row's prefetch
-/// before each copy alone took 1.17x as long on 4 KiB pages: each page walk
+/// before each copy alone took 1.18x as long on 4 KiB pages: each page walk
 /// waited behind a row's stores. Whole rows all up front was as quick there
 /// but 1.07x as long on huge pages, where the prefetches only queue for the
 /// line-fill buffers.) Prefetches are hints: they never
