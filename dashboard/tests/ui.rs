@@ -254,6 +254,19 @@ fn a_snapshot_of_a_leak_found_in_a_watched_job() {
     h.snapshot("replay_torch_leak");
 }
 
+/// The leak on the step axis: the process tree's stacked areas run
+/// unbroken under the rows (a step log's lines rarely fall on the tree's
+/// readings; each reading is placed at the step reached by then), and every
+/// plot spans the same steps.
+#[test]
+fn a_snapshot_of_a_leak_found_in_a_watched_job_by_step() {
+    let mut h = harness(&support::recording("watch-torch-leak-45s.flr"));
+    h.get_by_label("x: step").click();
+    h.run_steps(2);
+    h.get_by_label("Process tree: PSS of each process, stacked (MiB)");
+    h.snapshot("replay_torch_leak_steps");
+}
+
 /// The keys people expect of a viewer: space, arrows, f, d, s, ?.
 #[test]
 fn the_keys_people_expect_work() {

@@ -1244,6 +1244,7 @@ fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
                     columns,
                     height,
                     link,
+                    data_x,
                 };
                 tree_plot(d, ui, tree, visible, rows, false);
             }
@@ -1860,6 +1861,8 @@ struct Rows {
     columns: usize,
     height: f32,
     link: egui::Id,
+    /// The data's extent on the x axis drawn, which every row includes.
+    data_x: [f64; 2],
 }
 
 fn tree_plot(
@@ -1874,21 +1877,28 @@ fn tree_plot(
         columns,
         height,
         link,
+        data_x,
     } = rows;
     const MIB: f64 = 1.0 / 1_048_576.0;
     let store = &d.store;
     let x_steps = d.settings.x_steps && store.step_axis().is_some();
+    // A reading's x: its time, or the step reached by then (a step log's
+    // lines rarely fall on the tree's readings; none yet: not drawn).
     let x_at = |i: usize| match store.step_axis().filter(|_| x_steps) {
-        Some(s) => store.series(s).values().get(i).copied().unwrap_or(f64::NAN),
-        None => store.times()[i],
+        Some(s) => value_at(store, s, visible, store.times()[i]),
+        None => Some(store.times()[i]),
     };
     // The rows that carry the processes' readings, thinned to about one per
     // pixel column.
     let rows = store.process_rows();
     let rows = &rows[..rows.partition_point(|&r| r < visible)];
     let stride = rows.len().div_ceil(columns.max(1)).max(1);
-    let picked: Vec<usize> = rows.iter().copied().step_by(stride).collect();
-    let xs: Vec<f64> = picked.iter().map(|&r| x_at(r)).collect();
+    let (picked, xs): (Vec<usize>, Vec<f64>) = rows
+        .iter()
+        .copied()
+        .step_by(stride)
+        .filter_map(|r| Some((r, x_at(r)?)))
+        .unzip();
     // Largest PSS at the bottom; past STACKED processes, one band for the rest.
     let order: Vec<usize> = process_rows(d, visible)
         .iter()
@@ -1976,7 +1986,9 @@ fn tree_plot(
         true,
         x_axis,
     )
-    .include_y(0.0);
+    .include_y(0.0)
+    .include_x(data_x[0])
+    .include_x(data_x[1]);
     let plot = if d.keys.fit { plot.reset() } else { plot };
     let plot = wall_clock_axis(plot, wall_origin(d, x_steps).as_ref());
     plot.show(ui, |pui| {
