@@ -7,9 +7,12 @@
 //! (and over labelled channels of the shipped recordings) and prints the
 //! confusion matrix and the slope errors.
 //!
-//! Labels follow the analysis's documented rules, not its output: a series
-//! is `linear` when its trend over the run is at least 10× its noise, `flat`
-//! when its noise keeps it within 1 % of its level, `noisy` when not.
+//! Each series has a truth by construction ([`Case::truth`]: it grows, holds
+//! or falls), which the tests score against, and a verdict it is expected
+//! to get by shape (`expected`, for the confusion matrix). The ambiguous
+//! middle (trends of 1 to 5 times the noise over the run) is in it: whether
+//! a run can show such growth is the analysis's own statement (its
+//! detectable rate), and growth it says it could see must be found.
 //!
 //! [`analyze`]: super::analyze
 
@@ -32,7 +35,25 @@ pub struct Case {
     pub min_growth: f64,
 }
 
+/// What a series truly does, by construction (not by any rule of the
+/// analysis): it grows, it does not, or it falls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Truth {
+    Growth,
+    Flat,
+    Falling,
+}
+
 impl Case {
+    /// The truth of the series, by its family's construction.
+    pub fn truth(&self) -> Truth {
+        match self.family {
+            "linear" | "staircase" | "late leak" | "sawtooth leak" | "ambiguous" => Truth::Growth,
+            "falling" => Truth::Falling,
+            _ => Truth::Flat,
+        }
+    }
+
     /// The analysis of this series, as a level with its evidence floor.
     pub fn analyze(&self) -> super::ChannelAnalysis {
         super::analyze(
@@ -195,6 +216,32 @@ pub fn generate() -> Vec<Case> {
                     ));
                 }
             }
+            // The ambiguous middle: trends of 1, 2, 3 and 5 times the noise
+            // over the run. Growth by construction; whether a run this long
+            // can show it is the analysis's to state (its detectable rate).
+            if sigma > 0.0 {
+                for k in [1.0, 2.0, 3.0, 5.0] {
+                    let per_s = k * sigma / duration;
+                    out.push(shape(
+                        &|_, t| level + per_s * t,
+                        &mut later_seed,
+                        format!("linear at {k}× noise"),
+                        "ambiguous",
+                        Verdict::Linear,
+                        Some(per_s),
+                    ));
+                }
+            }
+            // Falling: memory given back at 64 KiB/s (the pages a cache
+            // releases), never growth.
+            out.push(shape(
+                &|_, t| level - 16.0 * PAGE * t,
+                &mut later_seed,
+                "falling 64KiB/s".into(),
+                "falling",
+                Verdict::Linear,
+                None,
+            ));
             // Rare single-sample spikes (1 in 200, +3 %) on a flat level.
             out.push(shape(
                 &|i, _| level * if i % 200 == 199 { 1.03 } else { 1.0 },
@@ -327,30 +374,48 @@ mod tests {
             "spikes",
             "settled",
             "sawtooth leak",
+            "ambiguous",
+            "falling",
         ] {
             assert!(a.iter().any(|c| c.family == fam), "{fam}");
         }
     }
 
-    /// The targets the README states, checked on the corpus: at least 97 %
-    /// right, no flat or noisy series of 100 points or more called growth,
+    /// The targets the drift-analysis documentation states, checked on the
+    /// corpus by each series' truth: no flat or falling series called
+    /// growth, at most 2 % of the growing series missed where the analysis
+    /// says it could see them (their slope at least its detectable rate),
     /// and slopes within 5 % where the trend is 10× the noise.
     #[test]
     fn the_analysis_meets_its_targets_on_the_corpus() {
         let corpus = generate();
-        let mut right = 0;
-        let mut wrong = Vec::new();
+        let (mut detectable, mut missed) = (0, Vec::new());
         for c in &corpus {
             let a = c.analyze();
-            if a.verdict == c.expected {
-                right += 1;
-            } else {
-                wrong.push(format!("{}: {:?}", c.name, a.verdict));
+            let called = a.verdict.is_growth() && a.slope_per_s > 0.0;
+            match c.truth() {
+                Truth::Flat | Truth::Falling => {
+                    assert!(!called, "false growth: {} {a:?}", c.name);
+                }
+                Truth::Growth => {
+                    let can = match (c.slope, a.evidence.and_then(|e| e.detectable_per_s)) {
+                        (Some(s), Some(d)) => s >= d,
+                        // Shapes without one slope (staircases, late and
+                        // sawtooth leaks) are built to grow by ten times
+                        // their noise or more.
+                        (None, Some(_)) => true,
+                        _ => false,
+                    };
+                    if can {
+                        detectable += 1;
+                        if !called {
+                            missed.push(format!("{}: {:?}", c.name, a.verdict));
+                        }
+                    }
+                }
             }
-            if matches!(c.expected, Verdict::Flat | Verdict::Noisy) && c.t.len() >= 100 {
-                assert!(!a.verdict.is_growth(), "false growth: {} {a:?}", c.name);
-            }
-            if let (Some(s), Verdict::Linear) = (c.slope, a.verdict) {
+            if let (Some(s), Verdict::Linear, false) = (c.slope, a.verdict, c.family == "ambiguous")
+            {
                 assert!(
                     (a.slope_per_s / s - 1.0).abs() <= 0.05,
                     "{}: slope {} vs {s}",
@@ -359,11 +424,18 @@ mod tests {
                 );
             }
         }
-        let share = right as f64 / corpus.len() as f64;
+        assert!(detectable > 50, "{detectable}");
         assert!(
-            share >= 0.97,
-            "{right}/{} right; wrong: {wrong:#?}",
-            corpus.len()
+            missed.len() as f64 <= 0.02 * detectable as f64,
+            "{} of {detectable} detectable growing series missed: {missed:#?}",
+            missed.len()
         );
+        // The ambiguous middle is in it, and some of it is found.
+        let found = corpus
+            .iter()
+            .filter(|c| c.family == "ambiguous")
+            .filter(|c| c.analyze().verdict.is_growth())
+            .count();
+        assert!(found > 0);
     }
 }

@@ -87,7 +87,15 @@ impl LiveAnalysis {
                 let floor = rules::evidence_floor(&spec.name, spec.unit);
                 let t0 = tr.points().0.first().copied().unwrap_or(0.0);
                 let warmup = self.warmup.as_ref().map_or(0.0, |w| (w.0 - t0).max(0.0));
-                self.analyses[i] = Some(tr.analyze(spec.kind, Some(warmup), limit, floor));
+                let mut a = tr.analyze(spec.kind, Some(warmup), limit, floor);
+                // A PSS is read beside its USS (see [`super::reconcile_pss`]).
+                if let Some(uss) = super::uss_of(&spec.name)
+                    && let Some(j) = self.channels.iter().position(|c| c.name == uss)
+                    && let Some(u) = &self.analyses[j]
+                {
+                    super::reconcile_pss(&mut a, u);
+                }
+                self.analyses[i] = Some(a);
                 self.analysed[i] = Some((Instant::now(), tr.seen()));
                 self.next = (i + 1) % n;
             }

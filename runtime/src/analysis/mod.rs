@@ -58,6 +58,7 @@
 //!   staircase is growth too: it is projected, not explained away.
 
 pub mod corpus;
+pub mod evidence;
 mod live;
 pub mod rules;
 pub mod summary;
@@ -68,6 +69,7 @@ mod warmup;
 use serde::{Deserialize, Serialize};
 
 pub use crate::telemetry::Kind;
+pub use evidence::TrendEvidence;
 pub use live::LiveAnalysis;
 pub use tracker::Tracker;
 pub use warmup::{Warmup, find_warmup, recording_warmup};
@@ -297,6 +299,10 @@ pub struct ChannelAnalysis {
     /// leak), on the same clock as `t_s`. Its slope and projection are those
     /// of the growth since then, which the whole run's line misses.
     pub onset_s: Option<f64>,
+    /// Levels: the trend test behind the verdict (see [`evidence`]): how
+    /// many readings over what span, how far beyond the noise, and the
+    /// smallest growth rate this run could have detected.
+    pub evidence: Option<TrendEvidence>,
 }
 
 /// Why a level that moved is still not growth.
@@ -311,6 +317,46 @@ pub enum Note {
     /// It moved in the first half of the run, then held: start-up the
     /// warm-up did not catch, or a level that stepped once.
     NotSustained,
+    /// A PSS that rose while the same process's (or tree's) private memory,
+    /// its USS, did not: pages it shares were left to fewer processes (a
+    /// sharer exited), which moves PSS without a byte allocated.
+    SharedPages,
+}
+
+/// A PSS channel's growth stands only where its USS (read with it, from
+/// the same `smaps_rollup`) grows too: `PSS = USS + Σ shared / sharers`,
+/// and the second term rises whenever a process that shares those pages
+/// exits, with nothing allocated. A copy-on-write or copy-on-access leak
+/// makes pages private, so its USS grows with its PSS. `pss` is the PSS's
+/// analysis, `uss` its sibling's; a PSS called growth whose USS is not is
+/// re-read as flat (or noisy, if it moved by more than a flat level may),
+/// with [`Note::SharedPages`].
+pub fn reconcile_pss(pss: &mut ChannelAnalysis, uss: &ChannelAnalysis) {
+    let grows = |a: &ChannelAnalysis| a.verdict.is_growth() && a.slope_per_s > 0.0;
+    if !grows(pss) || grows(uss) || uss.verdict == Verdict::Insufficient {
+        return;
+    }
+    let level = pss.baseline.abs().max(pss.final_value.abs());
+    let band = (0.01 * level).max(rules::EVIDENCE_PAGES * 4096.0);
+    pss.verdict = if pss.drift.abs() <= band {
+        Verdict::Flat
+    } else {
+        Verdict::Noisy
+    };
+    pss.confidence = 0.5;
+    pss.note = Some(Note::SharedPages);
+    pss.severity = None;
+    pss.time_to_limit_s = None;
+    pss.projection_24h = Some(0.0);
+    pss.slope_per_step = None;
+    pss.onset_s = None;
+}
+
+/// The USS channel read with a PSS channel (`tree.pss` → `tree.uss`,
+/// `pid42.pss` → `pid42.uss`), if `name` is one.
+pub fn uss_of(name: &str) -> Option<String> {
+    let stem = name.strip_suffix(".pss")?;
+    (stem == "tree" || stem.starts_with("pid")).then(|| format!("{stem}.uss"))
 }
 
 const MAX_THEIL_SEN_POINTS: usize = 400;
@@ -421,6 +467,7 @@ fn empty(ctx: &Context<'_>, warmup_s: f64, p: &Prepared) -> ChannelAnalysis {
         detectable_after_s: None,
         note: None,
         onset_s: None,
+        evidence: None,
     }
 }
 
@@ -474,7 +521,10 @@ pub fn analyze(t_s: &[f64], v: &[f64], ctx: &Context<'_>) -> ChannelAnalysis {
         rows,
     };
     let mut out = empty(ctx, warmup_s, &p);
-    if p.x.len() < 8 {
+    // A level's evidence is weighed (see [`evidence`]), so a few readings
+    // can still be judged; other kinds need eight.
+    let fewest = if ctx.kind == Kind::Level { 3 } else { 8 };
+    if p.x.len() < fewest {
         out.drift = out.final_value - out.baseline;
         if out.drift.is_nan() {
             out.drift = 0.0;
@@ -589,6 +639,7 @@ fn level(p: &Prepared, ctx: &Context<'_>, out: &mut ChannelAnalysis) {
     let tr = trend(t, x);
     out.slope_per_s = tr.slope;
     let run_trend = tr.slope * out.duration_s;
+    let ev = evidence::test(t, x, tr.slope, tr.intercept, out.drift, evidence);
     let spread = {
         let mut c = x.clone();
         quantile(&mut c, 0.95) - quantile(&mut c, 0.05)
@@ -611,7 +662,14 @@ fn level(p: &Prepared, ctx: &Context<'_>, out: &mut ChannelAnalysis) {
     let gross: f64 = deciding().map(|j| j.size.abs()).sum();
     let changing = changes as f64 / d.len() as f64;
     let growth = out.drift.abs();
-    let (mut verdict, mut confidence) = if deciding().next().is_some()
+    // Growth is called on evidence, one rule for both shapes: the trend
+    // test at the receipt's confidence (see [`evidence`]). A staircase is
+    // then told from a line by its jumps (each beyond six times the noise
+    // of the differences): one step that held is a level that moved, and
+    // its residuals' autocorrelation leaves it too few effective readings
+    // to be a trend.
+    let (mut verdict, mut confidence) = if ev.significant()
+        && deciding().next().is_some()
         && changing <= 0.2
         && net.signum() == out.drift.signum()
         && net.abs() >= 0.6 * gross
@@ -620,17 +678,27 @@ fn level(p: &Prepared, ctx: &Context<'_>, out: &mut ChannelAnalysis) {
     {
         let explained = (net.abs() / growth.max(net.abs())).min(1.0);
         (Verdict::Staircase, explained * (1.0 - changing))
-    } else if run_trend.abs() > 3.0 * tr.scatter && run_trend.abs() > evidence && growth > evidence
+    } else if ev.significant()
+        && run_trend.abs() > evidence
+        && growth > evidence
+        && run_trend.signum() == out.drift.signum()
     {
-        (
-            Verdict::Linear,
-            (1.0 - tr.scatter / run_trend.abs()).clamp(0.0, 1.0),
-        )
-    } else if spread <= tolerance {
+        (Verdict::Linear, ev.certainty())
+    } else if spread <= tolerance && (ev.detectable_per_s.is_some() || growth <= evidence) {
+        // Flat: within the band, and either this run could have shown a
+        // trend or it moved by less than the evidence. A level that moved
+        // past the evidence in steps too few to weigh is not called flat.
         (
             Verdict::Flat,
             (1.0 - spread / tolerance).clamp(0.0, 1.0).max(0.5),
         )
+    } else if settled_later(t, x, out.duration_s, tolerance, evidence) {
+        out.note = Some(Note::NotSustained);
+        (Verdict::Flat, 0.5)
+    } else if ev.detectable_per_s.is_none() {
+        // It moved, and too few readings (for their autocorrelation) can
+        // show a trend at the confidence: growth and noise cannot be told.
+        (Verdict::Insufficient, 0.0)
     } else {
         (Verdict::Noisy, (spread / tolerance / 10.0).clamp(0.5, 1.0))
     };
@@ -671,14 +739,37 @@ fn level(p: &Prepared, ctx: &Context<'_>, out: &mut ChannelAnalysis) {
             confidence = 0.5;
             out.note = Some(Note::NotSustained);
         }
-    } else if verdict == Verdict::Flat && out.drift != 0.0 {
+    } else if verdict == Verdict::Flat && out.drift != 0.0 && out.note.is_none() {
         out.note = Some(Note::Within { band: tolerance });
+    }
+    // Growth that stopped at the end: a start-up the warm-up cannot yet
+    // tell from a leak (a live window 4 s after a 30 s ramp), or a leak
+    // that was fixed. The latest readings' own trend is below a quarter of
+    // the run's rate, significantly, where the rate would have moved them
+    // past the evidence floor. Only for growth without jumps: a staircase
+    // pauses between its steps.
+    if verdict == Verdict::Linear
+        && deciding().next().is_none()
+        && let Some(at) = stopped(t, x, tr.slope, evidence)
+    {
+        let from = t.partition_point(|&ti| ti < at);
+        let mut l = x[from..].to_vec();
+        let tail_spread = quantile(&mut l, 0.95) - quantile(&mut l, 0.05);
+        verdict = if tail_spread <= tolerance {
+            Verdict::Flat
+        } else {
+            Verdict::Noisy
+        };
+        confidence = 0.5;
+        out.note = Some(Note::NotSustained);
     }
     // A level that held, then began to grow: the whole run's line misses a
     // leak that starts late, and its scatter makes the run look noisy.
     let mut onset_slope = None;
-    if verdict == Verdict::Noisy
-        && let Some(tail) = late_onset(t, x, evidence)
+    if matches!(
+        verdict,
+        Verdict::Noisy | Verdict::Linear | Verdict::Insufficient
+    ) && let Some(tail) = late_onset(t, x, evidence)
     {
         verdict = Verdict::Linear;
         confidence = tail.confidence;
@@ -711,11 +802,64 @@ fn level(p: &Prepared, ctx: &Context<'_>, out: &mut ChannelAnalysis) {
     } else {
         MATERIAL_SHARE * level / 3600.0
     };
-    if reference_per_s > 0.0 {
-        out.detectable_after_s = Some((3.0 * tr.scatter).max(evidence) / reference_per_s);
+    let per_s = (n - 1) as f64 / out.duration_s;
+    if reference_per_s > 0.0 && per_s.is_finite() && per_s > 0.0 {
+        out.detectable_after_s = Some(
+            evidence::limit_s(reference_per_s, tr.scatter, ev.inflation, per_s)
+                .max(evidence::floor_time(reference_per_s, evidence)),
+        );
     }
+    out.evidence = Some(ev);
     jumps.truncate(MAX_JUMP_LIST);
     out.jump_list = jumps;
+}
+
+/// Where linear growth at `rate` (per second) stopped, if it did: the
+/// longest tail of the run (its last 10 to 40 %, at least 5 readings) over
+/// which the rate would have moved the level by more than the evidence,
+/// whose own Theil–Sen trend is under a quarter of that and below it by
+/// more than [`evidence::Z_CRIT`] standard errors of the tail's slope
+/// (`scatter · √(12 / n) / span`, the least-squares error at its noise, `n`
+/// the readings the slope stands on).
+fn stopped(t: &[f64], x: &[f64], rate: f64, evidence: f64) -> Option<f64> {
+    if rate <= 0.0 {
+        return None;
+    }
+    let n = t.len();
+    let duration = t[n - 1] - t[0];
+    [0.4, 0.3, 0.2, 0.1].into_iter().find_map(|share| {
+        let from = t.partition_point(|&ti| ti < t[n - 1] - share * duration);
+        let (tt, xt) = (&t[from..], &x[from..]);
+        if xt.len() < 5 {
+            return None;
+        }
+        let span = tt[tt.len() - 1] - tt[0];
+        let expected = rate * span;
+        if expected <= evidence {
+            return None;
+        }
+        let tail = trend(tt, xt);
+        let grew = tail.slope * span;
+        // The slope stands on at most MAX_THEIL_SEN_POINTS of the readings.
+        let used = xt.len().min(MAX_THEIL_SEN_POINTS) as f64;
+        let se = tail.scatter * (12.0 / used).sqrt();
+        (grew < 0.25 * expected && expected - grew > evidence::Z_CRIT * se).then_some(tt[0])
+    })
+}
+
+/// A level that moved, then held: the later half of the run within a flat
+/// level's band (`tolerance`) and moving by less than the evidence (steps
+/// early in the run, a start-up the warm-up missed).
+fn settled_later(t: &[f64], x: &[f64], duration_s: f64, tolerance: f64, evidence: f64) -> bool {
+    let from = t.partition_point(|&ti| ti < t[0] + duration_s / 2.0);
+    let late = &x[from..];
+    if late.len() < 2 {
+        return false;
+    }
+    let lw = (late.len() / 10).max(3).min(late.len() / 2).max(1);
+    let mut l = late.to_vec();
+    let moved = median(&mut late[late.len() - lw..].to_vec()) - median(&mut late[..lw].to_vec());
+    quantile(&mut l, 0.95) - quantile(&mut l, 0.05) <= tolerance && moved.abs() <= evidence
 }
 
 /// Growth found in the last part of a run.
@@ -762,7 +906,10 @@ fn late_onset(t: &[f64], x: &[f64], evidence: f64) -> Option<Onset> {
         let head_run = head.slope * (t[from - 1] - t[0]);
         let held = head_run.abs() <= (3.0 * head.scatter).max(evidence)
             && head.slope.abs() * 4.0 < tr.slope;
+        // The tail's growth passes the same trend test as a whole run's.
+        let tested = evidence::test(tt, xt, tr.slope, tr.intercept, drift, evidence);
         if held
+            && tested.significant()
             && run > 0.0
             && run > 3.0 * tr.scatter
             && run > evidence
@@ -929,9 +1076,13 @@ fn gauge(p: &Prepared, out: &mut ChannelAnalysis) {
         let mut c = x.clone();
         quantile(&mut c, 0.95) - quantile(&mut c, 0.05)
     };
+    // The trend word must agree with the drift beside it: a line that
+    // rises while the end sits below the start (a level that fell and
+    // recovered) is no drift either way.
     let (verdict, confidence) = if change.abs() > 3.0 * tr.scatter
         && change.abs() > 0.02 * level
         && out.drift.abs() > 0.02 * level
+        && change.signum() == out.drift.signum()
     {
         (
             if change > 0.0 {

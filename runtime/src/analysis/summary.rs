@@ -69,11 +69,122 @@ pub fn rate_text(per_s: f64, unit: Unit, value: &dyn Fn(f64, Unit) -> String) ->
     }
 }
 
+/// A finding beyond single channels' verdicts: which processes of a tree,
+/// or which layer of GPU memory, the growth lives in. Each stands on the
+/// growth verdicts of the channels it names (see [`super::tree`] and
+/// [`gpu_layers`]), so a finding never comes without growth.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Finding {
+    /// `copy_on_access`, `process_grew` or `gpu_layer`.
+    pub kind: &'static str,
+    pub text: String,
+}
+
+/// Everything a recording (or a live stream) says, in one place: the
+/// headline, the growing level channels, and the findings. Receipts,
+/// `--fail-on`, `--alert`, the exporter's series, the window's banner and
+/// `compare` all read this, so none of them disagrees with another.
+#[derive(Debug, Clone)]
+pub struct Assessment<'a> {
+    pub headline: String,
+    /// Level channels called growth (upwards), most urgent first.
+    pub growing: Vec<Assessed<'a>>,
+    pub findings: Vec<Finding>,
+    /// Memory level channels that moved but whose readings cannot tell
+    /// growth from noise (`insufficient`): nothing is called flat while
+    /// there are any.
+    pub untold: Vec<&'a str>,
+}
+
+impl Assessment<'_> {
+    /// The names of the growing channels, most urgent first.
+    pub fn growing_names(&self) -> Vec<&str> {
+        self.growing.iter().map(|a| a.name).collect()
+    }
+
+    /// The most urgent severity, where something grows.
+    pub fn severity(&self) -> Option<super::Severity> {
+        self.growing.first().and_then(|g| g.analysis.severity)
+    }
+}
+
+/// The one assessment of a set of analysed channels, with the process
+/// tree's findings where there is a tree and the GPU layers' where the job
+/// logs them.
+pub fn assess<'a>(
+    rows: &[Assessed<'a>],
+    tree: Option<&super::tree::TreeSummary>,
+    value: &dyn Fn(f64, Unit) -> String,
+    duration: &dyn Fn(f64) -> String,
+) -> Assessment<'a> {
+    let growing = growing(rows);
+    let mut findings = Vec::new();
+    if let Some(f) = tree.and_then(|t| t.finding.as_ref()) {
+        findings.push(Finding {
+            kind: "copy_on_access",
+            text: f.clone(),
+        });
+    }
+    if let Some(t) = tree.filter(|t| !t.grew.is_empty()) {
+        let names: Vec<String> = t
+            .processes
+            .iter()
+            .filter(|p| t.grew.contains(&p.pid))
+            .map(|p| format!("{} {} ({})", p.role, p.pid, p.name))
+            .collect();
+        findings.push(Finding {
+            kind: "process_grew",
+            text: format!("processes whose PSS grows: {}", names.join(", ")),
+        });
+    }
+    if let Some(l) = gpu_layers(rows, value).filter(|l| l.layer != GpuLayer::None) {
+        findings.push(Finding {
+            kind: "gpu_layer",
+            text: l.text,
+        });
+    }
+    let headline = headline_of(rows, &growing, &findings, value, duration);
+    let untold = untold(rows).into_iter().map(|r| r.name).collect();
+    Assessment {
+        headline,
+        growing,
+        findings,
+        untold,
+    }
+}
+
 /// One sentence a person can act on: "Memory is flat." / "tree.pss grows
 /// 13.1 MiB/s: the cgroup's memory limit is reached in 1 h 12 min."
 /// `value` and `duration` format numbers the way the caller shows them.
+/// The headline of [`assess`] without a process tree.
 pub fn headline(
     rows: &[Assessed<'_>],
+    value: &dyn Fn(f64, Unit) -> String,
+    duration: &dyn Fn(f64) -> String,
+) -> String {
+    assess(rows, None, value, duration).headline
+}
+
+/// Memory levels whose readings cannot tell growth from noise, among those
+/// read over at least half of the longest span any memory level covers: a
+/// worker that lived half a second is in the process tree, not the
+/// headline.
+fn untold<'r, 'a>(rows: &'r [Assessed<'a>]) -> Vec<&'r Assessed<'a>> {
+    let memory = || {
+        rows.iter()
+            .filter(|r| r.analysis.kind == Kind::Level && r.unit.is_bytes())
+    };
+    let longest = memory().map(|r| r.analysis.duration_s).fold(0.0, f64::max);
+    memory()
+        .filter(|r| r.analysis.verdict == Verdict::Insufficient && r.analysis.points >= 2)
+        .filter(|r| r.analysis.duration_s >= 0.5 * longest)
+        .collect()
+}
+
+fn headline_of(
+    rows: &[Assessed<'_>],
+    growing: &[Assessed<'_>],
+    findings: &[Finding],
     value: &dyn Fn(f64, Unit) -> String,
     duration: &dyn Fn(f64) -> String,
 ) -> String {
@@ -81,8 +192,12 @@ pub fn headline(
         .iter()
         .filter(|r| r.analysis.kind == Kind::Level && r.unit.is_bytes())
         .collect();
-    let growing = growing(rows);
     let Some(top) = growing.first() else {
+        // Findings stand on growth verdicts; should one come without them,
+        // it is still never hidden behind "flat".
+        if let Some(f) = findings.first() {
+            return format!("Growth found: {}.", f.text);
+        }
         let told: Vec<&&Assessed<'_>> = memory
             .iter()
             .filter(|r| r.analysis.verdict != Verdict::Insufficient)
@@ -93,6 +208,22 @@ pub fn headline(
             } else {
                 "Too few readings after the warm-up to judge memory.".into()
             };
+        }
+        // A channel that moved but whose readings cannot tell growth from
+        // noise is not flat: say so, with what it had.
+        let untold: Vec<&Assessed<'_>> = untold(rows);
+        if let Some(u) = untold.first() {
+            let a = u.analysis;
+            let more = match untold.len() {
+                1 => String::new(),
+                n => format!(" (and {} more)", n - 1),
+            };
+            return format!(
+                "No memory channel grows beyond its noise, but {}{more} cannot be told: {} readings over {}.",
+                u.name,
+                a.points,
+                duration(a.duration_s)
+            );
         }
         let noisy: Vec<&str> = told
             .iter()
@@ -130,6 +261,9 @@ pub fn headline(
         )),
         (Some(t), None) => s.push_str(&format!(": its limit is reached in {}.", duration(t))),
         (None, _) => s.push_str(": no limit is known for it."),
+    }
+    if findings.iter().any(|f| f.kind == "copy_on_access") {
+        s.push_str(" Copy-on-access: workers touch pages they share with their parent.");
     }
     if growing.len() > 1 {
         let others: Vec<&str> = growing[1..].iter().take(3).map(|r| r.name).collect();
@@ -298,6 +432,60 @@ mod tests {
         );
         assert_eq!(rate_text(100.0, Unit::Bytes, &value), "0.3 MiB/h");
         assert_eq!(rate_text(2048.0, Unit::Bytes, &value), "0.0 MiB/s");
+    }
+
+    #[test]
+    fn a_finding_or_an_untold_channel_is_never_called_flat() {
+        let t: Vec<f64> = (0..600).map(f64::from).collect();
+        let ctx = Context {
+            min_growth: 65536.0,
+            ..Context::default()
+        };
+        let flat = analyze(&t, &vec![5e8; t.len()], &ctx);
+        // Six readings over the same ten minutes that rise by a third:
+        // cannot be told.
+        let few = analyze(
+            &[0.0, 120.0, 240.0, 360.0, 480.0, 599.0],
+            &[3e8, 3.2e8, 3.4e8, 3.6e8, 3.8e8, 4e8],
+            &Context {
+                warmup_s: Some(0.0),
+                ..ctx.clone()
+            },
+        );
+        assert_eq!(few.verdict, Verdict::Insufficient);
+        let row = |name, analysis| Assessed {
+            name,
+            unit: Unit::Bytes,
+            analysis,
+            limit: None,
+        };
+        let a = assess(
+            &[row("mem.rss", &flat), row("tree.pss", &few)],
+            None,
+            &value,
+            &duration,
+        );
+        assert!(
+            a.headline.starts_with(
+                "No memory channel grows beyond its noise, but tree.pss cannot be told"
+            ),
+            "{}",
+            a.headline
+        );
+        assert_eq!(a.untold, ["tree.pss"]);
+        // A finding with no growing channel (never made so, but guarded).
+        let tree = crate::analysis::tree::TreeSummary {
+            processes: Vec::new(),
+            peak: 1,
+            grew: Vec::new(),
+            finding: Some("copy-on-access: something".into()),
+        };
+        let a = assess(&[row("mem.rss", &flat)], Some(&tree), &value, &duration);
+        assert!(a.headline.starts_with("Growth found:"), "{}", a.headline);
+        assert_eq!(a.findings.len(), 1);
+        let a = assess(&[row("mem.rss", &flat)], None, &value, &duration);
+        assert_eq!(a.headline, "Memory is flat.");
+        assert!(a.findings.is_empty() && a.growing.is_empty() && a.untold.is_empty());
     }
 
     #[test]

@@ -106,10 +106,14 @@ fn staircases_of_several_quanta_and_spacings() {
 }
 
 #[test]
-fn a_single_step_is_a_one_jump_staircase() {
+fn a_single_step_is_one_jump_and_no_trend_yet() {
+    // One step that held is a level that moved: its jump is listed with its
+    // quantum, but a trend needs more than one event (the trend test finds
+    // too few effective readings in a step), so it is not projected.
     let (t, v) = series(2000, 10.0, |i, _| if i < 1500 { 100.0 } else { 164.0 });
     let a = run(&t, &v);
-    assert_eq!(a.verdict, Verdict::Staircase, "{a:?}");
+    assert_eq!(a.verdict, Verdict::Insufficient, "{a:?}");
+    assert_eq!(a.severity, None);
     assert_eq!((a.jumps, a.quantum), (1, Some(64.0)));
     assert_eq!(
         a.jump_list[0],
@@ -134,10 +138,8 @@ fn a_jump_spread_over_two_samples_is_one_jump() {
         _ => 12.0,
     });
     let a = run(&t, &v);
-    assert_eq!(
-        (a.verdict, a.jumps, a.quantum),
-        (Verdict::Staircase, 1, Some(2.0))
-    );
+    assert_eq!((a.jumps, a.quantum), (1, Some(2.0)), "{a:?}");
+    assert!(!a.verdict.is_growth(), "one step is no trend: {a:?}");
 }
 
 #[test]
@@ -203,10 +205,12 @@ fn gaps_are_skipped_and_the_warm_up_is_honoured() {
             ..Context::default()
         },
     );
-    assert_ne!(
-        a.verdict,
-        Verdict::Flat,
-        "without the warm-up the ramp counts"
+    // Without the warm-up the ramp counts: a level that moved, then held
+    // (settled), never growth.
+    assert_eq!(
+        (a.verdict, a.note),
+        (Verdict::Flat, Some(Note::NotSustained)),
+        "{a:?}"
     );
 }
 
@@ -317,7 +321,22 @@ fn changes_below_the_evidence_floor_read_flat() {
             ..Context::default()
         },
     );
-    assert_eq!(b.verdict, Verdict::Staircase, "{b:?}");
+    // Three such steps in 25 s are not yet a trend at 99.9 %...
+    assert!(!b.verdict.is_growth(), "{b:?}");
+    // ...twenty of them over 100 s are, and read as a staircase.
+    let t: Vec<f64> = (0..200).map(|i| i as f64 * 0.5).collect();
+    let steps: Vec<f64> = (0..200)
+        .map(|i| 64e6 + 64.0 * 4096.0 * f64::from(i / 10))
+        .collect();
+    let c = analyze(
+        &t,
+        &steps,
+        &Context {
+            min_growth: floor,
+            ..Context::default()
+        },
+    );
+    assert_eq!(c.verdict, Verdict::Staircase, "{c:?}");
     use crate::analysis::rules::evidence_floor;
     use crate::telemetry::Unit;
     assert_eq!(evidence_floor("mem.rss", Unit::Bytes), 65536.0);
@@ -440,9 +459,12 @@ fn growth_that_stops_early_is_not_sustained() {
             ..Context::default()
         },
     );
-    // Within 1 % of 1 GB: flat, and the receipt says by how much it moved.
+    // Within 1 % of 1 GB: flat, and the receipt says it moved (settled).
     assert_eq!(a.verdict, Verdict::Flat, "{a:?}");
-    assert!(matches!(a.note, Some(Note::Within { .. })), "{a:?}");
+    assert!(
+        matches!(a.note, Some(Note::Within { .. } | Note::NotSustained)),
+        "{a:?}"
+    );
     assert_eq!((a.projection_24h, a.severity), (Some(0.0), None));
     // Steps up early (25 % each), then flat: not sustained.
     let (t2, v2) = series(3000, 10.0, |_, t| {
@@ -618,7 +640,6 @@ fn a_staircase_must_still_step_in_the_later_half() {
     };
     let a = analyze(&t, &v, &ctx);
     assert_eq!(a.jumps, 4, "{a:?}");
-    assert_eq!(a.note, Some(Note::NotSustained), "{a:?}");
     assert!(!a.verdict.is_growth() && a.severity.is_none(), "{a:?}");
     // Steps every 7 s through the run keep stepping: a staircase.
     let (t, v) = series(600, 10.0, |_, t| {
@@ -627,4 +648,123 @@ fn a_staircase_must_still_step_in_the_later_half() {
     let b = analyze(&t, &v, &ctx);
     assert_eq!(b.verdict, Verdict::Staircase, "{b:?}");
     assert!(b.severity.is_some(), "{b:?}");
+}
+
+/// Issue 34: a tree's PSS read every few seconds (a dozen readings) that
+/// rises by a third is growth, whatever the count; six readings cannot be.
+#[test]
+fn a_dozen_sparse_readings_that_rise_are_growth() {
+    let mib = 1_048_576.0;
+    let t: Vec<f64> = (0..12).map(|i| f64::from(i) * 4.5).collect();
+    let v: Vec<f64> = t.iter().map(|t| 1100.0 * mib + 12.0 * mib * t).collect();
+    let ctx = Context {
+        warmup_s: Some(0.0),
+        min_growth: 65536.0,
+        ..Context::default()
+    };
+    let a = analyze(&t, &v, &ctx);
+    assert_eq!(a.verdict, Verdict::Linear, "{a:?}");
+    assert!((a.slope_per_s / (12.0 * mib) - 1.0).abs() < 0.01, "{a:?}");
+    let e = a.evidence.unwrap();
+    assert_eq!(e.readings, 12);
+    assert!(e.significant() && e.detectable_per_s.is_some(), "{e:?}");
+    // Six such readings: too few to show any trend at 99.9 %, and not flat.
+    let b = analyze(&t[..6], &v[..6], &ctx);
+    assert_eq!(b.verdict, Verdict::Insufficient, "{b:?}");
+    assert_eq!(b.evidence.unwrap().detectable_per_s, None);
+}
+
+/// A level that moved past its evidence floor in a few steps, within 1 % of
+/// its level, is not flat when its readings cannot weigh a trend.
+#[test]
+fn a_few_steps_past_the_floor_are_not_flat() {
+    let mib = 1_048_576.0;
+    // 1.3 GiB, +1.0 MiB in ten 0.25 MiB steps (seven up, three down) over
+    // 10 minutes at 6.6 Hz, as the seed's own log moves.
+    let pattern = [1.0, 1.0, -1.0, 1.0, 1.0, 1.0, -1.0, 1.0, -1.0, 1.0];
+    let level = |k: usize| pattern[..k].iter().sum::<f64>();
+    let (t, v) = series(3975, 6.6, |i, _| {
+        1300.0 * mib + 0.25 * mib * level((i / 362).min(10))
+    });
+    let ctx = Context {
+        warmup_s: Some(0.0),
+        min_growth: 65536.0,
+        ..Context::default()
+    };
+    let a = analyze(&t, &v, &ctx);
+    assert_eq!(a.verdict, Verdict::Insufficient, "{a:?}");
+    assert!(a.severity.is_none(), "{a:?}");
+    // Four regular steps, all up, are a staircase at 99.9 %.
+    let (t4, v4) = series(3975, 6.6, |i, _| {
+        1300.0 * mib + 0.25 * mib * (i / 800) as f64
+    });
+    assert_eq!(analyze(&t4, &v4, &ctx).verdict, Verdict::Staircase);
+    // Three single pages (under the floor) are flat.
+    let (t, v) = series(600, 10.0, |i, _| 1300.0 * mib + 4096.0 * (i / 200) as f64);
+    assert_eq!(analyze(&t, &v, &ctx).verdict, Verdict::Flat);
+}
+
+/// A start-up ramp seen four seconds after it ended (a live window whose
+/// warm-up cannot be found yet) is settled, not a leak; the same ramp
+/// still rising is growth.
+#[test]
+fn a_ramp_that_stopped_is_settled() {
+    let mib = 1_048_576.0;
+    let ramp = |t: f64| 100.0 * mib + 3.3 * mib * t.min(30.0);
+    let ctx = Context {
+        warmup_s: Some(0.0),
+        min_growth: 65536.0,
+        ..Context::default()
+    };
+    let (t, v) = series(170, 5.0, |_, t| ramp(t));
+    let a = analyze(&t, &v, &ctx);
+    assert!(!a.verdict.is_growth(), "{a:?}");
+    assert_eq!(a.note, Some(Note::NotSustained), "{a:?}");
+    let (t, v) = series(140, 5.0, |_, t| ramp(t));
+    assert_eq!(analyze(&t, &v, &ctx).verdict, Verdict::Linear);
+}
+
+/// PSS that rises while USS does not is shared pages changing hands.
+#[test]
+fn pss_growth_without_uss_growth_is_shared_pages() {
+    let mib = 1_048_576.0;
+    let t: Vec<f64> = (0..200).map(|i| f64::from(i) * 0.5).collect();
+    let ctx = Context {
+        warmup_s: Some(0.0),
+        min_growth: 65536.0,
+        ..Context::default()
+    };
+    let rising: Vec<f64> = t.iter().map(|t| 50.0 * mib + 0.1 * mib * t).collect();
+    let held: Vec<f64> = t.iter().map(|_| 20.0 * mib).collect();
+    let mut pss = analyze(&t, &rising, &ctx);
+    assert_eq!(pss.verdict, Verdict::Linear);
+    let uss = analyze(&t, &held, &ctx);
+    reconcile_pss(&mut pss, &uss);
+    assert!(!pss.verdict.is_growth(), "{pss:?}");
+    assert_eq!((pss.note, pss.severity), (Some(Note::SharedPages), None));
+    // Copy-on-access: USS grows with PSS, and the growth stands.
+    let mut pss = analyze(&t, &rising, &ctx);
+    let uss = analyze(&t, &rising, &ctx);
+    reconcile_pss(&mut pss, &uss);
+    assert_eq!(pss.verdict, Verdict::Linear);
+    assert_eq!(uss_of("pid42.pss").as_deref(), Some("pid42.uss"));
+    assert_eq!(uss_of("tree.pss").as_deref(), Some("tree.uss"));
+    assert_eq!(uss_of("gpu0.pss"), None);
+}
+
+/// A gauge's trend word agrees with its drift: a line that rises while the
+/// end sits below the start drifts neither way.
+#[test]
+fn a_gauge_never_drifts_up_with_a_negative_drift() {
+    // Holds at 1000, drops to 900, then climbs back to 975.
+    let (t, v) = series(1200, 1.0, |_, t| {
+        if t < 100.0 {
+            1000.0
+        } else {
+            900.0 + 75.0 * (t - 100.0) / 1100.0
+        }
+    });
+    let a = as_kind(Kind::Gauge, &t, &v);
+    assert!(a.drift < 0.0, "{a:?}");
+    assert_ne!(a.verdict, Verdict::DriftingUp, "{a:?}");
 }

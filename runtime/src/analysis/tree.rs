@@ -37,7 +37,8 @@ pub struct TreeSummary {
     pub processes: Vec<ProcessSeen>,
     /// Most processes in the tree at once (`tree.procs`).
     pub peak: usize,
-    /// Processes whose PSS grew (by at least [`MATERIAL_SHARE`] of it), by pid.
+    /// Processes whose PSS is called growth by its own readings and grew by
+    /// at least [`MATERIAL_SHARE`] of it since the tree took its shape, by pid.
     pub grew: Vec<u32>,
     /// One line for a person, where the tree shows something a single
     /// process's RSS would hide.
@@ -68,15 +69,22 @@ fn settled(seen: &BTreeMap<u32, ProcessSeen>) -> Option<f64> {
         .fold(None, |a: Option<f64>, t| Some(a.map_or(t, |a| a.max(t))))
 }
 
-/// The finding no single process's RSS shows: from the moment the last
-/// worker started, the tree's PSS grew by at least [`MATERIAL_SHARE`] while
+/// The finding no single process's RSS shows: the tree's PSS is called
+/// growth, and from the moment the last
+/// worker started, it grew by at least [`MATERIAL_SHARE`] while
 /// every process's RSS moved by less than [`STILL_SHARE`]. Measured on the
 /// readings, whatever shape the growth had (a DataLoader's workers copy the
 /// pages they touch in their first epoch, then hold them).
 fn copy_on_access<'c, F: Fn(&str) -> Option<&'c [f64]>>(
     seen: &BTreeMap<u32, ProcessSeen>,
     data: &Columns<'c, F>,
+    pss_grows: bool,
 ) -> Option<String> {
+    // A finding stands on the same evidence as any channel: the tree's PSS
+    // is called growth by its own readings.
+    if !pss_grows {
+        return None;
+    }
     let workers = seen.values().filter(|p| p.role == "worker").count();
     let since = settled(seen)?;
     let from = data.t.partition_point(|&t| t < since);
@@ -199,11 +207,21 @@ pub fn summarize<'a, 'c, F: Fn(&str) -> Option<&'c [f64]>>(
             .and_then(|s| (data.column)(&format!("{s}.pss")))
             .and_then(|c| ends(c, from));
         p.pss_growth = ends.map(|(a, b)| b - a);
-        if ends.is_some_and(|(a, b)| b - a > 0.0 && b - a >= MATERIAL_SHARE * a) {
+        // Grew: its own readings are called growth (the evidence rule of
+        // every channel), upwards, and by a material share since the tree
+        // took its shape.
+        let called = p
+            .channels
+            .as_deref()
+            .and_then(|s| analysis(&format!("{s}.pss")))
+            .is_some_and(|a| a.verdict.is_growth() && a.slope_per_s > 0.0);
+        if called && ends.is_some_and(|(a, b)| b - a > 0.0 && b - a >= MATERIAL_SHARE * a) {
             grew.push(p.pid);
         }
     }
-    let finding = copy_on_access(&seen, data);
+    let pss_grows =
+        analysis("tree.pss").is_some_and(|a| a.verdict.is_growth() && a.slope_per_s > 0.0);
+    let finding = copy_on_access(&seen, data, pss_grows);
     let peak = (data.column)("tree.procs")
         .map(|c| {
             c.iter()
@@ -219,4 +237,101 @@ pub fn summarize<'a, 'c, F: Fn(&str) -> Option<&'c [f64]>>(
         grew,
         finding,
     })
+}
+
+/// Processes of a job that exit within this much of each other are one
+/// teardown.
+pub const TEARDOWN_GAP_S: f64 = 3.0;
+
+/// Where a watched job's teardown began, in seconds on the events' clock:
+/// the run of process exits (and the watched process's own) that ends the
+/// recording, each within [`TEARDOWN_GAP_S`] of the next and the last one
+/// within it of `end_s`. A job's memory while its processes exit (a rank
+/// freeing its tensors, a launcher's PSS rising as the pages it shared are
+/// left to it alone) is no part of how the job ran: receipts analyse up to
+/// here. `None` when the recording did not end with its processes exiting.
+pub fn teardown_s(events: &[Event], end_s: f64) -> Option<f64> {
+    let t = |e: &Event| e.t_ns as f64 / 1e9;
+    let mut exits: Vec<f64> = events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e.kind,
+                EventKind::ProcessExited { .. } | EventKind::TargetExited { .. }
+            )
+        })
+        .map(t)
+        .collect();
+    let last_start = events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::ProcessStarted { .. }))
+        .map(t)
+        .fold(f64::NEG_INFINITY, f64::max);
+    exits.sort_by(f64::total_cmp);
+    let mut from = *exits.last()?;
+    if end_s - from > TEARDOWN_GAP_S {
+        return None;
+    }
+    for &x in exits.iter().rev().skip(1) {
+        if from - x > TEARDOWN_GAP_S || x <= last_start {
+            break;
+        }
+        from = x;
+    }
+    (from > last_start).then_some(from)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(t_s: f64, kind: EventKind) -> Event {
+        Event {
+            t_ns: (t_s * 1e9) as u64,
+            kind,
+        }
+    }
+
+    fn exited(t_s: f64, pid: u32) -> Event {
+        ev(
+            t_s,
+            EventKind::ProcessExited {
+                pid,
+                name: "python".into(),
+                role: "rank".into(),
+            },
+        )
+    }
+
+    fn started(t_s: f64, pid: u32) -> Event {
+        ev(
+            t_s,
+            EventKind::ProcessStarted {
+                pid,
+                ppid: 1,
+                name: "python".into(),
+                role: "rank".into(),
+            },
+        )
+    }
+
+    #[test]
+    fn the_teardown_is_the_run_of_exits_that_ends_the_recording() {
+        // Two ranks exit, then the launcher: the teardown begins at the first.
+        let events = [
+            started(2.0, 11),
+            started(2.1, 12),
+            exited(5.0, 99), // a helper that left early
+            exited(99.0, 11),
+            exited(99.2, 12),
+            ev(99.6, EventKind::TargetExited { pid: 10 }),
+        ];
+        assert_eq!(teardown_s(&events, 99.7), Some(99.0));
+        // A recording that goes on long after the last exit has none.
+        assert_eq!(teardown_s(&events, 120.0), None);
+        // Exits before the last start are the job's own churn, not its end.
+        let churn = [exited(50.0, 11), started(51.0, 13), exited(52.0, 12)];
+        assert_eq!(teardown_s(&churn, 52.5), Some(52.0));
+        assert_eq!(teardown_s(&[], 10.0), None);
+    }
 }
