@@ -33,13 +33,14 @@ fn limit_of(rec: &Recording, name: &str, unit: Unit) -> Option<(f64, LimitSource
     rules::limit_for(name, unit, &rec.header.host, |c| latest(rec.channel(c)?))
 }
 
-/// The process tree of a watched job, where the recording has one.
-pub fn tree_summary(rec: &Recording, rows: &[Row<'_>]) -> Option<TreeSummary> {
+/// The process tree of a watched job, where the recording has one, over
+/// the samples `a..b` (the part analysed).
+fn tree_summary(rec: &Recording, rows: &[Row<'_>], a: usize, b: usize) -> Option<TreeSummary> {
     let by_name = |n: &str| rows.iter().find(|r| r.spec.name == n).map(|r| &r.analysis);
-    let t: Vec<f64> = rec.t_ns.iter().map(|&t| t as f64 / 1e9).collect();
+    let t: Vec<f64> = rec.t_ns[a..b].iter().map(|&t| t as f64 / 1e9).collect();
     let data = tree_analysis::Columns {
         t: &t,
-        column: |n: &str| rec.channel(n),
+        column: |n: &str| rec.channel(n).map(|c| &c[a..b]),
     };
     tree_analysis::summarize(&rec.header.schema, &rec.events, by_name, &data)
 }
@@ -128,9 +129,19 @@ pub struct Receipt<'a> {
     /// The part analysed, in seconds since the start, when not all of it
     /// (`report --from/--to`, a selection in the dashboard).
     pub range: Option<[f64; 2]>,
+    /// Where the job's teardown began (seconds since the start): the
+    /// analysis stops there (see [`tree_analysis::teardown_s`]).
+    pub teardown_s: Option<f64>,
+    /// The watched process tree over the part analysed, where there is one.
+    pub tree: Option<TreeSummary>,
 }
 
 impl Receipt<'_> {
+    /// The one assessment: headline, growing channels, findings.
+    pub fn assessment(&self) -> summary::Assessment<'_> {
+        summary::assess(&self.assessed(), self.tree.as_ref(), &value, &duration)
+    }
+
     fn assessed(&self) -> Vec<Assessed<'_>> {
         self.rows
             .iter()
@@ -145,7 +156,7 @@ impl Receipt<'_> {
 
     /// The one sentence a receipt starts with.
     pub fn headline(&self) -> String {
-        summary::headline(&self.assessed(), &value, &duration)
+        self.assessment().headline
     }
 
     /// Which layer of a PyTorch job's GPU memory grows, where it logs
@@ -156,7 +167,8 @@ impl Receipt<'_> {
 
     /// The level channels called growth, most urgent first.
     pub fn growing(&self) -> Vec<&str> {
-        summary::growing(&self.assessed())
+        self.assessment()
+            .growing
             .into_iter()
             .map(|a| a.name)
             .collect()
@@ -178,6 +190,23 @@ pub fn analyse_range(
     warmup_s: Option<f64>,
     range: Option<[f64; 2]>,
 ) -> Receipt<'_> {
+    analyse_part(rec, warmup_s, range, false)
+}
+
+/// The receipt the first `end_s` seconds of a recording would have had,
+/// had the run ended there: its warm-up found on those seconds alone (as a
+/// live analysis finds it), its teardown ignored. `bench analysis --delay`
+/// replays recordings so.
+pub fn analyse_prefix(rec: &Recording, end_s: f64) -> Receipt<'_> {
+    analyse_part(rec, None, Some([0.0, end_s]), true)
+}
+
+fn analyse_part(
+    rec: &Recording,
+    warmup_s: Option<f64>,
+    range: Option<[f64; 2]>,
+    prefix: bool,
+) -> Receipt<'_> {
     let t_all: Vec<f64> = rec.t_ns.iter().map(|&t| t as f64 / 1e9).collect();
     let t0 = t_all.first().copied().unwrap_or(0.0);
     let (a, b) = match range {
@@ -187,10 +216,21 @@ pub fn analyse_range(
         ),
         None => (0, t_all.len()),
     };
+    // A job's teardown (its processes exiting at the end) is no part of how
+    // it ran: the analysis ends where it began.
+    let teardown = tree_analysis::teardown_s(&rec.events, t_all.last().copied().unwrap_or(0.0))
+        .filter(|&td| td > t0 && !prefix);
+    let b = match teardown {
+        Some(td) => b.min(t_all.partition_point(|&t| t < td)),
+        None => b,
+    };
     let b = b.max(a);
     let t = &t_all[a..b];
     let column = |i: usize| &rec.columns[i][a..b];
-    let whole = |i: usize| rec.columns[i].as_slice();
+    // What the warm-up and the step axis are found on: the whole recording,
+    // or (a prefix) only what was there by its end.
+    let seen = if prefix { b } else { t_all.len() };
+    let whole = |i: usize| &rec.columns[i][..seen];
     let steps = rules::step_axis(&rec.header.schema, whole).map(column);
     // Tokens follow the same rule: a count that never moves is no axis.
     let tokens = TOKEN_CHANNELS
@@ -200,7 +240,7 @@ pub fn analyse_range(
         .map(|c| &c[a..b]);
     let warmup = match warmup_s {
         Some(s) => WarmupChoice::Given(s),
-        None => match analysis::recording_warmup(&rec.header.schema, &t_all, whole) {
+        None => match analysis::recording_warmup(&rec.header.schema, &t_all[..seen], whole) {
             Some(w) => WarmupChoice::Found {
                 s: w.at_s - t0,
                 channel: w.channel.unwrap_or_default(),
@@ -252,6 +292,18 @@ pub fn analyse_range(
             })
             .collect::<Vec<_>>(),
     );
+    // A PSS that rose while its USS did not is shared pages changing hands.
+    let mut rows = rows;
+    for i in 0..rows.len() {
+        let Some(uss) = analysis::uss_of(&rows[i].spec.name) else {
+            continue;
+        };
+        if let Some(u) = rows.iter().find(|r| r.spec.name == uss) {
+            let u = u.analysis.clone();
+            analysis::reconcile_pss(&mut rows[i].analysis, &u);
+        }
+    }
+    let tree = tree_summary(rec, &rows, a, b);
     let mut slots: Vec<Option<Row<'_>>> = rows.into_iter().map(Some).collect();
     let rows = order.into_iter().filter_map(|i| slots[i].take()).collect();
     let range = range.map(|_| match (t.first(), t.last()) {
@@ -262,6 +314,8 @@ pub fn analyse_range(
         rows,
         warmup,
         range,
+        teardown_s: teardown.map(|td| td - t0),
+        tree,
     }
 }
 
@@ -273,6 +327,7 @@ pub fn verdict_text(a: &ChannelAnalysis, u: Unit) -> String {
             format!("flat (within {})", change(a.drift, u))
         }
         (v, Some(Note::NotSustained)) => format!("{} (settled)", v.as_str()),
+        (v, Some(Note::SharedPages)) => format!("{} (USS flat)", v.as_str()),
         (v, _) => match a.onset_s {
             Some(t) => format!("{} since {}", v.as_str(), duration(t)),
             None => v.as_str().into(),
@@ -294,8 +349,18 @@ fn sensitivity(receipt: &Receipt<'_>) -> Option<String> {
     } else {
         "this run was too short to rule one out"
     };
+    let smallest =
+        r.analysis
+            .evidence
+            .and_then(|e| e.detectable_per_s)
+            .map_or(String::new(), |d| {
+                format!(
+                    "; growth of {} or more was detectable in this run",
+                    summary::rate_text(d, r.spec.unit, &value)
+                )
+            });
     Some(format!(
-        "a {}/h leak in {} would show after {} at this run's noise ({} points over {}: {enough})",
+        "a {}/h leak in {} would show after {} at this run's noise ({} points over {}: {enough}){smallest}",
         value(analysis::REFERENCE_LEAK_BYTES_PER_H, Unit::Bytes),
         r.spec.name,
         duration(after),
@@ -304,12 +369,59 @@ fn sensitivity(receipt: &Receipt<'_>) -> Option<String> {
     ))
 }
 
+/// What the readings of a level could and could not tell, for every level
+/// whose verdict is `insufficient`: how many readings over what span, and
+/// why no growth rate was detectable (too few effective readings).
+fn untold(receipt: &Receipt<'_>) -> Vec<String> {
+    receipt
+        .rows
+        .iter()
+        .filter(|r| r.analysis.kind == analysis::Kind::Level)
+        .filter(|r| r.analysis.verdict == Verdict::Insufficient)
+        .map(|r| {
+            let a = &r.analysis;
+            let why = match a.evidence {
+                Some(e) if e.readings >= 2 => format!(
+                    "{} readings over {} (worth {:.1} independent ones, {} needed to show any trend at {} %)",
+                    e.readings,
+                    duration(e.span_s),
+                    e.effective_readings,
+                    analysis::evidence::MIN_READINGS,
+                    e.confidence * 100.0
+                ),
+                _ => format!("{} readings", a.points),
+            };
+            format!(
+                "{} moved {} but cannot be told from noise: {why}",
+                r.spec.name,
+                change(a.final_value - a.baseline, r.spec.unit)
+            )
+        })
+        .collect()
+}
+
 fn num(v: f64) -> Value {
     if v.is_finite() { json!(v) } else { Value::Null }
 }
 
 fn opt(v: Option<f64>) -> Value {
     v.map_or(Value::Null, num)
+}
+
+/// A level's trend test, as the JSON receipt gives it.
+fn evidence_json(e: &analysis::TrendEvidence) -> Value {
+    json!({
+        "readings": e.readings,
+        "span_s": num(e.span_s),
+        "z": num(e.z),
+        "z_steps": num(e.z_steps),
+        "z_crit": num(e.z_crit),
+        "confidence": num(e.confidence),
+        "inflation": num(e.inflation),
+        "effective_readings": num(e.effective_readings),
+        "scatter": num(e.scatter),
+        "detectable_per_s": opt(e.detectable_per_s),
+    })
 }
 
 /// The JSON receipt.
@@ -364,6 +476,7 @@ pub fn json_report(rec: &Recording, receipt: &Receipt<'_>) -> Value {
                 "detectable_after_s": opt(a.detectable_after_s),
                 "note": a.note,
                 "onset_s": opt(a.onset_s),
+                "evidence": a.evidence.as_ref().map_or(Value::Null, evidence_json),
                 "warmup_s": num(a.warmup_s),
                 "analysed_points": a.points,
                 "analysed_s": num(a.duration_s),
@@ -380,6 +493,7 @@ pub fn json_report(rec: &Recording, receipt: &Receipt<'_>) -> Value {
         "growing": receipt.growing(),
         "gpu_layers": receipt.gpu_layers(),
         "range": receipt.range.map(|[from, to]| json!({"from_s": from, "to_s": to})),
+        "teardown_s": opt(receipt.teardown_s),
         "warmup": match &receipt.warmup {
             WarmupChoice::Given(s) => json!({"s": s, "how": "given"}),
             WarmupChoice::Found { s, channel } => json!({"s": s, "how": "found", "channel": channel}),
@@ -425,7 +539,8 @@ pub fn json_report(rec: &Recording, receipt: &Receipt<'_>) -> Value {
                 }))
                 .collect::<Vec<_>>(),
         },
-        "process_tree": tree_summary(rec, rows),
+        "process_tree": receipt.tree,
+        "findings": receipt.assessment().findings,
         "unavailable": unavailable,
     })
 }
@@ -457,16 +572,24 @@ pub(crate) fn training_axes(rec: &Recording) -> Option<String> {
     let steps = rules::step_axis(&rec.header.schema, column)
         .map(|i| &rec.header.schema.channels[i].name)
         .and_then(|n| last(n));
-    let tokens = TOKEN_CHANNELS.iter().find_map(|n| last(n));
-    match (steps, tokens) {
+    // A count that never moved (a workload without steps or tokens) says
+    // nothing: only what advanced is told.
+    let tokens_seen = TOKEN_CHANNELS
+        .iter()
+        .filter_map(|n| rec.channel(n))
+        .find(|c| rules::advances(c))
+        .map(channel_stats)
+        .map(|s| s.max)
+        .filter(|v| v.is_finite());
+    let tokens = |t: f64| format!("{} tokens", crate::fmt::thousands(t as u64));
+    match (steps, tokens_seen) {
         (None, None) => None,
-        (s, t) => Some(format!(
-            "{} steps{}",
-            s.map_or("?".into(), |s| crate::fmt::thousands(s as u64)),
-            t.map_or(String::new(), |t| format!(
-                ", {} tokens",
-                crate::fmt::thousands(t as u64)
-            ))
+        (Some(s), None) => Some(format!("{} steps", crate::fmt::thousands(s as u64))),
+        (None, Some(t)) => Some(tokens(t)),
+        (Some(s), Some(t)) => Some(format!(
+            "{} steps, {}",
+            crate::fmt::thousands(s as u64),
+            tokens(t)
         )),
     }
 }
@@ -616,11 +739,20 @@ pub fn text_report(rec: &Recording, receipt: &Receipt<'_>) -> String {
         );
     }
     let _ = writeln!(s, "  analysis after {}", receipt.warmup.describe());
+    if let Some(td) = receipt.teardown_s {
+        let _ = writeln!(
+            s,
+            "  analysis up to {td:.1} s, where the job's processes began to exit"
+        );
+    }
     if let Some(note) = thinned_note(rec) {
         let _ = writeln!(s, "  {note}");
     }
     if let Some(line) = sensitivity(receipt) {
         let _ = writeln!(s, "  sensitivity: {line}");
+    }
+    for line in untold(receipt) {
+        let _ = writeln!(s, "  insufficient: {line}");
     }
     let _ = writeln!(
         s,
@@ -681,8 +813,8 @@ pub fn text_report(rec: &Recording, receipt: &Receipt<'_>) -> String {
             lines.saturating_sub(parsed)
         );
     }
-    if let Some(t) = tree_summary(rec, rows) {
-        s.push_str(&tree_text(&t, "  "));
+    if let Some(t) = &receipt.tree {
+        s.push_str(&tree_text(t, "  "));
     }
     for u in &h.unavailable {
         let _ = writeln!(s, "  unavailable: {}: {}", u.probe, u.reason);
@@ -835,8 +967,8 @@ pub fn md_report(rec: &Recording, receipt: &Receipt<'_>) -> String {
             value(v, Unit::Bytes)
         );
     }
-    if let Some(t) = tree_summary(rec, rows) {
-        let _ = writeln!(s, "\n## Process tree\n\n```{}```", tree_text(&t, ""));
+    if let Some(t) = &receipt.tree {
+        let _ = writeln!(s, "\n## Process tree\n\n```{}```", tree_text(t, ""));
     }
     if !h.unavailable.is_empty() {
         let _ = writeln!(s, "\nUnavailable probes:\n");

@@ -306,3 +306,53 @@ fn a_bad_alert_is_refused_before_anything_starts() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("no time unit \"week\""), "{err}");
 }
+
+/// The copy-on-access job (workers reading a parent's list of objects)
+/// served live: in the last seconds of its reading the exporter's verdict
+/// for `tree.pss` is growth; for its fix (the same data in one bytes
+/// object) it is not. The same assessment as the receipt's, live.
+#[test]
+fn the_exporter_calls_copy_on_access_growth_and_not_its_fix() {
+    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/cow_workers.py");
+    for (mode, grows) in [("list", true), ("bytes", false)] {
+        let dir = tempfile::tempdir().unwrap();
+        // 96 MB read in 50 steps of 0.4 s: 20 s of copying.
+        let mut job = Reaped(
+            Command::new("python3")
+                .args([fixture, mode, "96", "50", "0.4"])
+                .stdout(Stdio::null())
+                .spawn()
+                .unwrap(),
+        );
+        let (_watch, addr) = watch(job.0.id(), dir.path(), &[]);
+        // (seconds since the watch began, verdict of tree.pss is growth)
+        let start = Instant::now();
+        let mut scrapes: Vec<(f64, bool)> = Vec::new();
+        while job.0.try_wait().unwrap().is_none() && start.elapsed() < Duration::from_secs(120) {
+            let text = metrics(addr);
+            if text.contains("flatline_channel_verdict{") {
+                let growth = ["linear", "staircase"].iter().any(|v| {
+                    series(
+                        &text,
+                        "flatline_channel_verdict",
+                        &["channel=\"tree.pss\"", &format!("verdict=\"{v}\"")],
+                    ) == Some(1.0)
+                });
+                scrapes.push((start.elapsed().as_secs_f64(), growth));
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        let end = scrapes.last().map_or(0.0, |s| s.0);
+        let late: Vec<bool> = scrapes
+            .iter()
+            .filter(|s| s.0 >= end - 8.0 && s.0 < end - 1.0)
+            .map(|s| s.1)
+            .collect();
+        assert!(late.len() >= 5, "{mode}: scrapes {scrapes:?}");
+        if grows {
+            assert!(late.iter().any(|&g| g), "{mode}: {scrapes:?}");
+        } else {
+            assert!(!late.iter().any(|&g| g), "{mode}: {scrapes:?}");
+        }
+    }
+}

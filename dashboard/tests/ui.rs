@@ -203,7 +203,7 @@ fn a_snapshot_of_the_seed_s_own_log() {
     snapshot_of(
         "seed-linux-10min.flr",
         "replay_seed_linux",
-        "log.vm_rss_mb grows",
+        "log.vm_rss_mb (and 1 more) cannot be told",
     );
 }
 

@@ -754,13 +754,19 @@ fn banner(d: &mut Dashboard, ui: &mut egui::Ui) {
     if assessed.is_empty() {
         return;
     }
-    let text = summary::headline(&assessed, &value, &crate::fmt::duration);
-    let growing = summary::growing(&assessed);
-    let names: Vec<String> = growing.iter().map(|g| g.name.to_string()).collect();
-    let color = match growing.first().and_then(|g| g.analysis.severity) {
+    let assessment = summary::assess(&assessed, None, &value, &crate::fmt::duration);
+    let names: Vec<String> = assessment
+        .growing
+        .iter()
+        .map(|g| g.name.to_string())
+        .collect();
+    let text = assessment.headline.clone();
+    let color = match assessment.severity() {
         Some(Severity::Critical) => Color32::from_rgb(220, 70, 60),
         Some(Severity::Warning) => Color32::from_rgb(225, 165, 40),
         Some(Severity::Info) => Color32::from_rgb(120, 160, 220),
+        // Readings that cannot tell growth from noise are not "flat": no green.
+        None if !assessment.untold.is_empty() => Color32::GRAY,
         None => Color32::from_rgb(80, 180, 100),
     };
     let clicked = egui::Panel::top("finding")
