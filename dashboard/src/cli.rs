@@ -601,6 +601,22 @@ pub struct AnalysisBenchArgs {
     /// shipped recordings) and print the confusion matrix and slope errors.
     #[arg(long)]
     pub corpus: bool,
+    /// Score the receipts of the corpus of real recordings (its
+    /// manifest's truth, per family and kind of channel): false alarms,
+    /// growth found, and misses among growth the receipt says it could see.
+    #[arg(long, conflicts_with_all = ["corpus", "delay"])]
+    pub real: bool,
+    /// Replay the corpus of real recordings cumulatively and print, per
+    /// family, the time to the first growth verdict against the
+    /// statistical limit, and any false alarm on the way.
+    #[arg(long, conflicts_with = "corpus")]
+    pub delay: bool,
+    /// Seconds between two receipts of a `--delay` replay.
+    #[arg(long, default_value_t = 2.0, value_parser = seconds)]
+    pub step_s: f64,
+    /// The corpus of real recordings (with its manifest.json).
+    #[arg(long, value_name = "DIR", default_value = "recordings/corpus")]
+    pub dir: PathBuf,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -8,6 +8,7 @@ pub mod bench;
 pub mod cli;
 pub mod compare;
 pub mod convert;
+pub mod corpus;
 pub mod fmt;
 pub mod mark;
 pub mod prom;
