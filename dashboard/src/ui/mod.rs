@@ -123,6 +123,13 @@ pub struct Other {
     pub align: AlignArg,
 }
 
+/// The banner's tree findings (see [`Dashboard::tree_findings`]).
+pub type TreeFindings = (
+    std::time::Instant,
+    (usize, usize, u64),
+    Option<flatline_runtime::analysis::tree::TreeSummary>,
+);
+
 /// The dashboard's state: where the data comes from, what it holds, what the
 /// person chose, and the play position. Views draw it and return
 /// [`Action`]s; [`Dashboard::apply`] carries them out after the frame.
@@ -165,6 +172,10 @@ pub struct Dashboard {
     pub keys: KeyState,
     /// Verdict cards clicked open (or, for urgent ones, folded).
     pub cards_toggled: BTreeSet<String>,
+    /// The process tree's findings for the banner, made at most once a
+    /// second (they scan the tree's columns): when, and for which store
+    /// (samples, channels, first time's bits).
+    pub tree_findings: Option<TreeFindings>,
     /// A part of the run being chosen (shift + drag on a plot), in seconds.
     pub selecting: Option<[f64; 2]>,
     /// The receipt of the part last chosen, shown until closed.
@@ -222,6 +233,7 @@ impl Dashboard {
             zoom: None,
             keys: KeyState::default(),
             cards_toggled: BTreeSet::new(),
+            tree_findings: None,
             selecting: None,
             range_receipt: None,
         };

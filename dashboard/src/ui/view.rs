@@ -754,7 +754,32 @@ fn banner(d: &mut Dashboard, ui: &mut egui::Ui) {
     if assessed.is_empty() {
         return;
     }
-    let assessment = summary::assess(&assessed, None, &value, &crate::fmt::duration);
+    // The process tree's findings, as the receipt makes them, from what
+    // the store holds: at most once a second, and only when it grew.
+    // Which store and how much of it: a recording opened in its place is a
+    // new key, and made at once.
+    let key = (
+        d.store.len(),
+        d.store.schema().len(),
+        d.store.time_range().0.to_bits(),
+    );
+    let stale = d.tree_findings.as_ref().is_none_or(|(at, k, _)| {
+        *k != key && (k.1 != key.1 || k.2 != key.2 || at.elapsed().as_secs_f64() >= 1.0)
+    });
+    if stale {
+        let store = &d.store;
+        let schema = store.schema();
+        let by_name = |n: &str| schema.index_of(n).and_then(|i| store.analysis(i));
+        let data = flatline_runtime::analysis::tree::Columns {
+            t: store.times(),
+            column: |n: &str| schema.index_of(n).map(|i| store.series(i).values()),
+        };
+        let tree =
+            flatline_runtime::analysis::tree::summarize(schema, store.events(), by_name, &data);
+        d.tree_findings = Some((std::time::Instant::now(), key, tree));
+    }
+    let tree = d.tree_findings.as_ref().and_then(|(.., t)| t.as_ref());
+    let assessment = summary::assess(&assessed, tree, &value, &crate::fmt::duration);
     let names: Vec<String> = assessment
         .growing
         .iter()
