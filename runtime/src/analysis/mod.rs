@@ -729,13 +729,7 @@ fn level(p: &Prepared, ctx: &Context<'_>, out: &mut ChannelAnalysis) {
             late_drift * expected.signum() >= SUSTAINED_SHARE * expected.abs()
         };
         if !sustained {
-            let mut l = late.to_vec();
-            let late_spread = quantile(&mut l, 0.95) - quantile(&mut l, 0.05);
-            verdict = if late_spread <= tolerance {
-                Verdict::Flat
-            } else {
-                Verdict::Noisy
-            };
+            verdict = held(late, tolerance);
             confidence = 0.5;
             out.note = Some(Note::NotSustained);
         }
@@ -752,14 +746,7 @@ fn level(p: &Prepared, ctx: &Context<'_>, out: &mut ChannelAnalysis) {
         && deciding().next().is_none()
         && let Some(at) = stopped(t, x, tr.slope, evidence)
     {
-        let from = t.partition_point(|&ti| ti < at);
-        let mut l = x[from..].to_vec();
-        let tail_spread = quantile(&mut l, 0.95) - quantile(&mut l, 0.05);
-        verdict = if tail_spread <= tolerance {
-            Verdict::Flat
-        } else {
-            Verdict::Noisy
-        };
+        verdict = held(&x[t.partition_point(|&ti| ti < at)..], tolerance);
         confidence = 0.5;
         out.note = Some(Note::NotSustained);
     }
@@ -845,6 +832,17 @@ fn stopped(t: &[f64], x: &[f64], rate: f64, evidence: f64) -> Option<f64> {
         let se = tail.scatter * (12.0 / used).sqrt();
         (grew < 0.25 * expected && expected - grew > evidence::Z_CRIT * se).then_some(tt[0])
     })
+}
+
+/// The verdict of a level whose growth did not hold, by the readings since:
+/// flat when their middle 90 % stays within `tolerance`, else noisy.
+fn held(since: &[f64], tolerance: f64) -> Verdict {
+    let mut l = since.to_vec();
+    if quantile(&mut l, 0.95) - quantile(&mut l, 0.05) <= tolerance {
+        Verdict::Flat
+    } else {
+        Verdict::Noisy
+    }
 }
 
 /// A level that moved, then held: the later half of the run within a flat
