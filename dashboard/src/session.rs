@@ -89,11 +89,6 @@ impl Session {
         })
     }
 
-    /// Where metrics are served, if they are.
-    pub fn metrics_addr(&self) -> Option<SocketAddr> {
-        self.exporter.as_ref().and_then(Exporter::addr)
-    }
-
     /// Records an event, stamped now on the samples' clock.
     pub fn event(&self, kind: EventKind) {
         self.recorder.event(Event {

@@ -22,7 +22,7 @@ pub use flatline_format::{
 };
 pub use recorder::{
     EVENT_CAPACITY, Recorder, RecorderStats, RecorderSummary, TAP_CAPACITY, Tap, TapStats, Tapped,
-    apply_change, event_channel, push_after_changes,
+    apply_change, event_channel,
 };
 pub use setup::RecordingSetup;
 

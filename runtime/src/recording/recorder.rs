@@ -52,16 +52,7 @@ pub fn apply_change(
 }
 
 /// Writes a sample of a live stream after the schema changes that come
-/// before it.
-pub fn push_after_changes(
-    writer: &mut RecordingWriter,
-    changes: &SchemaFeed,
-    s: &Sample,
-) -> Result<(), RecordingError> {
-    push_tapped(writer, changes, s, None)
-}
-
-/// [`push_after_changes`], passing each change and the sample on to `tap`.
+/// before it, passing each change and the sample on to `tap`.
 fn push_tapped(
     writer: &mut RecordingWriter,
     changes: &SchemaFeed,

@@ -78,17 +78,6 @@ impl SchemaFeed {
     }
 }
 
-/// Keeps a [`Slots`] map in step with a stream's schema changes; the map
-/// every consumer of live samples needs.
-pub fn apply_to_slots(slots: &mut Slots, change: &SchemaChange) {
-    match change {
-        SchemaChange::Add(specs) => {
-            slots.add(specs.len());
-        }
-        SchemaChange::End(positions) => slots.end(positions),
-    }
-}
-
 /// What the growing probes have done since the sampler last looked.
 #[derive(Debug)]
 pub(crate) struct Grown {
