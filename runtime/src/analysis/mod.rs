@@ -753,10 +753,13 @@ fn level(p: &Prepared, ctx: &Context<'_>, out: &mut ChannelAnalysis) {
     // A level that held, then began to grow: the whole run's line misses a
     // leak that starts late, and its scatter makes the run look noisy.
     let mut onset_slope = None;
+    // (A run whose later half grows no faster than twice its first half's,
+    // by least squares, has no such onset: the search is skipped.)
     if matches!(
         verdict,
         Verdict::Noisy | Verdict::Linear | Verdict::Insufficient
-    ) && let Some(tail) = late_onset(t, x, evidence)
+    ) && (verdict != Verdict::Linear || speeds_up(t, x))
+        && let Some(tail) = late_onset(t, x, evidence)
     {
         verdict = Verdict::Linear;
         confidence = tail.confidence;
@@ -801,6 +804,33 @@ fn level(p: &Prepared, ctx: &Context<'_>, out: &mut ChannelAnalysis) {
     out.jump_list = jumps;
 }
 
+/// Least-squares slope of (t, x): O(n), for cheap screening.
+fn ls_slope(t: &[f64], x: &[f64]) -> f64 {
+    let n = t.len() as f64;
+    if t.len() < 2 {
+        return 0.0;
+    }
+    let (mt, mx) = (t.iter().sum::<f64>() / n, x.iter().sum::<f64>() / n);
+    let (mut cov, mut var) = (0.0, 0.0);
+    for (ti, xi) in t.iter().zip(x) {
+        cov += (ti - mt) * (xi - mx);
+        var += (ti - mt) * (ti - mt);
+    }
+    if var > 0.0 { cov / var } else { 0.0 }
+}
+
+/// Whether the later half of the run grows more than twice as fast as the
+/// first (least squares): only then can a late onset (a tail at least four
+/// times as steep as the part before it) be there.
+fn speeds_up(t: &[f64], x: &[f64]) -> bool {
+    let mid = t.partition_point(|&ti| ti < (t[0] + t[t.len() - 1]) / 2.0);
+    let (head, tail) = (
+        ls_slope(&t[..mid], &x[..mid]),
+        ls_slope(&t[mid..], &x[mid..]),
+    );
+    tail > 0.0 && tail > 2.0 * head
+}
+
 /// Where linear growth at `rate` (per second) stopped, if it did: the
 /// longest tail of the run (its last 10 to 40 %, at least 5 readings) over
 /// which the rate would have moved the level by more than the evidence,
@@ -814,6 +844,12 @@ fn stopped(t: &[f64], x: &[f64], rate: f64, evidence: f64) -> Option<f64> {
     }
     let n = t.len();
     let duration = t[n - 1] - t[0];
+    // Growth still going in the last tenth (least squares at half the rate
+    // or more) stopped nowhere: the robust search is skipped.
+    let last = t.partition_point(|&ti| ti < t[n - 1] - 0.1 * duration);
+    if n - last >= 5 && ls_slope(&t[last..], &x[last..]) >= 0.5 * rate {
+        return None;
+    }
     [0.4, 0.3, 0.2, 0.1].into_iter().find_map(|share| {
         let from = t.partition_point(|&ti| ti < t[n - 1] - share * duration);
         let (tt, xt) = (&t[from..], &x[from..]);
@@ -904,16 +940,15 @@ fn late_onset(t: &[f64], x: &[f64], evidence: f64) -> Option<Onset> {
         let head_run = head.slope * (t[from - 1] - t[0]);
         let held = head_run.abs() <= (3.0 * head.scatter).max(evidence)
             && head.slope.abs() * 4.0 < tr.slope;
-        // The tail's growth passes the same trend test as a whole run's.
-        let tested = evidence::test(tt, xt, tr.slope, tr.intercept, drift, evidence);
         if held
-            && tested.significant()
             && run > 0.0
             && run > 3.0 * tr.scatter
             && run > evidence
             && drift > evidence
             && drift >= 0.5 * run
             && late_drift >= SUSTAINED_SHARE * late_expected
+            // The tail's growth passes the same trend test as a whole run's.
+            && evidence::test(tt, xt, tr.slope, tr.intercept, drift, evidence).significant()
         {
             let confidence = (1.0 - tr.scatter / run).clamp(0.0, 1.0);
             let level = median(&mut x[..from].to_vec());
