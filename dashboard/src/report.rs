@@ -426,6 +426,7 @@ fn evidence_json(e: &analysis::TrendEvidence) -> Value {
 
 /// The JSON receipt.
 pub fn json_report(rec: &Recording, receipt: &Receipt<'_>) -> Value {
+    let assessment = receipt.assessment();
     let rows = &receipt.rows;
     let h = &rec.header;
     let mut channels = Map::new();
@@ -489,8 +490,8 @@ pub fn json_report(rec: &Recording, receipt: &Receipt<'_>) -> Value {
         .map(|u| (u.probe.clone(), json!(u.reason)))
         .collect();
     json!({
-        "headline": receipt.headline(),
-        "growing": receipt.growing(),
+        "headline": assessment.headline,
+        "growing": assessment.growing.iter().map(|a| a.name).collect::<Vec<_>>(),
         "gpu_layers": receipt.gpu_layers(),
         "range": receipt.range.map(|[from, to]| json!({"from_s": from, "to_s": to})),
         "teardown_s": opt(receipt.teardown_s),
@@ -540,7 +541,7 @@ pub fn json_report(rec: &Recording, receipt: &Receipt<'_>) -> Value {
                 .collect::<Vec<_>>(),
         },
         "process_tree": receipt.tree,
-        "findings": receipt.assessment().findings,
+        "findings": assessment.findings,
         "unavailable": unavailable,
     })
 }

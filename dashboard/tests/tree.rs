@@ -67,6 +67,18 @@ fn verdict(v: &serde_json::Value, channel: &str) -> String {
         .to_owned()
 }
 
+/// `report --fail-on linear,staircase`'s exit code: 3 when growth is found.
+fn gate_on_growth(out: &Path) -> Option<i32> {
+    flatline(&[
+        "report",
+        out.to_str().unwrap(),
+        "--fail-on",
+        "linear,staircase",
+    ])
+    .status
+    .code()
+}
+
 fn is_growth(verdict: &str) -> bool {
     matches!(verdict, "linear" | "staircase")
 }
@@ -144,13 +156,7 @@ fn workers_copying_a_shared_list_grow_pss_while_every_rss_is_flat() {
         "{}",
         whole["findings"]
     );
-    let gate = flatline(&[
-        "report",
-        out.to_str().unwrap(),
-        "--fail-on",
-        "linear,staircase",
-    ]);
-    assert_eq!(gate.status.code(), Some(3), "{gate:?}");
+    assert_eq!(gate_on_growth(&out), Some(3));
 }
 
 #[test]
@@ -188,13 +194,7 @@ fn the_same_data_in_one_bytes_object_reads_flat() {
         "{headline}"
     );
     assert_eq!(whole["findings"], serde_json::json!([]));
-    let gate = flatline(&[
-        "report",
-        out.to_str().unwrap(),
-        "--fail-on",
-        "linear,staircase",
-    ]);
-    assert_eq!(gate.status.code(), Some(0), "{gate:?}");
+    assert_eq!(gate_on_growth(&out), Some(0));
 }
 
 #[test]

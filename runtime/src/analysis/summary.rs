@@ -143,8 +143,9 @@ pub fn assess<'a>(
             text: l.text,
         });
     }
-    let headline = headline_of(rows, &growing, &findings, value, duration);
-    let untold = untold(rows).into_iter().map(|r| r.name).collect();
+    let untold_rows = untold(rows);
+    let headline = headline_of(rows, &growing, &findings, &untold_rows, value, duration);
+    let untold = untold_rows.into_iter().map(|r| r.name).collect();
     Assessment {
         headline,
         growing,
@@ -185,6 +186,7 @@ fn headline_of(
     rows: &[Assessed<'_>],
     growing: &[Assessed<'_>],
     findings: &[Finding],
+    untold: &[&Assessed<'_>],
     value: &dyn Fn(f64, Unit) -> String,
     duration: &dyn Fn(f64) -> String,
 ) -> String {
@@ -211,7 +213,6 @@ fn headline_of(
         }
         // A channel that moved but whose readings cannot tell growth from
         // noise is not flat: say so, with what it had.
-        let untold: Vec<&Assessed<'_>> = untold(rows);
         if let Some(u) = untold.first() {
             let a = u.analysis;
             let more = match untold.len() {
