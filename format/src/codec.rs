@@ -47,7 +47,7 @@ pub struct Packed {
 }
 
 /// Deflate level of packs: 6 measured as small as 9 on recordings and
-/// cheaper (README, "Recording size").
+/// cheaper (docs/long-recordings.md, "Choosing the encoding by measurement").
 const PACK_LEVEL: u32 = 6;
 
 /// Packs frames, reusing the memory of its buffers between packs: a recorder

@@ -609,7 +609,7 @@ pub struct WindowOptions {
 
 /// Under Mesa's software rasteriser (a remote node over X forwarding or
 /// VNC, Xvfb) glow draws a frame for a fraction of what wgpu costs; see the
-/// README's figures.
+/// figures in docs/dashboard.md, "What the window costs".
 pub const DEFAULT_RENDERER: RendererArg = RendererArg::Glow;
 
 /// Frames a second at most, by default: the sample rate, capped here.
@@ -815,6 +815,21 @@ pub fn check_display() -> Result<()> {
     Ok(())
 }
 
+/// The eframe renderer for `--renderer`; wgpu only in a build with the
+/// `wgpu` feature (see the feature's note in dashboard/Cargo.toml).
+fn native_renderer(which: RendererArg) -> Result<eframe::Renderer> {
+    match which {
+        RendererArg::Glow => Ok(eframe::Renderer::Glow),
+        #[cfg(feature = "wgpu")]
+        RendererArg::Wgpu => Ok(eframe::Renderer::Wgpu),
+        #[cfg(not(feature = "wgpu"))]
+        RendererArg::Wgpu => bail!(
+            "this flatline was built without the wgpu renderer; use `--renderer glow` (the default), or build with \
+             `cargo build --release --features wgpu`"
+        ),
+    }
+}
+
 /// How the window ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Closed {
@@ -851,10 +866,7 @@ pub fn run_window(
         // egui's dithering costs a shader pass per pixel, which a software
         // rasteriser pays in full at every frame; banding on plots is no loss.
         dithering: false,
-        renderer: match window.renderer {
-            RendererArg::Glow => eframe::Renderer::Glow,
-            RendererArg::Wgpu => eframe::Renderer::Wgpu,
-        },
+        renderer: native_renderer(window.renderer)?,
         ..Default::default()
     };
     // winit panics (an `unwrap` in its X11 backend) when the display goes away

@@ -301,8 +301,8 @@ impl Probe for ProcProbe {
                     let busy = ticks.saturating_sub(last) as f64 / self.ticks_per_s;
                     // Whole kernel ticks over the interval: digits past
                     // f32's seven are noise, and f32 precision halves what
-                    // the recording spends on this channel (README,
-                    // "Recording size").
+                    // the recording spends on this channel (docs/long-recordings.md,
+                    // "Choosing the encoding by measurement").
                     out[11] = f64::from((100.0 * busy / dt) as f32);
                 }
             }

@@ -214,7 +214,7 @@ impl HotRing {
     /// masking every index is what the C reference does too: with the mask,
     /// LLVM spends two register copies an operation that GCC does not
     /// (1.16x its C reference; as runs, with loops placed as
-    /// `.cargo/config.toml` asks, 0.99x: README, "Measuring against C").
+    /// `.cargo/config.toml` asks, 0.99x: docs/measuring-against-c.md).
     #[inline(always)]
     fn run_chunk(&mut self, ops: u64) -> u64 {
         let ops = usize::try_from(ops).expect("a chunk is at most RING_SLOTS operations");
