@@ -10,5 +10,5 @@ use clap::Parser;
 static ALLOC: flatline_runtime::arena::CountingAlloc = flatline_runtime::arena::CountingAlloc;
 
 fn main() -> ExitCode {
-    flatline_dashboard::run(flatline_dashboard::cli::Cli::parse())
+    flatline_dashboard::run(flatline_core::cli::Cli::parse())
 }

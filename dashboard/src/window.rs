@@ -1,12 +1,57 @@
-//! `flatline live`, `replay` and `compare`: the commands that open the window.
+//! The window as flatline_core's [`Viewer`]: `live`, `replay`, `compare`,
+//! a watch's window and the window benchmarks.
 
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 use flatline_runtime::recording::{FrameReader, Recording};
 
-use crate::cli::{AlignArg, CompareArgs, LiveArgs, ReplayArgs};
-use crate::ui::{self, Dashboard, LiveSource, ReplaySource, Settings, Source};
+use flatline_core::cli::{AlignArg, BenchCommand, CompareArgs, LiveArgs, ReplayArgs, WindowArgs};
+use flatline_core::store::Store;
+use flatline_core::{Closed, Viewer};
+
+use crate::ui::{self, Dashboard, LiveSource, ReplaySource, Settings, Source, WatchSource};
+
+/// The eframe window.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Window;
+
+impl Viewer for Window {
+    fn check_display(&self) -> Result<()> {
+        ui::check_display()
+    }
+    fn live(&self, args: &LiveArgs) -> Result<()> {
+        live(args)
+    }
+    fn replay(&self, args: &ReplayArgs) -> Result<()> {
+        replay(args)
+    }
+    fn compare(&self, args: &CompareArgs, a: Recording, b: Recording) -> Result<()> {
+        compare(args, a, b)
+    }
+    fn watch(
+        &self,
+        pid: u32,
+        window: &WindowArgs,
+        hz: f64,
+        src: WatchSource,
+        store: Store,
+    ) -> Result<Closed> {
+        ui::run_window(
+            &format!("flatline — watching {pid}"),
+            [1600.0, 1000.0],
+            ui::WindowOptions::new(window, hz, ui::SourceKind::Watch),
+            move |settings| Dashboard::new(Box::new(src), store, settings),
+        )
+    }
+    fn bench(&self, cmd: BenchCommand) -> Result<()> {
+        match cmd {
+            BenchCommand::Ui(args) => ui::bench::run(&args),
+            BenchCommand::Window(args) => ui::winbench::run(&args),
+            _ => unreachable!("flatline_core runs the other benchmarks"),
+        }
+    }
+}
 
 pub fn live(args: &LiveArgs) -> Result<()> {
     ui::check_display()?;

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use flatline_dashboard::corpus::{self, Class};
+use flatline_core::corpus::{self, Class};
 
 fn dir() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../recordings/corpus")
@@ -120,7 +120,7 @@ fn copy_on_access_is_the_headline_and_its_fix_is_not() {
         }
         seen += 1;
         let rec = flatline_runtime::recording::Recording::open(&dir().join(&r.file)).unwrap();
-        let receipt = flatline_dashboard::report::analyse(&rec, None);
+        let receipt = flatline_core::report::analyse(&rec, None);
         let a = receipt.assessment();
         if list {
             assert!(a.headline.contains("grows"), "{}: {}", r.file, a.headline);

@@ -81,6 +81,7 @@
 
 mod codec;
 mod header;
+mod item;
 mod reader;
 mod sample;
 mod schema;
@@ -90,6 +91,7 @@ mod writer;
 
 pub use codec::{ChannelsEnded, ColumnBlock, Frame, Packed, Packer, SampleBlock, SchemaExtension};
 pub use header::{DigestMark, Event, EventKind, Footer, GpuFacts, Header, HostFacts};
+pub use item::Item;
 pub use reader::{
     ColumnStats, FrameReader, Lifetime, Recording, Scanned, TailProblem, TailProblemKind, Thinned,
     Visit, scan,

@@ -11,7 +11,7 @@ use crate::codec::{
     ChannelsEnded, Code, ColumnBlock, Frame, Packed, Packer, SchemaExtension, encode_into,
 };
 use crate::{
-    ChannelSpec, DigestMark, Event, FORMAT_VERSION, Footer, Header, MAGIC, MAX_CHANNELS,
+    ChannelSpec, DigestMark, Event, FORMAT_VERSION, Footer, Header, Item, MAGIC, MAX_CHANNELS,
     RecordingError, Sample, Schema, Slots, check_new_channels, hex,
 };
 
@@ -49,6 +49,11 @@ pub struct RecordingWriter {
     schema: Schema,
     /// Which sample slot each live channel's value is in.
     slots: Slots,
+    /// The header it was created with, and every schema change since: what
+    /// [`RecordingWriter::fork`] replays so that a second file keeps the
+    /// same slots.
+    initial: Header,
+    changes: Vec<Item>,
     frames: u64,
     samples: u64,
     events: u64,
@@ -133,6 +138,8 @@ impl RecordingWriter {
             hasher: Sha256::new(),
             schema: header.schema.clone(),
             slots: Slots::new(header.schema.len()),
+            initial: header.clone(),
+            changes: Vec::new(),
             frames: 0,
             samples: 0,
             events: 0,
@@ -270,6 +277,7 @@ impl RecordingWriter {
         }))?;
         self.schema.channels.extend_from_slice(channels);
         self.slots.add(channels.len());
+        self.changes.push(Item::Add(channels.to_vec()));
         self.tick()
     }
 
@@ -309,7 +317,35 @@ impl RecordingWriter {
             channels: ending,
         }))?;
         self.slots.end(positions);
+        self.changes.push(Item::End(positions.to_vec()));
         self.tick()
+    }
+
+    /// Writes one item of a live stream (see [`Item`]).
+    pub fn push(&mut self, item: &Item) -> Result<(), RecordingError> {
+        match item {
+            Item::Add(specs) => self.add_channels(specs),
+            Item::End(positions) => self.end_channels(positions),
+            Item::Sample(s) => self.push_sample(s),
+            Item::Event(e) => self.push_event(e.clone()),
+        }
+    }
+
+    /// A second recording of the same stream from now on, at `path`: the
+    /// same header (source, configuration, host, clock) and the schema
+    /// changes so far, so that the stream's samples fit its slots too. What
+    /// a live window records while its workload process streams to it.
+    pub fn fork(&self, path: &Path, force: bool) -> Result<Self, RecordingError> {
+        let mut w = Self::create(path, &self.initial, force)?;
+        for c in &self.changes {
+            w.push(c)?;
+        }
+        Ok(w)
+    }
+
+    /// Where each live channel's value sits in the samples it takes.
+    pub fn slots(&self) -> &Slots {
+        &self.slots
     }
 
     /// Every channel so far, ended ones included.

@@ -13,8 +13,8 @@ use flatline_runtime::recording::{Header, HostFacts, RecordingWriter};
 use flatline_runtime::telemetry::{ChannelSpec, Group, Sample, Schema, Unit};
 
 use super::{Dashboard, ReplaySource, Settings, Store};
-use crate::cli::UiBenchArgs;
-use crate::fmt::{bytes, nanos};
+use flatline_core::cli::UiBenchArgs;
+use flatline_core::fmt::{bytes, nanos};
 
 /// The channels of a soak that the default view plots, plus the rest of a
 /// typical schema, 34 in all.
@@ -208,13 +208,13 @@ pub fn run(args: &UiBenchArgs) -> Result<()> {
         Some(f) => format!(
             "{}: {} samples held × {} channels",
             f.display(),
-            crate::fmt::thousands(dash.store.len() as u64),
+            flatline_core::fmt::thousands(dash.store.len() as u64),
             dash.store.schema().len()
         ),
         None => format!(
             "{:.1} h at 100 Hz: {} samples × {n} channels",
             args.hours,
-            crate::fmt::thousands(samples)
+            flatline_core::fmt::thousands(samples)
         ),
     };
     println!("ui  {what}, default plots over the whole range, 1600×1000");
@@ -228,7 +228,7 @@ pub fn run(args: &UiBenchArgs) -> Result<()> {
     for z in &zooms {
         println!(
             "  zoomed to {} of time{}: median {}   p95 {}   max {}",
-            crate::fmt::duration(z.view_s),
+            flatline_core::fmt::duration(z.view_s),
             if z.full { ", every sample" } else { "" },
             nanos(z.median),
             nanos(z.p95),
@@ -251,10 +251,10 @@ pub fn run(args: &UiBenchArgs) -> Result<()> {
     );
     println!(
         "  live store fed a week at 10 Hz ({} samples): {} kept, {} of arrays (bounded by its cap of {}); after {}",
-        crate::fmt::thousands(live_samples),
-        crate::fmt::thousands(live.len() as u64),
+        flatline_core::fmt::thousands(live_samples),
+        flatline_core::fmt::thousands(live.len() as u64),
         bytes(live_bytes as f64),
-        crate::fmt::thousands(super::LIVE_CAP as u64),
+        flatline_core::fmt::thousands(super::LIVE_CAP as u64),
         live_by_day
             .iter()
             .map(|(d, b)| format!("{d} d: {}", bytes(*b as f64)))

@@ -6,10 +6,7 @@
 //! the window runs (`egui_kittest`).
 
 pub mod bench;
-mod detail;
 pub mod icon;
-mod source;
-mod store;
 mod timeline;
 mod view;
 pub mod winbench;
@@ -23,16 +20,16 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, Result, bail};
 use eframe::egui;
 
-use crate::cli::{AlignArg, RendererArg, WindowArgs};
+use flatline_core::cli::{AlignArg, RendererArg, WindowArgs};
 
-pub use source::{LiveSource, Meta, Opening, ReplaySource, Source, SourceKind, WatchSource};
-pub use store::{Series, Store};
+pub use flatline_core::Closed;
+use flatline_core::detail;
+pub use flatline_core::source::{
+    Activity, LIVE_CAP, LiveSource, Meta, Opening, ReplaySource, Source, SourceKind, WatchSource,
+};
+pub use flatline_core::store::{Series, Store};
 pub use timeline::Timeline;
 pub use view::{Action, ProcessRow, RangeReceipt, marker_lines, process_rows, push_column, rates};
-
-/// Samples a live session keeps at full resolution before thinning its older
-/// history (131,072: about 22 minutes at 100 Hz).
-pub const LIVE_CAP: usize = 1 << 17;
 
 /// What the user chose, kept between runs (eframe storage).
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -399,7 +396,7 @@ impl Dashboard {
             match action {
                 Action::SetWorkload(on) => self.source.set_workload_running(on),
                 Action::StartRecording => {
-                    let msg = match crate::soak::default_path("live")
+                    let msg = match flatline_core::soak::default_path("live")
                         .and_then(|p| self.source.start_recording(&p).map(|()| p))
                     {
                         Ok(p) => format!("recording to {}", p.display()),
@@ -798,9 +795,6 @@ fn spawn_waker(
     Ok(())
 }
 
-/// Says whether a source has new data since it was last asked.
-pub type Activity = Box<dyn FnMut() -> bool + Send>;
-
 /// Fails with advice when no display can be reached.
 pub fn check_display() -> Result<()> {
     if cfg!(target_os = "linux")
@@ -830,15 +824,6 @@ fn native_renderer(which: RendererArg) -> Result<eframe::Renderer> {
     }
 }
 
-/// How the window ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Closed {
-    /// Its close button, or the dashboard itself (after a screenshot).
-    ByUser,
-    /// Ctrl-C at the terminal, or SIGTERM.
-    BySignal,
-}
-
 /// Opens the window on a dashboard and runs until it closes.
 pub fn run_window(
     title: &str,
@@ -851,7 +836,7 @@ pub fn run_window(
     // does, so a recording in progress gets its footer instead of being cut off.
     // The waker thread sees the flag within a frame period (at most 1 s)
     // and asks for the frame whose `App::logic` closes the window.
-    let interrupted = crate::soak::interrupt_flag()?;
+    let interrupted = flatline_core::soak::interrupt_flag()?;
     let flag = interrupted.clone();
     let options = eframe::NativeOptions {
         viewport: egui::ViewportBuilder::default()

@@ -17,7 +17,7 @@ use flatline_runtime::recording::EventKind;
 use flatline_runtime::telemetry::{Group, Unit};
 
 use super::Dashboard;
-use crate::fmt::{bytes, value};
+use flatline_core::fmt::{bytes, value};
 
 mod axes;
 mod compare;
@@ -256,7 +256,7 @@ fn top_bar(d: &mut Dashboard, ui: &mut egui::Ui, actions: &mut Vec<Action>) {
             ui.label(format!("{:.1} s", (t1 - t0).max(0.0)));
             ui.label(format!(
                 "{} samples",
-                crate::fmt::thousands(d.store.len() as u64)
+                flatline_core::fmt::thousands(d.store.len() as u64)
             ));
             ui.label(format!("{} dropped", d.source.dropped()));
             // The window's own memory, apart from the measured process's.
@@ -779,7 +779,7 @@ fn banner(d: &mut Dashboard, ui: &mut egui::Ui) {
         d.tree_findings = Some((std::time::Instant::now(), key, tree));
     }
     let tree = d.tree_findings.as_ref().and_then(|(.., t)| t.as_ref());
-    let assessment = summary::assess(&assessed, tree, &value, &crate::fmt::duration);
+    let assessment = summary::assess(&assessed, tree, &value, &flatline_core::fmt::duration);
     let names: Vec<String> = assessment
         .growing
         .iter()
@@ -908,15 +908,17 @@ fn card_line(ui: &mut egui::Ui, name: &str, u: Unit, a: &ChannelAnalysis) {
         badge(ui, Some(a));
         let what = match a.kind {
             Kind::Level | Kind::Peak if a.drift != 0.0 && a.drift.is_finite() => {
-                crate::report::change(a.drift, u)
+                flatline_core::report::change(a.drift, u)
             }
             Kind::Level | Kind::Peak => "0".into(),
             Kind::Counter => format!("{}/s", value(a.rate_per_s.unwrap_or(0.0), u)),
-            Kind::Gauge => crate::report::trend_text(a).unwrap_or_default(),
+            Kind::Gauge => flatline_core::report::trend_text(a).unwrap_or_default(),
         };
         ui.label(RichText::new(what).small());
         if let Some(s) = a.time_to_limit_s {
-            ui.label(RichText::new(format!("limit in {}", crate::fmt::duration(s))).small());
+            ui.label(
+                RichText::new(format!("limit in {}", flatline_core::fmt::duration(s))).small(),
+            );
         }
     });
 }
@@ -943,10 +945,11 @@ fn card(ui: &mut egui::Ui, name: &str, u: Unit, a: &ChannelAnalysis) {
             format!("{}{}", if v > 0.0 { "+" } else { "-" }, value(v.abs(), u))
         }
     };
-    let pct = crate::report::trend_text(a).map_or(String::new(), |t| format!("   trend {t}"));
+    let pct =
+        flatline_core::report::trend_text(a).map_or(String::new(), |t| format!("   trend {t}"));
     match a.kind {
         Kind::Level => {
-            let text = crate::report::verdict_text(a, u);
+            let text = flatline_core::report::verdict_text(a, u);
             if text != a.verdict.as_str() {
                 ui.label(RichText::new(text).small().italics());
             }
@@ -961,10 +964,10 @@ fn card(ui: &mut egui::Ui, name: &str, u: Unit, a: &ChannelAnalysis) {
             };
             ui.label(format!(
                 "{jumps}, longest flat {}",
-                crate::fmt::duration(a.longest_flat_s)
+                flatline_core::fmt::duration(a.longest_flat_s)
             ));
             let eta = a.time_to_limit_s.map_or(String::new(), |s| {
-                format!(", limit in {}", crate::fmt::duration(s))
+                format!(", limit in {}", flatline_core::fmt::duration(s))
             });
             ui.label(format!(
                 "24 h: {}{eta}",
@@ -1064,7 +1067,7 @@ pub fn decimate(
 /// column over the view, which is half the span.
 fn decimate_span(
     times: &[f64],
-    series: &super::store::Series,
+    series: &flatline_core::store::Series,
     span: [f64; 2],
     columns: usize,
     baseline: f64,
@@ -1166,7 +1169,7 @@ fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
                 RichText::new(format!(
                     "Reading {} ({})…",
                     l.path.display(),
-                    crate::fmt::bytes(l.bytes as f64)
+                    flatline_core::fmt::bytes(l.bytes as f64)
                 ))
                 .size(18.0),
             )
@@ -1623,7 +1626,10 @@ fn readout(
     // The step reached by then (a step log writes fewer lines than there are
     // samples, so the sample at the pointer may have none of its own).
     if let Some(step) = step_at(store, visible, t) {
-        head.push_str(&format!("  ·  step {}", crate::fmt::thousands(step as u64)));
+        head.push_str(&format!(
+            "  ·  step {}",
+            flatline_core::fmt::thousands(step as u64)
+        ));
     }
     let mut rows = vec![head];
     for &ch in chans {
@@ -1665,7 +1671,7 @@ fn readout(
                     let sign = if j.size >= 0.0 { "+" } else { "-" };
                     // The jump's own time and step, not the pointer's.
                     let step = step_at(store, visible, j.t_s)
-                        .map(|s| format!(" (step {})", crate::fmt::thousands(s as u64)))
+                        .map(|s| format!(" (step {})", flatline_core::fmt::thousands(s as u64)))
                         .unwrap_or_default();
                     rows.push(format!(
                         "jump in {}: {sign}{} at {}{step}",

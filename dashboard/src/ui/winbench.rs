@@ -19,7 +19,7 @@ use anyhow::{Context as _, Result, bail};
 use flatline_runtime::workload::driver::Workload;
 
 use super::{Dashboard, LiveSource, ReplaySource, Settings, WindowOptions};
-use crate::cli::WindowBenchArgs;
+use flatline_core::cli::WindowBenchArgs;
 
 /// Left out at the start of each case.
 const SETTLE: Duration = Duration::from_secs(3);

@@ -99,8 +99,9 @@ pub fn evidence_floor(name: &str, unit: Unit) -> f64 {
 /// glibc's default `M_TOP_PAD`: the step its heap grows and shrinks by.
 pub const MALLOC_GRANULE: f64 = 128.0 * 1024.0;
 
-/// The channel holding the watched process's cgroup memory limit.
-pub const CGROUP_LIMIT: &str = "cgroup.max";
+/// The channel holding the watched process's cgroup memory limit (named by
+/// the probe that writes it).
+pub use crate::telemetry::cgroup::CGROUP_LIMIT;
 
 /// What bounds a channel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]

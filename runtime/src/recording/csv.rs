@@ -12,8 +12,8 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use super::{Event, EventKind, RecordingError, RecordingSetup, RecordingWriter, WriteSummary};
-use crate::telemetry::output::leaf;
-use crate::telemetry::{ChannelSpec, Group, MAX_CHANNELS, Sample, Schema, Unit};
+use crate::telemetry::output::{leaf, unit_of};
+use crate::telemetry::{ChannelSpec, Group, MAX_CHANNELS, Sample, Schema};
 
 /// Why a CSV could not be imported or exported.
 #[derive(Debug, thiserror::Error)]
@@ -36,32 +36,6 @@ pub enum CsvError {
 
 /// Names that mean "seconds since the start of the run".
 const TIME_COLUMNS: [&str; 3] = ["elapsed_s", "t_s", "time_s"];
-
-/// The unit a column name's suffix implies.
-pub fn unit_of(column: &str) -> Unit {
-    let c = column.to_ascii_lowercase();
-    if c == "step" || c == "steps" || c == "tokens" || c.ends_with("_count") {
-        Unit::Count
-    } else if c.ends_with("_mb") || c.ends_with("_mib") {
-        Unit::Mebibytes
-    } else if c.ends_with("_bytes") {
-        Unit::Bytes
-    } else if c.ends_with("_per_sec") || c.ends_with("_per_s") {
-        Unit::PerSecond
-    } else if c.ends_with("_us") {
-        Unit::Microseconds
-    } else if c.ends_with("_ms") {
-        Unit::Milliseconds
-    } else if c.ends_with("_ns") {
-        Unit::Nanoseconds
-    } else if c.ends_with("_s") {
-        Unit::Seconds
-    } else if c.ends_with("_pct") || c.ends_with("_percent") {
-        Unit::Percent
-    } else {
-        Unit::Number
-    }
-}
 
 fn parse_cell(s: &str) -> Option<f64> {
     let s = s.trim();

@@ -15,14 +15,14 @@ pub mod synth;
 
 pub use flatline_format::{
     ChannelsEnded, ColumnBlock, ColumnStats, DigestMark, EXTENSION, Event, EventKind,
-    FORMAT_VERSION, Footer, Frame, FrameReader, Header, HostFacts, Lifetime, MAGIC,
+    FORMAT_VERSION, Footer, Frame, FrameReader, Header, HostFacts, Item, Lifetime, MAGIC,
     MAX_FRAME_BYTES, READABLE_VERSIONS, Recording, RecordingError, RecordingWriter, SEEK_EVERY,
     SampleBlock, SampleIndex, Samples, Scanned, SchemaExtension, SeekPoint, Slots, TailProblem,
     TailProblemKind, Thinned, Visit, WriteSummary, scan,
 };
 pub use recorder::{
-    EVENT_CAPACITY, Recorder, RecorderStats, RecorderSummary, TAP_CAPACITY, Tap, TapStats, Tapped,
-    apply_change, event_channel,
+    EVENT_CAPACITY, Fanout, Recorder, RecorderStats, RecorderSummary, TAP_CAPACITY, Tap, TapStats,
+    event_channel,
 };
 pub use setup::RecordingSetup;
 

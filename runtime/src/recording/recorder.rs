@@ -1,6 +1,7 @@
 //! [`Recorder`]: the consumer end of a telemetry stream, writing a recording
 //! on its own observer thread.
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::thread::JoinHandle;
@@ -8,9 +9,9 @@ use std::time::Duration;
 
 use crossbeam_channel::{Receiver, Sender, TrySendError, select};
 
-use super::{Event, RecordingError, RecordingWriter, WriteSummary};
+use super::{Event, Item, RecordingError, RecordingWriter, WriteSummary};
 use crate::telemetry::alloc::mark_observer_thread;
-use crate::telemetry::{ChannelSpec, Sample, SchemaChange, SchemaFeed};
+use crate::telemetry::{Sample, SchemaFeed};
 
 /// Live figures of a running recorder.
 #[derive(Debug, Default)]
@@ -40,53 +41,80 @@ pub fn event_channel() -> (Sender<Event>, Receiver<Event>) {
     crossbeam_channel::bounded(EVENT_CAPACITY)
 }
 
-/// Applies one schema change of a live stream to the file being written.
-pub fn apply_change(
-    writer: &mut RecordingWriter,
-    change: SchemaChange,
-) -> Result<(), RecordingError> {
-    match change {
-        SchemaChange::Add(specs) => writer.add_channels(&specs),
-        SchemaChange::End(positions) => writer.end_channels(&positions),
-    }
+/// Where the items of one stream go besides the caller's own consumer (a
+/// window's store): the recording, a second recording of the same stream
+/// from some moment on (a live window's Record button), and the exporter's
+/// tap. The recorder thread and a watch window both push through one.
+#[derive(Debug, Default)]
+pub struct Fanout {
+    pub writer: Option<RecordingWriter>,
+    /// A second recording, from [`RecordingWriter::fork`]; its write errors
+    /// end it without touching the first.
+    pub copy: Option<RecordingWriter>,
+    pub tap: Option<Tap>,
+    /// The error that ended `copy`, until taken.
+    pub copy_error: Option<RecordingError>,
 }
 
-/// Writes a sample of a live stream after the schema changes that come
-/// before it, passing each change and the sample on to `tap`.
-fn push_tapped(
-    writer: &mut RecordingWriter,
-    changes: &SchemaFeed,
-    s: &Sample,
-    tap: Option<&Tap>,
-) -> Result<(), RecordingError> {
-    let mut changed = Ok(());
-    changes.take_until(s.seq, |c| {
-        if let Some(tap) = tap {
-            tap.change(&c);
+impl Fanout {
+    /// Passes `item` to the tap and the recordings. An error of the main
+    /// recording is returned (the item is in the tap and the copy); one of
+    /// the copy finishes it, kept in [`Fanout::copy_error`].
+    pub fn push(&mut self, item: &Item) -> Result<(), RecordingError> {
+        if let Some(tap) = &self.tap {
+            tap.send(item.clone());
         }
-        if changed.is_ok() {
-            changed = apply_change(writer, c);
+        if let Some(c) = self.copy.as_mut()
+            && let Err(e) = c.push(item)
+        {
+            self.copy = None;
+            self.copy_error = Some(e);
         }
-    });
-    changed?;
-    if let Some(tap) = tap {
-        tap.send(Tapped::Sample(*s));
+        match self.writer.as_mut() {
+            Some(w) => w.push(item),
+            None => Ok(()),
+        }
     }
-    writer.push_sample(s)
-}
 
-/// What a [`Tap`] passes on: the stream as it is written, in order.
-// Samples are nearly every item, so a queue slot is a sample's size either
-// way; boxing them would allocate once a sample instead.
-#[allow(clippy::large_enum_variant)]
-#[derive(Debug, Clone)]
-pub enum Tapped {
-    /// Channels that join the stream (their positions follow the others').
-    Add(Vec<ChannelSpec>),
-    /// Channels that end, by position.
-    End(Vec<usize>),
-    Sample(Sample),
-    Event(Event),
+    /// Time-based duties of the recordings (see [`RecordingWriter::tick`]).
+    pub fn tick(&mut self) -> Result<(), RecordingError> {
+        if let Some(c) = self.copy.as_mut()
+            && let Err(e) = c.tick()
+        {
+            self.copy = None;
+            self.copy_error = Some(e);
+        }
+        match self.writer.as_mut() {
+            Some(w) => w.tick(),
+            None => Ok(()),
+        }
+    }
+
+    /// Starts the second recording at `path`.
+    pub fn start_copy(&mut self, path: &Path, force: bool) -> Result<(), RecordingError> {
+        let Some(w) = &self.writer else {
+            return Err(RecordingError::Encode(
+                "nothing is being recorded to copy".into(),
+            ));
+        };
+        if self.copy.is_some() {
+            return Err(RecordingError::Encode("already recording a copy".into()));
+        }
+        self.copy = Some(w.fork(path, force)?);
+        self.copy_error = None;
+        Ok(())
+    }
+
+    /// Finishes the second recording, if one is being written.
+    pub fn finish_copy(&mut self, end: &str) -> Result<Option<WriteSummary>, RecordingError> {
+        match self.copy.take() {
+            Some(c) => c.finish(end).map(Some),
+            None => match self.copy_error.take() {
+                Some(e) => Err(e),
+                None => Ok(None),
+            },
+        }
+    }
 }
 
 /// Most items waiting for a tap's reader (about 1 KiB each); a full queue
@@ -100,7 +128,7 @@ pub const TAP_CAPACITY: usize = 1024;
 /// apart), which [`TapStats::broken`] says.
 #[derive(Debug, Clone)]
 pub struct Tap {
-    tx: Sender<Tapped>,
+    tx: Sender<Item>,
     stats: Arc<TapStats>,
 }
 
@@ -113,7 +141,7 @@ pub struct TapStats {
 
 impl Tap {
     /// A tap, the end its reader takes items from, and its figures.
-    pub fn new() -> (Self, Receiver<Tapped>, Arc<TapStats>) {
+    pub fn new() -> (Self, Receiver<Item>, Arc<TapStats>) {
         let (tx, rx) = crossbeam_channel::bounded(TAP_CAPACITY);
         let stats = Arc::new(TapStats::default());
         (
@@ -127,11 +155,11 @@ impl Tap {
     }
 
     /// Passes an item on, unless the tap is broken; never blocks.
-    pub fn send(&self, item: Tapped) {
+    pub fn send(&self, item: Item) {
         if self.stats.broken.load(Relaxed) {
             return;
         }
-        let schema = matches!(item, Tapped::Add(_) | Tapped::End(_));
+        let schema = item.is_schema_change();
         if self.tx.try_send(item).is_err() {
             self.stats.dropped.fetch_add(1, Relaxed);
             if schema {
@@ -139,14 +167,18 @@ impl Tap {
             }
         }
     }
+}
 
-    /// Passes a schema change on.
-    pub fn change(&self, c: &SchemaChange) {
-        self.send(match c {
-            SchemaChange::Add(specs) => Tapped::Add(specs.clone()),
-            SchemaChange::End(positions) => Tapped::End(positions.clone()),
-        });
-    }
+/// What a [`Recorder`]'s owner asks of its thread.
+#[derive(Debug)]
+enum Control {
+    /// Write what is queued and the footer, with this end reason.
+    Finish(String),
+    /// Start a second recording of the stream at this path (see
+    /// [`Fanout::start_copy`]), saying how that went.
+    Copy(PathBuf, Sender<Result<(), RecordingError>>),
+    /// Finish the second recording, saying what it wrote.
+    FinishCopy(String, Sender<Result<Option<WriteSummary>, RecordingError>>),
 }
 
 /// Writes every sample of `samples`, and the events sent to it, into a
@@ -154,7 +186,7 @@ impl Tap {
 #[derive(Debug)]
 pub struct Recorder {
     events: Sender<Event>,
-    control: Sender<String>,
+    control: Sender<Control>,
     thread: JoinHandle<Result<RecorderSummary, RecordingError>>,
     stats: Arc<RecorderStats>,
 }
@@ -180,13 +212,13 @@ impl Recorder {
     /// [`Recorder::spawn_with_events`], passing what it writes on to `tap`
     /// as well.
     pub fn spawn_tapped(
-        mut writer: RecordingWriter,
+        writer: RecordingWriter,
         samples: Receiver<Sample>,
         changes: SchemaFeed,
         (events, event_rx): (Sender<Event>, Receiver<Event>),
         tap: Option<Tap>,
     ) -> std::io::Result<Self> {
-        let (control, control_rx) = crossbeam_channel::bounded::<String>(1);
+        let (control, control_rx) = crossbeam_channel::bounded::<Control>(4);
         let stats = Arc::new(RecorderStats::default());
         let st = stats.clone();
         let thread = std::thread::Builder::new()
@@ -195,35 +227,74 @@ impl Recorder {
                 mark_observer_thread();
                 let cpu0 = crate::sys::thread_cpu_ns();
                 let tick = crossbeam_channel::tick(Duration::from_millis(100));
+                let mut out = Fanout {
+                    writer: Some(writer),
+                    tap,
+                    ..Fanout::default()
+                };
                 let mut samples_open = true;
+                // The owner's requests; `Some(end)` once it asks to finish.
+                let obey = |out: &mut Fanout, c: Control| match c {
+                    Control::Finish(end) => Some(end),
+                    Control::Copy(path, reply) => {
+                        let _ = reply.send(out.start_copy(&path, false));
+                        None
+                    }
+                    Control::FinishCopy(end, reply) => {
+                        let _ = reply.send(out.finish_copy(&end));
+                        None
+                    }
+                };
                 let end = loop {
                     select! {
                         recv(samples) -> s => match s {
-                            Ok(s) => push_tapped(&mut writer, &changes, &s, tap.as_ref())?,
+                            Ok(s) => {
+                                let mut r = Ok(());
+                                changes.items(s, |item| if r.is_ok() { r = out.push(&item) });
+                                r?;
+                            }
                             // The sampler has stopped; wait for the end reason.
-                            Err(_) => { samples_open = false; break control_rx.recv().unwrap_or_else(|_| "completed".into()); }
+                            Err(_) => {
+                                samples_open = false;
+                                break loop {
+                                    match control_rx.recv() {
+                                        Ok(c) => if let Some(end) = obey(&mut out, c) { break end },
+                                        Err(_) => break "completed".into(),
+                                    }
+                                };
+                            }
                         },
                         recv(event_rx) -> e => if let Ok(e) = e {
-                            if let Some(tap) = &tap {
-                                tap.send(Tapped::Event(e.clone()));
-                            }
-                            writer.push_event(e)?;
+                            out.push(&Item::Event(e))?;
                         },
-                        recv(control_rx) -> end => break end.unwrap_or_else(|_| "completed".into()),
-                        recv(tick) -> _ => writer.tick()?,
+                        recv(control_rx) -> c => match c {
+                            Ok(c) => if let Some(end) = obey(&mut out, c) { break end },
+                            Err(_) => break "completed".into(),
+                        },
+                        recv(tick) -> _ => out.tick()?,
                     }
-                    st.samples.store(writer.samples(), Relaxed);
-                    st.bytes.store(writer.bytes_written(), Relaxed);
+                    if let Some(w) = &out.writer {
+                        st.samples.store(w.samples(), Relaxed);
+                        st.bytes.store(w.bytes_written(), Relaxed);
+                    }
                 };
                 // Whatever is still queued belongs to the recording.
                 if samples_open {
                     for s in samples.try_iter() {
-                        push_tapped(&mut writer, &changes, &s, tap.as_ref())?;
+                        let mut r = Ok(());
+                        changes.items(s, |item| {
+                            if r.is_ok() {
+                                r = out.push(&item)
+                            }
+                        });
+                        r?;
                     }
                 }
                 for e in event_rx.try_iter() {
-                    writer.push_event(e)?;
+                    out.push(&Item::Event(e))?;
                 }
+                let _ = out.finish_copy(&end);
+                let writer = out.writer.take().expect("the recorder's writer");
                 let write = writer.finish(&end)?;
                 st.samples.store(write.samples, Relaxed);
                 st.bytes.store(write.bytes, Relaxed);
@@ -236,6 +307,27 @@ impl Recorder {
             thread,
             stats,
         })
+    }
+
+    /// Starts a second recording of this stream at `path` from now on (a
+    /// live window's Record button, asked of its workload process). Refuses
+    /// an existing file.
+    pub fn copy_to(&self, path: &Path) -> Result<(), RecordingError> {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        self.ask(Control::Copy(path.to_owned(), tx))?;
+        rx.recv().unwrap_or_else(|_| Err(gone()))
+    }
+
+    /// Finishes the second recording with `end` as its reason; `None` if
+    /// none was being written.
+    pub fn finish_copy(&self, end: &str) -> Result<Option<WriteSummary>, RecordingError> {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        self.ask(Control::FinishCopy(end.to_owned(), tx))?;
+        rx.recv().unwrap_or_else(|_| Err(gone()))
+    }
+
+    fn ask(&self, c: Control) -> Result<(), RecordingError> {
+        self.control.send(c).map_err(|_| gone())
     }
 
     /// Queues an event; never blocks (a full queue drops it and counts it).
@@ -253,7 +345,7 @@ impl Recorder {
     /// returns what was written. Stop the sampler first, so that every sample
     /// it produced is in the channel.
     pub fn finish(self, end: &str) -> Result<RecorderSummary, RecordingError> {
-        let _ = self.control.send(end.to_owned());
+        let _ = self.control.send(Control::Finish(end.to_owned()));
         match self.thread.join() {
             Ok(r) => r,
             Err(_) => Err(RecordingError::Encode(
@@ -261,4 +353,9 @@ impl Recorder {
             )),
         }
     }
+}
+
+/// The error of a request the recorder thread can no longer answer.
+fn gone() -> RecordingError {
+    RecordingError::Encode("the recorder thread has ended".into())
 }

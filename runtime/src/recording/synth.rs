@@ -28,7 +28,6 @@
 
 use std::path::Path;
 
-use super::Slots;
 use super::{Event, EventKind, Header, RecordingError, RecordingWriter, WriteSummary};
 use crate::telemetry::{ChannelSpec, Group, Kind, MAX_CHANNELS, Sample, Schema, Unit};
 use crate::workload::SplitMix64;
@@ -240,7 +239,6 @@ pub fn write(
     }
     let schema = Schema { channels };
     let mut w = RecordingWriter::create(out, &header_for(schema.clone()), force)?;
-    let mut slots = Slots::new(schema.len());
     let mut rng = SplitMix64::new(cfg.seed);
     let duration = cfg.hours * HOUR;
     // The staircase steps every 4–8 hours.
@@ -279,7 +277,6 @@ pub fn write(
             .collect();
         if !leaving.is_empty() {
             w.end_channels(&leaving)?;
-            slots.end(&leaving);
             for wk in g.workers.iter().filter(|wk| wk.until_s <= t) {
                 w.push_event(Event {
                     t_ns: (t * 1e9).round() as u64,
@@ -310,16 +307,17 @@ pub fn write(
                     role: "worker".into(),
                 },
             })?;
-            slots.add(1);
             let life = 40.0 * 60.0 + (g.rng.next_u64() % 2400) as f64;
             g.workers.push(Worker {
                 pid,
-                position: slots.positions() - 1,
+                position: w.slots().positions() - 1,
                 until_s: t + life,
                 base: 300.0 * MIB + (g.rng.next_u64() % 64) as f64 * MIB,
             });
             g.next_worker_s = t + HOUR * (0.5 + (g.rng.next_u64() % 100) as f64 / 100.0);
         }
+        // The writer's own map says where each channel's value goes.
+        let slots = w.slots();
         let mut s = Sample::new(seq, (t * 1e9).round() as u64, slots.width());
         let mut tree = 0.0;
         for i in 0..g.shapes.len() {

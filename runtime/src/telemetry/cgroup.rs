@@ -9,12 +9,14 @@
 //!   `memory.usage_in_bytes`), a level;
 //! - `cgroup.max`: the tightest limit on the way from it to the root
 //!   (`memory.max`, v1 `memory.limit_in_bytes`), `NaN` where there is none.
-//!   The analysis computes time to the limit against it
-//!   ([`crate::analysis::rules::limit_for`]).
+//!   The analysis computes time to the limit against it (`analysis::rules`).
 
 use std::path::{Path, PathBuf};
 
 use super::{ChannelSpec, Group, Kind, Probe, ProbeError, Unavailable, Unit};
+
+/// The channel holding the watched process's cgroup memory limit.
+pub const CGROUP_LIMIT: &str = "cgroup.max";
 
 /// Which hierarchy a cgroup is in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -210,12 +212,7 @@ impl Probe for CgroupProbe {
         };
         vec![
             current,
-            ChannelSpec::new(
-                crate::analysis::rules::CGROUP_LIMIT,
-                Unit::Bytes,
-                Group::Memory,
-            )
-            .with_kind(Kind::Gauge),
+            ChannelSpec::new(CGROUP_LIMIT, Unit::Bytes, Group::Memory).with_kind(Kind::Gauge),
         ]
     }
 

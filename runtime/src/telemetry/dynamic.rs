@@ -17,32 +17,24 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::{ChannelSpec, MAX_CHANNELS, Sample, Schema};
-use flatline_format::Slots;
-
-/// One change of a stream's schema.
-#[derive(Debug, Clone, PartialEq)]
-pub enum SchemaChange {
-    /// These channels join, at the next positions.
-    Add(Vec<ChannelSpec>),
-    /// The channels at these positions end.
-    End(Vec<usize>),
-}
+use flatline_format::{Item, Slots};
 
 #[derive(Debug, Default)]
 struct FeedInner {
     /// Changes not yet taken, each with the seq of the first sample it applies to.
-    queue: Mutex<VecDeque<(u64, SchemaChange)>>,
+    queue: Mutex<VecDeque<(u64, Item)>>,
     queued: AtomicUsize,
 }
 
-/// The schema changes of a stream, in order, for its one consumer.
+/// The schema changes of a stream ([`Item::Add`], [`Item::End`]), in
+/// order, for its one consumer.
 #[derive(Debug, Clone, Default)]
 pub struct SchemaFeed {
     inner: Arc<FeedInner>,
 }
 
 impl SchemaFeed {
-    pub(crate) fn publish(&self, seq: u64, change: SchemaChange) {
+    pub(crate) fn publish(&self, seq: u64, change: Item) {
         let mut q = self
             .inner
             .queue
@@ -55,7 +47,7 @@ impl SchemaFeed {
     /// Hands `apply` every change that takes effect at or before sample
     /// `seq`, oldest first. Call it before using a sample. Costs one atomic
     /// load, and no lock, while nothing is queued.
-    pub fn take_until(&self, seq: u64, mut apply: impl FnMut(SchemaChange)) {
+    pub fn take_until(&self, seq: u64, mut apply: impl FnMut(Item)) {
         if self.inner.queued.load(Ordering::Acquire) == 0 {
             return;
         }
@@ -72,8 +64,16 @@ impl SchemaFeed {
         self.inner.queued.store(q.len(), Ordering::Release);
     }
 
+    /// The stream's road: hands `to` the schema changes that come before
+    /// sample `s`, then the sample. Every consumer of a live stream (the
+    /// recorder thread, a watch window) takes its items this way.
+    pub fn items(&self, s: Sample, mut to: impl FnMut(Item)) {
+        self.take_until(s.seq, &mut to);
+        to(Item::Sample(s));
+    }
+
     /// Every change still queued (at the end of a stream).
-    pub fn take_all(&self, apply: impl FnMut(SchemaChange)) {
+    pub fn take_all(&self, apply: impl FnMut(Item)) {
         self.take_until(u64::MAX, apply);
     }
 }
@@ -85,7 +85,7 @@ pub(crate) struct Grown {
     fixed: usize,
     slots: Slots,
     names: HashSet<String>,
-    pending: Vec<SchemaChange>,
+    pending: Vec<Item>,
     /// Latest values by slot; only slots of grown channels are ever set.
     values: Box<[f64; MAX_CHANNELS]>,
     fresh: bool,
@@ -165,7 +165,7 @@ impl DynamicChannels<'_> {
         }
         let first = g.slots.positions() - specs.len();
         g.names.extend(specs.iter().map(|s| s.name.clone()));
-        g.pending.push(SchemaChange::Add(specs));
+        g.pending.push(Item::Add(specs));
         Some(first)
     }
 
@@ -208,7 +208,7 @@ impl DynamicChannels<'_> {
             }
         }
         self.grown.slots.end(&live);
-        self.grown.pending.push(SchemaChange::End(live));
+        self.grown.pending.push(Item::End(live));
     }
 
     /// Sets the value the channel at `position` carries in the next sample.
@@ -258,13 +258,10 @@ mod tests {
         feed.take_until(9, |c| got.push(c));
         assert!(got.is_empty(), "nothing before sample 10");
         feed.take_until(11, |c| got.push(c));
-        assert_eq!(
-            got,
-            [SchemaChange::Add(vec![spec("pid1.rss"), spec("pid1.pss")])]
-        );
+        assert_eq!(got, [Item::Add(vec![spec("pid1.rss"), spec("pid1.pss")])]);
         feed.take_all(|c| got.push(c));
         // Position 0 was in the schema from the start: not this probe's to end.
-        assert_eq!(got[1], SchemaChange::End(vec![2, 3]));
+        assert_eq!(got[1], Item::End(vec![2, 3]));
     }
 
     #[test]

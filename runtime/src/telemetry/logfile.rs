@@ -30,8 +30,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Sender, TrySendError};
 
 use super::Clock;
-use super::output::{Line, OutputStats, Printed, StepPattern, leaf, parse_with};
-use crate::recording::csv::unit_of;
+use super::output::{Line, OutputStats, Printed, StepPattern, pairs_line, parse_with};
 
 /// The layouts a log may have.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,39 +80,6 @@ pub const MAX_STATE: u64 = 256 << 20;
 
 /// How often a followed log is looked at.
 pub const POLL: Duration = Duration::from_millis(250);
-
-/// Keys that give the step.
-fn is_step_key(k: &str) -> bool {
-    matches!(
-        k.to_ascii_lowercase().as_str(),
-        "step" | "global_step" | "iter" | "iteration"
-    )
-}
-
-/// A row of named numbers as a [`Line`]: a step key is the step, every other
-/// key `log.<leaf>` with the unit its name implies; a Hugging Face eval
-/// (`eval_*` keys) is marked `eval`.
-pub fn pairs_line<'a>(pairs: impl IntoIterator<Item = (&'a str, f64)>) -> Line {
-    let mut out = Line::default();
-    for (k, v) in pairs {
-        if !v.is_finite() {
-            continue;
-        }
-        if is_step_key(k) && v >= 0.0 && v.fract() == 0.0 {
-            out.step = Some(v as u64);
-            continue;
-        }
-        let l = leaf(k);
-        if l.is_empty() {
-            continue;
-        }
-        if l.starts_with("eval_") {
-            out.marker = Some("eval".into());
-        }
-        out.values.push((l, v, unit_of(k)));
-    }
-    out
-}
 
 /// Whether a first line is a CSV header: two or more names, none a number.
 /// Without a `.csv` name the names must also be free of spaces, so that a

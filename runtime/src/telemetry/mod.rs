@@ -27,9 +27,9 @@ pub mod torch;
 pub mod tree;
 pub mod work;
 
-pub use dynamic::{DynamicChannels, SchemaChange, SchemaFeed};
+pub use dynamic::{DynamicChannels, SchemaFeed};
 pub use flatline_format::{
-    ChannelSpec, Group, Kind, MAX_CHANNELS, STEP_CHANNELS, Sample, Schema, TOKEN_CHANNELS,
+    ChannelSpec, Group, Item, Kind, MAX_CHANNELS, STEP_CHANNELS, Sample, Schema, TOKEN_CHANNELS,
     Unavailable, Unit,
 };
 pub use sampler::{

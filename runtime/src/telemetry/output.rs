@@ -120,6 +120,65 @@ pub fn cells(line: &Line) -> Vec<Cell> {
     out
 }
 
+/// The unit a column name's suffix implies.
+pub fn unit_of(column: &str) -> Unit {
+    let c = column.to_ascii_lowercase();
+    if c == "step" || c == "steps" || c == "tokens" || c.ends_with("_count") {
+        Unit::Count
+    } else if c.ends_with("_mb") || c.ends_with("_mib") {
+        Unit::Mebibytes
+    } else if c.ends_with("_bytes") {
+        Unit::Bytes
+    } else if c.ends_with("_per_sec") || c.ends_with("_per_s") {
+        Unit::PerSecond
+    } else if c.ends_with("_us") {
+        Unit::Microseconds
+    } else if c.ends_with("_ms") {
+        Unit::Milliseconds
+    } else if c.ends_with("_ns") {
+        Unit::Nanoseconds
+    } else if c.ends_with("_s") {
+        Unit::Seconds
+    } else if c.ends_with("_pct") || c.ends_with("_percent") {
+        Unit::Percent
+    } else {
+        Unit::Number
+    }
+}
+
+/// Keys that give the step.
+fn is_step_key(k: &str) -> bool {
+    matches!(
+        k.to_ascii_lowercase().as_str(),
+        "step" | "global_step" | "iter" | "iteration"
+    )
+}
+
+/// A row of named numbers as a [`Line`]: a step key is the step, every other
+/// key `log.<leaf>` with the unit its name implies; a Hugging Face eval
+/// (`eval_*` keys) is marked `eval`.
+pub fn pairs_line<'a>(pairs: impl IntoIterator<Item = (&'a str, f64)>) -> Line {
+    let mut out = Line::default();
+    for (k, v) in pairs {
+        if !v.is_finite() {
+            continue;
+        }
+        if is_step_key(k) && v >= 0.0 && v.fract() == 0.0 {
+            out.step = Some(v as u64);
+            continue;
+        }
+        let l = leaf(k);
+        if l.is_empty() {
+            continue;
+        }
+        if l.starts_with("eval_") {
+            out.marker = Some("eval".into());
+        }
+        out.values.push((l, v, unit_of(k)));
+    }
+    out
+}
+
 /// A channel leaf from a printed key: lower case, runs of anything but
 /// letters and digits as one `_`.
 pub fn leaf(key: &str) -> String {
@@ -181,12 +240,12 @@ fn spaced_pairs(rest: &str, out: &mut Line) {
 }
 
 /// Reads a Python dict repr or a JSON object on one line (see
-/// [`super::logfile::pairs_line`]: a step key is the step, an eval is marked).
+/// [`pairs_line`]: a step key is the step, an eval is marked).
 fn object(text: &str, out: &mut Line) -> bool {
     let Some(inner) = text.strip_prefix('{').and_then(|t| t.strip_suffix('}')) else {
         return false;
     };
-    let found = super::logfile::pairs_line(inner.split(',').filter_map(|part| {
+    let found = pairs_line(inner.split(',').filter_map(|part| {
         let (k, v) = part.split_once(':')?;
         let k = k.trim().trim_matches(['\'', '"']);
         let v = v.trim().trim_matches(['\'', '"']).parse::<f64>().ok()?;

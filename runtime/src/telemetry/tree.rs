@@ -638,8 +638,9 @@ mod tests {
 
     #[test]
     fn a_faked_tree_gives_roles_events_channels_and_rounds() {
+        use crate::telemetry::Schema;
         use crate::telemetry::dynamic::{Grown, SchemaFeed};
-        use crate::telemetry::{Schema, SchemaChange};
+        use flatline_format::Item;
         let tmp = tempfile::tempdir().unwrap();
         let proc_root = tmp.path();
         let py = "/usr/bin/python3";
@@ -705,7 +706,7 @@ mod tests {
         assert_eq!(grown.publish_changes(0, &feed), 12);
         let mut added = Vec::new();
         feed.take_all(|c| {
-            if let SchemaChange::Add(specs) = c {
+            if let Item::Add(specs) = c {
                 added.extend(specs.into_iter().map(|s| s.name));
             }
         });
@@ -723,7 +724,7 @@ mod tests {
         grown.publish_changes(1, &feed);
         let mut ended = Vec::new();
         feed.take_all(|c| {
-            if let SchemaChange::End(p) = c {
+            if let Item::End(p) = c {
                 ended.extend(p);
             }
         });

@@ -6,6 +6,7 @@
 
 pub mod driver;
 pub mod ingest;
+pub mod ingest_bench;
 pub mod ops1b;
 pub mod pipeline;
 mod rng;

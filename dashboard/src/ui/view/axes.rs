@@ -172,8 +172,11 @@ pub fn y_label(mark: GridMark, _range: &RangeInclusive<f64>, signed: bool) -> St
 fn grouped(v: f64, decimals: usize) -> String {
     let s = format!("{v:.decimals$}");
     match s.split_once('.') {
-        Some((int, frac)) => format!("{}.{frac}", crate::fmt::thousands(int.parse().unwrap_or(0))),
-        None => crate::fmt::thousands(s.parse().unwrap_or(0)),
+        Some((int, frac)) => format!(
+            "{}.{frac}",
+            flatline_core::fmt::thousands(int.parse().unwrap_or(0))
+        ),
+        None => flatline_core::fmt::thousands(s.parse().unwrap_or(0)),
     }
 }
 
@@ -247,7 +250,10 @@ pub fn step_label(v: f64) -> String {
         return String::new();
     }
     let sign = if v < 0.0 { "-" } else { "" };
-    format!("{sign}{}", crate::fmt::thousands(v.abs().round() as u64))
+    format!(
+        "{sign}{}",
+        flatline_core::fmt::thousands(v.abs().round() as u64)
+    )
 }
 
 /// A moment as a UTC wall clock reads it (`unix_s`: seconds since 1970).

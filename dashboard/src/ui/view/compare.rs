@@ -10,9 +10,9 @@ use super::{
     Dashboard, axis_unit, badge, decimate_on, draw_markers, line, linked_plot, marker_lines_on,
     rates,
 };
-use crate::cli::AlignArg;
-use crate::fmt::value;
 use crate::ui::Store;
+use flatline_core::cli::AlignArg;
+use flatline_core::fmt::value;
 
 /// Side A's colour (the source): blue.
 pub const A: Color32 = Color32::from_rgb(90, 160, 255);
@@ -180,7 +180,7 @@ fn headline(store: &Store) -> String {
             })
         })
         .collect();
-    summary::headline(&assessed, &value, &crate::fmt::duration)
+    summary::headline(&assessed, &value, &flatline_core::fmt::duration)
 }
 
 /// One side's verdict on one line: its letter, badge and figures.
@@ -192,7 +192,7 @@ fn side_row(ui: &mut egui::Ui, letter: &str, color: Color32, u: Unit, a: Option<
             return;
         };
         badge(ui, Some(a));
-        let signed = |v: f64| crate::report::change(v, u);
+        let signed = |v: f64| flatline_core::report::change(v, u);
         let text = match a.kind {
             Kind::Level => format!(
                 "drift {}, slope {}/s",

@@ -8,7 +8,7 @@ use flatline_runtime::telemetry::Unit;
 
 use super::super::Dashboard;
 use super::axes::clock;
-use crate::fmt::value;
+use flatline_core::fmt::value;
 
 /// The receipt of a part of the run.
 #[derive(Debug, Clone)]
@@ -69,13 +69,13 @@ pub fn receipt(d: &Dashboard, from: f64, to: f64) -> RangeReceipt {
             limit: store.limit(*i).map(|l| l.1),
         })
         .collect();
-    let headline = summary::headline(&assessed, &value, &crate::fmt::duration);
+    let headline = summary::headline(&assessed, &value, &flatline_core::fmt::duration);
     let order = summary::order(&assessed);
     let signed = |v: f64, u: Unit| {
         if v == 0.0 || !v.is_finite() {
             "0".to_string()
         } else {
-            crate::report::change(v, u)
+            flatline_core::report::change(v, u)
         }
     };
     let rows: Vec<[String; 4]> = order
@@ -85,7 +85,7 @@ pub fn receipt(d: &Dashboard, from: f64, to: f64) -> RangeReceipt {
             let u = schema.channels[*i].unit;
             [
                 schema.channels[*i].name.clone(),
-                crate::report::verdict_text(a, u),
+                flatline_core::report::verdict_text(a, u),
                 signed(a.drift, u),
                 format!("{}/s", signed(a.slope_per_s, u)),
             ]

@@ -8,9 +8,8 @@ use flatline_runtime::analysis::Verdict;
 use flatline_runtime::recording::{Recording, RecordingSetup};
 use flatline_runtime::telemetry::work::WorkProgress;
 use flatline_runtime::telemetry::{SamplerConfig, SamplerExit};
-use flatline_runtime::workload::ingest::{
-    self, Corpus, CorpusSource, FillStats, IngestBenchConfig,
-};
+use flatline_runtime::workload::ingest::{Corpus, CorpusSource};
+use flatline_runtime::workload::ingest_bench::{self, FillStats, IngestBenchConfig};
 use flatline_runtime::workload::ops1b::{self, RING_SLOTS};
 use serde::Serialize;
 
@@ -24,13 +23,12 @@ const KNOWN_OPS1B: [(u64, u64); 2] = [
     (1_000_000_000, 25_689_187_392),
 ];
 
-pub fn run(cmd: BenchCommand) -> Result<()> {
+pub fn run(cmd: BenchCommand, viewer: &dyn crate::Viewer) -> Result<()> {
     match cmd {
         BenchCommand::Ops1b(args) => run_ops1b(&args),
         BenchCommand::Ingest(args) => run_ingest(&args),
         BenchCommand::Analysis(args) => run_analysis(&args),
-        BenchCommand::Ui(args) => crate::ui::bench::run(&args),
-        BenchCommand::Window(args) => crate::ui::winbench::run(&args),
+        cmd @ (BenchCommand::Ui(_) | BenchCommand::Window(_)) => viewer.bench(cmd),
     }
 }
 
@@ -215,7 +213,7 @@ fn run_ingest(args: &IngestArgs) -> Result<()> {
     };
     let progress = cfg.progress.clone().expect("set above");
     let (mut r, tel) = with_telemetry(args.telemetry_hz, &progress, || {
-        ingest::bench(&corpus, &cfg).context("running the ingest bench")
+        ingest_bench::bench(&corpus, &cfg).context("running the ingest bench")
     })?;
     if args.huge_pages {
         r.huge_page_bytes = Some(anon_huge_pages().unwrap_or(0));

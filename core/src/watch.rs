@@ -368,9 +368,9 @@ fn sampler_config(
 
 /// Runs the watch; returns the started command's exit code, if one was started
 /// and ended on its own (0 when flatline stopped it because the watch ended).
-pub fn run(args: &WatchArgs) -> Result<Option<i32>> {
+pub fn run(args: &WatchArgs, viewer: &dyn crate::Viewer) -> Result<Option<i32>> {
     if !args.headless {
-        crate::ui::check_display()?;
+        viewer.check_display()?;
     }
     // One clock for the samples, the log's step events and the command's
     // printed lines, which go straight to whoever records (the recorder
@@ -399,7 +399,7 @@ pub fn run(args: &WatchArgs) -> Result<Option<i32>> {
     };
     if !args.headless {
         let _marks = mark(args.out.as_deref());
-        let (src, store) = crate::ui::WatchSource::start(
+        let (src, store) = crate::source::WatchSource::start(
             target.pid,
             sampler_config(args, &target, clock, events.0.clone()),
             Vec::new(),
@@ -414,16 +414,11 @@ pub fn run(args: &WatchArgs) -> Result<Option<i32>> {
         if let Some(o) = target.output.as_mut() {
             o.collect(src.grow(), printed_events, clock)?;
         }
-        let shown = crate::ui::run_window(
-            &format!("flatline — watching {}", target.pid),
-            [1600.0, 1000.0],
-            crate::ui::WindowOptions::new(&args.window, args.hz, crate::ui::SourceKind::Watch),
-            move |settings| crate::ui::Dashboard::new(Box::new(src), store, settings),
-        );
+        let shown = viewer.watch(target.pid, &args.window, args.hz, src, store);
         // Closed or failed, the window takes a command we started with it. After a
         // Ctrl-C, which the command got too, it first has time to end on its own
         // (a trainer may be saving a checkpoint).
-        let by_signal = matches!(shown, Ok(crate::ui::Closed::BySignal));
+        let by_signal = matches!(shown, Ok(crate::Closed::BySignal));
         let stopped = target.stop_started(if by_signal {
             STOP_GRACE
         } else {

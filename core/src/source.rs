@@ -12,16 +12,14 @@ use std::time::Duration;
 use anyhow::{Context as _, Result};
 use crossbeam_channel::{Receiver, Sender};
 use flatline_runtime::recording::{
-    Event, EventKind, Frame, FrameReader, Header, Recording, RecordingSetup, RecordingWriter,
-    SampleIndex, Slots, TailProblemKind, Tap, Tapped,
+    Event, EventKind, Fanout, Frame, FrameReader, Header, Item, Recording, RecordingSetup,
+    RecordingWriter, SampleIndex, Slots, TailProblemKind,
 };
 use flatline_runtime::telemetry::alloc::mark_observer_thread;
-use flatline_runtime::telemetry::{
-    self, ChannelSpec, Sample, SamplerConfig, SchemaChange, SchemaFeed,
-};
+use flatline_runtime::telemetry::{self, Sample, SamplerConfig, SchemaFeed};
 use flatline_runtime::workload::driver::Workload;
 
-use super::store::Store;
+use crate::store::Store;
 
 /// What a caption and a top bar say about a source.
 #[derive(Debug, Clone, Default)]
@@ -35,93 +33,34 @@ pub struct Meta {
     pub started_unix_ms: Option<u64>,
 }
 
-/// How a live stream (the built-in workloads, a watched process) reaches the
-/// store and, while recording, the file. Each poll keeps its first write
-/// error; the newest poll that had one sets [`Tee::error`]. A recording still
-/// open when the tee is dropped (the window closed) is finished.
+/// A watched stream's road in the window: each item into the store, then
+/// through the one [`Fanout`] (the recording, the exporter's tap). Each poll
+/// keeps its first write error; the newest poll that had one sets
+/// [`Road::error`]. A recording still open when the road is dropped (the
+/// window closed) is finished.
 #[derive(Debug, Default)]
-struct Tee {
-    writer: Option<RecordingWriter>,
-    /// A copy of the stream for the Prometheus exporter, if one runs.
-    tap: Option<Tap>,
+struct Road {
+    out: Fanout,
     /// The first write error of the poll in progress.
     pending: Option<String>,
     error: Option<String>,
 }
 
-impl Tee {
-    fn new(writer: Option<RecordingWriter>) -> Self {
-        Self {
-            writer,
-            tap: None,
-            pending: None,
-            error: None,
-        }
-    }
-
+impl Road {
     fn note(&mut self, e: impl std::fmt::Display) {
         self.pending.get_or_insert_with(|| e.to_string());
     }
 
-    /// Moves new samples into the store and, while recording, into the file,
-    /// each after the schema changes that come before it.
-    fn samples(&mut self, rx: &Receiver<Sample>, changes: &SchemaFeed, store: &mut Store) {
-        for s in rx.try_iter() {
-            changes.take_until(s.seq, |c| match c {
-                SchemaChange::Add(specs) => self.add_channels(&specs, store),
-                SchemaChange::End(positions) => self.end_channels(&positions, store),
-            });
-            self.sample(&s, store);
-        }
-    }
-
-    /// One sample into the store and, while recording, into the file.
-    fn sample(&mut self, s: &Sample, store: &mut Store) {
-        store.push(s);
-        if let Some(tap) = &self.tap {
-            tap.send(Tapped::Sample(*s));
-        }
-        if let Some(Err(e)) = self.writer.as_mut().map(|w| w.push_sample(s)) {
+    fn push(&mut self, item: Item, store: &mut Store) {
+        store.push_item(&item);
+        if let Err(e) = self.out.push(&item) {
             self.note(e);
         }
-    }
-
-    /// Channels that join (format v2), in the store and the file.
-    fn add_channels(&mut self, specs: &[ChannelSpec], store: &mut Store) {
-        store.add_channels(specs);
-        if let Some(tap) = &self.tap {
-            tap.send(Tapped::Add(specs.to_vec()));
-        }
-        if let Some(Err(e)) = self.writer.as_mut().map(|w| w.add_channels(specs)) {
-            self.note(e);
-        }
-    }
-
-    /// Channels that end, in the store and the file.
-    fn end_channels(&mut self, positions: &[usize], store: &mut Store) {
-        store.end_channels(positions);
-        if let Some(tap) = &self.tap {
-            tap.send(Tapped::End(positions.to_vec()));
-        }
-        if let Some(Err(e)) = self.writer.as_mut().map(|w| w.end_channels(positions)) {
-            self.note(e);
-        }
-    }
-
-    /// Adds an event to the store and, while recording, to the file.
-    fn event(&mut self, e: Event, store: &mut Store) {
-        if let Some(tap) = &self.tap {
-            tap.send(Tapped::Event(e.clone()));
-        }
-        if let Some(Err(err)) = self.writer.as_mut().map(|w| w.push_event(e.clone())) {
-            self.note(err);
-        }
-        store.push_event(e);
     }
 
     /// Ends a poll: lets the writer flush what is due, and shows its error.
     fn end_poll(&mut self) {
-        if let Some(Err(e)) = self.writer.as_mut().map(RecordingWriter::tick) {
+        if let Err(e) = self.out.tick() {
             self.note(e);
         }
         if let Some(e) = self.pending.take() {
@@ -131,32 +70,29 @@ impl Tee {
 
     /// Finishes the recording, if one is being written, and returns its path.
     fn finish(&mut self, end: &str) -> Result<Option<PathBuf>> {
-        match self.writer.take() {
+        match self.out.writer.take() {
             Some(w) => Ok(Some(w.finish(end)?.path)),
             None => Ok(None),
         }
     }
 
-    fn file(&self) -> Option<PathBuf> {
-        self.writer.as_ref().map(|w| w.path().to_owned())
-    }
-
-    fn recording(&self) -> Option<(PathBuf, u64)> {
-        self.writer
-            .as_ref()
-            .map(|w| (w.path().to_owned(), w.bytes_written()))
-    }
-
-    fn digest(&self) -> Option<String> {
-        self.writer.as_ref().map(RecordingWriter::digest_hex)
+    fn writer(&self) -> Option<&RecordingWriter> {
+        self.out.writer.as_ref()
     }
 }
 
-impl Drop for Tee {
+impl Drop for Road {
     fn drop(&mut self) {
         let _ = self.finish("window closed");
     }
 }
+
+/// Samples a live session keeps at full resolution before thinning its older
+/// history (131,072: about 22 minutes at 100 Hz).
+pub const LIVE_CAP: usize = 1 << 17;
+
+/// Says whether a source has new data since it was last asked.
+pub type Activity = Box<dyn FnMut() -> bool + Send>;
 
 /// What kind of data a source gives; it decides which controls the window
 /// shows (and, later, which settings it keeps).
@@ -219,7 +155,7 @@ pub trait Source {
     }
     /// A cheap check, for another thread, of whether new data waits to be
     /// polled (the window draws only then); `None`: data never arrives.
-    fn activity(&self) -> Option<super::Activity> {
+    fn activity(&self) -> Option<Activity> {
         None
     }
     /// Whether its own workload runs; `None` for sources without one.
@@ -265,7 +201,6 @@ pub trait Source {
 /// for a slow window, and a crash of either side leaves a readable file.
 pub struct LiveSource {
     workload: Workload,
-    hz: f64,
     child: Child,
     /// The child's standard input: `pause`, `resume`, `mark TEXT`, `quit`.
     /// Shared with the marker socket's thread.
@@ -276,7 +211,12 @@ pub struct LiveSource {
     follower: Follower,
     dropped_idx: Option<usize>,
     dropped: u64,
-    tee: Tee,
+    /// The child's answers to `record` and `stop-recording`, a line each.
+    answers: Receiver<String>,
+    /// The second recording the child writes, while one runs.
+    recording: Option<PathBuf>,
+    /// The last recording error the child reported.
+    error: Option<String>,
     /// Holds the stream file; removed when the source goes.
     dir: tempfile::TempDir,
 }
@@ -285,7 +225,6 @@ impl std::fmt::Debug for LiveSource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LiveSource")
             .field("workload", &self.workload)
-            .field("hz", &self.hz)
             .field("child", &self.child.id())
             .finish_non_exhaustive()
     }
@@ -323,7 +262,7 @@ impl LiveSource {
             .arg(&path)
             .args(extra)
             .stdin(Stdio::piped())
-            .stdout(Stdio::null());
+            .stdout(Stdio::piped());
         flatline_runtime::sys::end_with_this_process(&mut cmd);
         let mut child = cmd
             .spawn()
@@ -345,8 +284,9 @@ impl LiveSource {
                 }
             }
         };
-        let mut store = Store::new(header.schema.clone(), super::LIVE_CAP);
+        let mut store = Store::new(header.schema.clone(), LIVE_CAP);
         store.set_host(&header.host);
+        let answers = read_answers(child.stdout.take())?;
         let control = Arc::new(Mutex::new(child.stdin.take()));
         let marks = {
             let control = control.clone();
@@ -357,7 +297,6 @@ impl LiveSource {
         Ok((
             Self {
                 workload,
-                hz,
                 child,
                 control,
                 _marks: marks,
@@ -365,7 +304,9 @@ impl LiveSource {
                 dropped_idx: header.schema.index_of("telemetry.dropped"),
                 dropped: 0,
                 follower,
-                tee: Tee::default(),
+                answers,
+                recording: None,
+                error: None,
                 dir,
             },
             store,
@@ -380,6 +321,44 @@ impl LiveSource {
     fn tell(&mut self, line: &str) {
         tell(&self.control, line);
     }
+
+    /// Asks the child something and waits for its one-line answer.
+    fn ask(&mut self, line: &str) -> Result<String> {
+        // An answer left over from a request that timed out is stale.
+        while self.answers.try_recv().is_ok() {}
+        self.tell(line);
+        match self.answers.recv_timeout(ANSWER_WAIT) {
+            Ok(a) => match a.strip_prefix("error ") {
+                Some(e) => Err(anyhow::anyhow!("{e}")),
+                None => Ok(a),
+            },
+            Err(_) => anyhow::bail!("the workload process did not answer `{line}`"),
+        }
+    }
+}
+
+/// How long a live window waits for its workload process to answer.
+const ANSWER_WAIT: Duration = Duration::from_secs(10);
+
+/// Lines of the child's standard output, on a thread of their own.
+fn read_answers(stdout: Option<std::process::ChildStdout>) -> Result<Receiver<String>> {
+    use std::io::BufRead as _;
+    let (tx, rx) = crossbeam_channel::bounded(16);
+    if let Some(out) = stdout {
+        std::thread::Builder::new()
+            .name("flatline-answers".into())
+            .spawn(move || {
+                mark_observer_thread();
+                for line in std::io::BufReader::new(out).lines() {
+                    let Ok(line) = line else { break };
+                    if tx.send(line).is_err() {
+                        break;
+                    }
+                }
+            })
+            .context("starting the thread that reads the workload process's answers")?;
+    }
+    Ok(rx)
 }
 
 /// Says one line to the workload process; a closed pipe is dropped.
@@ -398,7 +377,8 @@ fn tell(control: &Mutex<Option<ChildStdin>>, line: &str) {
 impl Drop for LiveSource {
     fn drop(&mut self) {
         // Closing its input ends the child cleanly; a child that does not end
-        // within two seconds is killed. Then `tee` finishes the recording.
+        // within two seconds is killed; it finishes a recording it was asked
+        // for on its way out.
         self.tell("quit");
         *self
             .control
@@ -422,16 +402,26 @@ impl Source for LiveSource {
 
     fn meta(&self) -> Meta {
         Meta {
-            label: format!("live: {} at {} Hz", self.workload.name(), self.hz),
+            // The rate the workload process says it samples at, in its header.
+            label: format!(
+                "live: {} at {} Hz",
+                self.workload.name(),
+                self.follower
+                    .header
+                    .config
+                    .get("hz")
+                    .map_or("?", String::as_str)
+            ),
             host: self.follower.header.host.summary(),
-            file: self.tee.file(),
-            digest: self.tee.digest(),
+            file: self.recording.clone(),
+            // A file still being written has no digest yet.
+            digest: None,
             started_unix_ms: Some(self.follower.header.started_unix_ms),
         }
     }
 
     fn status(&self) -> String {
-        if let Some(e) = &self.tee.error {
+        if let Some(e) = &self.error {
             return format!("error: {e}");
         }
         if !self.follower.is_open() {
@@ -442,8 +432,7 @@ impl Source for LiveSource {
 
     fn poll(&mut self, store: &mut Store) {
         mark_observer_thread();
-        self.follower.read_new(store, &mut self.tee);
-        self.tee.end_poll();
+        self.follower.read_new(|item| store.push_item(&item));
         if let Some(v) = self
             .dropped_idx
             .and_then(|i| flatline_runtime::analysis::rules::latest(store.series(i).values()))
@@ -460,7 +449,7 @@ impl Source for LiveSource {
         self.follower.is_open()
     }
 
-    fn activity(&self) -> Option<super::Activity> {
+    fn activity(&self) -> Option<Activity> {
         Some(file_growth(self.dir.path().join("stream.flr")))
     }
 
@@ -475,30 +464,50 @@ impl Source for LiveSource {
     }
 
     fn recording(&self) -> Option<(PathBuf, u64)> {
-        self.tee.recording()
+        let path = self.recording.clone()?;
+        let bytes = std::fs::metadata(&path).map_or(0, |m| m.len());
+        Some((path, bytes))
     }
 
     fn can_record(&self) -> bool {
         true
     }
 
-    /// Starts writing everything from now on to `path`, with the stream's
-    /// header (its schema, host and configuration) and this moment as its start.
+    /// Asks the workload process to record its stream from now on to
+    /// `path` as well: the window never decodes and re-encodes what the
+    /// child already wrote.
     fn start_recording(&mut self, path: &Path) -> Result<()> {
-        if self.tee.writer.is_some() {
+        if self.recording.is_some() {
             anyhow::bail!("already recording");
         }
-        let h = &self.follower.header;
-        let mut setup = RecordingSetup::new(&h.source);
-        setup.config = h.config.clone();
-        setup.host = h.host.clone();
-        let schema = &self.follower.schema;
-        self.tee.writer = Some(setup.create(path, false, schema, &h.unavailable)?);
+        // The child runs in another folder's context only if told an
+        // absolute path; a line break would end the request early.
+        let abs =
+            std::path::absolute(path).with_context(|| format!("resolving {}", path.display()))?;
+        let text = abs.to_str().filter(|t| !t.contains(['\n', '\r']));
+        let Some(text) = text else {
+            anyhow::bail!(
+                "{}: a recording's path must be text on one line",
+                path.display()
+            );
+        };
+        self.ask(&format!("record {text}"))?;
+        self.error = None;
+        self.recording = Some(path.to_owned());
         Ok(())
     }
 
     fn stop_recording(&mut self) -> Result<Option<PathBuf>> {
-        self.tee.finish("stopped")
+        let Some(path) = self.recording.take() else {
+            return Ok(None);
+        };
+        match self.ask("stop-recording") {
+            Ok(_) => Ok(Some(path)),
+            Err(e) => {
+                self.error = Some(format!("{e:#}"));
+                Err(e)
+            }
+        }
     }
 
     fn can_mark(&self) -> bool {
@@ -513,21 +522,8 @@ impl Source for LiveSource {
     }
 }
 
-/// A row of a file (one value per channel position) as a live sample (one
-/// value per slot).
-fn to_slots(slots: &Slots, seq: u64, t_ns: u64, row: &[f64]) -> Sample {
-    let mut s = Sample::new(seq, t_ns, slots.width());
-    let values = s.values_mut();
-    for (&v, slot) in row.iter().zip(slots.all()) {
-        if let Some(k) = slot {
-            values[usize::from(*k)] = v;
-        }
-    }
-    s
-}
-
 /// Reads a recording that another process is still writing, frame by frame,
-/// into a store (and through a [`Tee`], when one records).
+/// as the stream's items.
 #[derive(Debug)]
 struct Follower {
     reader: Option<FrameReader<BufReader<File>>>,
@@ -561,7 +557,8 @@ impl Follower {
         self.reader.is_some()
     }
 
-    fn read_new(&mut self, store: &mut Store, tee: &mut Tee) {
+    /// Hands `to` every item the writer has finished since the last call.
+    fn read_new(&mut self, mut to: impl FnMut(Item)) {
         let Some(reader) = self.reader.as_mut() else {
             return;
         };
@@ -569,25 +566,24 @@ impl Follower {
             match reader.next_frame() {
                 Ok(Some(Frame::Samples(block))) => {
                     let slots = &self.slots;
-                    let _ =
-                        block.decode(|seq, t, v| tee.sample(&to_slots(slots, seq, t, v), store));
+                    let _ = block.decode(|seq, t, v| to(Item::Sample(slots.sample(seq, t, v))));
                 }
                 Ok(Some(Frame::Block(block))) => {
                     let slots = &self.slots;
-                    let _ =
-                        block.decode(|seq, t, v| tee.sample(&to_slots(slots, seq, t, v), store));
+                    let _ = block.decode(|seq, t, v| to(Item::Sample(slots.sample(seq, t, v))));
                 }
                 Ok(Some(Frame::Channels(ext))) => {
                     self.schema.channels.extend(ext.channels.iter().cloned());
-                    self.slots.add(ext.channels.len());
-                    tee.add_channels(&ext.channels, store);
+                    let item = Item::Add(ext.channels);
+                    self.slots.apply(&item);
+                    to(item);
                 }
                 Ok(Some(Frame::Ended(end))) => {
-                    let ended: Vec<usize> = end.channels.iter().map(|&c| c as usize).collect();
-                    self.slots.end(&ended);
-                    tee.end_channels(&ended, store);
+                    let item = Item::End(end.channels.iter().map(|&c| c as usize).collect());
+                    self.slots.apply(&item);
+                    to(item);
                 }
-                Ok(Some(Frame::Event(e))) => tee.event(e, store),
+                Ok(Some(Frame::Event(e))) => to(Item::Event(e)),
                 Ok(Some(Frame::Footer(f))) => {
                     self.status = format!("ended: {}", f.end);
                     self.digest = f.digest;
@@ -625,8 +621,6 @@ pub struct ReplaySource {
     digest: String,
     follow: Option<Follower>,
     status: String,
-    /// Followed data goes to the store only (a replay never records).
-    tee: Tee,
 }
 
 impl ReplaySource {
@@ -667,19 +661,18 @@ impl ReplaySource {
                 index: rec.thinned.is_some().then_some(rec.index),
                 follow: None,
                 status,
-                tee: Tee::default(),
             },
             store,
         )
     }
 
     /// Opens a recording that may still be growing and keeps reading it.
-    /// Like a live window, it keeps the latest [`super::LIVE_CAP`] samples at
+    /// Like a live window, it keeps the latest [`LIVE_CAP`] samples at
     /// full resolution and thins older history, so a soak followed for days
     /// stays bounded.
     pub fn follow(path: &Path) -> Result<(Self, Store)> {
         let (follower, header) = Follower::open(path)?;
-        let mut store = Store::new(header.schema.clone(), super::LIVE_CAP);
+        let mut store = Store::new(header.schema.clone(), LIVE_CAP);
         store.set_host(&header.host);
         let mut src = Self {
             path: path.to_owned(),
@@ -688,7 +681,6 @@ impl ReplaySource {
             index: None,
             follow: Some(follower),
             status: "following".into(),
-            tee: Tee::default(),
         };
         src.poll(&mut store);
         Ok((src, store))
@@ -723,7 +715,8 @@ impl Source for ReplaySource {
 
     fn poll(&mut self, store: &mut Store) {
         if let Some(f) = self.follow.as_mut() {
-            f.read_new(store, &mut self.tee);
+            // Followed data goes to the store only (a replay never records).
+            f.read_new(|item| store.push_item(&item));
             self.status = f.status.clone();
             self.digest = f.digest.clone();
             if !f.is_open() {
@@ -736,7 +729,7 @@ impl Source for ReplaySource {
         self.follow.is_some()
     }
 
-    fn activity(&self) -> Option<super::Activity> {
+    fn activity(&self) -> Option<Activity> {
         self.follow
             .is_some()
             .then(|| file_growth(self.path.clone()))
@@ -745,7 +738,7 @@ impl Source for ReplaySource {
 
 /// Whether the file at `path` changed length since the last call (the
 /// first call says yes): a stream file another process appends to.
-fn file_growth(path: PathBuf) -> super::Activity {
+fn file_growth(path: PathBuf) -> Activity {
     let mut last = None;
     Box::new(move || {
         let len = std::fs::metadata(&path).map(|m| m.len()).ok();
@@ -766,7 +759,7 @@ pub struct WatchSource {
     /// Markers added in the window, stamped when added, recorded at the next poll.
     marks: Vec<Event>,
     sampler: telemetry::Sampler,
-    tee: Tee,
+    road: Road,
     exited: bool,
     /// When sampling began (its clock's 0), in ms since 1970.
     started_unix_ms: u64,
@@ -814,10 +807,17 @@ impl WatchSource {
             Some(path) => Some(setup.create(path, force, &tel.schema, &tel.unavailable)?),
             None => None,
         };
-        let mut store = Store::new(tel.schema.clone(), super::LIVE_CAP);
+        let mut store = Store::new(tel.schema.clone(), LIVE_CAP);
         store.set_host(&setup.host);
-        let mut tee = Tee::new(writer);
-        tee.tap = tap;
+        let road = Road {
+            out: Fanout {
+                writer,
+                tap,
+                ..Fanout::default()
+            },
+            pending: None,
+            error: None,
+        };
         Ok((
             Self {
                 pid,
@@ -828,7 +828,7 @@ impl WatchSource {
                 steps,
                 marks: Vec::new(),
                 sampler: tel.sampler,
-                tee,
+                road,
                 exited: false,
                 started_unix_ms,
                 _exporter: exporter,
@@ -855,14 +855,14 @@ impl Source for WatchSource {
         Meta {
             label: format!("watch: pid {} at {} Hz", self.pid, self.hz),
             host: self.host.clone(),
-            file: self.tee.file(),
-            digest: self.tee.digest(),
+            file: self.road.writer().map(|w| w.path().to_owned()),
+            digest: self.road.writer().map(RecordingWriter::digest_hex),
             started_unix_ms: Some(self.started_unix_ms),
         }
     }
 
     fn status(&self) -> String {
-        if let Some(e) = &self.tee.error {
+        if let Some(e) = &self.road.error {
             return format!("recording error: {e}");
         }
         if self.exited {
@@ -875,13 +875,16 @@ impl Source for WatchSource {
 
     fn poll(&mut self, store: &mut Store) {
         mark_observer_thread();
-        self.tee.samples(&self.samples, &self.changes, store);
+        let road = &mut self.road;
+        for s in self.samples.try_iter() {
+            self.changes.items(s, |item| road.push(item, store));
+        }
         // Step events come stamped with the time their row was read.
         for e in self.steps.try_iter() {
-            self.tee.event(e, store);
+            road.push(Item::Event(e), store);
         }
         for e in self.marks.drain(..) {
-            self.tee.event(e, store);
+            road.push(Item::Event(e), store);
         }
         if !self.exited && self.sampler.is_finished() {
             self.exited = true;
@@ -889,12 +892,12 @@ impl Source for WatchSource {
                 t_ns: self.sampler.elapsed_ns(),
                 kind: EventKind::TargetExited { pid: self.pid },
             };
-            self.tee.event(e, store);
-            if let Err(e) = self.tee.finish("target exited") {
-                self.tee.note(format!("{e:#}"));
+            self.road.push(Item::Event(e), store);
+            if let Err(e) = self.road.finish("target exited") {
+                self.road.note(format!("{e:#}"));
             }
         }
-        self.tee.end_poll();
+        self.road.end_poll();
     }
 
     fn dropped(&self) -> u64 {
@@ -905,7 +908,7 @@ impl Source for WatchSource {
         !self.exited
     }
 
-    fn activity(&self) -> Option<super::Activity> {
+    fn activity(&self) -> Option<Activity> {
         let (samples, steps, progress) = (
             self.samples.clone(),
             self.steps.clone(),
@@ -923,7 +926,9 @@ impl Source for WatchSource {
     }
 
     fn recording(&self) -> Option<(PathBuf, u64)> {
-        self.tee.recording()
+        self.road
+            .writer()
+            .map(|w| (w.path().to_owned(), w.bytes_written()))
     }
 
     fn can_mark(&self) -> bool {

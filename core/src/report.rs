@@ -596,7 +596,7 @@ pub(crate) fn training_axes(rec: &Recording) -> Option<String> {
 }
 
 /// `+1.25 MiB` / `-3` / `0`: a change, signed, in the channel's unit.
-pub(crate) fn change(v: f64, unit: Unit) -> String {
+pub fn change(v: f64, unit: Unit) -> String {
     if v.is_nan() {
         return "–".into();
     }

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use flatline_runtime::analysis::{LiveAnalysis, Severity, Verdict};
-use flatline_runtime::recording::{Event, EventKind, HostFacts, Slots, TapStats, Tapped};
+use flatline_runtime::recording::{Event, EventKind, HostFacts, Item, Slots, TapStats};
 use flatline_runtime::telemetry::{ChannelSpec, Kind, STEP_CHANNELS, Schema, TOKEN_CHANNELS, Unit};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -91,7 +91,7 @@ impl Exporter {
         addr: Option<SocketAddr>,
         schema: &Schema,
         setup: ExportSetup,
-        rx: Receiver<Tapped>,
+        rx: Receiver<Item>,
         tap: Arc<TapStats>,
         sampler_dropped: DroppedCount,
     ) -> Result<Self> {
@@ -222,7 +222,7 @@ impl ExportState {
                 channels: Vec::new(),
             },
             labels: Vec::new(),
-            slots: Slots::new(0),
+            slots: Slots::new(schema.len()),
             live,
             setup,
             steps: None,
@@ -239,7 +239,6 @@ impl ExportState {
     }
 
     fn add(&mut self, specs: &[ChannelSpec]) {
-        self.slots.add(specs.len());
         self.live.add_channels(specs);
         for spec in specs {
             self.labels.push(ChannelLabels {
@@ -260,28 +259,21 @@ impl ExportState {
         self.tokens = self.schema.index_of_first(&TOKEN_CHANNELS);
     }
 
-    fn take(&mut self, item: Tapped) {
+    fn take(&mut self, item: Item) {
+        self.slots.apply(&item);
         match item {
-            Tapped::Add(specs) => self.add(&specs),
-            Tapped::End(positions) => self.slots.end(&positions),
-            Tapped::Sample(s) => {
+            Item::Add(specs) => self.add(&specs),
+            Item::End(_) => {}
+            Item::Sample(s) => {
                 self.samples += 1;
                 self.last_t_ns = s.t_ns;
-                let values = s.values();
-                let slots = self.slots.all();
-                let value = |i: usize| {
-                    slots
-                        .get(i)
-                        .copied()
-                        .flatten()
-                        .and_then(|k| values.get(usize::from(k)).copied())
-                        .unwrap_or(f64::NAN)
-                };
+                let slots = &self.slots;
+                let value = |i: usize| slots.value(&s, i);
                 let at = |c: Option<usize>| c.map_or(f64::NAN, value);
                 let (steps, tokens) = (at(self.steps), at(self.tokens));
                 self.live.push(s.t_s(), value, steps, tokens);
             }
-            Tapped::Event(e) => {
+            Item::Event(e) => {
                 if matches!(e.kind, EventKind::Note(_)) {
                     self.probe_errors += 1;
                 }
@@ -291,7 +283,7 @@ impl ExportState {
 
     /// Takes what arrives, refreshing the exposition once a second, until
     /// the stream ends (then once more) or the exporter is stopped.
-    fn run(&mut self, rx: &Receiver<Tapped>, stop: &AtomicBool, published: &Published) {
+    fn run(&mut self, rx: &Receiver<Item>, stop: &AtomicBool, published: &Published) {
         let mut next = Instant::now() + REFRESH;
         while !stop.load(Relaxed) {
             match rx.recv_timeout(next.saturating_duration_since(Instant::now())) {
@@ -646,7 +638,7 @@ mod tests {
     use flatline_runtime::recording::Tap;
     use flatline_runtime::telemetry::{Group, Sample};
 
-    fn state(channels: Vec<ChannelSpec>) -> (ExportState, Tap, Receiver<Tapped>) {
+    fn state(channels: Vec<ChannelSpec>) -> (ExportState, Tap, Receiver<Item>) {
         let (tap, rx, stats) = Tap::new();
         let setup = ExportSetup {
             host: "node-a".into(),
@@ -682,9 +674,9 @@ mod tests {
         // mem.rss grows 1 MiB/s; log.mem holds 2 MiB: 60 s at 10 Hz.
         for k in 0..600u64 {
             let t = k as f64 * 0.1;
-            tap.send(Tapped::Sample(sample(k, &[1e8 + t * 1048576.0, 2.0])));
+            tap.send(Item::Sample(sample(k, &[1e8 + t * 1048576.0, 2.0])));
         }
-        tap.send(Tapped::Event(Event {
+        tap.send(Item::Event(Event {
             t_ns: 0,
             kind: EventKind::Note("gpu0 stopped answering".into()),
         }));
@@ -744,11 +736,9 @@ mod tests {
         let mut worker = ChannelSpec::new("pid7.pss", Unit::Bytes, Group::Memory);
         worker.labels.insert("pid".into(), "7".into());
         worker.labels.insert("role".into(), "worker".into());
-        tap.send(Tapped::Sample(sample(0, &[1e8])));
-        tap.change(&flatline_runtime::telemetry::SchemaChange::Add(vec![
-            worker,
-        ]));
-        tap.send(Tapped::Sample(sample(1, &[1e8, 5e6])));
+        tap.send(Item::Sample(sample(0, &[1e8])));
+        tap.send(Item::Add(vec![worker]));
+        tap.send(Item::Sample(sample(1, &[1e8, 5e6])));
         for item in rx.try_iter() {
             st.take(item);
         }
@@ -765,8 +755,8 @@ mod tests {
             "{worker_line}"
         );
         // The worker exits: its channel ends, and so do its series.
-        tap.change(&flatline_runtime::telemetry::SchemaChange::End(vec![1]));
-        tap.send(Tapped::Sample(sample(2, &[1e8])));
+        tap.send(Item::End(vec![1]));
+        tap.send(Item::Sample(sample(2, &[1e8])));
         for item in rx.try_iter() {
             st.take(item);
         }
@@ -780,15 +770,15 @@ mod tests {
     fn a_tap_that_loses_a_schema_change_says_it_is_broken() {
         let (tap, rx, stats) = Tap::new();
         for k in 0..flatline_runtime::recording::TAP_CAPACITY as u64 {
-            tap.send(Tapped::Sample(sample(k, &[1.0])));
+            tap.send(Item::Sample(sample(k, &[1.0])));
         }
-        tap.send(Tapped::Sample(sample(9999, &[1.0])));
+        tap.send(Item::Sample(sample(9999, &[1.0])));
         assert_eq!(stats.dropped.load(Relaxed), 1);
         assert!(
             !stats.broken.load(Relaxed),
             "a lost sample does not break it"
         );
-        tap.change(&flatline_runtime::telemetry::SchemaChange::End(vec![0]));
+        tap.send(Item::End(vec![0]));
         assert!(stats.broken.load(Relaxed));
         drop(rx);
     }

@@ -120,6 +120,20 @@ impl Session {
         self.sampler.grow()
     }
 
+    /// Starts a second recording of this session's stream at `path`, from
+    /// now on (see `Recorder::copy_to`).
+    pub fn copy_to(&self, path: &std::path::Path) -> Result<()> {
+        Ok(self.recorder.copy_to(path)?)
+    }
+
+    /// Finishes the second recording; what it wrote, if one was running.
+    pub fn finish_copy(
+        &self,
+        end: &str,
+    ) -> Result<Option<flatline_runtime::recording::WriteSummary>> {
+        Ok(self.recorder.finish_copy(end)?)
+    }
+
     /// True once the sampler has ended on its own (the watched process exited).
     pub fn sampler_finished(&self) -> bool {
         self.sampler.is_finished()

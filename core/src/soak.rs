@@ -81,12 +81,35 @@ struct RunEnd {
 /// Runs the workload with telemetry into `run.out` until its time is up or
 /// `stop` is set; while `paused` is set the workload idles (telemetry goes on).
 /// Texts arriving on `marks` are recorded as markers the moment they come.
+/// What reaches a running workload session from outside: `flatline mark`,
+/// and a live window's requests to its `serve` child.
+#[derive(Debug)]
+enum Request {
+    Mark(String),
+    /// Record the stream from now on into a second file as well.
+    Record(PathBuf),
+    StopRecording,
+}
+
+/// The `serve` child's answer to a live window's request, one line on its
+/// standard output: `ok`, `recorded PATH`, or `error TEXT`.
+fn answer(result: Result<String>) {
+    use std::io::Write as _;
+    let line = match result {
+        Ok(s) => s,
+        Err(e) => format!("error {:#}", e).replace('\n', " "),
+    };
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}");
+    let _ = out.flush();
+}
+
 fn record_workload(
     run: &WorkloadRun<'_>,
     stop: &AtomicBool,
     paused: &AtomicBool,
     bar: &ProgressBar,
-    marks: &Receiver<String>,
+    requests: &Receiver<Request>,
 ) -> Result<RunEnd> {
     let step = run.step_ms.map(|ms| Duration::from_secs_f64(ms / 1e3));
     let progress = WorkProgress::new();
@@ -161,9 +184,23 @@ fn record_workload(
             })
             .context("starting the workload thread")?;
         while !work.is_finished() {
-            if let Ok(text) = marks.recv_timeout(Duration::from_millis(200)) {
-                session.event(EventKind::Marker(text));
-                continue;
+            match requests.recv_timeout(Duration::from_millis(200)) {
+                Ok(Request::Mark(text)) => {
+                    session.event(EventKind::Marker(text));
+                    continue;
+                }
+                Ok(Request::Record(path)) => {
+                    answer(session.copy_to(&path).map(|()| "ok".into()));
+                    continue;
+                }
+                Ok(Request::StopRecording) => {
+                    answer(session.finish_copy("stopped").map(|w| match w {
+                        Some(w) => format!("recorded {}", w.path.display()),
+                        None => "ok".into(),
+                    }));
+                    continue;
+                }
+                Err(_) => {}
             }
             bar.set_position(start.elapsed().as_millis() as u64);
             bar.set_message(format!(
@@ -177,6 +214,11 @@ fn record_workload(
             .map_err(|_| anyhow::anyhow!("the workload thread panicked"))?
     });
     let wall = start.elapsed();
+    // Only `serve` is asked for a second recording, by its window; the
+    // window has gone when the run ends this way.
+    if let Err(e) = session.finish_copy("window closed") {
+        eprintln!("flatline: the window's recording: {e:#}");
+    }
     let ended_by = match &result {
         Ok(e) => *e,
         Err(_) => "workload failed",
@@ -193,8 +235,11 @@ fn record_workload(
 /// `flatline serve`: what a live window runs in a child process, so that the
 /// memory it measures is the workload's and not the window's. Runs until its
 /// standard input says `quit` or closes (the window went away) or a signal
-/// comes; `pause` and `resume` lines stop and restart the workload, and
-/// `mark TEXT` records a marker.
+/// comes; `pause` and `resume` lines stop and restart the workload,
+/// `mark TEXT` records a marker, and `record PATH` and `stop-recording`
+/// start and finish a second recording of the stream (the window's Record
+/// button: the window never re-encodes what this process already wrote),
+/// each answered with a line on standard output (see [`answer`]).
 pub fn serve(args: &ServeArgs) -> Result<()> {
     let stop = interrupt_flag()?;
     let paused = Arc::new(AtomicBool::new(false));
@@ -210,9 +255,14 @@ pub fn serve(args: &ServeArgs) -> Result<()> {
                         Ok("pause") => paused.store(true, Ordering::Relaxed),
                         Ok("resume") => paused.store(false, Ordering::Relaxed),
                         Ok("quit") | Err(_) => break,
+                        Ok("stop-recording") => {
+                            let _ = marks_tx.send(Request::StopRecording);
+                        }
                         Ok(l) => {
                             if let Some(text) = l.strip_prefix("mark ") {
-                                let _ = marks_tx.send(text.to_owned());
+                                let _ = marks_tx.send(Request::Mark(text.to_owned()));
+                            } else if let Some(path) = l.strip_prefix("record ") {
+                                let _ = marks_tx.send(Request::Record(PathBuf::from(path)));
                             }
                         }
                     }
@@ -258,7 +308,7 @@ pub fn run(args: &SoakArgs) -> Result<()> {
     // `flatline mark TEXT` reaches this soak while it runs.
     let (marks_tx, marks) = crossbeam_channel::unbounded();
     let listening = crate::mark::listen("soak", None, Some(&out), move |text| {
-        let _ = marks_tx.send(text);
+        let _ = marks_tx.send(Request::Mark(text));
     });
     let total = Duration::from_secs_f64(args.seconds);
     let bar = if std::io::stderr().is_terminal() {

@@ -325,6 +325,17 @@ impl Store {
             .filter(|&i| rules::advances(self.series[i].values()))
     }
 
+    /// Takes one item of a stream (the road every source's data travels).
+    pub fn push_item(&mut self, item: &flatline_runtime::recording::Item) {
+        use flatline_runtime::recording::Item;
+        match item {
+            Item::Add(specs) => self.add_channels(specs),
+            Item::End(positions) => self.end_channels(positions),
+            Item::Sample(s) => self.push(s),
+            Item::Event(e) => self.push_event(e.clone()),
+        }
+    }
+
     /// Channels that join from the next sample on (format v2); the samples so
     /// far have no value for them.
     pub fn add_channels(&mut self, specs: &[flatline_runtime::telemetry::ChannelSpec]) {
@@ -427,12 +438,8 @@ impl Store {
         self.t.push(t);
         self.n.push(self.pushed);
         self.pushed += 1;
-        let values = sample.values();
-        for (s, slot) in self.series.iter_mut().zip(self.slots.all()) {
-            s.push(
-                slot.and_then(|k| values.get(usize::from(k)).copied())
-                    .unwrap_or(f64::NAN),
-            );
+        for (i, s) in self.series.iter_mut().enumerate() {
+            s.push(self.slots.value(sample, i));
         }
         let from = self.t.len() - 1;
         if self.has_process_reading(from) {

@@ -734,7 +734,7 @@ pub fn json_report(c: &Comparison<'_>) -> Value {
     })
 }
 
-pub fn run(args: &CompareArgs) -> Result<()> {
+pub fn run(args: &CompareArgs, viewer: &dyn crate::Viewer) -> Result<()> {
     // Each file is opened once, warning once if its tail is bad; a damaged
     // side compares what it has.
     let a = report::open(&args.a)?;
@@ -750,5 +750,5 @@ pub fn run(args: &CompareArgs) -> Result<()> {
             return Ok(());
         }
     }
-    crate::window::compare(args, a, b)
+    viewer.compare(args, a, b)
 }

@@ -1,0 +1,144 @@
+//! flatline's headless core: everything but the window.
+//!
+//! Sources and the store they fill, sessions (sampler, recorder, exporter),
+//! receipts, the Prometheus exporter and alerts, and the implementation of
+//! every command. Nothing here depends on a GUI crate (CI checks its
+//! `cargo tree`): the window lives in the `flatline` crate, which implements
+//! [`Viewer`] and hands it to [`run`]. Tests, benchmarks and (later) Python
+//! bindings use this crate without a display.
+
+pub mod alert;
+pub mod bench;
+pub mod cli;
+pub mod compare;
+pub mod convert;
+pub mod corpus;
+pub mod detail;
+pub mod fmt;
+pub mod mark;
+pub mod prom;
+pub mod report;
+pub mod session;
+pub mod soak;
+pub mod source;
+pub mod store;
+pub mod watch;
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+use flatline_runtime::recording::Recording;
+
+/// How a window ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Closed {
+    /// Its close button, or the dashboard itself (after a screenshot).
+    ByUser,
+    /// Ctrl-C at the terminal, or SIGTERM.
+    BySignal,
+}
+
+/// What opens windows, for the commands that show one. The `flatline` crate
+/// implements it with eframe; [`Headless`] refuses every window.
+pub trait Viewer {
+    /// Fails, with advice, when no window can be opened here.
+    fn check_display(&self) -> Result<()>;
+    /// `flatline live`.
+    fn live(&self, args: &cli::LiveArgs) -> Result<()>;
+    /// `flatline replay`.
+    fn replay(&self, args: &cli::ReplayArgs) -> Result<()>;
+    /// `flatline compare A B` without `--format`: both in one window.
+    fn compare(&self, args: &cli::CompareArgs, a: Recording, b: Recording) -> Result<()>;
+    /// A watch's window on its source and store, until it closes.
+    fn watch(
+        &self,
+        pid: u32,
+        window: &cli::WindowArgs,
+        hz: f64,
+        src: source::WatchSource,
+        store: store::Store,
+    ) -> Result<Closed>;
+    /// `flatline bench ui` and `bench window`: what the window costs.
+    fn bench(&self, cmd: cli::BenchCommand) -> Result<()>;
+}
+
+/// A [`Viewer`] for builds and callers without a window.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Headless;
+
+impl Headless {
+    fn refuse<T>(&self) -> Result<T> {
+        anyhow::bail!(
+            "this build of flatline has no window; use the headless commands (`watch --headless`, `report`, `soak`)"
+        )
+    }
+}
+
+impl Viewer for Headless {
+    fn check_display(&self) -> Result<()> {
+        self.refuse()
+    }
+    fn live(&self, _: &cli::LiveArgs) -> Result<()> {
+        self.refuse()
+    }
+    fn replay(&self, _: &cli::ReplayArgs) -> Result<()> {
+        self.refuse()
+    }
+    fn compare(&self, _: &cli::CompareArgs, _: Recording, _: Recording) -> Result<()> {
+        self.refuse()
+    }
+    fn watch(
+        &self,
+        _: u32,
+        _: &cli::WindowArgs,
+        _: f64,
+        _: source::WatchSource,
+        _: store::Store,
+    ) -> Result<Closed> {
+        self.refuse()
+    }
+    fn bench(&self, _: cli::BenchCommand) -> Result<()> {
+        self.refuse()
+    }
+}
+
+/// Runs the command line and turns any error into one line on stderr.
+pub fn run(cli: cli::Cli, viewer: &dyn Viewer) -> ExitCode {
+    if let Some(cli::Command::Watch(args)) = &cli.command {
+        return match watch::run(args, viewer) {
+            // A started command's exit code is flatline's.
+            Ok(Some(code)) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
+            Ok(None) => ExitCode::SUCCESS,
+            Err(err) => {
+                eprintln!("flatline: error: {err:#}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    let result = match cli.command {
+        None => viewer.live(&cli::LiveArgs::default()),
+        Some(cli::Command::Live(args)) => viewer.live(&args),
+        Some(cli::Command::Replay(args)) => viewer.replay(&args),
+        Some(cli::Command::Bench(args)) => bench::run(args, viewer),
+        Some(cli::Command::Soak(args)) => soak::run(&args),
+        Some(cli::Command::Serve(args)) => soak::serve(&args),
+        Some(cli::Command::Report(args)) => match report::run(&args) {
+            Ok(report::Gate::Failed) => return ExitCode::from(report::EXIT_GATE_FAILED),
+            other => other.map(drop),
+        },
+        Some(cli::Command::Compare(args)) => compare::run(&args, viewer),
+        Some(cli::Command::Import(args)) => convert::import(&args),
+        Some(cli::Command::Export(args)) => convert::export(&args),
+        Some(cli::Command::Synth(args)) => convert::synth(&args),
+        Some(cli::Command::Mark(args)) => mark::run(&args),
+        Some(cli::Command::Watch(_)) => unreachable!("handled above"),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            // `{:#}` puts anyhow's context chain on one line: "opening corpus x: No such file".
+            eprintln!("flatline: error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
