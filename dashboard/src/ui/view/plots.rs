@@ -1,0 +1,630 @@
+//! The plots: small multiples on one time (or step) axis, linked, with a
+//! read-out under the pointer and a wall-clock axis.
+
+use super::*;
+
+pub(super) fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
+    if let Some(l) = &d.opening {
+        ui.centered_and_justified(|ui| {
+            ui.label(
+                RichText::new(format!(
+                    "Reading {} ({})…",
+                    l.path.display(),
+                    flatline_core::fmt::bytes(l.bytes as f64)
+                ))
+                .size(18.0),
+            )
+        });
+        return;
+    }
+    // Plots of the chosen channels, in schema order: each memory channel a
+    // row of its own (small multiples on one time axis); other channels of a
+    // group and unit share a plot while within MAGNITUDES× of each other, so
+    // a 2.5 MiB page table never lies flat on the zero of a 750 MiB RSS.
+    // "Grouped" puts a group and unit on one plot whatever the magnitudes.
+    // Counters are drawn as rates (per second, or per step on a step axis)
+    // unless the person asked for counts: a panel of their own.
+    let mut panels: Vec<(PanelKey, Vec<usize>)> = Vec::new();
+    // tree.pss gets a plot of its own, the processes' PSS stacked under it.
+    let tree = d
+        .store
+        .schema()
+        .index_of("tree.pss")
+        .filter(|_| d.settings.selected.contains("tree.pss"));
+    for (i, c) in d.store.schema().channels.iter().enumerate() {
+        if !d.settings.selected.contains(&c.name) || Some(i) == tree {
+            continue;
+        }
+        let rate = c.kind == Kind::Counter && !d.settings.counts;
+        let key = (c.group, c.unit, rate);
+        let own_row = !d.settings.grouped && c.unit.is_bytes() && !rate;
+        let m = magnitude(d.store.series(i).values());
+        // Counters' rates are not their readings' size: they share as before.
+        let joins = |k: &PanelKey, chans: &[usize]| {
+            (k.0, k.1, k.2) == key
+                && k.3.is_none()
+                && (d.settings.grouped
+                    || rate
+                    || within(
+                        chans.iter().map(|&j| magnitude(d.store.series(j).values())),
+                        m,
+                    ))
+        };
+        match panels.iter_mut().find(|(k, c)| !own_row && joins(k, c)) {
+            Some((_, v)) => v.push(i),
+            None => panels.push(((c.group, c.unit, rate, own_row.then_some(i)), vec![i])),
+        }
+    }
+    let count = panels.len() + usize::from(tree.is_some());
+    if count == 0 {
+        ui.centered_and_justified(|ui| ui.label("Choose channels on the left to plot them."));
+        return;
+    }
+    let link = egui::Id::unique("flatline-x");
+    // Each plot has a title line and spacing above it.
+    // The last plot also holds the shared time axis.
+    let height = ((ui.available_height() - 34.0 * count as f32 - X_AXIS) / count as f32).max(80.0);
+    let columns = ui.available_width().max(100.0) as usize;
+    let capturing = d.capturing();
+    // Shift + drag chooses a part of the run (on the time axis) instead of
+    // panning: its receipt opens when the drag ends.
+    let choosing = ui.input(|i| i.modifiers.shift) || d.selecting.is_some();
+    let chosen = d.selecting;
+    let x_steps = d.settings.x_steps && d.store.step_axis().is_some();
+    let wall = wall_origin(d, x_steps);
+    let x_label = if x_steps {
+        "step"
+    } else {
+        "time since the start"
+    };
+    let marks = marker_lines(d, visible, x_steps);
+    let times = &d.store.times()[..visible.min(d.store.times().len())];
+    // The data's extent on the axis drawn: every row and the shared axis
+    // include it, so their x ranges agree (each plot fitting its own data
+    // would set rows that start later apart from the rest).
+    let data_x = match d.store.step_axis().filter(|_| x_steps) {
+        Some(i) => {
+            let steps = d.store.series(i).values();
+            let (lo, hi) = steps[..times.len().min(steps.len())]
+                .iter()
+                .filter(|v| v.is_finite())
+                .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| {
+                    (lo.min(v), hi.max(v))
+                });
+            if lo <= hi { [lo, hi] } else { [0.0, 0.0] }
+        }
+        None => [
+            times.first().copied().unwrap_or(0.0),
+            times.last().copied().unwrap_or(0.0),
+        ],
+    };
+    if x_steps {
+        d.zoom = None;
+    }
+    if let (Some(z), Some(dt)) = (d.zoom, d.detail.as_mut()) {
+        dt.poll();
+        let held = times.partition_point(|&t| t <= z[1]) - times.partition_point(|&t| t < z[0]);
+        let ctx = ui.ctx().clone();
+        dt.want(z, held, columns, move || ctx.request_repaint());
+    }
+    let zoomed = d.zoom.is_some();
+    let mut seen_x: Option<[f64; 2]> = None;
+    // The rows scroll; the time axis they share stays in view under them.
+    let rows_height = (ui.available_height() - X_AXIS - 8.0).max(80.0);
+    egui::ScrollArea::vertical()
+        .max_height(rows_height)
+        .show(ui, |ui| {
+            if let Some(tree) = tree {
+                let rows = Rows {
+                    columns,
+                    height,
+                    link,
+                    data_x,
+                };
+                tree_plot(d, ui, tree, visible, rows, false);
+            }
+            for ((group, unit, rate, own), chans) in panels {
+                // Values are drawn in the channel's unit, then scaled to the unit
+                // that fits what this plot shows (below).
+                let scale = 1.0;
+                let mut lines = Vec::new();
+                for &ch in &chans {
+                    let name = d.store.schema().channels[ch].name.clone();
+                    let analysis = d.store.analysis(ch);
+                    let baseline = if d.settings.drift {
+                        analysis
+                            .as_ref()
+                            .map(|a| a.baseline)
+                            .filter(|b| b.is_finite())
+                            .unwrap_or(0.0)
+                    } else {
+                        0.0
+                    };
+                    let pts = if rate {
+                        rates(&decimate(d, ch, visible, columns, 0.0, scale))
+                    } else {
+                        decimate(d, ch, visible, columns, baseline, scale)
+                    };
+                    // Jumps found by the analysis, marked on the line: at
+                    // their time, or at the step reached by then.
+                    let marks: Vec<[f64; 2]> = match &analysis {
+                        Some(a) if !rate => a
+                            .jump_list
+                            .iter()
+                            .filter_map(|j| {
+                                let idx =
+                                    d.store.times()[..visible].partition_point(|&t| t < j.t_s);
+                                let v = *d.store.series(ch).values().get(idx)?;
+                                let x = jump_x(d, visible, j.t_s, x_steps)?;
+                                (!v.is_nan()).then_some([x, (v - baseline) * scale])
+                            })
+                            .collect(),
+                        _ => Vec::new(),
+                    };
+                    lines.push((name, pts, marks));
+                }
+                if lines.iter().all(|(_, p, _)| p.is_empty()) {
+                    continue; // nothing to draw yet (a channel this workload does not feed)
+                }
+                // KiB, MiB or GiB (k, M; µs, ms) as the largest value drawn needs.
+                let largest = lines
+                    .iter()
+                    .flat_map(|(_, p, _)| p.iter().map(|p| p.y.abs()))
+                    .filter(|y| y.is_finite())
+                    .fold(0.0, f64::max);
+                let au = axes::unit_for(
+                    group,
+                    if rate && unit == Unit::Count {
+                        Unit::PerSecond
+                    } else {
+                        unit
+                    },
+                    largest,
+                );
+                for (_, pts, marks) in &mut lines {
+                    pts.iter_mut().for_each(|p| p.y *= au.scale);
+                    marks.iter_mut().for_each(|m| m[1] *= au.scale);
+                }
+                let per = if x_steps { "step" } else { "s" };
+                let label = match (rate, unit) {
+                    (false, _) => au.label.clone(),
+                    (true, Unit::Count) => au.label.replace("/s", &format!("/{per}")),
+                    (true, _) => format!("{}/{per}", au.label),
+                };
+                // A plot of one channel is titled by it, a shared one by its group.
+                let what = match chans.as_slice() {
+                    [one] => d.store.schema().channels[*one].name.clone(),
+                    _ => group_name(group).to_string(),
+                };
+                let title = if rate {
+                    format!("{what} rates ({label})")
+                } else if d.settings.drift {
+                    format!("{what} drift ({label})")
+                } else if label.is_empty() {
+                    what
+                } else {
+                    format!("{what} ({label})")
+                };
+                // A flat line should look flat: show at least ±1 % of the level, the
+                // band the analysis calls flat, so a few bytes do not fill the plot.
+                let (lo, hi) = lines
+                    .iter()
+                    .flat_map(|(_, p, _)| p.iter().map(|p| p.y))
+                    .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), y| {
+                        (a.min(y), b.max(y))
+                    });
+                let mid = (lo + hi) / 2.0;
+                let band = if lo.is_finite() && !d.settings.drift && (hi - lo) < 0.02 * mid.abs() {
+                    Some((mid - 0.01 * mid.abs(), mid + 0.01 * mid.abs()))
+                } else {
+                    None
+                };
+                ui.label(RichText::new(title).strong());
+                let signed = d.settings.drift && !rate;
+                let shown = linked_plot(
+                    ("plot", group as u8, unit as u8, rate, own, chans[0]),
+                    height,
+                    link,
+                    capturing,
+                    x_label,
+                    // One channel: its name is the plot's title.
+                    chans.len() > 1,
+                    false,
+                )
+                .include_y(band.map_or(f64::NAN, |b| b.0))
+                .include_y(band.map_or(f64::NAN, |b| b.1))
+                // Lines zoomed in are cut to the view: the whole run's ends keep
+                // a reset (double-click) going back to all of it.
+                .include_x(data_x[0])
+                .include_x(data_x[1])
+                .y_axis_formatter(move |m, r| axes::y_label(m, r, signed))
+                .allow_drag(!choosing || x_steps);
+                let shown = wall_clock_axis(shown, wall.as_ref());
+                // `f`: back to all of the data.
+                let shown = if d.keys.fit { shown.reset() } else { shown };
+                let shown = shown.show(ui, |pui| {
+                    // Zoomed in on time, the y axis follows what is drawn there.
+                    if zoomed && lo.is_finite() {
+                        let (lo, hi) = band.unwrap_or((lo, hi));
+                        let m = ((hi - lo) * 0.05).max(hi.abs().max(1.0) * 1e-9);
+                        pui.set_plot_bounds_y(lo - m..=hi + m);
+                    }
+                    draw_markers(pui, &marks, band.map_or(hi, |b| b.1.max(hi)));
+                    if let Some([a, b]) = chosen {
+                        let y = pui.plot_bounds().range_y();
+                        let (lo, hi) = (*y.start(), *y.end());
+                        pui.polygon(
+                            Polygon::new(
+                                "",
+                                PlotPoints::new(vec![[a, lo], [b, lo], [b, hi], [a, hi]]),
+                            )
+                            .fill_color(Color32::from_rgba_unmultiplied(120, 160, 220, 40))
+                            .stroke(egui::Stroke::new(1.0, Color32::from_rgb(120, 160, 220))),
+                        );
+                    }
+                    for (name, pts, marks) in lines {
+                        let has_marks = !marks.is_empty();
+                        pui.line(line(name, pts));
+                        if has_marks {
+                            // Drawn, not listed: a jump is read by hovering it.
+                            pui.points(Points::new("", marks).radius(3.0));
+                        }
+                    }
+                });
+                if choosing && !x_steps {
+                    let r = &shown.response;
+                    if let Some(pos) = r.interact_pointer_pos() {
+                        let x = shown.transform.value_from_position(pos).x;
+                        if r.drag_started() {
+                            d.selecting = Some([x, x]);
+                        } else if r.dragged()
+                            && let Some(sel) = d.selecting.as_mut()
+                        {
+                            sel[1] = x;
+                        }
+                    }
+                    if r.drag_stopped()
+                        && let Some([a, b]) = d.selecting.take()
+                        && a != b
+                    {
+                        d.range_receipt = Some(selection::receipt(d, a.min(b), a.max(b)));
+                    }
+                }
+                if !capturing && let Some(pos) = shown.response.hover_pos() {
+                    let x = shown.transform.value_from_position(pos).x;
+                    let per_point = 1.0 / shown.transform.dpos_dvalue_x().abs().max(1e-12);
+                    let rows = readout(d, &chans, visible, x, x_steps, per_point, rate);
+                    if !rows.is_empty() {
+                        // At once, not after the tooltip delay: a read-out follows
+                        // the pointer as it moves along the plot.
+                        egui::Tooltip::for_widget(&shown.response)
+                            .at_pointer()
+                            .gap(12.0)
+                            .show(|ui| {
+                                for (i, r) in rows.into_iter().enumerate() {
+                                    ui.label(if i == 0 {
+                                        RichText::new(r).strong()
+                                    } else {
+                                        RichText::new(r)
+                                    });
+                                }
+                            });
+                    }
+                }
+                let r = shown.transform.bounds().range_x();
+                seen_x = Some([*r.start(), *r.end()]);
+            }
+        });
+    // The shared time axis: a plot with no data, linked to the rows, whose
+    // y axis is as wide as theirs so its ticks fall under their times.
+    let axis = linked_plot(
+        "time-axis",
+        X_AXIS + 6.0,
+        link,
+        capturing,
+        x_label,
+        false,
+        true,
+    )
+    .show_grid([false, false])
+    .show_crosshair(false)
+    .show_x(false)
+    .show_y(false)
+    .allow_drag(false)
+    .allow_zoom(false)
+    .y_axis_formatter(|_, _| String::new())
+    .include_x(data_x[0])
+    .include_x(data_x[1]);
+    let axis = if d.keys.fit { axis.reset() } else { axis };
+    wall_clock_axis(axis, wall.as_ref()).show(ui, |_| {});
+    // Zoomed in when the plots show less than 90 % of the data's time.
+    d.zoom = seen_x.filter(|v| !x_steps && v[1] - v[0] < 0.9 * (data_x[1] - data_x[0]));
+    if std::mem::take(&mut d.keys.fit) {
+        d.zoom = None;
+    }
+}
+
+/// A wall clock to read a time axis on.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Wall {
+    /// The plots' 0 as the local clock reads it: seconds since 1970 plus
+    /// the zone's offset at the run's start (a change of offset during the
+    /// run, such as daylight saving time, is not followed).
+    pub(super) origin: f64,
+    /// The zone's name as the C library gives it ("CET"), or the offset
+    /// ("UTC+5:30") when it has none.
+    pub(super) zone: String,
+}
+
+/// The wall clock of the plots' 0, in the local time zone, when the person
+/// asked for a wall clock (`t`) on a time axis and the source knows when
+/// the run began.
+pub(super) fn wall_origin(d: &Dashboard, x_steps: bool) -> Option<Wall> {
+    if !d.settings.wall_clock || x_steps {
+        return None;
+    }
+    let start = d.source.meta().started_unix_ms? as f64 / 1e3;
+    Some(Wall::at(
+        start,
+        flatline_runtime::sys::local_zone(start.floor() as i64),
+    ))
+}
+
+impl Wall {
+    /// The wall clock of a run that began at `start` (seconds since 1970)
+    /// in `zone` (its offset east of UTC in seconds and its name; `None`:
+    /// UTC).
+    pub(super) fn at(start: f64, zone: Option<(i64, String)>) -> Self {
+        let (offset, name) = zone.unwrap_or((0, String::new()));
+        let zone = if !name.is_empty() {
+            name
+        } else if offset == 0 {
+            "UTC".to_string()
+        } else {
+            let sign = if offset < 0 { "-" } else { "+" };
+            let m = offset.unsigned_abs() / 60;
+            format!("UTC{sign}{}:{:02}", m / 60, m % 60)
+        };
+        Wall {
+            origin: start + offset as f64,
+            zone,
+        }
+    }
+}
+
+/// A time axis read on a wall clock, ticks on its round times; unchanged
+/// without one.
+pub(super) fn wall_clock_axis<'a>(plot: Plot<'a>, wall: Option<&Wall>) -> Plot<'a> {
+    let Some(&Wall { origin, ref zone }) = wall else {
+        return plot;
+    };
+    let spacing = GRID_MIN_SPACING;
+    plot.x_grid_spacer(move |g| axes::x_clock_marks(g, spacing, origin))
+        .x_axis_formatter(move |m, _| axes::wall(origin + m.value))
+        .x_axis_label(format!("wall clock ({zone})"))
+}
+
+/// Width of every plot's y axis, in points: room for "1,234.5" and a sign.
+pub(super) const Y_AXIS_WIDTH: f32 = 56.0;
+
+/// Height of the shared time axis under the rows, in points.
+pub(super) const X_AXIS: f32 = 34.0;
+
+/// A plot: its channels' group, unit, whether it shows rates, and the
+/// channel when it is that channel's own row.
+pub(super) type PanelKey = (Group, Unit, bool, Option<usize>);
+
+/// Channels whose sizes differ by more than this get plots of their own.
+pub(super) const MAGNITUDES: f64 = 20.0;
+
+/// A channel's size: its latest reading's magnitude (0 before any).
+pub(super) fn magnitude(values: &[f64]) -> f64 {
+    values
+        .iter()
+        .rev()
+        .find(|v| !v.is_nan())
+        .map_or(0.0, |v| v.abs())
+}
+
+/// Whether a channel of size `m` can share a plot with channels of these
+/// sizes: all within [`MAGNITUDES`]× of each other (a zero fits anywhere).
+pub(super) fn within(sizes: impl Iterator<Item = f64>, m: f64) -> bool {
+    let (lo, hi) = sizes
+        .chain([m])
+        .filter(|&x| x > 0.0)
+        .fold((f64::INFINITY, 0.0f64), |(a, b), x| (a.min(x), b.max(x)));
+    hi == 0.0 || hi <= lo * MAGNITUDES
+}
+
+/// What a person hovering a plot at `x` reads: the time (and step) there,
+/// each of the plot's channels' value at that sample, and any jump the
+/// analysis found within 8 points of the pointer, with its size.
+pub(super) fn readout(
+    d: &Dashboard,
+    chans: &[usize],
+    visible: usize,
+    x: f64,
+    x_steps: bool,
+    per_point: f64,
+    rate: bool,
+) -> Vec<String> {
+    let store = &d.store;
+    let times = &store.times()[..visible.min(store.times().len())];
+    let steps = store.step_axis().map(|i| store.series(i).values());
+    // The sample at the pointer, on whichever axis is drawn.
+    let idx = match (x_steps, steps) {
+        (true, Some(s)) => s[..times.len().min(s.len())].partition_point(|&v| v.is_nan() || v < x),
+        _ => times.partition_point(|&t| t < x),
+    };
+    let Some(&t) = times.get(idx.min(times.len().saturating_sub(1))) else {
+        return Vec::new();
+    };
+    let idx = idx.min(times.len() - 1);
+    let mut head = match wall_origin(d, x_steps) {
+        Some(w) => format!("{} {}", axes::wall(w.origin + t), w.zone),
+        None => axes::clock(t),
+    };
+    // The step reached by then (a step log writes fewer lines than there are
+    // samples, so the sample at the pointer may have none of its own).
+    if let Some(step) = step_at(store, visible, t) {
+        head.push_str(&format!(
+            "  ·  step {}",
+            flatline_core::fmt::thousands(step as u64)
+        ));
+    }
+    let mut rows = vec![head];
+    for &ch in chans {
+        let spec = &store.schema().channels[ch];
+        let values = store.series(ch).values();
+        let Some(at) = values[..=idx.min(values.len().saturating_sub(1))]
+            .iter()
+            .rposition(|v| !v.is_nan())
+        else {
+            continue;
+        };
+        let v = values[at];
+        let shown = if rate {
+            // The rate over the sample before: what the line shows there.
+            let prev = values[..at].iter().rposition(|v| !v.is_nan());
+            match prev {
+                Some(p) if times.get(at) > times.get(p) => {
+                    let dt = times[at] - times[p];
+                    format!("{}/s", value((v - values[p]) / dt, spec.unit))
+                }
+                _ => continue,
+            }
+        } else {
+            value(v, spec.unit)
+        };
+        rows.push(format!("{}  {shown}", spec.name));
+    }
+    if !rate {
+        for &ch in chans {
+            let spec = &store.schema().channels[ch];
+            let Some(a) = store.analysis(ch) else {
+                continue;
+            };
+            for j in &a.jump_list {
+                let Some(jx) = jump_x(d, visible, j.t_s, x_steps) else {
+                    continue;
+                };
+                if ((jx - x) / per_point).abs() <= 8.0 {
+                    let sign = if j.size >= 0.0 { "+" } else { "-" };
+                    // The jump's own time and step, not the pointer's.
+                    let step = step_at(store, visible, j.t_s)
+                        .map(|s| format!(" (step {})", flatline_core::fmt::thousands(s as u64)))
+                        .unwrap_or_default();
+                    rows.push(format!(
+                        "jump in {}: {sign}{} at {}{step}",
+                        spec.name,
+                        value(j.size.abs(), spec.unit),
+                        axes::clock(j.t_s)
+                    ));
+                }
+            }
+        }
+    }
+    rows
+}
+
+/// Where a moment at `t` seconds lies on the x axis drawn: `t` itself, or,
+/// with steps as the axis, the step reached by then.
+pub(super) fn jump_x(d: &Dashboard, visible: usize, t: f64, x_steps: bool) -> Option<f64> {
+    match d.store.step_axis().filter(|_| x_steps) {
+        Some(_) => step_at(&d.store, visible, t),
+        None => Some(t),
+    }
+}
+
+/// The step reached by the sample at `t` seconds; `None` without a step
+/// axis or before its first value.
+pub(super) fn step_at(store: &crate::ui::Store, visible: usize, t: f64) -> Option<f64> {
+    value_at(store, store.step_axis()?, visible, t)
+}
+
+/// Channel `ch`'s last value up to the sample at `t` seconds (the first at
+/// or after it), within the first `visible` samples: where a moment lies on
+/// a step or token axis. `None` before the channel's first value.
+pub(super) fn value_at(store: &crate::ui::Store, ch: usize, visible: usize, t: f64) -> Option<f64> {
+    let times = store.times();
+    let last = visible.checked_sub(1).filter(|&i| i < times.len())?;
+    let i = times[..=last].partition_point(|&x| x < t).min(last);
+    store.series(ch).values()[..=i]
+        .iter()
+        .rev()
+        .copied()
+        .find(|v| !v.is_nan())
+}
+
+/// A line through `pts` as they are. egui_plot would merge points less
+/// than a pixel apart into a band, and fill each band between its
+/// neighbours' ranges: a start-up jump in the first pixel column followed by
+/// a long flat run (two points, see [`push_column`]) became a wedge across
+/// the whole plot, a ramp the data never had. [`decimate`] already keeps
+/// about two points a pixel column, so bands save nothing.
+pub(super) fn line(name: impl Into<String>, pts: Vec<PlotPoint>) -> Line<'static> {
+    Line::new(name, PlotPoints::Owned(pts)).allow_band(false)
+}
+
+/// Grid lines closer than this (in points) are left out rather than faded in:
+/// each grid line spans its plot, and a software rasteriser pays for every
+/// pixel of every faint one at every frame.
+pub(super) const GRID_MIN_SPACING: f32 = 24.0;
+
+/// A plot whose x axis and cursor follow the others'; no hover read-outs in
+/// a screenshot. No background fill: the panel's colour shows through, which
+/// saves a pass over most of the window at every frame.
+pub(super) fn linked_plot<'a>(
+    id: impl std::hash::Hash + std::fmt::Debug,
+    height: f32,
+    link: egui::Id,
+    capturing: bool,
+    x_label: &str,
+    legend: bool,
+    x_axis: bool,
+) -> Plot<'a> {
+    let spacing = GRID_MIN_SPACING;
+    let plot = if x_label.starts_with("time") {
+        Plot::new(id)
+            .x_grid_spacer(move |g| axes::x_time_marks(g, spacing))
+            .x_axis_formatter(|m, _| axes::clock(m.value))
+    } else if x_label == "step" {
+        Plot::new(id)
+            .x_grid_spacer(move |g| axes::x_step_marks(g, spacing))
+            .x_axis_formatter(|m, _| axes::step_label(m.value))
+    } else {
+        Plot::new(id)
+    };
+    let plot = if legend {
+        plot.legend(Legend::default())
+    } else {
+        plot
+    };
+    // Small multiples share one time axis: its ticks and label under the
+    // last plot only, which leaves the others their height for data.
+    let plot = plot
+        .show_axes([x_axis, true])
+        // Tick labels from 14 points apart (the text is about 12 high), so a
+        // short plot still reads three values; every y axis equally wide, so
+        // the rows' times line up.
+        .custom_y_axes(vec![
+            AxisHints::new_y()
+                .label_spacing(14.0..=18.0)
+                .min_thickness(Y_AXIS_WIDTH),
+        ]);
+    plot.y_grid_spacer(move |g| axes::y_marks(g, spacing))
+        .y_axis_formatter(|m, r| axes::y_label(m, r, false))
+        .height(height)
+        .link_axis(link, [true, false])
+        .link_cursor(link, [true, false])
+        // A wheel or pinch zooms time only; the y axis fits the data.
+        .allow_zoom([true, false])
+        .show_crosshair(!capturing)
+        .show_x(!capturing)
+        .show_y(!capturing)
+        // The hover read-out (see `readout`) says more than one point's x, y.
+        .label_formatter(|_| None)
+        .x_axis_label(x_label.to_owned())
+        .show_background(false)
+        .grid_spacing(egui::Rangef::new(GRID_MIN_SPACING, 300.0))
+}
