@@ -17,6 +17,7 @@ use serde_json::{Map, Value, json};
 
 use crate::cli::{AlignArg, CompareArgs, ReportFormat};
 use crate::fmt::{bytes, value};
+use crate::render::{Block, Col, Doc, Table, num, opt};
 use crate::report::{self, Receipt, Row, change, kind_name, verdict_text};
 
 /// One recording of a comparison, analysed.
@@ -476,78 +477,129 @@ fn per_label(c: &Comparison<'_>) -> Option<&'static str> {
     }
 }
 
-/// The terminal comparison: identities, then three lines a channel (A, B,
-/// and B against A).
-pub fn text_report(c: &Comparison<'_>) -> String {
-    let mut s = String::new();
-    let _ = writeln!(s, "{}\n", c.headline());
-    s.push_str(&identity_line(&c.a));
-    s.push_str(&identity_line(&c.b));
-    let _ = writeln!(s, "\n  {}", alignment(c));
-    let per = per_label(c);
-    let _ = writeln!(
-        s,
-        "\n  {:<26}{:>8} {:<4}{:>26}{:>14}{:>14}{:>14}{:>20}{:>18}{}",
-        "channel",
-        "kind",
-        "",
-        "verdict",
-        "baseline",
-        "final",
-        "drift",
-        "slope or rate",
-        "jumps × quantum",
-        per.map_or(String::new(), |p| format!("{p:>16}"))
-    );
-    let line = |s: &mut String, name: &str, kind: &str, side: &str, cells: &[String; 7]| {
+/// The columns of the comparison's table: the channel, its kind (text
+/// only), the side, then the cells of [`side_cells`].
+fn compare_table(per: Option<&str>, text: bool) -> Table {
+    let mut cols = vec![Col::left("channel", 26)];
+    if text {
+        cols.push(Col::right("kind", 8));
+        cols.push(Col::left("", 4).after(1));
+    } else {
+        cols.push(Col::left("side", 0));
+    }
+    cols.extend([
+        if text {
+            Col::right("verdict", 26)
+        } else {
+            Col::left("verdict", 0)
+        },
+        Col::right("baseline", 14),
+        Col::right("final", 14),
+        Col::right("drift", 14),
+        Col::right("slope or rate", 20),
+        Col::right("jumps × quantum", 18),
+    ]);
+    if let Some(p) = per {
+        cols.push(Col::right(p, 16));
+    }
+    Table::new(cols)
+}
+
+/// The table's rows: three lines a channel (A, B, and B against A).
+fn compare_rows(c: &Comparison<'_>, table: &mut Table, text: bool) {
+    let per = per_label(c).is_some();
+    let row = |table: &mut Table, name: String, kind: &str, side: &str, cells: [String; 7]| {
         let [v, b, f, d, t, j, p] = cells;
-        let _ = writeln!(
-            s,
-            "  {name:<26}{kind:>8} {side:<4}{v:>26}{b:>14}{f:>14}{d:>14}{t:>20}{j:>18}{}",
-            per.map_or(String::new(), |_| format!("{p:>16}"))
-        );
+        let mut r = vec![name];
+        if text {
+            r.push(kind.into());
+        }
+        r.extend([side.into(), v, b, f, d, t, j]);
+        if per {
+            r.push(p);
+        }
+        table.row(r);
     };
     for p in c.pairs() {
         let kind = kind_name(p.kind);
+        let name = if text {
+            p.name.to_owned()
+        } else {
+            format!("`{}` ({kind})", p.name)
+        };
         let mut first = true;
-        for (side, row) in [("A", p.a), ("B", p.b)] {
-            let name = if first { p.name } else { "" };
-            let k = if first { kind } else { "" };
-            match row {
-                Some(r) => line(&mut s, name, k, side, &side_cells(c, r)),
+        for (side, r) in [("A", p.a), ("B", p.b)] {
+            let (n, k) = if first {
+                (name.clone(), kind)
+            } else {
+                (String::new(), "")
+            };
+            match r {
+                Some(r) => row(table, n, k, side, side_cells(c, r)),
                 None => {
-                    let _ = writeln!(s, "  {name:<26}{k:>8} {side:<4}{:>26}", "(not recorded)");
+                    let mut cells: [String; 7] = Default::default();
+                    cells[0] = if text {
+                        "(not recorded)"
+                    } else {
+                        "not recorded"
+                    }
+                    .into();
+                    row(table, n, k, side, cells);
                 }
             }
             first = false;
         }
         if let Some(d) = diff_cells(c, &p) {
-            line(&mut s, "", "", "B−A", &d);
+            row(
+                table,
+                String::new(),
+                "",
+                if text { "B−A" } else { "B − A" },
+                d,
+            );
         }
     }
+}
+
+/// The terminal comparison: identities, then three lines a channel (A, B,
+/// and B against A).
+pub fn text_report(c: &Comparison<'_>) -> String {
+    let mut d = Doc::default();
+    d.push(Block::Headline(c.headline()));
+    d.push(Block::Gap);
+    d.push(Block::Pre(identity_line(&c.a)));
+    d.push(Block::Pre(identity_line(&c.b)));
+    d.push(Block::Gap);
+    d.push(Block::Para(format!("  {}", alignment(c))));
+    let mut table = compare_table(per_label(c), true);
+    compare_rows(c, &mut table, true);
+    d.push(Block::Gap);
+    d.push(Block::Table {
+        indent: "  ".into(),
+        table,
+    });
     for side in [&c.a, &c.b] {
         if let Some(marks) = marker_list(side) {
-            let _ = writeln!(s, "  markers {}: {marks}", side.letter);
+            d.push(Block::Para(format!("  markers {}: {marks}", side.letter)));
         }
     }
-    s
+    d.text()
 }
 
 /// The Markdown comparison, ready to paste into an RFC.
 pub fn md_report(c: &Comparison<'_>) -> String {
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "# Comparison: `{}` (A) and `{}` (B)\n",
+    let mut d = Doc::default();
+    d.push(Block::Title(format!(
+        "Comparison: `{}` (A) and `{}` (B)",
         c.a.file_name(),
         c.b.file_name()
-    );
-    let _ = writeln!(s, "**{}**\n", c.headline());
-    let _ = writeln!(s, "| | A | B |\n|---|---|---|");
-    let both = |s: &mut String, what: &str, f: &dyn Fn(&Side<'_>) -> String| {
-        let _ = writeln!(s, "| {what} | {} | {} |", f(&c.a), f(&c.b));
+    )));
+    d.push(Block::Headline(c.headline()));
+    let mut sides = Table::new(vec![Col::left("", 0), Col::left("A", 0), Col::left("B", 0)]);
+    let both = |t: &mut Table, what: &str, f: &dyn Fn(&Side<'_>) -> String| {
+        t.row(vec![what.into(), f(&c.a), f(&c.b)]);
     };
-    both(&mut s, "recording", &|x| {
+    both(&mut sides, "recording", &|x| {
         format!(
             "`{}` ({}, format v{})",
             x.rec.path.display(),
@@ -555,23 +607,25 @@ pub fn md_report(c: &Comparison<'_>) -> String {
             x.rec.header.format_version
         )
     });
-    both(&mut s, "digest", &|x| format!("`sha256:{}`", x.rec.digest));
-    both(&mut s, "source", &|x| {
+    both(&mut sides, "digest", &|x| {
+        format!("`sha256:{}`", x.rec.digest)
+    });
+    both(&mut sides, "source", &|x| {
         format!(
             "{} with flatline {}",
             x.rec.header.source, x.rec.header.tool_version
         )
     });
-    both(&mut s, "started", &|x| report::started(x.rec));
-    both(&mut s, "duration", &|x| {
+    both(&mut sides, "started", &|x| report::started(x.rec));
+    both(&mut sides, "duration", &|x| {
         format!(
             "{:.1} s, {} samples",
             x.rec.duration_s(),
             x.rec.samples_total()
         )
     });
-    both(&mut s, "host", &|x| x.rec.header.host.summary());
-    both(&mut s, "configuration", &|x| {
+    both(&mut sides, "host", &|x| x.rec.header.host.summary());
+    both(&mut sides, "configuration", &|x| {
         x.rec
             .header
             .config
@@ -580,67 +634,30 @@ pub fn md_report(c: &Comparison<'_>) -> String {
             .collect::<Vec<_>>()
             .join(" ")
     });
-    both(&mut s, "training", &|x| {
+    both(&mut sides, "training", &|x| {
         report::training_axes(x.rec).unwrap_or_else(|| "–".into())
     });
-    both(&mut s, "its own headline", &|x| x.receipt.headline());
-    let _ = writeln!(
-        s,
-        "\nEach side is analysed on its own as `flatline report` would (its own warm-up); channels are lined up by name and {}. Each channel has a line for A, one for B, and one for B against A: differences for levels and gauges, ratios (×) for counters' rates and for latencies.\n",
+    both(&mut sides, "its own headline", &|x| x.receipt.headline());
+    d.push(Block::Table {
+        indent: String::new(),
+        table: sides,
+    });
+    d.push(Block::Para(format!(
+        "Each side is analysed on its own as `flatline report` would (its own warm-up); channels are lined up by name and {}. Each channel has a line for A, one for B, and one for B against A: differences for levels and gauges, ratios (×) for counters' rates and for latencies.",
         alignment(c)
-    );
-    let per = per_label(c);
-    let _ = writeln!(
-        s,
-        "| channel | side | verdict | baseline | final | drift | slope or rate | jumps × quantum |{}",
-        per.map_or(String::new(), |p| format!(" {p} |"))
-    );
-    let _ = writeln!(
-        s,
-        "|---|---|---|---:|---:|---:|---:|---:|{}",
-        per.map_or("", |_| "---:|")
-    );
-    let line = |s: &mut String, name: &str, side: &str, cells: &[String; 7]| {
-        let [v, b, f, d, t, j, p] = cells;
-        let _ = writeln!(
-            s,
-            "| {name} | {side} | {v} | {b} | {f} | {d} | {t} | {j} |{}",
-            per.map_or(String::new(), |_| format!(" {p} |"))
-        );
-    };
-    for p in c.pairs() {
-        let name = format!("`{}` ({})", p.name, kind_name(p.kind));
-        let mut first = true;
-        for (side, row) in [("A", p.a), ("B", p.b)] {
-            let n = if first { name.as_str() } else { "" };
-            match row {
-                Some(r) => line(&mut s, n, side, &side_cells(c, r)),
-                None => {
-                    let mut cells: [String; 7] = Default::default();
-                    cells[0] = "not recorded".into();
-                    line(&mut s, n, side, &cells);
-                }
-            }
-            first = false;
-        }
-        if let Some(d) = diff_cells(c, &p) {
-            line(&mut s, "", "B − A", &d);
-        }
-    }
+    )));
+    let mut table = compare_table(per_label(c), false);
+    compare_rows(c, &mut table, false);
+    d.push(Block::Table {
+        indent: String::new(),
+        table,
+    });
     for side in [&c.a, &c.b] {
         if let Some(marks) = marker_list(side) {
-            let _ = writeln!(s, "\nMarkers in {}: {marks}.", side.letter);
+            d.push(Block::Para(format!("Markers in {}: {marks}.", side.letter)));
         }
     }
-    s
-}
-
-fn num(v: f64) -> Value {
-    if v.is_finite() { json!(v) } else { Value::Null }
-}
-
-fn opt(v: Option<f64>) -> Value {
-    v.map_or(Value::Null, num)
+    d.markdown()
 }
 
 fn side_json(r: &Row<'_>) -> Value {

@@ -17,6 +17,7 @@ pub mod detail;
 pub mod fmt;
 pub mod mark;
 pub mod prom;
+pub mod render;
 pub mod report;
 pub mod session;
 pub mod soak;

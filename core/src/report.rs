@@ -14,6 +14,7 @@ use serde_json::{Map, Value, json};
 
 use crate::cli::{ReportArgs, ReportFormat};
 use crate::fmt::{bytes, duration, value};
+use crate::render::{Block, Col, Doc, Table, num, opt};
 
 /// One channel of a receipt.
 #[derive(Debug)]
@@ -400,14 +401,6 @@ fn untold(receipt: &Receipt<'_>) -> Vec<String> {
         .collect()
 }
 
-fn num(v: f64) -> Value {
-    if v.is_finite() { json!(v) } else { Value::Null }
-}
-
-fn opt(v: Option<f64>) -> Value {
-    v.map_or(Value::Null, num)
-}
-
 /// A level's trend test, as the JSON receipt gives it.
 fn evidence_json(e: &analysis::TrendEvidence) -> Value {
     json!({
@@ -699,128 +692,149 @@ fn eta(a: &ChannelAnalysis) -> String {
 pub fn text_report(rec: &Recording, receipt: &Receipt<'_>) -> String {
     let rows = &receipt.rows;
     let h = &rec.header;
-    let mut s = String::new();
-    let _ = writeln!(s, "{}", receipt.headline());
+    let mut d = Doc::default();
+    let line = |d: &mut Doc, l: String| {
+        d.push(Block::Para(l));
+    };
+    d.push(Block::Headline(receipt.headline()));
     if let Some(f) = receipt.gpu_layers() {
-        let _ = writeln!(s, "{}", f.text);
+        line(&mut d, f.text);
     }
-    let _ = writeln!(s, "\nrecording  {}", rec.path.display());
-    let _ = writeln!(
-        s,
-        "  {} from {}, flatline {}, format v{}; {:.1} s, {} samples, {} events, {}; {}",
-        h.source,
-        started(rec),
-        h.tool_version,
-        h.format_version,
-        rec.duration_s(),
-        rec.samples_total(),
-        rec.events_total(),
-        bytes(rec.bytes as f64),
-        ending(rec)
+    d.push(Block::Gap);
+    line(&mut d, format!("recording  {}", rec.path.display()));
+    line(
+        &mut d,
+        format!(
+            "  {} from {}, flatline {}, format v{}; {:.1} s, {} samples, {} events, {}; {}",
+            h.source,
+            started(rec),
+            h.tool_version,
+            h.format_version,
+            rec.duration_s(),
+            rec.samples_total(),
+            rec.events_total(),
+            bytes(rec.bytes as f64),
+            ending(rec)
+        ),
     );
-    let _ = writeln!(s, "  digest sha256:{}", rec.digest);
+    line(&mut d, format!("  digest sha256:{}", rec.digest));
     if h.host != Default::default() {
-        let _ = writeln!(s, "  host {}", h.host.summary());
+        line(&mut d, format!("  host {}", h.host.summary()));
     }
     if !h.config.is_empty() {
         let cfg: Vec<String> = h.config.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        let _ = writeln!(s, "  config {}", cfg.join(" "));
+        line(&mut d, format!("  config {}", cfg.join(" ")));
     }
     if let Some(axes) = training_axes(rec) {
-        let _ = writeln!(s, "  training {axes}");
+        line(&mut d, format!("  training {axes}"));
     }
     for n in &h.notes {
-        let _ = writeln!(s, "  note: {n}");
+        line(&mut d, format!("  note: {n}"));
     }
     if let Some([from, to]) = receipt.range {
-        let _ = writeln!(
-            s,
-            "  part analysed: {from:.1} s to {to:.1} s after the start (of {:.1} s)",
-            rec.duration_s()
+        line(
+            &mut d,
+            format!(
+                "  part analysed: {from:.1} s to {to:.1} s after the start (of {:.1} s)",
+                rec.duration_s()
+            ),
         );
     }
-    let _ = writeln!(s, "  analysis after {}", receipt.warmup.describe());
+    line(
+        &mut d,
+        format!("  analysis after {}", receipt.warmup.describe()),
+    );
     if let Some(td) = receipt.teardown_s {
-        let _ = writeln!(
-            s,
-            "  analysis up to {td:.1} s, where the job's processes began to exit"
+        line(
+            &mut d,
+            format!("  analysis up to {td:.1} s, where the job's processes began to exit"),
         );
     }
     if let Some(note) = thinned_note(rec) {
-        let _ = writeln!(s, "  {note}");
+        line(&mut d, format!("  {note}"));
     }
-    if let Some(line) = sensitivity(receipt) {
-        let _ = writeln!(s, "  sensitivity: {line}");
+    if let Some(l) = sensitivity(receipt) {
+        line(&mut d, format!("  sensitivity: {l}"));
     }
-    for line in untold(receipt) {
-        let _ = writeln!(s, "  insufficient: {line}");
+    for l in untold(receipt) {
+        line(&mut d, format!("  insufficient: {l}"));
     }
-    let _ = writeln!(
-        s,
-        "\n  {:<26}{:>8}{:>26} {:>14}{:>14}{:>14}{:>20}{:>18}{:>16}{:>12}",
-        "channel",
-        "kind",
-        "verdict",
-        "baseline",
-        "final",
-        "drift",
-        "slope/s",
-        "jumps × quantum",
-        "24 h",
-        "to limit"
-    );
+    let mut table = Table::new(vec![
+        Col::left("channel", 26),
+        Col::right("kind", 8),
+        Col::right("verdict", 26),
+        Col::right("baseline", 14).after(1),
+        Col::right("final", 14),
+        Col::right("drift", 14),
+        Col::right("slope/s", 20),
+        Col::right("jumps × quantum", 18),
+        Col::right("24 h", 16),
+        Col::right("to limit", 12),
+        Col::left("", 0).after(1),
+    ]);
     for r in rows {
         let (a, u) = (&r.analysis, r.spec.unit);
-        let [b, f, d, sl, j, p, e] = cells(a, u);
-        let severity = a
-            .severity
-            .map_or(String::new(), |s| format!(" {}", s.as_str()));
-        let _ = writeln!(
-            s,
-            "  {:<26}{:>8}{:>26} {:>14}{:>14}{:>14}{:>20}{:>18}{:>16}{:>12}{severity}",
-            r.spec.name,
-            kind_name(a.kind),
+        let [b, f, dr, sl, j, p, e] = cells(a, u);
+        let severity = a.severity.map_or(String::new(), |s| s.as_str().to_owned());
+        table.row(vec![
+            r.spec.name.clone(),
+            kind_name(a.kind).into(),
             verdict_text(a, u),
             b,
             f,
-            d,
+            dr,
             sl,
             j,
             p,
             e,
-        );
+            severity,
+        ]);
     }
+    d.push(Block::Gap);
+    d.push(Block::Table {
+        indent: "  ".into(),
+        table,
+    });
     if let Some((v, src)) = memory_limit(rows) {
-        let _ = writeln!(
-            s,
-            "  time to limit against {} ({})",
-            src.describe(),
-            value(v, Unit::Bytes)
+        line(
+            &mut d,
+            format!(
+                "  time to limit against {} ({})",
+                src.describe(),
+                value(v, Unit::Bytes)
+            ),
         );
     }
     let marks: Vec<String> = markers(rec)
         .map(|(t, text)| format!("{t:.1} s {text}"))
         .collect();
     if !marks.is_empty() {
-        let _ = writeln!(s, "  markers: {}", marks.join("; "));
+        line(&mut d, format!("  markers: {}", marks.join("; ")));
     }
     for (t, text) in event_notes(rec) {
-        let _ = writeln!(s, "  at {t:.1} s: {text}");
+        line(&mut d, format!("  at {t:.1} s: {text}"));
     }
     for (source, lines, parsed) in lines_read(rec) {
-        let _ = writeln!(
-            s,
-            "  {source}: {lines} lines read, {parsed} with steps, metrics or markers, {} ignored",
-            lines.saturating_sub(parsed)
+        line(
+            &mut d,
+            format!(
+                "  {source}: {lines} lines read, {parsed} with steps, metrics or markers, {} ignored",
+                lines.saturating_sub(parsed)
+            ),
         );
     }
     if let Some(t) = &receipt.tree {
-        s.push_str(&tree_text(t, "  "));
+        d.push(Block::Pre(tree_text(t, "  ")));
     }
-    for u in &h.unavailable {
-        let _ = writeln!(s, "  unavailable: {}: {}", u.probe, u.reason);
-    }
-    s
+    d.push(Block::List {
+        indent: "  unavailable: ".into(),
+        items: h
+            .unavailable
+            .iter()
+            .map(|u| format!("{}: {}", u.probe, u.reason))
+            .collect(),
+    });
+    d.text()
 }
 
 /// The "process tree" section of a receipt, each line after `indent`.
@@ -873,122 +887,154 @@ fn tree_text(t: &TreeSummary, indent: &str) -> String {
 pub fn md_report(rec: &Recording, receipt: &Receipt<'_>) -> String {
     let rows = &receipt.rows;
     let h = &rec.header;
-    let mut s = String::new();
+    let mut d = Doc::default();
     let name = rec.path.file_name().map_or_else(
         || rec.path.display().to_string(),
         |n| n.to_string_lossy().into(),
     );
-    let _ = writeln!(s, "# Drift receipt: `{name}`\n");
-    let _ = writeln!(s, "**{}**\n", receipt.headline());
+    d.push(Block::Title(format!("Drift receipt: `{name}`")));
+    d.push(Block::Headline(receipt.headline()));
     if let Some(f) = receipt.gpu_layers() {
-        let _ = writeln!(s, "{}\n", f.text);
+        d.push(Block::Para(f.text));
     }
-    let _ = writeln!(s, "| | |\n|---|---|");
-    let _ = writeln!(
-        s,
-        "| recording | `{}` ({}, format v{}) |",
-        rec.path.display(),
-        bytes(rec.bytes as f64),
-        h.format_version
-    );
-    let _ = writeln!(s, "| digest | `sha256:{}` |", rec.digest);
-    let _ = writeln!(
-        s,
-        "| source | {} with flatline {} |",
-        h.source, h.tool_version
-    );
-    let _ = writeln!(s, "| started | {} |", started(rec));
-    let _ = writeln!(
-        s,
-        "| duration | {:.1} s, {} samples, {} events |",
-        rec.duration_s(),
-        rec.samples_total(),
-        rec.events_total()
-    );
-    let _ = writeln!(s, "| end | {} |", ending(rec));
+    let mut facts: Vec<(String, String)> = vec![
+        (
+            "recording".into(),
+            format!(
+                "`{}` ({}, format v{})",
+                rec.path.display(),
+                bytes(rec.bytes as f64),
+                h.format_version
+            ),
+        ),
+        ("digest".into(), format!("`sha256:{}`", rec.digest)),
+        (
+            "source".into(),
+            format!("{} with flatline {}", h.source, h.tool_version),
+        ),
+        ("started".into(), started(rec)),
+        (
+            "duration".into(),
+            format!(
+                "{:.1} s, {} samples, {} events",
+                rec.duration_s(),
+                rec.samples_total(),
+                rec.events_total()
+            ),
+        ),
+        ("end".into(), ending(rec)),
+    ];
     if let Some(axes) = training_axes(rec) {
-        let _ = writeln!(s, "| training | {axes} |");
+        facts.push(("training".into(), axes));
     }
     if h.host != Default::default() {
-        let _ = writeln!(s, "| host | {} |", h.host.summary());
+        facts.push(("host".into(), h.host.summary()));
     }
     if !h.config.is_empty() {
         let cfg: Vec<String> = h.config.iter().map(|(k, v)| format!("`{k}={v}`")).collect();
-        let _ = writeln!(s, "| configuration | {} |", cfg.join(" "));
+        facts.push(("configuration".into(), cfg.join(" ")));
     }
     if !h.command_line.is_empty() {
-        let _ = writeln!(s, "| command | `{}` |", h.command_line.join(" "));
+        facts.push(("command".into(), format!("`{}`", h.command_line.join(" "))));
     }
+    d.push(Block::Facts {
+        indent: String::new(),
+        rows: facts,
+    });
     if let Some([from, to]) = receipt.range {
-        let _ = writeln!(
-            s,
-            "\nPart analysed: {from:.1} s to {to:.1} s after the start (of {:.1} s).",
+        d.push(Block::Para(format!(
+            "Part analysed: {from:.1} s to {to:.1} s after the start (of {:.1} s).",
             rec.duration_s()
-        );
+        )));
     }
-    let _ = writeln!(
-        s,
-        "\nAnalysis after {}. Each channel is read as its kind: levels (memory in use) `flat` (within 1 % of its level, or under the evidence it needs), `staircase` (discrete jumps with flat runs between), `linear` (steady growth), `noisy`; only levels are projected to 24 hours, staircases included, and get a severity from their time to the limit. Counters are read as rates (`steady`, `rising`, `falling`, `bursty`), gauges by their trend (`stable`, `drifting up/down` in % an hour, `noisy`), peaks by their rises (`held`, `rose`).\n",
+    d.push(Block::Para(format!(
+        "Analysis after {}. Each channel is read as its kind: levels (memory in use) `flat` (within 1 % of its level, or under the evidence it needs), `staircase` (discrete jumps with flat runs between), `linear` (steady growth), `noisy`; only levels are projected to 24 hours, staircases included, and get a severity from their time to the limit. Counters are read as rates (`steady`, `rising`, `falling`, `bursty`), gauges by their trend (`stable`, `drifting up/down` in % an hour, `noisy`), peaks by their rises (`held`, `rose`).",
         receipt.warmup.describe()
-    );
+    )));
     if let Some(line) = sensitivity(receipt) {
-        let _ = writeln!(s, "Sensitivity: {line}.\n");
+        d.push(Block::Para(format!("Sensitivity: {line}.")));
     }
     if let Some(note) = thinned_note(rec) {
-        let _ = writeln!(s, "Note: {note}.\n");
+        d.push(Block::Para(format!("Note: {note}.")));
     }
-    let _ = writeln!(
-        s,
-        "| channel | kind | verdict | severity | baseline | final | drift | drift/step | trend | jumps × quantum | longest flat | 24 h projection | time to limit |"
-    );
-    let _ = writeln!(
-        s,
-        "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    let mut table = Table::new(
+        ["channel", "kind", "verdict", "severity"]
+            .iter()
+            .map(|n| Col::left(n, 0))
+            .chain(
+                [
+                    "baseline",
+                    "final",
+                    "drift",
+                    "drift/step",
+                    "trend",
+                    "jumps × quantum",
+                    "longest flat",
+                    "24 h projection",
+                    "time to limit",
+                ]
+                .iter()
+                .map(|n| Col::right(n, 0)),
+            )
+            .collect(),
     );
     for r in rows {
         let (a, u) = (&r.analysis, r.spec.unit);
-        let per_step = a.drift_per_step.map_or("–".into(), |d| change(d, u));
-        let [b, f, d, sl, j, p, e] = cells(a, u);
-        let _ = writeln!(
-            s,
-            "| `{}` | {} | {} ({:.0} %) | {} | {b} | {f} | {d} | {per_step} | {sl} | {j} | {} | {p} | {e} |",
-            r.spec.name,
-            kind_name(a.kind),
-            verdict_text(a, u),
-            a.confidence * 100.0,
-            a.severity.map_or("–", |s| s.as_str()),
+        let per_step = a.drift_per_step.map_or("–".into(), |dv| change(dv, u));
+        let [b, f, dr, sl, j, p, e] = cells(a, u);
+        table.row(vec![
+            format!("`{}`", r.spec.name),
+            kind_name(a.kind).into(),
+            format!("{} ({:.0} %)", verdict_text(a, u), a.confidence * 100.0),
+            a.severity.map_or("–", |s| s.as_str()).into(),
+            b,
+            f,
+            dr,
+            per_step,
+            sl,
+            j,
             duration(a.longest_flat_s),
-        );
+            p,
+            e,
+        ]);
     }
+    d.push(Block::Table {
+        indent: String::new(),
+        table,
+    });
     if let Some((v, src)) = memory_limit(rows) {
-        let _ = writeln!(
-            s,
-            "\nTime to limit is computed against {} ({}).",
+        d.push(Block::Para(format!(
+            "Time to limit is computed against {} ({}).",
             src.describe(),
             value(v, Unit::Bytes)
-        );
+        )));
     }
     if let Some(t) = &receipt.tree {
-        let _ = writeln!(s, "\n## Process tree\n\n```{}```", tree_text(t, ""));
+        d.push(Block::Heading("Process tree".into()));
+        d.push(Block::Pre(tree_text(t, "")));
     }
     if !h.unavailable.is_empty() {
-        let _ = writeln!(s, "\nUnavailable probes:\n");
-        for u in &h.unavailable {
-            let _ = writeln!(s, "- `{}`: {}", u.probe, u.reason);
-        }
+        d.push(Block::Para("Unavailable probes:".into()));
+        d.push(Block::List {
+            indent: String::new(),
+            items: h
+                .unavailable
+                .iter()
+                .map(|u| format!("`{}`: {}", u.probe, u.reason))
+                .collect(),
+        });
     }
     for n in &h.notes {
-        let _ = writeln!(s, "\nNote: {n}");
+        d.push(Block::Para(format!("Note: {n}")));
     }
     let growing = receipt.growing();
     if !growing.is_empty() {
-        let _ = writeln!(
-            s,
-            "\nLevels that grow, most urgent first: {}.",
+        d.push(Block::Para(format!(
+            "Levels that grow, most urgent first: {}.",
             growing.join(", ")
-        );
+        )));
     }
-    s
+    d.markdown()
 }
 
 pub(crate) fn kind_name(k: analysis::Kind) -> &'static str {

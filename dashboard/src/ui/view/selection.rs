@@ -9,6 +9,7 @@ use flatline_runtime::telemetry::Unit;
 use super::super::Dashboard;
 use super::axes::clock;
 use flatline_core::fmt::value;
+use flatline_core::render::{Block, Col, Doc, Table};
 
 /// The receipt of a part of the run.
 #[derive(Debug, Clone)]
@@ -91,18 +92,33 @@ pub fn receipt(d: &Dashboard, from: f64, to: f64) -> RangeReceipt {
             ]
         })
         .collect();
-    let mut markdown = format!(
-        "**{headline}**\n\nPart analysed: {} to {} ({} samples).\n\n| channel | verdict | drift | slope |\n|---|---|---:|---:|\n",
-        clock(from),
-        clock(to),
-        t.len()
-    );
+    let mut table = Table::new(vec![
+        Col::left("channel", 0),
+        Col::left("verdict", 0),
+        Col::right("drift", 0),
+        Col::right("slope", 0),
+    ]);
     for r in &rows {
-        markdown.push_str(&format!(
-            "| `{}` | {} | {} | {} |\n",
-            r[0], r[1], r[2], r[3]
-        ));
+        table.row(vec![
+            format!("`{}`", r[0]),
+            r[1].clone(),
+            r[2].clone(),
+            r[3].clone(),
+        ]);
     }
+    let mut doc = Doc::default();
+    doc.push(Block::Headline(headline.clone()))
+        .push(Block::Para(format!(
+            "Part analysed: {} to {} ({} samples).",
+            clock(from),
+            clock(to),
+            t.len()
+        )))
+        .push(Block::Table {
+            indent: String::new(),
+            table,
+        });
+    let markdown = doc.markdown();
     RangeReceipt {
         from,
         to,
