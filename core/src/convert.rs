@@ -13,7 +13,7 @@ pub fn import(args: &ImportArgs) -> Result<()> {
         std::env::args().collect(),
         args.step_pattern.clone(),
     )
-    .with_context(|| format!("importing {}", args.log.display()))?;
+    .context("importing")?;
     let rec = crate::report::open(&args.out)?;
     for n in &rec.header.notes {
         eprintln!("flatline: note: {n}");
@@ -41,8 +41,7 @@ pub fn export(args: &ExportArgs) -> Result<()> {
         to_s: args.to,
         every_s: args.every,
     };
-    let done = csv::export(&args.file, &args.csv, args.force, range)
-        .with_context(|| format!("exporting {}", args.file.display()))?;
+    let done = csv::export(&args.file, &args.csv, args.force, range).context("exporting")?;
     if let Some(t) = &done.scanned.tail {
         crate::report::warn_tail(&args.file, t, done.scanned.samples);
     }
@@ -81,7 +80,7 @@ pub fn synth(args: &SynthArgs) -> Result<()> {
     let done = synth::write(cfg, &args.out, args.force, |schema| {
         setup.header(schema, Vec::new())
     })
-    .with_context(|| format!("writing {}", args.out.display()))?;
+    .context("writing the synthetic recording")?;
     println!(
         "wrote {} ({} samples, {}) in {:.1} s; sha256:{}",
         args.out.display(),

@@ -95,7 +95,7 @@ pub fn evaluate(dir: &Path) -> Result<Vec<Outcome>> {
     let mut out = Vec::new();
     for e in &manifest.recordings {
         let path: PathBuf = dir.join(&e.file);
-        let rec = Recording::open(&path).with_context(|| format!("opening {}", path.display()))?;
+        let rec = Recording::open(&path)?;
         let receipt = report::analyse(&rec, None);
         let growing = receipt.growing();
         for (name, label) in &e.channels {
@@ -198,7 +198,7 @@ pub fn replay(dir: &Path, step_s: f64) -> Result<(Vec<Delay>, Vec<ReplayAlarm>)>
     let mut alarms = Vec::new();
     for e in &manifest.recordings {
         let path = dir.join(&e.file);
-        let rec = Recording::open(&path).with_context(|| format!("opening {}", path.display()))?;
+        let rec = Recording::open(&path)?;
         // The channel's noise, autocorrelation and reading rate, from the
         // whole recording's receipt.
         let whole = report::analyse(&rec, None);

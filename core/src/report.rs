@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use anyhow::{Context as _, Result};
+use anyhow::Result;
 use flatline_runtime::analysis::rules::{self, ChannelStats, LimitSource, channel_stats, latest};
 use flatline_runtime::analysis::summary::{self, Assessed};
 use flatline_runtime::analysis::tree::{self as tree_analysis, TreeSummary};
@@ -1053,8 +1053,8 @@ pub fn open(path: &Path) -> Result<Recording> {
 
 /// [`open`], holding at most `budget` bytes of samples.
 pub fn open_within(path: &Path, budget: usize) -> Result<Recording> {
-    let rec = Recording::open_bounded(path, budget)
-        .with_context(|| format!("opening {}", path.display()))?;
+    // Its errors name the file; a context naming it again would say it twice.
+    let rec = Recording::open_bounded(path, budget)?;
     if let Some(t) = &rec.tail {
         warn_tail(path, t, rec.samples_total());
     }

@@ -633,8 +633,7 @@ impl ReplaySource {
 
     /// [`Self::open`] holding about `budget` bytes of values.
     pub fn open_within(path: &Path, budget: usize) -> Result<(Self, Store)> {
-        let rec = Recording::open_bounded(path, budget)
-            .with_context(|| format!("opening {}", path.display()))?;
+        let rec = Recording::open_bounded(path, budget)?;
         Ok(Self::from_recording(rec))
     }
 

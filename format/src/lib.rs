@@ -125,11 +125,12 @@ pub const EXTENSION: &str = "flr";
 /// What can go wrong with a recording as a whole.
 #[derive(Debug, thiserror::Error)]
 pub enum RecordingError {
-    #[error("{path}: {source}")]
+    // The cause is part of the message and not also a `source()`, so a
+    // chain of errors (anyhow's `{:#}`) says it once.
+    #[error("{path}: {cause}")]
     Io {
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     #[error("{path}: not a flatline recording (starts with {found:02x?}, expected \"FLATLINE\")")]
     BadMagic { path: PathBuf, found: Vec<u8> },

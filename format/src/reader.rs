@@ -77,7 +77,7 @@ impl<R: Read + Seek> FrameReader<R> {
     pub fn open(mut r: R, path: &Path) -> Result<(Self, Header), RecordingError> {
         let io = |source| RecordingError::Io {
             path: path.to_owned(),
-            source,
+            cause: source,
         };
         let mut head = [0u8; 12];
         let n = read_full(&mut r, &mut head).map_err(io)?;
@@ -836,7 +836,7 @@ impl Recording {
     pub fn open(path: &Path) -> Result<Self, RecordingError> {
         let file = File::open(path).map_err(|source| RecordingError::Io {
             path: path.to_owned(),
-            source,
+            cause: source,
         })?;
         Self::from_reader(BufReader::with_capacity(1 << 20, file), path)
     }
@@ -861,7 +861,7 @@ impl Recording {
     pub fn open_bounded(path: &Path, budget: usize) -> Result<Self, RecordingError> {
         let file = File::open(path).map_err(|source| RecordingError::Io {
             path: path.to_owned(),
-            source,
+            cause: source,
         })?;
         Self::load(BufReader::with_capacity(1 << 20, file), path, Some(budget))
     }

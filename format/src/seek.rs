@@ -107,7 +107,7 @@ impl SampleIndex {
     ) -> Result<Samples, RecordingError> {
         let io = |source| RecordingError::Io {
             path: self.path.clone(),
-            source,
+            cause: source,
         };
         let file = File::open(&self.path).map_err(io)?;
         let mut r = BufReader::with_capacity(256 << 10, file);

@@ -79,7 +79,7 @@ pub struct RecordingWriter {
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> RecordingError + '_ {
     move |source| RecordingError::Io {
         path: path.to_owned(),
-        source,
+        cause: source,
     }
 }
 
@@ -128,7 +128,7 @@ impl RecordingWriter {
             } else {
                 RecordingError::Io {
                     path: path.to_owned(),
-                    source,
+                    cause: source,
                 }
             }
         })?;

@@ -8,8 +8,9 @@ use memmap2::{Advice, Mmap, MmapMut};
 /// Why a token file could not be mapped.
 #[derive(Debug, thiserror::Error)]
 pub enum MapError {
+    // The cause is in the message, not also a `source()`.
     #[error("cannot map the file: {0}")]
-    Io(#[from] std::io::Error),
+    Io(std::io::Error),
     #[error("the file is empty")]
     Empty,
     #[error("the file has {bytes} bytes, an odd number: it cannot hold 16-bit tokens")]
@@ -18,6 +19,12 @@ pub enum MapError {
     Misaligned,
     #[error("token files are little-endian and this host is big-endian")]
     BigEndianHost,
+}
+
+impl From<std::io::Error> for MapError {
+    fn from(e: std::io::Error) -> Self {
+        MapError::Io(e)
+    }
 }
 
 /// A read-only memory map of a token file.

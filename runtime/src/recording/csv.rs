@@ -18,11 +18,10 @@ use crate::telemetry::{ChannelSpec, Group, MAX_CHANNELS, Sample, Schema};
 /// Why a CSV could not be imported or exported.
 #[derive(Debug, thiserror::Error)]
 pub enum CsvError {
-    #[error("{path}: {source}")]
+    #[error("{path}: {cause}")]
     Io {
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     #[error("{path}, line {line}: {reason}")]
     Bad {
@@ -69,7 +68,7 @@ pub fn import(
         .map_err(|e| match e.into_kind() {
             csv::ErrorKind::Io(source) => CsvError::Io {
                 path: csv_path.to_owned(),
-                source,
+                cause: source,
             },
             other => bad(1, format!("{other:?}")),
         })?;
@@ -317,7 +316,7 @@ fn create(out: &Path, force: bool) -> Result<std::fs::File, CsvError> {
         } else {
             CsvError::Io {
                 path: out.to_owned(),
-                source: e,
+                cause: e,
             }
         }
     })
@@ -327,7 +326,7 @@ fn create(out: &Path, force: bool) -> Result<std::fs::File, CsvError> {
 fn scan_file(path: &Path, visit: &mut dyn super::Visit) -> Result<super::Scanned, CsvError> {
     let file = std::fs::File::open(path).map_err(|source| RecordingError::Io {
         path: path.to_owned(),
-        source,
+        cause: source,
     })?;
     Ok(super::scan(
         std::io::BufReader::with_capacity(1 << 20, file),
@@ -405,7 +404,7 @@ pub fn export(
     }
     let io = |source| CsvError::Io {
         path: out.to_owned(),
-        source,
+        cause: source,
     };
     let into_io = |e: csv::Error| match e.into_kind() {
         csv::ErrorKind::Io(source) => io(source),

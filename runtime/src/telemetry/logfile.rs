@@ -55,11 +55,10 @@ impl LogFormat {
 /// Why a log cannot be read or followed.
 #[derive(Debug, thiserror::Error)]
 pub enum LogError {
-    #[error("{path}: {source}")]
+    #[error("{path}: {cause}")]
     Io {
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     #[error(
         "{path}: nothing to read after waiting {waited:.0} s (a log starts with a CSV header, a JSON object or a line of text)"
@@ -307,7 +306,7 @@ pub fn read_all(
 ) -> Result<(LogFormat, Vec<Line>), LogError> {
     let io = |source| LogError::Io {
         path: path.to_owned(),
-        source,
+        cause: source,
     };
     let bytes = std::fs::read(path).map_err(io)?;
     let bad = |reason: &str| LogError::Bad {
@@ -378,7 +377,7 @@ impl LogTail {
             if let Ok(mut f) = File::open(path) {
                 let io = |source| LogError::Io {
                     path: path.to_owned(),
-                    source,
+                    cause: source,
                 };
                 let mut head = vec![0u8; 64 << 10];
                 let mut read = read_full(&mut f, &mut head).map_err(io)?;
@@ -455,7 +454,7 @@ impl LogTail {
         let path = self.path.clone();
         let io = |source| LogError::Io {
             path: path.clone(),
-            source,
+            cause: source,
         };
         let mut f = match File::open(&self.path) {
             Ok(f) => f,

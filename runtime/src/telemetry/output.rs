@@ -305,7 +305,7 @@ pub struct StepPattern {
 /// Why a `--step-pattern` cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum PatternError {
-    #[error("{0}")]
+    #[error(transparent)]
     Regex(#[from] regex::Error),
     #[error(
         "it has no named group: name the step (?P<step>\\d+) and the values, e.g. (?P<loss>[0-9.]+)"

@@ -32,17 +32,17 @@ pub const DEFAULT_CORPUS_TOKENS: usize = 16_671_459;
 /// Why an ingest workload could not be set up or run.
 #[derive(Debug, thiserror::Error)]
 pub enum IngestError {
-    #[error("cannot open corpus {path}: {source}")]
+    // Causes are part of the messages, not also `source()`s: a chain of
+    // errors says each once.
+    #[error("cannot open corpus {path}: {cause}")]
     Open {
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        cause: std::io::Error,
     },
-    #[error("cannot read corpus {path}: {source}")]
+    #[error("cannot read corpus {path}: {cause}")]
     Map {
         path: PathBuf,
-        #[source]
-        source: crate::arena::MapError,
+        cause: crate::arena::MapError,
     },
     #[error("batch size and block size must be at least 1 (got batch {batch}, block {block})")]
     BadShape { batch: usize, block: usize },
@@ -59,7 +59,13 @@ pub enum IngestError {
     #[error("offset {offset} is out of range: offsets must be below {limit}")]
     OffsetOutOfRange { offset: u64, limit: u64 },
     #[error("cannot allocate the batch buffers: {0}")]
-    Arena(#[from] ArenaError),
+    Arena(ArenaError),
+}
+
+impl From<ArenaError> for IngestError {
+    fn from(e: ArenaError) -> Self {
+        IngestError::Arena(e)
+    }
 }
 
 /// Where a corpus came from.
@@ -106,7 +112,7 @@ impl Corpus {
             anon_tokens(len, true, || rng.below(GENERATED_VOCAB) as u16).map_err(|source| {
                 IngestError::Map {
                     path: PathBuf::from("(anonymous memory)"),
-                    source,
+                    cause: source,
                 }
             })?;
         Ok(Self {
@@ -119,11 +125,11 @@ impl Corpus {
     pub fn open(path: &Path) -> Result<Self, IngestError> {
         let file = File::open(path).map_err(|source| IngestError::Open {
             path: path.to_owned(),
-            source,
+            cause: source,
         })?;
         let mapped = map_tokens(&file).map_err(|source| IngestError::Map {
             path: path.to_owned(),
-            source,
+            cause: source,
         })?;
         Ok(Self {
             tokens: Tokens::Mapped(mapped),
