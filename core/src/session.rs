@@ -139,13 +139,21 @@ impl Session {
         self.sampler.is_finished()
     }
 
-    /// Stops the sampler, then writes the rest and the footer.
+    /// Stops the sampler, then writes the rest and the footer; `end` is
+    /// the footer's reason unless the sampler ended otherwise (its target
+    /// exited, it failed).
     pub fn finish(self, end: &str) -> Result<SessionEnd> {
+        self.finish_with(end, true)
+    }
+
+    /// [`Session::finish`]; with `exit_decides` false, `end` stands even when
+    /// the target exited (a watch that stopped its own command).
+    pub fn finish_with(self, end: &str, exit_decides: bool) -> Result<SessionEnd> {
         let dropped = self.sampler.dropped();
         let exit = self.sampler.stop();
         let end = match exit {
-            SamplerExit::TargetExited { .. } => "target exited",
             SamplerExit::Panicked => "sampler failed",
+            SamplerExit::TargetExited { .. } if exit_decides => "target exited",
             _ => end,
         };
         let recorder = self

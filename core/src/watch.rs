@@ -469,12 +469,26 @@ pub fn run(args: &WatchArgs, viewer: &dyn crate::Viewer) -> Result<Option<i32>> 
             break "completed";
         }
     };
-    // The command's last lines belong to the recording.
+    let interrupted = ended_by == "interrupted";
+    // A command we started is stopped before the recording ends, so that
+    // what it prints while it stops (a trainer's last step) is recorded; after
+    // a Ctrl-C, which it got too, it first has time to end on its own.
+    let stopped = if ended_by == "target exited" {
+        None
+    } else {
+        target.stop_started(if interrupted {
+            STOP_GRACE
+        } else {
+            Duration::ZERO
+        })
+    };
+    // The command's last lines belong to the recording: its pipes close as
+    // it ends, and the readers and the collector finish what they hold.
     if let Some(o) = target.output.as_mut() {
         o.settle(Duration::from_secs(1));
     }
     drop(marks);
-    let end = session.finish(ended_by)?;
+    let end = session.finish_with(ended_by, ended_by == "target exited")?;
     let rec = crate::report::open(&out)?;
     let receipt = crate::report::analyse(&rec, None);
     print!("{}", crate::report::text_report(&rec, &receipt));
@@ -483,15 +497,11 @@ pub fn run(args: &WatchArgs, viewer: &dyn crate::Viewer) -> Result<Option<i32>> 
             println!("  {line}");
         }
     }
-    if let SamplerExit::TargetExited { pid } = end.exit {
+    if let SamplerExit::TargetExited { pid } = end.exit
+        && stopped.is_none()
+    {
         println!("  process {pid} exited; the recording covers it to the end");
     }
-    let interrupted = ended_by == "interrupted";
-    let stopped = target.stop_started(if interrupted {
-        STOP_GRACE
-    } else {
-        Duration::ZERO
-    });
     if let Some(how) = &stopped {
         let why = if interrupted {
             "interrupted"

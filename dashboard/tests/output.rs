@@ -435,3 +435,66 @@ fn pytorch_statistics_name_the_layer_that_grows() {
     let v = import(&d.join("plain.log"), &d.join("plain.flr"));
     assert!(v["gpu_layers"].is_null());
 }
+
+/// A job that prints its one step line and exits at once: the line's step
+/// and metric are in the recording, though the process was gone before the
+/// sampler's next tick.
+#[test]
+fn a_line_printed_just_before_the_exit_is_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("quick.flr");
+    let seen = flatline(&[
+        "watch",
+        "--headless",
+        "--hz",
+        "5",
+        "--out",
+        out.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        "sleep 0.5; echo 'step 7 loss=1.25'",
+    ]);
+    assert!(
+        seen.status.success(),
+        "{}",
+        String::from_utf8_lossy(&seen.stderr)
+    );
+    let v = report(&out);
+    assert_eq!(v["channels"]["log.loss"]["last"], 1.25, "{v:#}");
+}
+
+/// A job stopped by `--seconds` while it prints: the last line it printed
+/// (it prints one more as SIGTERM stops it) is in the recording.
+#[test]
+fn a_job_stopped_by_seconds_keeps_its_last_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("stopped.flr");
+    let job = "import signal, sys, time\n\
+               def bye(*_):\n    print('step 999 loss=0.5', flush=True); sys.exit(0)\n\
+               signal.signal(signal.SIGTERM, bye)\n\
+               i = 0\n\
+               while True:\n    i += 1; print(f'step {i} loss={1.0 + i / 1000}', flush=True); time.sleep(0.01)\n";
+    let seen = flatline(&[
+        "watch",
+        "--headless",
+        "--hz",
+        "10",
+        "--seconds",
+        "2",
+        "--out",
+        out.to_str().unwrap(),
+        "--",
+        "python3",
+        "-c",
+        job,
+    ]);
+    let stdout = String::from_utf8_lossy(&seen.stdout);
+    assert!(
+        stdout.contains("step 999 loss=0.5"),
+        "the last line passed through"
+    );
+    let v = report(&out);
+    assert_eq!(v["channels"]["log.loss"]["last"], 0.5, "{v:#}");
+    assert_eq!(v["recording"]["end"], "completed", "{v:#}");
+}

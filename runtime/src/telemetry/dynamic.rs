@@ -119,6 +119,11 @@ impl Grown {
         !self.pending.is_empty()
     }
 
+    /// Whether a reading was set since the last sample took them.
+    pub(crate) fn has_fresh_values(&self) -> bool {
+        self.fresh
+    }
+
     /// Copies a fresh reading into the sample's grown slots (from `first`
     /// on), once.
     pub(crate) fn take_values(&mut self, first: usize, sample: &mut Sample) {

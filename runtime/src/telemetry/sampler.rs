@@ -119,7 +119,7 @@ pub enum TelemetryError {
     #[error("cannot watch process {pid}: {reason}")]
     Target { pid: u32, reason: String },
     #[error("cannot start the sampler thread: {0}")]
-    Spawn(#[source] std::io::Error),
+    Spawn(std::io::Error),
 }
 
 /// How the sampler thread ended.
@@ -237,7 +237,8 @@ impl Sampler {
     }
 
     pub fn is_finished(&self) -> bool {
-        self.fast.as_ref().is_none_or(JoinHandle::is_finished)
+        self.shared.ended.load(Ordering::Acquire)
+            || self.fast.as_ref().is_none_or(JoinHandle::is_finished)
     }
 
     /// Stops both threads and says how the sampler ended.
@@ -619,6 +620,37 @@ struct FastLoop {
 }
 
 impl FastLoop {
+    /// At the stop: one more sample if a growing channel (a job's printed
+    /// metric) was set since the last one, so that the last line a job
+    /// printed is in the stream. With `read_probes` false (the target is
+    /// gone) its other channels are NaN.
+    fn last_sample(&mut self, tx: &Sender<Sample>, seq: u64, read_probes: bool) {
+        let Ok(mut grown) = self.shared.grown.lock() else {
+            return;
+        };
+        if !grown.has_fresh_values() {
+            return;
+        }
+        if grown.has_changes() {
+            self.len = grown.publish_changes(seq, &self.shared.changes);
+        }
+        let t_ns = u64::try_from(self.shared.start.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        let mut s = Sample::new(seq, t_ns, self.len);
+        grown.take_values(self.fixed, &mut s);
+        drop(grown);
+        if read_probes {
+            let values = s.values_mut();
+            for (probe, range) in &mut self.probes {
+                if probe.read(&mut values[range.clone()]).is_err() {
+                    values[range.clone()].fill(f64::NAN);
+                }
+            }
+        }
+        if tx.try_send(s).is_ok() {
+            self.shared.produced.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
     fn run(mut self, tx: &Sender<Sample>, control: &Receiver<()>) -> SamplerExit {
         mark_observer_thread();
         let start = self.shared.start;
@@ -663,6 +695,13 @@ impl FastLoop {
             if let Some((at, exit)) = ending
                 && tick >= at
             {
+                // The stream has ended on its own. Readings a job's last
+                // printed lines set from now on (it may print as it exits)
+                // go out with the stop, in one last sample.
+                self.shared.ended.store(true, Ordering::Release);
+                if control.recv().is_ok() {
+                    self.last_sample(tx, seq, false);
+                }
                 return exit;
             }
             self.slots
@@ -697,7 +736,10 @@ impl FastLoop {
             loop {
                 match control.try_recv() {
                     Err(TryRecvError::Empty) => {}
-                    Ok(()) | Err(TryRecvError::Disconnected) => return SamplerExit::Stopped,
+                    Ok(()) | Err(TryRecvError::Disconnected) => {
+                        self.last_sample(tx, seq, true);
+                        return SamplerExit::Stopped;
+                    }
                 }
                 let now = Instant::now();
                 if now >= next {
