@@ -247,6 +247,10 @@ pub struct WatchArgs {
     /// Record "redacted" instead of this machine's host name.
     #[arg(long)]
     pub redact_host: bool,
+    /// When the recording cannot be written (a full disk): stop, or keep
+    /// sampling and retry.
+    #[arg(long, value_enum, value_name = "WHAT", default_value_t = OnWriteError::KeepSampling)]
+    pub on_write_error: OnWriteError,
     /// Watch the process alone, not its descendants (by default every child,
     /// DataLoader worker and rank is followed: `tree.*` and `pid<N>.*`).
     #[arg(long)]
@@ -332,6 +336,25 @@ pub struct SoakArgs {
     /// you will share).
     #[arg(long)]
     pub redact_host: bool,
+    /// When the recording cannot be written (a full disk): stop, or keep
+    /// sampling and retry.
+    #[arg(long, value_enum, value_name = "WHAT", default_value_t = OnWriteError::KeepSampling)]
+    pub on_write_error: OnWriteError,
+}
+
+/// What a run does when its recording cannot be written (a full disk, a
+/// quota, a file system turned read-only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum OnWriteError {
+    /// End the run at once (a watched command is left running), with the
+    /// receipt of what was recorded.
+    Stop,
+    /// Keep sampling, analysing and serving /metrics, and retry the writes
+    /// every few seconds; the file goes on, with a note of the gap, when
+    /// space returns. The default: a day-long job should not lose its watch
+    /// because its disk filled for a while.
+    #[default]
+    KeepSampling,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -30,6 +30,27 @@ use std::process::ExitCode;
 use anyhow::Result;
 use flatline_runtime::recording::Recording;
 
+/// An error whose cause has already been said on stderr: the run exits
+/// non-zero without a second line.
+#[derive(Debug, Clone, Copy)]
+pub struct AlreadySaid;
+
+impl std::fmt::Display for AlreadySaid {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("(said above)")
+    }
+}
+
+impl std::error::Error for AlreadySaid {}
+
+/// Prints an error once, as one line; one already said prints nothing.
+fn say(err: &anyhow::Error) {
+    if err.downcast_ref::<AlreadySaid>().is_none() {
+        // `{:#}` puts anyhow's context chain on one line: "opening corpus x: No such file".
+        eprintln!("flatline: error: {err:#}");
+    }
+}
+
 /// How a window ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Closed {
@@ -111,7 +132,7 @@ pub fn run(cli: cli::Cli, viewer: &dyn Viewer) -> ExitCode {
             Ok(Some(code)) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
             Ok(None) => ExitCode::SUCCESS,
             Err(err) => {
-                eprintln!("flatline: error: {err:#}");
+                say(&err);
                 ExitCode::FAILURE
             }
         };
@@ -137,8 +158,7 @@ pub fn run(cli: cli::Cli, viewer: &dyn Viewer) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
-            // `{:#}` puts anyhow's context chain on one line: "opening corpus x: No such file".
-            eprintln!("flatline: error: {err:#}");
+            say(&err);
             ExitCode::FAILURE
         }
     }

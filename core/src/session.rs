@@ -12,6 +12,7 @@ use flatline_runtime::recording::{
 };
 use flatline_runtime::telemetry::{self, Probe, SamplerConfig, SamplerExit, Schema, Unavailable};
 
+use crate::cli::OnWriteError;
 use crate::prom::{ExportSetup, Exporter};
 
 #[derive(Debug)]
@@ -134,6 +135,11 @@ impl Session {
         Ok(self.recorder.finish_copy(end)?)
     }
 
+    /// The recording's write faults so far (a full disk).
+    pub fn faults(&self) -> flatline_runtime::recording::Faults {
+        self.recorder.faults()
+    }
+
     /// True once the sampler has ended on its own (the watched process exited).
     pub fn sampler_finished(&self) -> bool {
         self.sampler.is_finished()
@@ -201,4 +207,73 @@ pub fn start_exporter(
         eprintln!("flatline: serving Prometheus metrics at http://{addr}/metrics");
     }
     Ok((tap, exporter))
+}
+
+/// Says a run's write faults (a full disk) as they begin and end, once
+/// each, on stderr.
+#[derive(Debug, Default)]
+pub struct FaultWatch {
+    told_now: bool,
+    told_ended: usize,
+}
+
+impl FaultWatch {
+    /// Looks at the session's faults; true when the run should end now (a
+    /// fault, and `--on-write-error stop`).
+    pub fn check(&mut self, session: &Session, policy: OnWriteError) -> bool {
+        let f = session.faults();
+        for r in f.ended.iter().skip(self.told_ended) {
+            eprintln!(
+                "flatline: {} is written again; {} samples and {} events between {:.1} s and {:.1} s were lost (the file notes the gap)",
+                r.path.display(),
+                r.lost_samples,
+                r.lost_events,
+                r.safe_t_ns as f64 / 1e9,
+                r.lost_until_ns as f64 / 1e9
+            );
+        }
+        self.told_ended = f.ended.len();
+        match (&f.now, self.told_now) {
+            (Some(now), false) => {
+                let then = match policy {
+                    OnWriteError::Stop => "stopping (--on-write-error stop)".to_owned(),
+                    OnWriteError::KeepSampling => format!(
+                        "sampling goes on and the writes are tried again every {} s (--on-write-error keep-sampling)",
+                        flatline_runtime::recording::WRITE_RETRY.as_secs()
+                    ),
+                };
+                eprintln!(
+                    "flatline: error: cannot write the recording: {}; {then}",
+                    now.describe()
+                );
+                self.told_now = true;
+            }
+            (None, true) => self.told_now = false,
+            _ => {}
+        }
+        f.now.is_some() && policy == OnWriteError::Stop
+    }
+}
+
+/// After a run whose recording met write faults: one line on what the file
+/// lacks, and an error that makes the exit code non-zero without saying the
+/// cause again (it was said when it happened).
+pub fn fault_outcome(faults: &flatline_runtime::recording::Faults) -> Result<()> {
+    let (samples, events) = faults
+        .all()
+        .fold((0, 0), |(s, e), f| (s + f.lost_samples, e + f.lost_events));
+    if faults.now.is_none() && faults.ended.is_empty() {
+        return Ok(());
+    }
+    let file = match &faults.now {
+        Some(f) => format!(
+            "the file is whole up to {:.1} s, without a footer",
+            f.safe_t_ns as f64 / 1e9
+        ),
+        None => "the file is whole and notes each gap".to_owned(),
+    };
+    eprintln!(
+        "flatline: {samples} samples and {events} events were not recorded (write errors above); {file}"
+    );
+    Err(crate::AlreadySaid.into())
 }

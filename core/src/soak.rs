@@ -68,6 +68,7 @@ struct WorkloadRun<'a> {
     redact_host: bool,
     /// Serve the stream to Prometheus, check alerts.
     export: &'a crate::cli::PrometheusArgs,
+    on_write_error: crate::cli::OnWriteError,
 }
 
 /// How the run went.
@@ -150,6 +151,9 @@ fn record_workload(
     session.event(EventKind::Phase(run.workload.name().into()));
     let total = run.seconds.map(Duration::from_secs_f64);
     let start = Instant::now();
+    // Set when the recording cannot be written and the policy is to stop.
+    let halt = AtomicBool::new(false);
+    let mut faults = crate::session::FaultWatch::default();
     let result = std::thread::scope(|scope| -> Result<&'static str> {
         let work = std::thread::Builder::new()
             .name("flatline-workload".into())
@@ -158,6 +162,9 @@ fn record_workload(
                     let elapsed = start.elapsed();
                     if total.is_some_and(|t| elapsed >= t) {
                         return Ok("completed");
+                    }
+                    if halt.load(Ordering::Relaxed) {
+                        return Ok("write failed");
                     }
                     if stop.load(Ordering::Relaxed) {
                         return Ok("interrupted");
@@ -184,6 +191,9 @@ fn record_workload(
             })
             .context("starting the workload thread")?;
         while !work.is_finished() {
+            if faults.check(&session, run.on_write_error) {
+                halt.store(true, Ordering::Relaxed);
+            }
             match requests.recv_timeout(Duration::from_millis(200)) {
                 Ok(Request::Mark(text)) => {
                     session.event(EventKind::Marker(text));
@@ -282,6 +292,7 @@ pub fn serve(args: &ServeArgs) -> Result<()> {
         force: true,
         redact_host: false,
         export: &args.export,
+        on_write_error: crate::cli::OnWriteError::KeepSampling,
     };
     let done = record_workload(&run, &stop, &paused, &ProgressBar::hidden(), &marks)?;
     done.result.map(|_| ())
@@ -303,6 +314,7 @@ pub fn run(args: &SoakArgs) -> Result<()> {
         force: args.force,
         redact_host: args.redact_host,
         export: &args.export,
+        on_write_error: args.on_write_error,
     };
     let stop = interrupt_flag()?;
     // `flatline mark TEXT` reaches this soak while it runs.
@@ -356,5 +368,5 @@ pub fn run(args: &SoakArgs) -> Result<()> {
             100.0 * end.recorder.cpu_ns as f64 / wall.as_nanos() as f64
         );
     }
-    Ok(())
+    crate::session::fault_outcome(&end.recorder.faults)
 }

@@ -456,8 +456,12 @@ pub fn run(args: &WatchArgs, viewer: &dyn crate::Viewer) -> Result<Option<i32>> 
     let stop = crate::soak::interrupt_flag()?;
     let start = Instant::now();
     let limit = args.seconds.map(Duration::from_secs_f64);
+    let mut faults = crate::session::FaultWatch::default();
     let ended_by = loop {
         std::thread::sleep(Duration::from_millis(100));
+        if faults.check(&session, args.on_write_error) {
+            break "write failed";
+        }
         if session.sampler_finished() {
             session.event(EventKind::TargetExited { pid: target.pid });
             break "target exited";
@@ -470,10 +474,12 @@ pub fn run(args: &WatchArgs, viewer: &dyn crate::Viewer) -> Result<Option<i32>> 
         }
     };
     let interrupted = ended_by == "interrupted";
+    let write_failed = ended_by == "write failed";
     // A command we started is stopped before the recording ends, so that
     // what it prints while it stops (a trainer's last step) is recorded; after
-    // a Ctrl-C, which it got too, it first has time to end on its own.
-    let stopped = if ended_by == "target exited" {
+    // a Ctrl-C, which it got too, it first has time to end on its own. A
+    // watch whose own disk filled never stops the job.
+    let stopped = if ended_by == "target exited" || write_failed {
         None
     } else {
         target.stop_started(if interrupted {
@@ -484,7 +490,9 @@ pub fn run(args: &WatchArgs, viewer: &dyn crate::Viewer) -> Result<Option<i32>> 
     };
     // The command's last lines belong to the recording: its pipes close as
     // it ends, and the readers and the collector finish what they hold.
-    if let Some(o) = target.output.as_mut() {
+    if let Some(o) = target.output.as_mut()
+        && !write_failed
+    {
         o.settle(Duration::from_secs(1));
     }
     drop(marks);
@@ -516,6 +524,14 @@ pub fn run(args: &WatchArgs, viewer: &dyn crate::Viewer) -> Result<Option<i32>> 
         end.recorder.write.samples,
         bytes(end.recorder.write.bytes as f64)
     );
+    if write_failed && target.child.is_some() {
+        // The job runs on, its output still passed through, until it ends.
+        println!("  the recording stopped (--on-write-error stop); the command runs on");
+        let code = target.exit_code();
+        crate::session::fault_outcome(&end.recorder.faults)?;
+        return Ok(code);
+    }
+    crate::session::fault_outcome(&end.recorder.faults)?;
     if stopped.is_some() {
         // Stopped by us: the watch did what was asked (130: as interrupted).
         return Ok(Some(if interrupted { 130 } else { 0 }));

@@ -1,7 +1,7 @@
 //! Writing a recording, on the consumer side of the telemetry channel.
 
 use std::fs::{File, OpenOptions};
-use std::io::{BufWriter, Write};
+use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -11,8 +11,8 @@ use crate::codec::{
     ChannelsEnded, Code, ColumnBlock, Frame, Packed, Packer, SchemaExtension, encode_into,
 };
 use crate::{
-    ChannelSpec, DigestMark, Event, FORMAT_VERSION, Footer, Header, Item, MAGIC, MAX_CHANNELS,
-    RecordingError, Sample, Schema, Slots, check_new_channels, hex,
+    ChannelSpec, DigestMark, Event, EventKind, FORMAT_VERSION, Footer, Header, Item, MAGIC,
+    MAX_CHANNELS, RecordingError, Sample, Schema, Slots, check_new_channels, hex,
 };
 
 /// Longest a sample waits in memory before its block is written and flushed
@@ -26,6 +26,50 @@ pub const BLOCK_SAMPLES: usize = 256;
 pub const PACK_EVENTS: usize = 4096;
 /// How often a running digest mark is written.
 pub const DIGEST_EVERY: Duration = Duration::from_secs(60);
+/// How often a recording whose writes fail (a full disk) tries again.
+pub const WRITE_RETRY: Duration = Duration::from_secs(3);
+
+/// A recording whose writes fail (a full disk, a quota, a file system
+/// turned read-only) and what it has lost since. The file keeps every frame
+/// up to [`WriteFault::safe_t_ns`], whole: what was half written is cut
+/// away, so every reader reads it (as truncated, until a footer follows).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WriteFault {
+    pub path: PathBuf,
+    /// The error, as the operating system said it.
+    pub cause: String,
+    /// Stream time up to which every sample is on disk.
+    pub safe_t_ns: u64,
+    /// Samples and events pushed since then that are not in the file.
+    pub lost_samples: u64,
+    pub lost_events: u64,
+    /// Stream time of the last item lost.
+    pub lost_until_ns: u64,
+}
+
+impl WriteFault {
+    /// "x.flr: No space left on device (os error 28); on disk up to 5.2 s".
+    pub fn describe(&self) -> String {
+        format!(
+            "{}: {}; on disk up to {:.1} s",
+            self.path.display(),
+            self.cause,
+            self.safe_t_ns as f64 / 1e9
+        )
+    }
+}
+
+/// The part of a recording that is on disk for sure: what the last flush
+/// that succeeded had written.
+#[derive(Debug, Clone)]
+struct Durable {
+    bytes: u64,
+    frames: u64,
+    samples: u64,
+    events: u64,
+    last_t_ns: u64,
+    hasher: Sha256,
+}
 
 /// What a finished recording holds.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -36,6 +80,9 @@ pub struct WriteSummary {
     pub samples: u64,
     pub events: u64,
     pub digest: String,
+    /// Whether the file ends with its footer; false for one cut at a write
+    /// fault (whole up to it, read as truncated).
+    pub complete: bool,
 }
 
 /// Appends frames to a new recording file.
@@ -54,6 +101,19 @@ pub struct RecordingWriter {
     /// same slots.
     initial: Header,
     changes: Vec<Item>,
+    /// Samples and events in frames written (not queued), and the latest
+    /// time among them.
+    written_samples: u64,
+    written_events: u64,
+    written_t_ns: u64,
+    durable: Durable,
+    /// Set while writes fail; schema changes made meanwhile, owed to the
+    /// file; when writes were last tried; a fault that has ended, until
+    /// [`RecordingWriter::take_resumed`].
+    fault: Option<WriteFault>,
+    owed: Vec<Frame>,
+    last_retry: Instant,
+    resumed: Option<WriteFault>,
     frames: u64,
     samples: u64,
     events: u64,
@@ -140,6 +200,21 @@ impl RecordingWriter {
             slots: Slots::new(header.schema.len()),
             initial: header.clone(),
             changes: Vec::new(),
+            written_samples: 0,
+            written_events: 0,
+            written_t_ns: 0,
+            durable: Durable {
+                bytes: 0,
+                frames: 0,
+                samples: 0,
+                events: 0,
+                last_t_ns: 0,
+                hasher: Sha256::new(),
+            },
+            fault: None,
+            owed: Vec::new(),
+            last_retry: Instant::now(),
+            resumed: None,
             frames: 0,
             samples: 0,
             events: 0,
@@ -189,8 +264,13 @@ impl RecordingWriter {
         let mut head = [0u8; 8];
         head[..4].copy_from_slice(&len.to_le_bytes());
         head[4..].copy_from_slice(&crc32fast::hash(payload).to_le_bytes());
-        self.out.write_all(&head).map_err(io_err(&self.path))?;
-        self.out.write_all(payload).map_err(io_err(&self.path))?;
+        if let Err(e) = self
+            .out
+            .write_all(&head)
+            .and_then(|()| self.out.write_all(payload))
+        {
+            return Err(self.trip(e));
+        }
         if !footer {
             self.hasher.update(payload);
         }
@@ -228,6 +308,20 @@ impl RecordingWriter {
         if has_block && let Some(Frame::Block(b)) = frames.pop() {
             self.block = b;
         }
+        if written.is_ok() {
+            self.written_samples += self.pending.len() as u64;
+            self.written_events += frames.len() as u64;
+            let last_sample = self.pending.last().map_or(0, |s| s.t_ns);
+            let last_event = frames
+                .iter()
+                .filter_map(|f| match f {
+                    Frame::Event(e) => Some(e.t_ns),
+                    _ => None,
+                })
+                .max()
+                .unwrap_or(0);
+            self.written_t_ns = self.written_t_ns.max(last_sample).max(last_event);
+        }
         frames.clear();
         self.pending_events = frames;
         written?;
@@ -243,6 +337,11 @@ impl RecordingWriter {
                 expected: self.slots.width(),
                 got: s.values().len(),
             });
+        }
+        if let Some(f) = self.fault.as_mut() {
+            f.lost_samples += 1;
+            f.lost_until_ns = f.lost_until_ns.max(s.t_ns);
+            return self.tick();
         }
         self.pending.push(*s);
         self.pending_since.get_or_insert_with(Instant::now);
@@ -270,11 +369,16 @@ impl RecordingWriter {
         if channels.is_empty() {
             return Ok(());
         }
-        self.write_pending()?;
-        self.write_frame(&Frame::Channels(SchemaExtension {
+        let frame = Frame::Channels(SchemaExtension {
             at: self.samples,
             channels: channels.to_vec(),
-        }))?;
+        });
+        if self.fault.is_some() {
+            self.owed.push(frame);
+        } else {
+            self.write_pending()?;
+            self.write_frame(&frame)?;
+        }
         self.schema.channels.extend_from_slice(channels);
         self.slots.add(channels.len());
         self.changes.push(Item::Add(channels.to_vec()));
@@ -311,11 +415,16 @@ impl RecordingWriter {
         if ending.is_empty() {
             return Ok(());
         }
-        self.write_pending()?;
-        self.write_frame(&Frame::Ended(ChannelsEnded {
+        let frame = Frame::Ended(ChannelsEnded {
             at: self.samples,
             channels: ending,
-        }))?;
+        });
+        if self.fault.is_some() {
+            self.owed.push(frame);
+        } else {
+            self.write_pending()?;
+            self.write_frame(&frame)?;
+        }
         self.slots.end(positions);
         self.changes.push(Item::End(positions.to_vec()));
         self.tick()
@@ -359,6 +468,11 @@ impl RecordingWriter {
     /// nor costs a frame of its own. Events carry their own time, so a reader
     /// never needs them in sample order.
     pub fn push_event(&mut self, e: Event) -> Result<(), RecordingError> {
+        if let Some(f) = self.fault.as_mut() {
+            f.lost_events += 1;
+            f.lost_until_ns = f.lost_until_ns.max(e.t_ns);
+            return self.tick();
+        }
         self.last_t_ns = self.last_t_ns.max(e.t_ns);
         self.pending_events.push(Frame::Event(e));
         self.pending_since.get_or_insert_with(Instant::now);
@@ -372,6 +486,12 @@ impl RecordingWriter {
     /// Time-based duties; call at least a few times a second even when no
     /// sample arrives: writes an aged block, flushes, marks the digest.
     pub fn tick(&mut self) -> Result<(), RecordingError> {
+        if self.fault.is_some() {
+            if self.last_retry.elapsed() >= WRITE_RETRY {
+                self.retry();
+            }
+            return Ok(());
+        }
         if self.pending_since.is_some_and(|t| t.elapsed() >= BLOCK_AGE) {
             self.write_pending()?;
         }
@@ -392,10 +512,154 @@ impl RecordingWriter {
 
     /// Hands everything written so far to the operating system.
     pub fn flush(&mut self) -> Result<(), RecordingError> {
-        self.out.flush().map_err(io_err(&self.path))?;
+        if let Err(e) = self.out.flush() {
+            return Err(self.trip(e));
+        }
         self.dirty = false;
         self.last_flush = Instant::now();
+        self.durable = Durable {
+            bytes: self.bytes,
+            frames: self.frames,
+            samples: self.written_samples,
+            events: self.written_events,
+            last_t_ns: self.written_t_ns,
+            hasher: self.hasher.clone(),
+        };
         Ok(())
+    }
+
+    /// A write failed: cuts the file back to what the last flush left whole,
+    /// forgets what was queued or half written (counting it as lost), and
+    /// from now on drops what is pushed until a retry succeeds. Returns the
+    /// error, to be said once.
+    fn trip(&mut self, e: std::io::Error) -> RecordingError {
+        let lost_samples = self.samples.saturating_sub(self.durable.samples);
+        let lost_events = self.events.saturating_sub(self.durable.events);
+        let lost_until_ns = self.last_t_ns;
+        let fault = self.fault.get_or_insert_with(|| WriteFault {
+            path: self.path.clone(),
+            cause: e.to_string(),
+            safe_t_ns: self.durable.last_t_ns,
+            lost_samples: 0,
+            lost_events: 0,
+            lost_until_ns: 0,
+        });
+        fault.lost_samples += lost_samples;
+        fault.lost_events += lost_events;
+        fault.lost_until_ns = fault.lost_until_ns.max(lost_until_ns);
+        // Whatever the roll-back meets, the file keeps its whole frames: a
+        // reader stops at the first incomplete one.
+        let _ = self.roll_back();
+        self.last_retry = Instant::now();
+        RecordingError::Io {
+            path: self.path.clone(),
+            cause: e,
+        }
+    }
+
+    /// Back to the last durable state: the buffer dropped unwritten, the
+    /// file cut to its length then, the counters and digest as they were.
+    fn roll_back(&mut self) -> std::io::Result<()> {
+        let d = self.durable.clone();
+        self.bytes = d.bytes;
+        self.frames = d.frames;
+        self.samples = d.samples;
+        self.events = d.events;
+        self.written_samples = d.samples;
+        self.written_events = d.events;
+        self.written_t_ns = d.last_t_ns;
+        self.last_t_ns = d.last_t_ns;
+        self.hasher = d.hasher;
+        self.pending.clear();
+        self.pending_events.clear();
+        self.pending_since = None;
+        self.dirty = false;
+        let file = self.out.get_ref().try_clone()?;
+        let old = std::mem::replace(&mut self.out, BufWriter::with_capacity(64 << 10, file));
+        // Dropping a BufWriter would write its buffer: take it apart instead.
+        let (_, _unwritten) = old.into_parts();
+        let f = self.out.get_mut();
+        f.set_len(d.bytes)?;
+        f.seek(SeekFrom::Start(d.bytes))?;
+        Ok(())
+    }
+
+    /// While writes fail: tries again (at most every [`WRITE_RETRY`]). On
+    /// success the file goes on with the schema changes made meanwhile and a
+    /// note of the gap, which a reader shows among the recording's notes.
+    fn retry(&mut self) {
+        let Some(fault) = self.fault.clone() else {
+            return;
+        };
+        self.last_retry = Instant::now();
+        let owed = std::mem::take(&mut self.owed);
+        let gap = Event {
+            t_ns: fault.lost_until_ns.max(fault.safe_t_ns),
+            kind: EventKind::Note(format!(
+                "recording gap: {} samples and {} events lost between {:.1} s and {:.1} s ({})",
+                fault.lost_samples,
+                fault.lost_events,
+                fault.safe_t_ns as f64 / 1e9,
+                fault.lost_until_ns as f64 / 1e9,
+                fault.cause
+            )),
+        };
+        // While the fault stands, `trip` only rolls back: clear it for the try.
+        self.fault = None;
+        let mut tried = Ok(());
+        for f in &owed {
+            tried = tried.and_then(|()| self.write_frame(f));
+        }
+        tried = tried
+            .and_then(|()| self.write_frame(&Frame::Event(gap.clone())))
+            .and_then(|()| {
+                self.events += 1;
+                self.written_events += 1;
+                self.written_t_ns = self.written_t_ns.max(gap.t_ns);
+                self.last_t_ns = self.last_t_ns.max(gap.t_ns);
+                self.flush()
+            });
+        match tried {
+            Ok(()) => self.resumed = Some(fault),
+            Err(_) => {
+                // `trip` counted nothing new (the counters were rolled back
+                // already); keep the first fault's figures and cause.
+                let _ = self.roll_back();
+                self.fault = Some(fault);
+                self.owed = owed;
+            }
+        }
+    }
+
+    /// Tries the writes again now, whenever the last try was.
+    pub fn retry_now(&mut self) {
+        self.retry();
+    }
+
+    /// What the file holds for sure (all of it, once flushed; up to the
+    /// fault while writes fail), for a recording left without its footer.
+    pub fn kept(&self) -> WriteSummary {
+        let d = &self.durable;
+        WriteSummary {
+            path: self.path.clone(),
+            bytes: d.bytes,
+            frames: d.frames,
+            samples: d.samples,
+            events: d.events,
+            digest: hex(&d.hasher.clone().finalize()),
+            complete: false,
+        }
+    }
+
+    /// The fault in progress, if writes fail now.
+    pub fn fault(&self) -> Option<&WriteFault> {
+        self.fault.as_ref()
+    }
+
+    /// A fault that has ended since the last call: writes work again, and
+    /// the file has a note of the gap.
+    pub fn take_resumed(&mut self) -> Option<WriteFault> {
+        self.resumed.take()
     }
 
     /// SHA-256 (hex) of every frame payload written so far.
@@ -418,6 +682,21 @@ impl RecordingWriter {
 
     /// Writes what is queued and the footer, and syncs the file to disk.
     pub fn finish(mut self, end: &str) -> Result<WriteSummary, RecordingError> {
+        if let Some(f) = self.fault.clone() {
+            // One more try; if the disk is still full the file stays as it
+            // was cut, whole up to the fault, without a footer.
+            self.retry();
+            if self.fault.is_some() {
+                return Err(RecordingError::Io {
+                    path: self.path.clone(),
+                    cause: std::io::Error::other(format!(
+                        "{}; the recording ends at {:.1} s without a footer",
+                        f.cause,
+                        f.safe_t_ns as f64 / 1e9
+                    )),
+                });
+            }
+        }
         self.write_pending()?;
         let digest = self.digest_hex();
         let footer = Footer {
@@ -430,7 +709,9 @@ impl RecordingWriter {
         };
         self.write_frame(&Frame::Footer(footer))?;
         self.flush()?;
-        self.out.get_ref().sync_all().map_err(io_err(&self.path))?;
+        if let Err(e) = self.out.get_ref().sync_all() {
+            return Err(self.trip(e));
+        }
         Ok(WriteSummary {
             path: self.path.clone(),
             bytes: self.bytes,
@@ -438,6 +719,7 @@ impl RecordingWriter {
             samples: self.samples,
             events: self.events,
             digest,
+            complete: true,
         })
     }
 }

@@ -18,11 +18,11 @@ pub use flatline_format::{
     FORMAT_VERSION, Footer, Frame, FrameReader, Header, HostFacts, Item, Lifetime, MAGIC,
     MAX_FRAME_BYTES, READABLE_VERSIONS, Recording, RecordingError, RecordingWriter, SEEK_EVERY,
     SampleBlock, SampleIndex, Samples, Scanned, SchemaExtension, SeekPoint, Slots, TailProblem,
-    TailProblemKind, Thinned, Visit, WriteSummary, scan,
+    TailProblemKind, Thinned, Visit, WRITE_RETRY, WriteFault, WriteSummary, scan,
 };
 pub use recorder::{
-    EVENT_CAPACITY, Fanout, Recorder, RecorderStats, RecorderSummary, TAP_CAPACITY, Tap, TapStats,
-    event_channel,
+    EVENT_CAPACITY, Fanout, Faults, Recorder, RecorderStats, RecorderSummary, TAP_CAPACITY, Tap,
+    TapStats, event_channel,
 };
 pub use setup::RecordingSetup;
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use crossbeam_channel::{Receiver, Sender, TrySendError, select};
 
-use super::{Event, Item, RecordingError, RecordingWriter, WriteSummary};
+use super::{Event, Item, RecordingError, RecordingWriter, WriteFault, WriteSummary};
 use crate::telemetry::alloc::mark_observer_thread;
 use crate::telemetry::{Sample, SchemaFeed};
 
@@ -20,6 +20,25 @@ pub struct RecorderStats {
     pub bytes: AtomicU64,
     /// Events refused because the event queue was full.
     pub events_dropped: AtomicU64,
+    /// Write faults (a full disk): the one in progress, and those that ended
+    /// with writes working again.
+    pub faults: std::sync::Mutex<Faults>,
+}
+
+/// A recorder's write faults so far.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Faults {
+    /// Writes fail now: what is lost so far.
+    pub now: Option<WriteFault>,
+    /// Faults that ended (the file notes each gap).
+    pub ended: Vec<WriteFault>,
+}
+
+impl Faults {
+    /// Every fault, ended or not.
+    pub fn all(&self) -> impl Iterator<Item = &WriteFault> {
+        self.ended.iter().chain(&self.now)
+    }
 }
 
 /// What a finished recorder wrote, and what writing cost.
@@ -29,6 +48,9 @@ pub struct RecorderSummary {
     pub write: WriteSummary,
     /// CPU time the recorder thread used, in nanoseconds (0 where unknown).
     pub cpu_ns: u64,
+    /// Write faults met on the way (see [`Faults`]).
+    #[serde(skip)]
+    pub faults: Faults,
 }
 
 /// Most events waiting for the recorder; a full queue drops and counts.
@@ -233,6 +255,36 @@ impl Recorder {
                     ..Fanout::default()
                 };
                 let mut samples_open = true;
+                // A write fault (a full disk) is not the end: the writer keeps
+                // the file whole, drops what it cannot write and retries; the
+                // owner reads the fault from the stats and decides.
+                // Anything else (a bad schema change) ends the recorder.
+                let keep = |out: &mut Fanout,
+                            r: Result<(), RecordingError>|
+                 -> Result<(), RecordingError> {
+                    match r {
+                        Err(_) if out.writer.as_ref().is_some_and(|w| w.fault().is_some()) => {
+                            Ok(())
+                        }
+                        other => other,
+                    }
+                };
+                let publish = |out: &mut Fanout| {
+                    if let Some(w) = out.writer.as_mut() {
+                        let resumed = w.take_resumed();
+                        let now = w.fault().cloned();
+                        let mut f = st
+                            .faults
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner);
+                        if let Some(r) = resumed {
+                            f.ended.push(r);
+                        }
+                        f.now = now;
+                        st.samples.store(w.samples(), Relaxed);
+                        st.bytes.store(w.bytes_written(), Relaxed);
+                    }
+                };
                 // The owner's requests; `Some(end)` once it asks to finish.
                 let obey = |out: &mut Fanout, c: Control| match c {
                     Control::Finish(end) => Some(end),
@@ -251,7 +303,7 @@ impl Recorder {
                             Ok(s) => {
                                 let mut r = Ok(());
                                 changes.items(s, |item| if r.is_ok() { r = out.push(&item) });
-                                r?;
+                                keep(&mut out, r)?;
                             }
                             // The sampler has stopped; wait for the end reason.
                             Err(_) => {
@@ -265,18 +317,19 @@ impl Recorder {
                             }
                         },
                         recv(event_rx) -> e => if let Ok(e) = e {
-                            out.push(&Item::Event(e))?;
+                            let r = out.push(&Item::Event(e));
+                            keep(&mut out, r)?;
                         },
                         recv(control_rx) -> c => match c {
                             Ok(c) => if let Some(end) = obey(&mut out, c) { break end },
                             Err(_) => break "completed".into(),
                         },
-                        recv(tick) -> _ => out.tick()?,
+                        recv(tick) -> _ => {
+                            let r = out.tick();
+                            keep(&mut out, r)?;
+                        }
                     }
-                    if let Some(w) = &out.writer {
-                        st.samples.store(w.samples(), Relaxed);
-                        st.bytes.store(w.bytes_written(), Relaxed);
-                    }
+                    publish(&mut out);
                 };
                 // Whatever is still queued belongs to the recording.
                 if samples_open {
@@ -287,19 +340,45 @@ impl Recorder {
                                 r = out.push(&item)
                             }
                         });
-                        r?;
+                        keep(&mut out, r)?;
                     }
                 }
                 for e in event_rx.try_iter() {
-                    out.push(&Item::Event(e))?;
+                    let r = out.push(&Item::Event(e));
+                    keep(&mut out, r)?;
                 }
                 let _ = out.finish_copy(&end);
-                let writer = out.writer.take().expect("the recorder's writer");
-                let write = writer.finish(&end)?;
+                let mut writer = out.writer.take().expect("the recorder's writer");
+                if writer.fault().is_some() {
+                    writer.retry_now();
+                }
+                let mut faults = st
+                    .faults
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .clone();
+                if let Some(r) = writer.take_resumed() {
+                    faults.ended.push(r);
+                }
+                faults.now = writer.fault().cloned();
+                let write = if faults.now.is_some() {
+                    // Still failing: the file stays as it was cut, whole up
+                    // to the fault, without a footer.
+                    writer.kept()
+                } else {
+                    writer.finish(&end)?
+                };
+                *st.faults
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) = faults.clone();
                 st.samples.store(write.samples, Relaxed);
                 st.bytes.store(write.bytes, Relaxed);
                 let cpu_ns = crate::sys::thread_cpu_ns().saturating_sub(cpu0);
-                Ok(RecorderSummary { write, cpu_ns })
+                Ok(RecorderSummary {
+                    write,
+                    cpu_ns,
+                    faults,
+                })
             })?;
         Ok(Self {
             events,
@@ -339,6 +418,15 @@ impl Recorder {
 
     pub fn stats(&self) -> &RecorderStats {
         &self.stats
+    }
+
+    /// The write faults so far (a copy).
+    pub fn faults(&self) -> Faults {
+        self.stats
+            .faults
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
     }
 
     /// Writes what is queued and the footer with `end` as the reason, and
