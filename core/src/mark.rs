@@ -243,9 +243,13 @@ fn serve(mut c: UnixStream, on_mark: &impl Fn(String)) -> Result<(), String> {
 impl Drop for MarkServer {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
-        // Wakes the accepting thread, which then sees the flag.
-        let _ = UnixStream::connect(&self.socket);
-        if let Some(t) = self.thread.take() {
+        // Wakes the accepting thread, which then sees the flag. Where the
+        // socket has gone (a cleaner emptied its folder) nothing can wake it:
+        // it is left to end with the process rather than waited for forever.
+        let woken = UnixStream::connect(&self.socket).is_ok();
+        if let Some(t) = self.thread.take()
+            && woken
+        {
             let _ = t.join();
         }
         let _ = std::fs::remove_file(&self.socket);

@@ -191,3 +191,36 @@ fn a_socket_folder_open_to_others_is_refused() {
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+/// A session whose marker socket was removed under it (a cleaner emptied
+/// its folder) still ends when its time is up: it used to wait forever for
+/// the socket's thread.
+#[test]
+fn a_session_whose_socket_was_removed_still_ends() {
+    let runtime = tempfile::tempdir().unwrap();
+    let out = runtime.path().join("soak.flr");
+    let mut soak = start(
+        runtime.path(),
+        &[
+            "soak",
+            "--seconds",
+            "2",
+            "--workload",
+            "idle",
+            "--hz",
+            "20",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    listening(runtime.path(), 1);
+    std::fs::remove_dir_all(runtime.path().join("flatline")).unwrap();
+    let ended = support::wait_for(Duration::from_millis(50), || soak.try_wait().unwrap());
+    if ended.is_none() {
+        let _ = soak.kill();
+    }
+    assert!(
+        ended.is_some_and(|s| s.success()),
+        "the soak did not end: {ended:?}"
+    );
+}
