@@ -361,7 +361,7 @@ fn memory_outside_pytorch_is_told_from_its_allocator() {
 fn a_lost_gpu_that_answers_again_reads_under_new_channels() {
     let dir = tempfile::tempdir().unwrap();
     let lib = stub(dir.path());
-    let mut job = Command::new("sleep").arg("30").spawn().unwrap();
+    let mut job = Command::new("sleep").arg("600").spawn().unwrap();
     let script = |lost_after: &str| {
         format!(
             "driver 550.54.15\n\
@@ -371,24 +371,47 @@ fn a_lost_gpu_that_answers_again_reads_under_new_channels() {
     };
     std::fs::write(dir.path().join("nvml.txt"), script("1.5")).unwrap();
     let out = dir.path().join("r.flr");
-    let watch = watch_command(dir.path(), &lib, job.id(), "7", &out, &[])
+    // A long --seconds only bounds a hang: the watch ends when the job does.
+    let watch = watch_command(dir.path(), &lib, job.id(), "120", &out, &[])
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_secs(4));
+    // The recording so far, once the watch has made it.
+    let so_far = || {
+        let o = support::flatline(&["report", out.to_str().unwrap(), "--format", "json"]);
+        serde_json::from_slice::<serde_json::Value>(&o.stdout).ok()
+    };
+    let on_disk = |name: &str, field: &str| so_far()?["channels"][name][field].as_f64();
+    // Wait for the loss to be recorded, however long the start took; then
+    // the device answers again, and the watch must see it come back.
+    let ended = support::wait_for(std::time::Duration::from_millis(100), || {
+        on_disk("gpu1.used", "ended_s")
+    })
+    .expect("gpu1 was lost in the recording");
+    // What is on disk lags the stream, so its length is a lower bound on
+    // the stream's time when the stub is told to answer again.
+    let flipped = so_far()
+        .and_then(|v| v["recording"]["duration_s"].as_f64())
+        .expect("the recording's length");
     std::fs::write(dir.path().join("nvml.txt"), script("-1")).unwrap();
-    let run = watch.wait_with_output().unwrap();
+    support::wait_for(std::time::Duration::from_millis(100), || {
+        on_disk("gpu1-2.used", "last")
+    })
+    .expect("gpu1 answers again under new channels");
     let _ = job.kill();
     let _ = job.wait();
+    let run = watch.wait_with_output().unwrap();
     assert!(run.status.success());
     let v = support::report(&out);
     let ch = |n: &str| v["channels"][n].clone();
-    let ended = ch("gpu1.used")["ended_s"].as_f64().expect("ended");
     let again = ch("gpu1-2.used");
     let started = again["started_s"].as_f64().expect("gpu1-2.used");
+    // It came back after it was lost and after the stub was told to answer
+    // (the recording was `flipped` s long then): never under the old name.
     assert!(
-        ended < 3.0 && (3.5..6.0).contains(&started),
-        "{ended} {started}"
+        ended > 1.0 && started > ended && started >= flipped,
+        "lost at {ended} s, answered at {started} s, told at {flipped} s"
     );
+    assert!(ch("gpu1.used")["ended_s"].as_f64() == Some(ended));
     assert_eq!(again["last"], 2e9);
     assert_eq!(again["limit_source"], "gpu_total");
     let notes = v["events"]["notes"].to_string();

@@ -197,11 +197,14 @@ fn a_killed_soak_keeps_all_but_the_last_second() {
         let v: serde_json::Value = serde_json::from_slice(&o.stdout).ok()?;
         v["recording"]["samples"].as_u64().filter(|&n| n >= 100)
     };
-    assert!(
-        wait_for(Duration::from_millis(100), on_disk).is_some(),
-        "the soak wrote no second of samples"
-    );
-    std::thread::sleep(Duration::from_millis(700));
+    let first = wait_for(Duration::from_millis(100), on_disk);
+    assert!(first.is_some(), "the soak wrote no second of samples");
+    // Then the next write, so the kill lands between two of the recorder's
+    // writes, whatever the machine's speed.
+    let grew = wait_for(Duration::from_millis(20), || {
+        on_disk().filter(|&n| Some(n) > first)
+    });
+    assert!(grew.is_some(), "the soak stopped writing");
     child.kill().unwrap(); // SIGKILL: no chance to write a footer
     let killed_ms = SystemTime::now()
         .duration_since(UNIX_EPOCH)

@@ -298,17 +298,36 @@ fn the_watcher_keeps_its_threads_and_memory_through_a_churning_tree() {
         line.split_whitespace().nth(1)?.parse().ok()
     };
     let mut readings = Vec::new(); // (threads, VmRSS kB), every 250 ms
+    // Settled once the recording on disk has seen 10 children come: the
+    // sampler, slow probes and recorder all run by then, however long the
+    // start took on this machine.
+    let mut settled_at = None;
+    let workers_seen = || {
+        Recording::open(&out).ok().map_or(0, |rec| {
+            rec.events
+                .iter()
+                .filter(|e| matches!(e.kind, EventKind::ProcessStarted { .. }))
+                .count()
+        })
+    };
     while watcher.try_wait().unwrap().is_none() {
         if let Ok(text) = std::fs::read_to_string(&status)
             && let (Some(t), Some(r)) = (field(&text, "Threads:"), field(&text, "VmRSS:"))
         {
             readings.push((t, r));
         }
+        if settled_at.is_none() && workers_seen() >= 10 {
+            settled_at = Some(readings.len());
+        }
         std::thread::sleep(std::time::Duration::from_millis(250));
     }
-    assert!(readings.len() > 20, "{} readings", readings.len());
-    // Settled after 3 s (sampler, slow probes, recorder running; ~15 children seen).
-    let settled = &readings[12..readings.len() - 1];
+    let from = settled_at.expect("the recording saw 10 children");
+    assert!(
+        readings.len() > from + 8,
+        "{} readings, settled at {from}",
+        readings.len()
+    );
+    let settled = &readings[from..readings.len() - 1];
     // No thread per process: never more than once settled (fewer at the end,
     // when the command's output readers have finished).
     let threads: Vec<u64> = settled.iter().map(|r| r.0).collect();
