@@ -498,3 +498,74 @@ fn a_job_stopped_by_seconds_keeps_its_last_line() {
     assert_eq!(v["channels"]["log.loss"]["last"], 0.5, "{v:#}");
     assert_eq!(v["recording"]["end"], "completed", "{v:#}");
 }
+
+/// A job that closes its standard output and goes on printing to stderr:
+/// the watch reads on from stderr and ends with the job.
+#[test]
+fn a_job_that_closes_its_stdout_is_still_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("closed.flr");
+    let job = "import os, sys, time\n\
+               print('step 1 loss=2.0', flush=True)\n\
+               os.close(1)\n\
+               for i in range(2, 6):\n    print(f'step {i} loss={2.0 - i / 10}', file=sys.stderr, flush=True); time.sleep(0.1)\n";
+    let seen = flatline(&[
+        "watch",
+        "--headless",
+        "--hz",
+        "10",
+        "--out",
+        out.to_str().unwrap(),
+        "--",
+        "python3",
+        "-c",
+        job,
+    ]);
+    assert!(
+        seen.status.success(),
+        "{}",
+        String::from_utf8_lossy(&seen.stderr)
+    );
+    let v = report(&out);
+    assert_eq!(v["channels"]["log.loss"]["last"], 1.5, "{v:#}");
+}
+
+/// A 5 MB line without a newline, then binary bytes: every byte passes
+/// through, nothing panics, and the lines after it are read again.
+#[test]
+fn a_huge_line_and_binary_bytes_pass_through_and_reading_recovers() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("huge.flr");
+    let job = "import sys, time\n\
+               w = sys.stdout.buffer\n\
+               w.write(b'x' * 5_000_000); w.write(bytes(range(256)) * 64); w.write(b'\\n'); w.flush()\n\
+               time.sleep(0.3)\n\
+               w.write(b'step 3 loss=0.5\\n'); w.flush()\n\
+               time.sleep(0.3)\n";
+    let seen = flatline(&[
+        "watch",
+        "--headless",
+        "--hz",
+        "10",
+        "--out",
+        out.to_str().unwrap(),
+        "--",
+        "python3",
+        "-c",
+        job,
+    ]);
+    assert!(
+        seen.status.success(),
+        "{}",
+        String::from_utf8_lossy(&seen.stderr)
+    );
+    // Passed through byte for byte (the receipt follows the job's output).
+    let passed = &seen.stdout[..5_000_000 + 256 * 64 + 1];
+    assert!(passed[..5_000_000].iter().all(|&b| b == b'x'));
+    assert_eq!(
+        &passed[5_000_000..5_000_256],
+        &(0..=255u8).collect::<Vec<_>>()[..]
+    );
+    let v = report(&out);
+    assert_eq!(v["channels"]["log.loss"]["last"], 0.5, "{v:#}");
+}
