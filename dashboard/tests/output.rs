@@ -436,6 +436,15 @@ fn pytorch_statistics_name_the_layer_that_grows() {
     assert!(v["gpu_layers"].is_null());
 }
 
+/// `flatline watch --headless --out OUT OPTIONS -- COMMAND…`, run to its end.
+fn watch_headless(out: &Path, options: &[&str], command: &[&str]) -> Output {
+    let mut args = vec!["watch", "--headless", "--out", out.to_str().unwrap()];
+    args.extend(options);
+    args.push("--");
+    args.extend(command);
+    flatline(&args)
+}
+
 /// A job that prints its one step line and exits at once: the line's step
 /// and metric are in the recording, though the process was gone before the
 /// sampler's next tick.
@@ -443,18 +452,11 @@ fn pytorch_statistics_name_the_layer_that_grows() {
 fn a_line_printed_just_before_the_exit_is_recorded() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("quick.flr");
-    let seen = flatline(&[
-        "watch",
-        "--headless",
-        "--hz",
-        "5",
-        "--out",
-        out.to_str().unwrap(),
-        "--",
-        "sh",
-        "-c",
-        "sleep 0.5; echo 'step 7 loss=1.25'",
-    ]);
+    let seen = watch_headless(
+        &out,
+        &["--hz", "5"],
+        &["sh", "-c", "sleep 0.5; echo 'step 7 loss=1.25'"],
+    );
     assert!(
         seen.status.success(),
         "{}",
@@ -475,20 +477,11 @@ fn a_job_stopped_by_seconds_keeps_its_last_line() {
                signal.signal(signal.SIGTERM, bye)\n\
                i = 0\n\
                while True:\n    i += 1; print(f'step {i} loss={1.0 + i / 1000}', flush=True); time.sleep(0.01)\n";
-    let seen = flatline(&[
-        "watch",
-        "--headless",
-        "--hz",
-        "10",
-        "--seconds",
-        "2",
-        "--out",
-        out.to_str().unwrap(),
-        "--",
-        "python3",
-        "-c",
-        job,
-    ]);
+    let seen = watch_headless(
+        &out,
+        &["--hz", "10", "--seconds", "2"],
+        &["python3", "-c", job],
+    );
     let stdout = String::from_utf8_lossy(&seen.stdout);
     assert!(
         stdout.contains("step 999 loss=0.5"),
@@ -509,18 +502,7 @@ fn a_job_that_closes_its_stdout_is_still_read() {
                print('step 1 loss=2.0', flush=True)\n\
                os.close(1)\n\
                for i in range(2, 6):\n    print(f'step {i} loss={2.0 - i / 10}', file=sys.stderr, flush=True); time.sleep(0.1)\n";
-    let seen = flatline(&[
-        "watch",
-        "--headless",
-        "--hz",
-        "10",
-        "--out",
-        out.to_str().unwrap(),
-        "--",
-        "python3",
-        "-c",
-        job,
-    ]);
+    let seen = watch_headless(&out, &["--hz", "10"], &["python3", "-c", job]);
     assert!(
         seen.status.success(),
         "{}",
@@ -542,18 +524,7 @@ fn a_huge_line_and_binary_bytes_pass_through_and_reading_recovers() {
                time.sleep(0.3)\n\
                w.write(b'step 3 loss=0.5\\n'); w.flush()\n\
                time.sleep(0.3)\n";
-    let seen = flatline(&[
-        "watch",
-        "--headless",
-        "--hz",
-        "10",
-        "--out",
-        out.to_str().unwrap(),
-        "--",
-        "python3",
-        "-c",
-        job,
-    ]);
+    let seen = watch_headless(&out, &["--hz", "10"], &["python3", "-c", job]);
     assert!(
         seen.status.success(),
         "{}",
