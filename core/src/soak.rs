@@ -89,7 +89,8 @@ enum Request {
     Mark(String),
     /// Record the stream from now on into a second file as well.
     Record(PathBuf),
-    StopRecording,
+    /// Finish the second recording, with this end reason.
+    StopRecording(String),
 }
 
 /// The `serve` child's answer to a live window's request, one line on its
@@ -203,8 +204,8 @@ fn record_workload(
                     answer(session.copy_to(&path).map(|()| "ok".into()));
                     continue;
                 }
-                Ok(Request::StopRecording) => {
-                    answer(session.finish_copy("stopped").map(|w| match w {
+                Ok(Request::StopRecording(why)) => {
+                    answer(session.finish_copy(&why).map(|w| match w {
                         Some(w) => format!("recorded {}", w.path.display()),
                         None => "ok".into(),
                     }));
@@ -246,8 +247,8 @@ fn record_workload(
 /// memory it measures is the workload's and not the window's. Runs until its
 /// standard input says `quit` or closes (the window went away) or a signal
 /// comes; `pause` and `resume` lines stop and restart the workload,
-/// `mark TEXT` records a marker, and `record PATH` and `stop-recording`
-/// start and finish a second recording of the stream (the window's Record
+/// `mark TEXT` records a marker, and `record PATH` and `stop-recording
+/// [REASON]` start and finish a second recording of the stream (the window's Record
 /// button: the window never re-encodes what this process already wrote),
 /// each answered with a line on standard output (see [`answer`]).
 pub fn serve(args: &ServeArgs) -> Result<()> {
@@ -266,10 +267,12 @@ pub fn serve(args: &ServeArgs) -> Result<()> {
                         Ok("resume") => paused.store(false, Ordering::Relaxed),
                         Ok("quit") | Err(_) => break,
                         Ok("stop-recording") => {
-                            let _ = marks_tx.send(Request::StopRecording);
+                            let _ = marks_tx.send(Request::StopRecording("stopped".into()));
                         }
                         Ok(l) => {
-                            if let Some(text) = l.strip_prefix("mark ") {
+                            if let Some(why) = l.strip_prefix("stop-recording ") {
+                                let _ = marks_tx.send(Request::StopRecording(why.into()));
+                            } else if let Some(text) = l.strip_prefix("mark ") {
                                 let _ = marks_tx.send(Request::Mark(text.to_owned()));
                             } else if let Some(path) = l.strip_prefix("record ") {
                                 let _ = marks_tx.send(Request::Record(PathBuf::from(path)));

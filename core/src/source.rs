@@ -376,9 +376,13 @@ fn tell(control: &Mutex<Option<ChildStdin>>, line: &str) {
 
 impl Drop for LiveSource {
     fn drop(&mut self) {
+        // A recording the child writes for this window is finished first,
+        // whatever the child then takes to end: it is answered once written.
+        if self.recording.is_some() {
+            let _ = self.ask("stop-recording window closed");
+        }
         // Closing its input ends the child cleanly; a child that does not end
-        // within two seconds is killed; it finishes a recording it was asked
-        // for on its way out.
+        // within two seconds is killed.
         self.tell("quit");
         *self
             .control

@@ -1170,3 +1170,30 @@ fn a_window_opening_a_recording_is_up_before_the_recording_is_read() {
     h.get_by_label("file slow.flr");
     h.get_by_label("mem.rss (MiB)");
 }
+
+/// Closing a live window while it records (its source dropped) finishes the
+/// recording its workload process writes, with a footer, however busy that
+/// process is.
+#[test]
+fn closing_a_recording_live_window_finishes_its_file() {
+    use flatline_dashboard::ui::{LiveSource, Source};
+    use flatline_runtime::workload::driver::Workload;
+    let flatline = std::path::Path::new(env!("CARGO_BIN_EXE_flatline"));
+    let (mut src, mut store) = LiveSource::start_with(flatline, Workload::Both, 50.0, &[]).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("closed.flr");
+    src.start_recording(&path).unwrap();
+    // A few seconds of a busy workload, recorded.
+    let grew = support::wait_for(std::time::Duration::from_millis(50), || {
+        src.poll(&mut store);
+        (store.len() >= 150).then_some(())
+    });
+    assert!(grew.is_some(), "{} samples", store.len());
+    drop(src);
+    let rec = flatline_runtime::recording::Recording::open(&path).unwrap();
+    assert!(rec.tail.is_none(), "no footer: {:?}", rec.tail);
+    assert_eq!(
+        rec.footer.as_ref().map(|f| f.end.as_str()),
+        Some("window closed")
+    );
+}
