@@ -106,6 +106,15 @@ pub enum SourceKind {
     Replay,
 }
 
+/// "replay: soak.flr": a replay's label, by its file's name.
+fn replay_label(path: &Path) -> String {
+    let name = path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    format!("replay: {name}")
+}
+
 /// The source of a window whose recording is still being read (see
 /// `Dashboard::opening`): nothing to show yet.
 #[derive(Debug)]
@@ -118,12 +127,8 @@ impl Source for Opening {
         SourceKind::Replay
     }
     fn meta(&self) -> Meta {
-        let name = self.path.file_name().map_or_else(
-            || self.path.display().to_string(),
-            |n| n.to_string_lossy().into_owned(),
-        );
         Meta {
-            label: format!("replay: {name}"),
+            label: replay_label(&self.path),
             host: String::new(),
             file: Some(self.path.clone()),
             digest: None,
@@ -699,12 +704,8 @@ impl Source for ReplaySource {
     }
 
     fn meta(&self) -> Meta {
-        let name = self.path.file_name().map_or_else(
-            || self.path.display().to_string(),
-            |n| n.to_string_lossy().into(),
-        );
         Meta {
-            label: format!("replay: {name}"),
+            label: replay_label(&self.path),
             host: self.header.host.summary(),
             file: Some(self.path.clone()),
             digest: Some(self.digest.clone()),
