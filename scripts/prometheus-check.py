@@ -2,9 +2,15 @@
 """flatline's exporter against a real Prometheus server.
 
 Starts a helper process that grows at a known rate, a headless
-`flatline watch --prometheus` of it, and a Prometheus server on loopback
-that scrapes it every second; then asks Prometheus's HTTP API, with PromQL,
-whether what it gathered is right:
+`flatline watch --prometheus --web-config` of it (TLS with the test
+certificates, basic auth with a hash `flatline hash-password` made), and a
+Prometheus server on loopback that scrapes it every second over TLS with the
+password (`tls_config`, `basic_auth`), and once more without the password;
+then asks Prometheus's HTTP API, with PromQL, whether what it gathered is
+right:
+
+- the scrape without the password is refused (its `up` is 0, and a direct
+  request gets 401),
 
 - mem.rss's value agrees with /proc within 2 %,
 - its slope (flatline's, and PromQL's deriv()) with the truth within 15 %,
@@ -21,16 +27,20 @@ import os
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GROWER = os.path.join(ROOT, "dashboard", "tests", "data", "grower.py")
 GRAFANA = os.path.join(ROOT, "assets", "grafana-flatline.json")
+TLS = os.path.join(ROOT, "dashboard", "tests", "data", "tls")
+USER, PASSWORD = "prometheus", "correct horse battery staple"
 # Panels that must show data for one growing process (by title).
 MUST_SHOW = {
     "Growing channels (verdict linear or staircase)",
@@ -83,18 +93,29 @@ def main():
         started.append(grower)
         assert grower.stdout.readline().strip() == "ready"
         port, prom = free_port(), free_port()
+        hashed = subprocess.run([flatline, "hash-password"], input=PASSWORD + "\n",
+                                capture_output=True, text=True, check=True).stdout.strip()
+        web = os.path.join(work, "web.yml")
+        with open(web, "w") as f:
+            f.write(f"tls_server_config:\n  cert_file: {TLS}/server.pem\n"
+                    f"  key_file: {TLS}/server-key.pem\n"
+                    f"basic_auth_users:\n  {USER}: '{hashed}'\n")
         watch = subprocess.Popen(
             [flatline, "watch", "--headless", "--pid", str(grower.pid), "--hz", "10",
              "--seconds", str(WAIT_S + 60), "--out", os.path.join(work, "w.flr"),
-             "--prometheus", f"127.0.0.1:{port}"],
+             "--prometheus", f"127.0.0.1:{port}", "--web-config", web],
             stdout=subprocess.DEVNULL)
         started.append(watch)
         config = os.path.join(work, "prometheus.yml")
+        tls_scrape = (f"    scheme: https\n    tls_config:\n      ca_file: {TLS}/ca.pem\n"
+                      f"    static_configs:\n      - targets: ['127.0.0.1:{port}']\n")
         with open(config, "w") as f:
             f.write(
                 "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
                 "scrape_configs:\n  - job_name: flatline\n"
-                f"    static_configs:\n      - targets: ['127.0.0.1:{port}']\n")
+                f"    basic_auth:\n      username: {USER}\n      password: '{PASSWORD}'\n"
+                + tls_scrape
+                + "  - job_name: without-password\n" + tls_scrape)
         server = subprocess.Popen(
             [prometheus, f"--config.file={config}", f"--storage.tsdb.path={work}/data",
              f"--web.listen-address=127.0.0.1:{prom}"],
@@ -129,8 +150,19 @@ def main():
             print(f"{name} {got} against {want:.0f} B/s: {100 * err:.1f} % off")
             ok &= err < 0.15
         up = query(prom, 'up{job="flatline"}')
-        print(f"up: {up}")
+        print(f"up over TLS with the password: {up}")
         ok &= up == [1.0]
+        refused = query(prom, 'up{job="without-password"}')
+        print(f"up over TLS without the password: {refused}")
+        ok &= refused == [0.0]
+        ctx = ssl.create_default_context(cafile=os.path.join(TLS, "ca.pem"))
+        try:
+            urllib.request.urlopen(f"https://127.0.0.1:{port}/metrics", context=ctx, timeout=5)
+            print("a request without the password was answered")
+            ok = False
+        except urllib.error.HTTPError as e:
+            print(f"a request without the password: {e.code}")
+            ok &= e.code == 401
         with open(GRAFANA) as f:
             panels = json.load(f)["panels"]
         for p in panels:

@@ -49,6 +49,9 @@ pub enum Command {
     /// slow and late leaks, staircases, sawtooth, counters, gauges, workers
     /// that come and go), for tests, demos and long-recording benchmarks.
     Synth(SynthArgs),
+    /// Read a password on standard input and print its bcrypt hash, for
+    /// `basic_auth_users` in a --web-config file.
+    HashPassword(HashPasswordArgs),
     /// (Internal) the built-in workloads with telemetry, recorded into FILE
     /// until standard input closes: what a live window runs in a child process.
     #[command(hide = true)]
@@ -103,6 +106,12 @@ pub struct PrometheusArgs {
     /// every channel, refreshed once a second.
     #[arg(long, value_name = "ADDR")]
     pub prometheus: Option<std::net::SocketAddr>,
+    /// TLS and basic auth for --prometheus, in the web-config YAML the
+    /// Prometheus exporters read (`tls_server_config` with `cert_file`,
+    /// `key_file`, optional `client_ca_file`; `basic_auth_users` with
+    /// bcrypt hashes, which `flatline hash-password` makes).
+    #[arg(long, value_name = "FILE", requires = "prometheus")]
+    pub web_config: Option<std::path::PathBuf>,
     /// Alert when EXPR begins to hold (checked once a second; repeatable):
     /// `CHANNEL [value|drift|slope|time_to_limit|severity] OP THRESHOLD`,
     /// e.g. `tree.pss > 20GiB`, `mem.rss slope > 10MiB/min`,
@@ -123,6 +132,7 @@ impl PrometheusArgs {
     pub fn export(&self, pid: u32) -> Option<crate::session::Export> {
         (self.prometheus.is_some() || !self.alert.is_empty()).then(|| crate::session::Export {
             addr: self.prometheus,
+            web_config: self.web_config.clone(),
             pid,
             alerts: self.alert.clone(),
             on_alert: self.on_alert.clone(),
@@ -135,6 +145,9 @@ impl PrometheusArgs {
         if let Some(a) = self.prometheus {
             args.push(format!("--prometheus={a}"));
         }
+        if let Some(w) = &self.web_config {
+            args.push(format!("--web-config={}", w.display()));
+        }
         for a in &self.alert {
             args.push(format!("--alert={}", a.text));
         }
@@ -143,6 +156,14 @@ impl PrometheusArgs {
         }
         args
     }
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct HashPasswordArgs {
+    /// bcrypt's cost: each step doubles the time a check takes (10 is what
+    /// the Prometheus exporters' docs use).
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(4..=31))]
+    pub cost: u32,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -162,6 +183,10 @@ pub struct LiveArgs {
     /// Record from the start into FILE (recording can also be switched on in the window).
     #[arg(long, value_name = "FILE")]
     pub record: Option<PathBuf>,
+    /// When the recording cannot be written (a full disk): stop recording,
+    /// or keep sampling and retry; the window says it in red either way.
+    #[arg(long, value_enum, value_name = "WHAT", default_value_t = OnWriteError::KeepSampling)]
+    pub on_write_error: OnWriteError,
     #[command(flatten)]
     pub export: PrometheusArgs,
 }
@@ -173,6 +198,7 @@ impl Default for LiveArgs {
             hz: 100.0,
             layout: LayoutArg::Aos,
             record: None,
+            on_write_error: OnWriteError::KeepSampling,
             export: PrometheusArgs::default(),
             window: WindowArgs::default(),
         }
@@ -364,6 +390,10 @@ pub struct ServeArgs {
     /// The stream's file (overwritten).
     #[arg(long, value_name = "FILE")]
     pub out: PathBuf,
+    /// What to do when the window's recording (`record PATH`) cannot be
+    /// written; the stream's own file always keeps sampling and retries.
+    #[arg(long, value_enum, value_name = "WHAT", default_value_t = OnWriteError::KeepSampling)]
+    pub on_write_error: OnWriteError,
     #[command(flatten)]
     pub export: PrometheusArgs,
 }

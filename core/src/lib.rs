@@ -15,6 +15,7 @@ pub mod convert;
 pub mod corpus;
 pub mod detail;
 pub mod fmt;
+pub mod http;
 pub mod mark;
 pub mod prom;
 pub mod render;
@@ -24,6 +25,7 @@ pub mod soak;
 pub mod source;
 pub mod store;
 pub mod watch;
+pub mod web;
 
 use std::process::ExitCode;
 
@@ -153,6 +155,7 @@ pub fn run(cli: cli::Cli, viewer: &dyn Viewer) -> ExitCode {
         Some(cli::Command::Export(args)) => convert::export(&args),
         Some(cli::Command::Synth(args)) => convert::synth(&args),
         Some(cli::Command::Mark(args)) => mark::run(&args),
+        Some(cli::Command::HashPassword(args)) => web::hash_password_command(&args),
         Some(cli::Command::Watch(_)) => unreachable!("handled above"),
     };
     match result {

@@ -7,17 +7,11 @@
 //!   blocking; what it drops is counted and exported);
 //! - the `flatline-export` thread keeps a [`LiveAnalysis`] of it and, once a
 //!   second, encodes the whole exposition into one text that it publishes;
-//! - the `flatline-http` thread accepts scrapes and hands each to a short-
-//!   lived thread that only copies the published text. At most
-//!   [`MAX_CLIENTS`] are served at once (a client past that is closed at
-//!   once), each must send its request within [`REQUEST_DEADLINE`] and in
-//!   [`MAX_REQUEST_BYTES`], so a slow or malicious client can neither stall
-//!   the scrapes for long nor grow the process. `tiny_http` was not used:
-//!   its pool grows a thread for every client that waits.
+//! - the `flatline-http` thread ([`crate::http`]) answers scrapes with
+//!   that text, event-driven, behind the door of a `--web-config`.
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::net::{SocketAddr, TcpListener};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -34,15 +28,12 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
 use crate::alert::{Alert, Alerts, Firing, Reading};
+use crate::http::{Published, Server};
+use crate::web::Door;
+use bytes::Bytes;
 
 /// How often the analysis and the exposition are refreshed.
 pub const REFRESH: Duration = Duration::from_secs(1);
-/// Scrapes served at once; more are closed without an answer.
-pub const MAX_CLIENTS: usize = 16;
-/// A client must have sent its whole request by then.
-pub const REQUEST_DEADLINE: Duration = Duration::from_secs(2);
-/// The longest request head read; a longer one is answered 431.
-pub const MAX_REQUEST_BYTES: usize = 8 * 1024;
 
 /// What the exporter says about the stream besides its channels.
 #[derive(Debug, Clone)]
@@ -67,7 +58,7 @@ pub type DroppedCount = Box<dyn Fn() -> u64 + Send>;
 
 /// A running exporter; dropping it stops serving.
 pub struct Exporter {
-    addr: Option<SocketAddr>,
+    server: Option<Server>,
     stop: Arc<AtomicBool>,
     threads: Vec<JoinHandle<()>>,
 }
@@ -75,20 +66,18 @@ pub struct Exporter {
 impl std::fmt::Debug for Exporter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Exporter")
-            .field("addr", &self.addr)
+            .field("addr", &self.addr())
             .finish()
     }
 }
 
-/// The published exposition: one text, swapped whole.
-type Published = Arc<Mutex<Arc<String>>>;
-
 impl Exporter {
     /// Binds `addr`, if given (an error now, not at the first scrape, when
-    /// it cannot be bound), and starts following the stream that `rx` taps:
-    /// its exposition and its alerts.
+    /// it cannot be bound), serves it behind `door`, and starts following
+    /// the stream that `rx` taps: its exposition and its alerts.
     pub fn start(
         addr: Option<SocketAddr>,
+        door: Option<Door>,
         schema: &Schema,
         setup: ExportSetup,
         rx: Receiver<Item>,
@@ -101,15 +90,15 @@ impl Exporter {
             ),
             None => None,
         };
-        let addr = match &listener {
-            Some(l) => Some(l.local_addr().context("reading the bound address")?),
-            None => None,
-        };
         let stop = Arc::new(AtomicBool::new(false));
         let mut state = ExportState::new(schema, setup, tap, sampler_dropped);
-        let published: Published = Arc::new(Mutex::new(Arc::new(state.encode())));
+        let published: Published = Arc::new(Mutex::new(Bytes::from(state.encode())));
+        let server = match listener {
+            Some(l) => Some(Server::start(l, door, published.clone())?),
+            None => None,
+        };
         let consumer = {
-            let (stop, published) = (stop.clone(), published.clone());
+            let stop = stop.clone();
             std::thread::Builder::new()
                 .name("flatline-export".into())
                 .spawn(move || {
@@ -118,47 +107,24 @@ impl Exporter {
                 })
                 .context("starting the exporter")?
         };
-        let mut threads = vec![consumer];
-        if let Some(listener) = listener {
-            let stop = stop.clone();
-            threads.push(
-                std::thread::Builder::new()
-                    .name("flatline-http".into())
-                    .spawn(move || {
-                        flatline_runtime::telemetry::alloc::mark_observer_thread();
-                        serve(&listener, &stop, &published);
-                    })
-                    .context("starting the /metrics server")?,
-            );
-        }
         Ok(Self {
-            addr,
+            server,
             stop,
-            threads,
+            threads: vec![consumer],
         })
     }
 
     /// Where `/metrics` is served, if it is (the port is known when 0 was
     /// asked).
     pub fn addr(&self) -> Option<SocketAddr> {
-        self.addr
+        self.server.as_ref().map(Server::addr)
     }
 }
 
 impl Drop for Exporter {
     fn drop(&mut self) {
         self.stop.store(true, Relaxed);
-        // The server waits in a blocking accept (a scrape is answered at
-        // once, not at the next poll): one connection of our own wakes it.
-        if let Some(mut addr) = self.addr {
-            if addr.ip().is_unspecified() {
-                addr.set_ip(match addr {
-                    SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
-                    SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
-                });
-            }
-            let _ = TcpStream::connect_timeout(&addr, Duration::from_secs(1));
-        }
+        drop(self.server.take());
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
@@ -303,7 +269,7 @@ impl ExportState {
 
     fn publish(&mut self, published: &Published) {
         self.live.refresh(None);
-        let text = Arc::new(self.encode());
+        let text = Bytes::from(self.encode());
         *published.lock().unwrap_or_else(|p| p.into_inner()) = text;
         for f in self.check_alerts() {
             self.fire(&f);
@@ -508,128 +474,6 @@ fn base_unit(u: Unit) -> (&'static str, f64) {
         Unit::PerSecond => ("per_second", 1.0),
         Unit::Number => ("number", 1.0),
     }
-}
-
-/// Accepts scrapes until stopped; each is answered on a thread of its own,
-/// at most [`MAX_CLIENTS`] at once.
-fn serve(listener: &TcpListener, stop: &AtomicBool, published: &Published) {
-    let busy = Arc::new(AtomicUsize::new(0));
-    while !stop.load(Relaxed) {
-        match listener.accept() {
-            Ok(_) if stop.load(Relaxed) => break,
-            Ok((stream, _)) => {
-                if busy.load(Relaxed) >= MAX_CLIENTS {
-                    drop(stream); // closed unanswered: the others come first
-                    continue;
-                }
-                busy.fetch_add(1, Relaxed);
-                let (busy2, text) = (busy.clone(), published.clone());
-                let spawned = std::thread::Builder::new()
-                    .name("flatline-scrape".into())
-                    .spawn(move || {
-                        flatline_runtime::telemetry::alloc::mark_observer_thread();
-                        let _ = answer(stream, &text);
-                        busy2.fetch_sub(1, Relaxed);
-                    });
-                if spawned.is_err() {
-                    busy.fetch_sub(1, Relaxed);
-                }
-            }
-            // Out of file descriptors and the like: wait, then go on.
-            Err(_) => std::thread::sleep(Duration::from_millis(20)),
-        }
-    }
-}
-
-/// Reads one request head (within the deadline and size) and answers it.
-fn answer(mut stream: TcpStream, published: &Published) -> std::io::Result<()> {
-    stream.set_write_timeout(Some(REQUEST_DEADLINE))?;
-    let deadline = Instant::now() + REQUEST_DEADLINE;
-    let mut head = Vec::with_capacity(1024);
-    let mut buf = [0u8; 1024];
-    let complete = loop {
-        if head.windows(4).any(|w| w == b"\r\n\r\n") || head.windows(2).any(|w| w == b"\n\n") {
-            break true;
-        }
-        if head.len() > MAX_REQUEST_BYTES {
-            break false;
-        }
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Ok(()); // too slow: closed unanswered
-        }
-        stream.set_read_timeout(Some(left))?;
-        match stream.read(&mut buf) {
-            Ok(0) => return Ok(()),
-            Ok(n) => head.extend_from_slice(&buf[..n]),
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) =>
-            {
-                return Ok(());
-            }
-            Err(e) => return Err(e),
-        }
-    };
-    let (status, body, content_type): (&str, Arc<String>, &str) = if !complete {
-        (
-            "431 Request Header Fields Too Large",
-            Arc::default(),
-            "text/plain",
-        )
-    } else {
-        let line = head.split(|&b| b == b'\n').next().unwrap_or_default();
-        let line = String::from_utf8_lossy(line);
-        let mut parts = line.split_whitespace();
-        match (parts.next(), parts.next()) {
-            (Some("GET" | "HEAD"), Some(path))
-                if path == "/metrics" || path.starts_with("/metrics?") =>
-            {
-                (
-                    "200 OK",
-                    published.lock().unwrap_or_else(|p| p.into_inner()).clone(),
-                    prometheus_client::encoding::prometheus_text::CONTENT_TYPE,
-                )
-            }
-            (Some("GET" | "HEAD"), Some(_)) => (
-                "404 Not Found",
-                Arc::new("flatline serves /metrics only\n".into()),
-                "text/plain",
-            ),
-            _ => ("405 Method Not Allowed", Arc::default(), "text/plain"),
-        }
-    };
-    let head_only = head.starts_with(b"HEAD ");
-    write!(
-        stream,
-        "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    )?;
-    if !head_only {
-        stream.write_all(body.as_bytes())?;
-    }
-    stream.flush()?;
-    if !complete {
-        // Closing with the rest of a huge request unread would reset the
-        // connection, and the client might lose the answer: read on a
-        // little, within the deadline, then close.
-        stream.shutdown(std::net::Shutdown::Write)?;
-        let mut left: usize = 1 << 20;
-        while left > 0 {
-            let wait = deadline.saturating_duration_since(Instant::now());
-            if wait.is_zero() {
-                break;
-            }
-            stream.set_read_timeout(Some(wait))?;
-            match stream.read(&mut buf) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => left = left.saturating_sub(n),
-            }
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -31,6 +31,8 @@ pub struct Session {
 #[derive(Debug, Clone)]
 pub struct Export {
     pub addr: Option<SocketAddr>,
+    /// `--web-config`: TLS and basic auth for `addr`.
+    pub web_config: Option<std::path::PathBuf>,
     pub pid: u32,
     pub alerts: Vec<crate::alert::Alert>,
     pub on_alert: Option<String>,
@@ -140,6 +142,11 @@ impl Session {
         self.recorder.faults()
     }
 
+    /// The second recording's write faults so far.
+    pub fn copy_faults(&self) -> flatline_runtime::recording::Faults {
+        self.recorder.copy_faults()
+    }
+
     /// True once the sampler has ended on its own (the watched process exited).
     pub fn sampler_finished(&self) -> bool {
         self.sampler.is_finished()
@@ -186,10 +193,16 @@ pub fn start_exporter(
     sampler: &telemetry::Sampler,
     events: Sender<Event>,
 ) -> Result<(Tap, Exporter)> {
+    let door = e
+        .web_config
+        .as_deref()
+        .map(crate::web::Door::load)
+        .transpose()?;
     let (tap, rx, stats) = Tap::new();
     let progress = sampler.progress();
     let exporter = Exporter::start(
         e.addr,
+        door.clone(),
         schema,
         ExportSetup {
             host: setup.host.hostname.clone(),
@@ -204,7 +217,25 @@ pub fn start_exporter(
         Box::new(move || progress.dropped()),
     )?;
     if let Some(addr) = exporter.addr() {
-        eprintln!("flatline: serving Prometheus metrics at http://{addr}/metrics");
+        let scheme = door.as_ref().map_or("http", crate::web::Door::scheme);
+        let door_says = door.as_ref().map_or_else(
+            || "no TLS, no password".to_owned(),
+            crate::web::Door::describe,
+        );
+        eprintln!(
+            "flatline: serving Prometheus metrics at {scheme}://{addr}/metrics ({door_says})"
+        );
+        let open = door.as_ref().is_none_or(|d| d.tls.is_none());
+        if open && !crate::web::is_loopback(addr) {
+            eprintln!(
+                "flatline: warning: /metrics on {addr} is reachable from other machines {}: it shows this host's name, PIDs and the watched command's processes (give --web-config; see docs/prometheus.md#the-exporters-door)",
+                if door.as_ref().is_some_and(|d| d.auth.is_some()) {
+                    "and its password travels in clear, without TLS"
+                } else {
+                    "without TLS or a password"
+                }
+            );
+        }
     }
     Ok((tap, exporter))
 }
@@ -215,14 +246,53 @@ pub fn start_exporter(
 pub struct FaultWatch {
     told_now: bool,
     told_ended: usize,
+    /// `serve`'s: also say each fault to the window, on standard output,
+    /// as `fault|resumed WHICH TEXT` (WHICH: `stream` or `copy`).
+    window: Option<&'static str>,
+}
+
+/// One line to a live window from its workload process (an answer or a
+/// fault report), on one line whatever the text holds.
+pub fn tell_window(line: &str) {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{}", line.replace('\n', " "));
+    let _ = out.flush();
 }
 
 impl FaultWatch {
+    /// A watch that also tells the window of `which` recording's faults.
+    pub fn telling_window(which: &'static str) -> Self {
+        Self {
+            window: Some(which),
+            ..Self::default()
+        }
+    }
+
     /// Looks at the session's faults; true when the run should end now (a
     /// fault, and `--on-write-error stop`).
     pub fn check(&mut self, session: &Session, policy: OnWriteError) -> bool {
-        let f = session.faults();
+        self.look(&session.faults(), policy)
+    }
+
+    /// As [`FaultWatch::check`], for any recording's faults.
+    pub fn look(&mut self, f: &flatline_runtime::recording::Faults, policy: OnWriteError) -> bool {
+        if f.ended.len() < self.told_ended {
+            // A new recording (the window's copy starts afresh).
+            *self = Self {
+                window: self.window,
+                ..Self::default()
+            };
+        }
         for r in f.ended.iter().skip(self.told_ended) {
+            if let Some(which) = self.window {
+                tell_window(&format!(
+                    "resumed {which} {}: {} samples lost from {:.1} s",
+                    r.path.display(),
+                    r.lost_samples,
+                    r.safe_t_ns as f64 / 1e9
+                ));
+            }
             eprintln!(
                 "flatline: {} is written again; {} samples and {} events between {:.1} s and {:.1} s were lost (the file notes the gap)",
                 r.path.display(),
@@ -246,6 +316,19 @@ impl FaultWatch {
                     "flatline: error: cannot write the recording: {}; {then}",
                     now.describe()
                 );
+                if let Some(which) = self.window {
+                    let then = match policy {
+                        OnWriteError::Stop => "stopping".to_owned(),
+                        OnWriteError::KeepSampling => format!(
+                            "retrying every {} s",
+                            flatline_runtime::recording::WRITE_RETRY.as_secs()
+                        ),
+                    };
+                    tell_window(&format!(
+                        "fault {which} cannot write {}; {then}",
+                        now.describe()
+                    ));
+                }
                 self.told_now = true;
             }
             (None, true) => self.told_now = false,

@@ -69,6 +69,9 @@ struct WorkloadRun<'a> {
     /// Serve the stream to Prometheus, check alerts.
     export: &'a crate::cli::PrometheusArgs,
     on_write_error: crate::cli::OnWriteError,
+    /// `serve`'s: what to do when the window's recording (the copy) cannot
+    /// be written; faults are also told to the window on standard output.
+    window: Option<crate::cli::OnWriteError>,
 }
 
 /// How the run went.
@@ -96,14 +99,11 @@ enum Request {
 /// The `serve` child's answer to a live window's request, one line on its
 /// standard output: `ok`, `recorded PATH`, or `error TEXT`.
 fn answer(result: Result<String>) {
-    use std::io::Write as _;
     let line = match result {
         Ok(s) => s,
-        Err(e) => format!("error {:#}", e).replace('\n', " "),
+        Err(e) => format!("error {:#}", e),
     };
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{line}");
-    let _ = out.flush();
+    crate::session::tell_window(&line);
 }
 
 fn record_workload(
@@ -154,7 +154,11 @@ fn record_workload(
     let start = Instant::now();
     // Set when the recording cannot be written and the policy is to stop.
     let halt = AtomicBool::new(false);
-    let mut faults = crate::session::FaultWatch::default();
+    let mut faults = match run.window {
+        Some(_) => crate::session::FaultWatch::telling_window("stream"),
+        None => crate::session::FaultWatch::default(),
+    };
+    let mut copy_faults = crate::session::FaultWatch::telling_window("copy");
     let result = std::thread::scope(|scope| -> Result<&'static str> {
         let work = std::thread::Builder::new()
             .name("flatline-workload".into())
@@ -194,6 +198,20 @@ fn record_workload(
         while !work.is_finished() {
             if faults.check(&session, run.on_write_error) {
                 halt.store(true, Ordering::Relaxed);
+            }
+            if let Some(policy) = run.window
+                && copy_faults.look(&session.copy_faults(), policy)
+            {
+                let said = match session.finish_copy("write failed") {
+                    Ok(Some(w)) => format!(
+                        "{}: {} samples kept; recording stopped (--on-write-error stop)",
+                        w.path.display(),
+                        w.samples
+                    ),
+                    Ok(None) => "recording stopped (--on-write-error stop)".to_owned(),
+                    Err(e) => format!("{e:#}"),
+                };
+                crate::session::tell_window(&format!("stopped copy {said}"));
             }
             match requests.recv_timeout(Duration::from_millis(200)) {
                 Ok(Request::Mark(text)) => {
@@ -295,7 +313,10 @@ pub fn serve(args: &ServeArgs) -> Result<()> {
         force: true,
         redact_host: false,
         export: &args.export,
+        // The window's own stream keeps going; the policy is for the
+        // recording the window asked for.
         on_write_error: crate::cli::OnWriteError::KeepSampling,
+        window: Some(args.on_write_error),
     };
     let done = record_workload(&run, &stop, &paused, &ProgressBar::hidden(), &marks)?;
     done.result.map(|_| ())
@@ -318,6 +339,7 @@ pub fn run(args: &SoakArgs) -> Result<()> {
         redact_host: args.redact_host,
         export: &args.export,
         on_write_error: args.on_write_error,
+        window: None,
     };
     let stop = interrupt_flag()?;
     // `flatline mark TEXT` reaches this soak while it runs.

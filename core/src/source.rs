@@ -36,14 +36,20 @@ pub struct Meta {
 /// A watched stream's road in the window: each item into the store, then
 /// through the one [`Fanout`] (the recording, the exporter's tap). Each poll
 /// keeps its first write error; the newest poll that had one sets
-/// [`Road::error`]. A recording still open when the road is dropped (the
-/// window closed) is finished.
+/// [`Road::error`]. A write fault (a full disk) is not an error: the window
+/// says it in red ([`Road::fault`]), the store gets a note of it, and the
+/// policy decides: stop recording (the file is kept whole up to the fault)
+/// or retry until writes work again. A recording still open when the road
+/// is dropped (the window closed) is finished.
 #[derive(Debug, Default)]
 struct Road {
     out: Fanout,
     /// The first write error of the poll in progress.
     pending: Option<String>,
     error: Option<String>,
+    policy: crate::cli::OnWriteError,
+    /// The write fault in progress, or the one that stopped the recording.
+    fault: Option<String>,
 }
 
 impl Road {
@@ -53,25 +59,87 @@ impl Road {
 
     fn push(&mut self, item: Item, store: &mut Store) {
         store.push_item(&item);
-        if let Err(e) = self.out.push(&item) {
+        let r = self.out.push(&item);
+        self.weather(r);
+    }
+
+    /// Notes an error that is not the write fault the writer weathers.
+    fn weather(&mut self, r: Result<(), flatline_runtime::recording::RecordingError>) {
+        if let Err(e) = r
+            && self.writer().is_none_or(|w| w.fault().is_none())
+        {
             self.note(e);
         }
     }
 
-    /// Ends a poll: lets the writer flush what is due, and shows its error.
-    fn end_poll(&mut self) {
-        if let Err(e) = self.out.tick() {
-            self.note(e);
-        }
+    /// Ends a poll: lets the writer flush what is due (or retry), and shows
+    /// its error or fault.
+    fn end_poll(&mut self, store: &mut Store) {
+        let r = self.out.tick();
+        self.weather(r);
         if let Some(e) = self.pending.take() {
             self.error = Some(e);
         }
+        let Some(w) = self.out.writer.as_mut() else {
+            return;
+        };
+        let note = |store: &mut Store, t_ns: u64, text: String| {
+            store.push_item(&Item::Event(Event {
+                t_ns,
+                kind: EventKind::Note(text),
+            }));
+        };
+        if let Some(r) = w.take_resumed() {
+            note(
+                store,
+                r.lost_until_ns,
+                format!(
+                    "recording resumed: {} samples lost from {:.1} s",
+                    r.lost_samples,
+                    r.safe_t_ns as f64 / 1e9
+                ),
+            );
+            self.fault = None;
+        }
+        let Some(f) = w.fault().cloned() else {
+            return;
+        };
+        if self.fault.is_none() {
+            note(
+                store,
+                f.lost_until_ns,
+                format!("recording fault: {}", f.cause),
+            );
+        }
+        self.fault = Some(match self.policy {
+            crate::cli::OnWriteError::KeepSampling => format!(
+                "cannot write {}; retrying every {} s",
+                f.describe(),
+                flatline_runtime::recording::WRITE_RETRY.as_secs()
+            ),
+            crate::cli::OnWriteError::Stop => {
+                self.out.writer = None; // whole up to the fault, no footer
+                format!(
+                    "cannot write {}; recording stopped (--on-write-error stop)",
+                    f.describe()
+                )
+            }
+        });
     }
 
-    /// Finishes the recording, if one is being written, and returns its path.
+    /// Finishes the recording, if one is being written, and returns its
+    /// path; one whose writes still fail is left whole up to its fault.
     fn finish(&mut self, end: &str) -> Result<Option<PathBuf>> {
         match self.out.writer.take() {
-            Some(w) => Ok(Some(w.finish(end)?.path)),
+            Some(mut w) => {
+                if w.fault().is_some() {
+                    w.retry_now();
+                }
+                if w.fault().is_some() {
+                    return Ok(Some(w.kept().path));
+                }
+                Ok(Some(w.finish(end)?.path))
+            }
             None => Ok(None),
         }
     }
@@ -148,6 +216,11 @@ pub trait Source {
     fn meta(&self) -> Meta;
     /// One word or two: "running", "paused", "following", "ended".
     fn status(&self) -> String;
+    /// A recording this source writes that cannot be written now (a full
+    /// disk), in words: what the window's red banner says.
+    fn write_fault(&self) -> Option<String> {
+        None
+    }
     /// Moves new data into the store.
     fn poll(&mut self, store: &mut Store);
     /// Samples the sampler could not deliver.
@@ -222,6 +295,8 @@ pub struct LiveSource {
     recording: Option<PathBuf>,
     /// The last recording error the child reported.
     error: Option<String>,
+    /// Write faults the child reports as they begin and end.
+    faults: Arc<Mutex<ChildFaults>>,
     /// Holds the stream file; removed when the source goes.
     dir: tempfile::TempDir,
 }
@@ -291,7 +366,8 @@ impl LiveSource {
         };
         let mut store = Store::new(header.schema.clone(), LIVE_CAP);
         store.set_host(&header.host);
-        let answers = read_answers(child.stdout.take())?;
+        let faults = Arc::new(Mutex::new(ChildFaults::default()));
+        let answers = read_answers(child.stdout.take(), faults.clone())?;
         let control = Arc::new(Mutex::new(child.stdin.take()));
         let marks = {
             let control = control.clone();
@@ -312,6 +388,7 @@ impl LiveSource {
                 answers,
                 recording: None,
                 error: None,
+                faults,
                 dir,
             },
             store,
@@ -345,8 +422,58 @@ impl LiveSource {
 /// How long a live window waits for its workload process to answer.
 const ANSWER_WAIT: Duration = Duration::from_secs(10);
 
-/// Lines of the child's standard output, on a thread of their own.
-fn read_answers(stdout: Option<std::process::ChildStdout>) -> Result<Receiver<String>> {
+/// What the workload process said of its write faults (`fault`,
+/// `resumed` and `stopped` lines on its standard output, about its
+/// `stream` or the window's `copy`).
+#[derive(Debug, Default)]
+struct ChildFaults {
+    stream: Option<String>,
+    copy: Option<String>,
+    /// The copy was stopped by its fault (`--on-write-error stop`).
+    copy_stopped: bool,
+    /// Notes for the store, not yet taken.
+    notes: Vec<String>,
+}
+
+impl ChildFaults {
+    /// Takes a `fault|resumed|stopped stream|copy TEXT` line; false for
+    /// any other line (an answer).
+    fn take(&mut self, line: &str) -> bool {
+        let mut parts = line.splitn(3, ' ');
+        let (Some(what), Some(which), text) = (parts.next(), parts.next(), parts.next()) else {
+            return false;
+        };
+        let text = text.unwrap_or_default().to_owned();
+        let slot = match which {
+            "stream" => &mut self.stream,
+            "copy" => &mut self.copy,
+            _ => return false,
+        };
+        match what {
+            "fault" => {
+                self.notes.push(format!("recording fault: {text}"));
+                *slot = Some(text);
+            }
+            "resumed" => {
+                self.notes.push(format!("recording resumed: {text}"));
+                *slot = None;
+            }
+            "stopped" => {
+                *slot = Some(text);
+                self.copy_stopped = true;
+            }
+            _ => return false,
+        }
+        true
+    }
+}
+
+/// Lines of the child's standard output, on a thread of their own: its
+/// answers, and its fault reports kept in `faults`.
+fn read_answers(
+    stdout: Option<std::process::ChildStdout>,
+    faults: Arc<Mutex<ChildFaults>>,
+) -> Result<Receiver<String>> {
     use std::io::BufRead as _;
     let (tx, rx) = crossbeam_channel::bounded(16);
     if let Some(out) = stdout {
@@ -356,6 +483,13 @@ fn read_answers(stdout: Option<std::process::ChildStdout>) -> Result<Receiver<St
                 mark_observer_thread();
                 for line in std::io::BufReader::new(out).lines() {
                     let Ok(line) = line else { break };
+                    if faults
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .take(&line)
+                    {
+                        continue;
+                    }
                     if tx.send(line).is_err() {
                         break;
                     }
@@ -439,9 +573,39 @@ impl Source for LiveSource {
         if self.running { "running" } else { "paused" }.into()
     }
 
+    fn write_fault(&self) -> Option<String> {
+        let f = self
+            .faults
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match (&f.copy, &f.stream) {
+            (Some(c), Some(s)) => Some(format!("{c}; the window's stream: {s}")),
+            (Some(c), None) => Some(c.clone()),
+            (None, Some(s)) => Some(format!("the window's stream: {s}")),
+            (None, None) => None,
+        }
+    }
+
     fn poll(&mut self, store: &mut Store) {
         mark_observer_thread();
         self.follower.read_new(|item| store.push_item(&item));
+        let notes = {
+            let mut f = self
+                .faults
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if std::mem::take(&mut f.copy_stopped) {
+                self.recording = None;
+            }
+            std::mem::take(&mut f.notes)
+        };
+        let t_ns = (store.time_range().1.max(0.0) * 1e9) as u64;
+        for text in notes {
+            store.push_item(&Item::Event(Event {
+                t_ns,
+                kind: EventKind::Note(text),
+            }));
+        }
         if let Some(v) = self
             .dropped_idx
             .and_then(|i| flatline_runtime::analysis::rules::latest(store.series(i).values()))
@@ -791,6 +955,7 @@ impl WatchSource {
         mut setup: RecordingSetup,
         out: Option<&Path>,
         force: bool,
+        on_write_error: crate::cli::OnWriteError,
         export: Option<(crate::session::Export, Sender<Event>)>,
     ) -> Result<(Self, Store)> {
         let hz = cfg.hz;
@@ -821,6 +986,8 @@ impl WatchSource {
             },
             pending: None,
             error: None,
+            policy: on_write_error,
+            fault: None,
         };
         Ok((
             Self {
@@ -865,6 +1032,10 @@ impl Source for WatchSource {
         }
     }
 
+    fn write_fault(&self) -> Option<String> {
+        self.road.fault.clone()
+    }
+
     fn status(&self) -> String {
         if let Some(e) = &self.road.error {
             return format!("recording error: {e}");
@@ -901,7 +1072,7 @@ impl Source for WatchSource {
                 self.road.note(format!("{e:#}"));
             }
         }
-        self.road.end_poll();
+        self.road.end_poll(store);
     }
 
     fn dropped(&self) -> u64 {

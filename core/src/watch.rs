@@ -407,6 +407,7 @@ pub fn run(args: &WatchArgs, viewer: &dyn crate::Viewer) -> Result<Option<i32>> 
             setup(args, target.pid),
             args.out.as_deref(),
             args.force,
+            args.on_write_error,
             args.export
                 .export(target.pid)
                 .map(|e| (e, events.0.clone())),

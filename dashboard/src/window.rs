@@ -74,7 +74,13 @@ pub fn live(args: &LiveArgs) -> Result<()> {
 /// The flags `live` hands on to the workload process it starts (`serve`).
 fn child_args(args: &LiveArgs) -> Vec<String> {
     let layout = flatline_runtime::workload::ops1b::Layout::from(args.layout);
-    let mut out = vec![format!("--layout={}", layout.name())];
+    let on_write_error = clap::ValueEnum::to_possible_value(&args.on_write_error)
+        .map(|v| v.get_name().to_owned())
+        .unwrap_or_default();
+    let mut out = vec![
+        format!("--layout={}", layout.name()),
+        format!("--on-write-error={on_write_error}"),
+    ];
     out.extend(args.export.to_args());
     out
 }

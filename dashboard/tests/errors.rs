@@ -144,4 +144,49 @@ fn each_bad_input_says_its_cause_once() {
     );
     once("busy port", &l, &addr);
     once("busy port", &l, "Address already in use");
+
+    // A web config that names a missing certificate, and one whose user's
+    // hash is not bcrypt: refused before anything starts.
+    let web = |case: &str, yaml: &str, needle: &str| {
+        let file = tmp(&format!("{case}.yml"));
+        std::fs::write(&file, yaml).unwrap();
+        let out_file = tmp(&format!("{case}.flr"));
+        let l = one_error(
+            case,
+            &flatline(&[
+                "soak",
+                "--seconds",
+                "1",
+                "--workload",
+                "idle",
+                "--prometheus",
+                "127.0.0.1:0",
+                "--web-config",
+                &file,
+                "--out",
+                &out_file,
+            ]),
+        );
+        once(case, &l, &file);
+        once(case, &l, needle);
+        assert!(
+            !std::path::Path::new(&out_file).exists(),
+            "{case}: a file was left"
+        );
+    };
+    web(
+        "missing certificate",
+        "tls_server_config:\n  cert_file: /nonexistent/c.pem\n  key_file: /nonexistent/k.pem\n",
+        "/nonexistent/c.pem",
+    );
+    web(
+        "not bcrypt",
+        "basic_auth_users:\n  prom: hunter2\n",
+        "prom: not a bcrypt hash",
+    );
+    web(
+        "unknown key",
+        "http_server_config: {}\n",
+        "http_server_config",
+    );
 }

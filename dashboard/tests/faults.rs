@@ -6,48 +6,11 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-use support::{PATIENCE, flatline, report, wait_for};
-
-/// A tmpfs of `kib` KiB, unmounted when dropped.
-struct SmallDisk {
-    dir: tempfile::TempDir,
-}
-
-impl SmallDisk {
-    fn mount(kib: u32) -> Option<Self> {
-        let dir = tempfile::tempdir().unwrap();
-        let root = std::fs::read_to_string("/proc/self/status")
-            .unwrap_or_default()
-            .lines()
-            .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"));
-        let ok = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={kib}k"), "tmpfs"])
-            .arg(dir.path())
-            .status()
-            .is_ok_and(|s| s.success());
-        if !ok {
-            // Root can mount one wherever these tests run (CI does).
-            assert!(!root, "root could not mount a tmpfs");
-            eprintln!("not run: mounting a tmpfs needs root");
-            return None;
-        }
-        Some(Self { dir })
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
-    }
-}
-
-impl Drop for SmallDisk {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg(self.dir.path()).status();
-    }
-}
+use support::{PATIENCE, SmallDisk, flatline, report, wait_for};
 
 /// The one line that says the fault, checked: the file, the cause once, the
 /// last moment on disk.
@@ -190,4 +153,132 @@ fn a_watch_whose_disk_fills_leaves_its_command_running() {
     assert!(stdout.contains("the command runs on"), "{stdout}");
     said_once(&String::from_utf8_lossy(&run.stderr), &out);
     readable(&out);
+}
+
+/// `flatline serve`, what `live` runs for its window: its answers and fault
+/// reports, a line each on standard output, read on a thread.
+struct Serve {
+    child: std::process::Child,
+    lines: std::sync::mpsc::Receiver<String>,
+    seen: Vec<String>,
+}
+
+impl Serve {
+    fn start(stream: &Path, policy: &str) -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_flatline"))
+            .args(["serve", "--workload", "idle", "--hz", "1000", "--out"])
+            .arg(stream)
+            .args(["--on-write-error", policy])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(stdout)
+                .lines()
+                .map_while(Result::ok)
+            {
+                let _ = tx.send(line);
+            }
+        });
+        let started = wait_for(Duration::from_millis(20), || {
+            std::fs::metadata(stream)
+                .is_ok_and(|m| m.len() > 0)
+                .then_some(())
+        });
+        assert!(started.is_some(), "the stream starts");
+        Self {
+            child,
+            lines,
+            seen: Vec::new(),
+        }
+    }
+
+    fn say(&mut self, line: &str) {
+        use std::io::Write;
+        writeln!(self.child.stdin.as_mut().unwrap(), "{line}").unwrap();
+    }
+
+    /// The first line (after those already taken) that starts with `prefix`.
+    fn until(&mut self, prefix: &str) -> String {
+        let got = wait_for(Duration::from_millis(20), || {
+            while let Ok(l) = self.lines.try_recv() {
+                self.seen.push(l);
+            }
+            let i = self.seen.iter().position(|l| l.starts_with(prefix))?;
+            Some(self.seen.drain(..=i).next_back().unwrap())
+        });
+        got.unwrap_or_else(|| panic!("no `{prefix}` line: {:?}", self.seen))
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn a_live_windows_recording_whose_disk_fills_is_told_to_the_window_and_resumes() {
+    let Some(disk) = SmallDisk::mount(64) else {
+        return;
+    };
+    let stream = tempfile::tempdir().unwrap();
+    let mut serve = Serve::start(&stream.path().join("stream.flr"), "keep-sampling");
+    let filler = disk.path("filler");
+    std::fs::write(&filler, vec![0u8; 40_000]).unwrap();
+    let out = disk.path("rec.flr");
+    serve.say(&format!("record {}", out.display()));
+    assert_eq!(serve.until("ok"), "ok");
+    // The window is told, in a line it shows in red: the file, the cause
+    // once, what is on disk, and the policy.
+    let fault = serve.until("fault copy ");
+    said_once(&fault, &out);
+    assert!(fault.ends_with("retrying every 3 s"), "{fault}");
+    std::fs::remove_file(&filler).unwrap();
+    let resumed = serve.until("resumed copy ");
+    assert!(resumed.contains("samples lost from"), "{resumed}");
+    serve.say("stop-recording");
+    assert_eq!(
+        serve.until("recorded "),
+        format!("recorded {}", out.display())
+    );
+    let v = readable(&out);
+    assert!(
+        v["events"]["notes"].to_string().contains("recording gap"),
+        "{v:#}"
+    );
+    assert_eq!(v["recording"]["end"], "stopped");
+}
+
+#[test]
+fn a_live_windows_recording_stops_on_a_full_disk_and_the_workload_goes_on() {
+    let Some(disk) = SmallDisk::mount(20) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let stream = dir.path().join("stream.flr");
+    let mut serve = Serve::start(&stream, "stop");
+    let out = disk.path("rec.flr");
+    serve.say(&format!("record {}", out.display()));
+    assert_eq!(serve.until("ok"), "ok");
+    let fault = serve.until("fault copy ");
+    said_once(&fault, &out);
+    let stopped = serve.until("stopped copy ");
+    assert!(stopped.contains("samples kept"), "{stopped}");
+    readable(&out);
+    // The window's own stream goes on.
+    let size = std::fs::metadata(&stream).unwrap().len();
+    let grows = wait_for(Duration::from_millis(50), || {
+        (std::fs::metadata(&stream).unwrap().len() > size).then_some(())
+    });
+    assert!(grows.is_some(), "the workload's stream goes on");
+    // And nothing is recording: a stop answers plainly.
+    serve.say("stop-recording");
+    assert_eq!(serve.until("ok"), "ok");
 }

@@ -759,6 +759,7 @@ fn a_watched_tree_fills_the_processes_panel() {
         RecordingSetup::new("watch"),
         None,
         false,
+        flatline_core::cli::OnWriteError::KeepSampling,
         None,
     )
     .unwrap();
@@ -1196,4 +1197,71 @@ fn closing_a_recording_live_window_finishes_its_file() {
         rec.footer.as_ref().map(|f| f.end.as_str()),
         Some("window closed")
     );
+}
+
+/// A watch window whose recording's disk fills says so in red above the
+/// plots, with the file, the cause and what is on disk, and notes it in
+/// the stream; with `stop` the recording ends and the watch goes on.
+#[test]
+fn a_full_disk_turns_the_watch_windows_banner_red() {
+    use flatline_dashboard::ui::WatchSource;
+    use flatline_runtime::recording::{RecordingSetup, event_channel};
+    use flatline_runtime::telemetry::{SamplerConfig, Target};
+    let Some(disk) = support::SmallDisk::mount(20) else {
+        return;
+    };
+    let out = disk.path("w.flr");
+    let (tx, rx) = event_channel();
+    let cfg = SamplerConfig {
+        hz: 1000.0,
+        target: Target::Pid(std::process::id()),
+        tree: false,
+        gpu: false,
+        events: Some(tx),
+        ..SamplerConfig::default()
+    };
+    let (src, store) = WatchSource::start(
+        std::process::id(),
+        cfg,
+        Vec::new(),
+        rx,
+        RecordingSetup::new("watch"),
+        Some(&out),
+        false,
+        flatline_core::cli::OnWriteError::Stop,
+        None,
+    )
+    .unwrap();
+    let dash = Dashboard::new(Box::new(src), store, Settings::default());
+    let mut h = Harness::builder()
+        .with_size([1600.0, 1000.0])
+        .build_ui_state(frame, dash);
+    let t0 = std::time::Instant::now();
+    while h.state().source.write_fault().is_none() && t0.elapsed() < support::PATIENCE {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        h.run_steps(1);
+    }
+    h.run_steps(2);
+    h.get_by_label_contains("Not recorded: cannot write");
+    let text = h.state().source.write_fault().unwrap();
+    h.get_by_label_contains(&text);
+    assert!(text.contains(out.to_str().unwrap()), "{text}");
+    assert_eq!(text.matches("No space left on device").count(), 1, "{text}");
+    assert!(text.contains("recording stopped"), "{text}");
+    let d = h.state();
+    assert!(
+        d.store
+            .events()
+            .iter()
+            .any(|e| matches!(&e.kind, flatline_runtime::recording::EventKind::Note(n) if n.starts_with("recording fault"))),
+        "the stream notes the fault"
+    );
+    // Sampling goes on after the recording stopped.
+    let n = d.store.len();
+    let t1 = std::time::Instant::now();
+    while h.state().store.len() <= n && t1.elapsed() < support::PATIENCE {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        h.run_steps(1);
+    }
+    assert!(h.state().store.len() > n);
 }

@@ -141,3 +141,40 @@ pub fn ops1b_with_telemetry(hz: f64, min_samples: u64) -> (serde_json::Value, u6
         ops *= 4;
     }
 }
+
+/// A tmpfs of `kib` KiB, unmounted when dropped.
+pub struct SmallDisk {
+    dir: tempfile::TempDir,
+}
+
+impl SmallDisk {
+    pub fn mount(kib: u32) -> Option<Self> {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::read_to_string("/proc/self/status")
+            .unwrap_or_default()
+            .lines()
+            .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"));
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={kib}k"), "tmpfs"])
+            .arg(dir.path())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            // Root can mount one wherever these tests run (CI does).
+            assert!(!root, "root could not mount a tmpfs");
+            eprintln!("not run: mounting a tmpfs needs root");
+            return None;
+        }
+        Some(Self { dir })
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(self.dir.path()).status();
+    }
+}

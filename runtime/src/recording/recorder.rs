@@ -23,6 +23,8 @@ pub struct RecorderStats {
     /// Write faults (a full disk): the one in progress, and those that ended
     /// with writes working again.
     pub faults: std::sync::Mutex<Faults>,
+    /// The same, for the second recording ([`Fanout::copy`]) while one runs.
+    pub copy_faults: std::sync::Mutex<Faults>,
 }
 
 /// A recorder's write faults so far.
@@ -70,8 +72,9 @@ pub fn event_channel() -> (Sender<Event>, Receiver<Event>) {
 #[derive(Debug, Default)]
 pub struct Fanout {
     pub writer: Option<RecordingWriter>,
-    /// A second recording, from [`RecordingWriter::fork`]; its write errors
-    /// end it without touching the first.
+    /// A second recording, from [`RecordingWriter::fork`]. A write fault (a
+    /// full disk) is weathered as the first's is; any other error ends it
+    /// without touching the first.
     pub copy: Option<RecordingWriter>,
     pub tap: Option<Tap>,
     /// The error that ended `copy`, until taken.
@@ -86,11 +89,9 @@ impl Fanout {
         if let Some(tap) = &self.tap {
             tap.send(item.clone());
         }
-        if let Some(c) = self.copy.as_mut()
-            && let Err(e) = c.push(item)
-        {
-            self.copy = None;
-            self.copy_error = Some(e);
+        if let Some(c) = self.copy.as_mut() {
+            let r = c.push(item);
+            self.copy_failed(r);
         }
         match self.writer.as_mut() {
             Some(w) => w.push(item),
@@ -98,13 +99,21 @@ impl Fanout {
         }
     }
 
-    /// Time-based duties of the recordings (see [`RecordingWriter::tick`]).
-    pub fn tick(&mut self) -> Result<(), RecordingError> {
-        if let Some(c) = self.copy.as_mut()
-            && let Err(e) = c.tick()
+    /// Ends the copy on an error that is not a write fault it weathers.
+    fn copy_failed(&mut self, r: Result<(), RecordingError>) {
+        if let Err(e) = r
+            && self.copy.as_ref().is_none_or(|c| c.fault().is_none())
         {
             self.copy = None;
             self.copy_error = Some(e);
+        }
+    }
+
+    /// Time-based duties of the recordings (see [`RecordingWriter::tick`]).
+    pub fn tick(&mut self) -> Result<(), RecordingError> {
+        if let Some(c) = self.copy.as_mut() {
+            let r = c.tick();
+            self.copy_failed(r);
         }
         match self.writer.as_mut() {
             Some(w) => w.tick(),
@@ -127,10 +136,20 @@ impl Fanout {
         Ok(())
     }
 
-    /// Finishes the second recording, if one is being written.
+    /// Finishes the second recording, if one is being written (one whose
+    /// writes still fail is left whole up to its fault, without a footer).
     pub fn finish_copy(&mut self, end: &str) -> Result<Option<WriteSummary>, RecordingError> {
         match self.copy.take() {
-            Some(c) => c.finish(end).map(Some),
+            Some(mut c) => {
+                if c.fault().is_some() {
+                    c.retry_now();
+                }
+                if c.fault().is_some() {
+                    Ok(Some(c.kept()))
+                } else {
+                    c.finish(end).map(Some)
+                }
+            }
             None => match self.copy_error.take() {
                 Some(e) => Err(e),
                 None => Ok(None),
@@ -270,6 +289,21 @@ impl Recorder {
                     }
                 };
                 let publish = |out: &mut Fanout| {
+                    {
+                        let mut f = st
+                            .copy_faults
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner);
+                        match out.copy.as_mut() {
+                            Some(c) => {
+                                if let Some(r) = c.take_resumed() {
+                                    f.ended.push(r);
+                                }
+                                f.now = c.fault().cloned();
+                            }
+                            None => *f = Faults::default(),
+                        }
+                    }
                     if let Some(w) = out.writer.as_mut() {
                         let resumed = w.take_resumed();
                         let now = w.fault().cloned();
@@ -424,6 +458,15 @@ impl Recorder {
     pub fn faults(&self) -> Faults {
         self.stats
             .faults
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The second recording's write faults so far (none when none runs).
+    pub fn copy_faults(&self) -> Faults {
+        self.stats
+            .copy_faults
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone()

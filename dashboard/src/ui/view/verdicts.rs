@@ -6,6 +6,21 @@ use super::*;
 /// of its severity: what a person reads first, live as it changes. Clicking
 /// it plots the channels it names.
 pub(super) fn banner(d: &mut Dashboard, ui: &mut egui::Ui) {
+    // A recording that cannot be written comes first, whatever the data
+    // say: what is on screen is no longer all on disk.
+    if let Some(fault) = d.source.write_fault() {
+        egui::Panel::top("write-fault").show(ui, |ui| {
+            ui.add(
+                egui::Label::new(
+                    RichText::new(format!("Not recorded: {fault}"))
+                        .size(16.0)
+                        .strong()
+                        .color(Color32::from_rgb(220, 70, 60)),
+                )
+                .wrap(),
+            );
+        });
+    }
     let (_, assessed) = assessed(&d.store);
     if assessed.is_empty() {
         return;
