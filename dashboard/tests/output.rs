@@ -540,3 +540,62 @@ fn a_huge_line_and_binary_bytes_pass_through_and_reading_recovers() {
     let v = report(&out);
     assert_eq!(v["channels"]["log.loss"]["last"], 0.5, "{v:#}");
 }
+
+/// A job stopped with SIGSTOP for 30 s, then continued: sampling goes on
+/// through the stop (its memory is still there to read), every step it
+/// printed before and after is passed through and recorded, and the watch
+/// ends with it.
+#[test]
+fn a_job_stopped_for_half_a_minute_is_watched_through_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("stopped.flr");
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/cow_workers.py");
+    let run = flatline(&[
+        "watch",
+        "--headless",
+        "--hz",
+        "10",
+        "--out",
+        out.to_str().unwrap(),
+        "--",
+        "python3",
+        fixture.to_str().unwrap(),
+        "stop",
+        "30",
+    ]);
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    let truth: serde_json::Value = serde_json::from_str(
+        stdout
+            .lines()
+            .find(|l| l.starts_with('{'))
+            .expect("the fixture's line"),
+    )
+    .unwrap();
+    let steps = truth["steps"].as_u64().unwrap();
+    let printed = stdout.lines().filter(|l| l.starts_with("step ")).count() as u64;
+    assert_eq!(printed, steps, "every step line passed through");
+    let v = report(&out);
+    assert_eq!(lines_read(&v, "output").1, steps + 1, "{v:#}");
+    // Samples all through the stop: no gap longer than a few periods (a
+    // late sampler skips ticks; it does not stop).
+    let rec = flatline_runtime::recording::Recording::open(&out).unwrap();
+    let (stopped, continued) = (
+        truth["stopped_s"].as_f64().unwrap(),
+        truth["continued_s"].as_f64().unwrap(),
+    );
+    assert!(continued - stopped >= 29.0, "{truth}");
+    let during = rec
+        .t_ns
+        .iter()
+        .map(|&t| t as f64 / 1e9)
+        .filter(|t| (stopped + 1.0..continued - 1.0).contains(t))
+        .collect::<Vec<_>>();
+    assert!(during.len() >= 20, "{} samples while stopped", during.len());
+    let gap = during.windows(2).map(|w| w[1] - w[0]).fold(0.0, f64::max);
+    assert!(gap < 5.0, "a {gap:.1} s gap while the job was stopped");
+}

@@ -3,6 +3,8 @@
 usage: cow_workers.py list|bytes [MB] [STEPS] [STEP_S]
        cow_workers.py churn [CHILDREN] [LIFE_S] [GAP_S]
        cow_workers.py hold PROCESSES MB SECONDS
+       cow_workers.py storm RATE SECONDS
+       cow_workers.py stop PAUSE_S
 
 list:  the parent builds a Python list of int objects (about MB megabytes),
        forks two workers, and each worker reads 1/STEPS of the list per
@@ -14,6 +16,11 @@ bytes: the same data in one bytes object: reading it writes nothing, and
        Arrow table or a bytes object instead of a list of objects).
 churn: CHILDREN short-lived children, one every GAP_S seconds, each living
        LIFE_S seconds.
+storm: RATE children a second for SECONDS, each living 20 ms (a shell
+       loop, a launcher that probes, `git` from a data pipeline).
+stop:  prints a step a tenth of a second; after one second it stops
+       itself with SIGSTOP, a helper continues it PAUSE_S later, and it
+       prints steps for one more second.
 hold:  PROCESSES processes (the parent and its children), each with MB
        megabytes of its own written memory, idle for SECONDS: the load of
        the watcher cost benchmark (scripts/bench-tree.sh).
@@ -55,6 +62,52 @@ def churn(children, life_s, gap_s):
     for pid in pids:
         os.waitpid(pid, 0)
     print(json.dumps({"children": len(pids)}), flush=True)
+
+
+def storm(rate, seconds):
+    started, live = 0, set()
+    t_end = T0 + seconds
+    while time.monotonic() < t_end:
+        due = int((time.monotonic() - T0) * rate)
+        while started < due:
+            pid = os.fork()
+            if pid == 0:
+                time.sleep(0.02)
+                os._exit(0)
+            live.add(pid)
+            started += 1
+        while live:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+            if pid == 0:
+                break
+            live.discard(pid)
+        time.sleep(0.002)
+    for pid in live:
+        os.waitpid(pid, 0)
+    print(json.dumps({"children": started}), flush=True)
+
+
+def stop(pause_s):
+    import signal
+    step = 0
+    def steps(seconds):
+        nonlocal step
+        t_end = time.monotonic() + seconds
+        while time.monotonic() < t_end:
+            step += 1
+            print(f"step {step} loss=1.0", flush=True)
+            time.sleep(0.1)
+    steps(1.0)
+    if os.fork() == 0:
+        time.sleep(pause_s)
+        os.kill(os.getppid(), signal.SIGCONT)
+        os._exit(0)
+    stopped_at = time.monotonic() - T0
+    os.kill(os.getpid(), signal.SIGSTOP)
+    continued_at = time.monotonic() - T0
+    steps(1.0)
+    os.wait()
+    print(json.dumps({"stopped_s": stopped_at, "continued_s": continued_at, "steps": step}), flush=True)
 
 
 def cow(mode, mb, steps, step_s):
@@ -132,6 +185,10 @@ if __name__ == "__main__":
     mode = sys.argv[1]
     if mode == "hold":
         hold(int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]))
+    elif mode == "storm":
+        storm(int(sys.argv[2]), float(sys.argv[3]))
+    elif mode == "stop":
+        stop(float(sys.argv[2]))
     elif mode == "churn":
         churn(int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4]))
     else:
