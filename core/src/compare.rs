@@ -433,9 +433,7 @@ fn identity_line(side: &Side<'_>) -> String {
         rec.samples_total(),
         rec.digest
     );
-    if h.host != Default::default() {
-        let _ = writeln!(s, "     host {}", h.host.summary());
-    }
+    let _ = writeln!(s, "     host {}", h.host_line());
     if !h.config.is_empty() {
         let cfg: Vec<String> = h.config.iter().map(|(k, v)| format!("{k}={v}")).collect();
         let _ = writeln!(s, "     config {}", cfg.join(" "));
@@ -624,7 +622,7 @@ pub fn md_report(c: &Comparison<'_>) -> String {
             x.rec.samples_total()
         )
     });
-    both(&mut sides, "host", &|x| x.rec.header.host.summary());
+    both(&mut sides, "host", &|x| x.rec.header.host_line());
     both(&mut sides, "configuration", &|x| {
         x.rec
             .header

@@ -718,9 +718,7 @@ pub fn text_report(rec: &Recording, receipt: &Receipt<'_>) -> String {
         ),
     );
     line(&mut d, format!("  digest sha256:{}", rec.digest));
-    if h.host != Default::default() {
-        line(&mut d, format!("  host {}", h.host.summary()));
-    }
+    line(&mut d, format!("  host {}", h.host_line()));
     if !h.config.is_empty() {
         let cfg: Vec<String> = h.config.iter().map(|(k, v)| format!("{k}={v}")).collect();
         line(&mut d, format!("  config {}", cfg.join(" ")));
@@ -927,9 +925,7 @@ pub fn md_report(rec: &Recording, receipt: &Receipt<'_>) -> String {
     if let Some(axes) = training_axes(rec) {
         facts.push(("training".into(), axes));
     }
-    if h.host != Default::default() {
-        facts.push(("host".into(), h.host.summary()));
-    }
+    facts.push(("host".into(), h.host_line()));
     if !h.config.is_empty() {
         let cfg: Vec<String> = h.config.iter().map(|(k, v)| format!("`{k}={v}`")).collect();
         facts.push(("configuration".into(), cfg.join(" ")));

@@ -555,7 +555,7 @@ impl Source for LiveSource {
                     .get("hz")
                     .map_or("?", String::as_str)
             ),
-            host: self.follower.header.host.summary(),
+            host: self.follower.header.host_line(),
             file: self.recording.clone(),
             // A file still being written has no digest yet.
             digest: None,
@@ -870,7 +870,7 @@ impl Source for ReplaySource {
     fn meta(&self) -> Meta {
         Meta {
             label: replay_label(&self.path),
-            host: self.header.host.summary(),
+            host: self.header.host_line(),
             file: Some(self.path.clone()),
             digest: Some(self.digest.clone()),
             started_unix_ms: Some(self.header.started_unix_ms),

@@ -37,23 +37,52 @@ impl HostFacts {
         self
     }
 
-    /// One line for captions and receipts.
+    /// True when nothing about the machine was recorded (a recording made
+    /// from a log file, not by watching a machine).
+    pub fn is_unknown(&self) -> bool {
+        *self == Self::default()
+    }
+
+    /// One line for captions and receipts; what is unknown is left out
+    /// rather than shown as empty punctuation (`host : , kernel , 0 ×`).
     pub fn summary(&self) -> String {
-        let gpu = match &self.gpu {
-            Some(g) if !g.devices.is_empty() => {
-                format!(", {} (driver {})", g.devices.join(", "), g.driver)
-            }
-            _ => String::new(),
+        if self.is_unknown() {
+            return "not recorded".into();
+        }
+        let mut parts = Vec::new();
+        if !self.os.is_empty() {
+            parts.push(self.os.clone());
+        }
+        if !self.kernel.is_empty() {
+            parts.push(format!("kernel {}", self.kernel));
+        }
+        match (self.cores, self.cpu_model.is_empty()) {
+            (0, true) => {}
+            (0, false) => parts.push(self.cpu_model.clone()),
+            (n, true) => parts.push(format!("{n} cores")),
+            (n, false) => parts.push(format!("{n} × {}", self.cpu_model)),
+        }
+        if self.mem_total_bytes > 0 {
+            parts.push(format!(
+                "{:.1} GiB",
+                self.mem_total_bytes as f64 / (1u64 << 30) as f64
+            ));
+        }
+        if let Some(g) = &self.gpu
+            && !g.devices.is_empty()
+        {
+            parts.push(format!("{} (driver {})", g.devices.join(", "), g.driver));
+        }
+        let name = if self.hostname.is_empty() {
+            "unnamed host"
+        } else {
+            &self.hostname
         };
-        format!(
-            "{}: {}, kernel {}, {} × {}, {:.1} GiB{gpu}",
-            self.hostname,
-            self.os,
-            self.kernel,
-            self.cores,
-            self.cpu_model,
-            self.mem_total_bytes as f64 / (1u64 << 30) as f64
-        )
+        if parts.is_empty() {
+            name.to_owned()
+        } else {
+            format!("{name}: {}", parts.join(", "))
+        }
     }
 }
 
@@ -79,6 +108,22 @@ pub struct Header {
 }
 
 impl Header {
+    /// The host line of captions and receipts (after "host "): its facts, or, for a
+    /// recording imported from a log, why there are none.
+    pub fn host_line(&self) -> String {
+        if self.host.is_unknown() && self.source == "import" {
+            let what = match self.config.get("format").map(String::as_str) {
+                Some(f) if f.ends_with(".json") => f.to_owned(),
+                Some(f) if f.ends_with(" log") => format!("a {f}"),
+                Some(f) => format!("a {f} log"),
+                None if self.config.contains_key("csv") => "a CSV log".to_owned(),
+                None => "a log".to_owned(),
+            };
+            return format!("not recorded: imported from {what}");
+        }
+        self.host.summary()
+    }
+
     /// A header for a recording that starts now, made by this process: this
     /// format version and tool version, the wall clock, the command line.
     pub fn new(

@@ -875,3 +875,47 @@ fn ranges_read_from_disk_match_the_whole_recording() {
     assert!(thin.thinned.as_ref().unwrap().stride > 1);
     assert_eq!(thin.index, whole.index);
 }
+
+#[test]
+fn a_host_line_says_what_is_unknown_instead_of_empty_punctuation() {
+    use crate::{GpuFacts, Header, HostFacts, Schema};
+    let full = HostFacts {
+        hostname: "node-a".into(),
+        os: "Linux (Debian GNU/Linux 12)".into(),
+        kernel: "6.18.0".into(),
+        cpu_model: "AMD EPYC".into(),
+        cores: 2,
+        mem_total_bytes: 8 << 30,
+        gpu: Some(GpuFacts {
+            driver: "580.1".into(),
+            devices: vec!["H200".into()],
+        }),
+    };
+    assert_eq!(
+        full.summary(),
+        "node-a: Linux (Debian GNU/Linux 12), kernel 6.18.0, 2 × AMD EPYC, 8.0 GiB, H200 (driver 580.1)"
+    );
+    let partial = HostFacts {
+        kernel: "6.18.0".into(),
+        ..HostFacts::default()
+    };
+    assert_eq!(partial.summary(), "unnamed host: kernel 6.18.0");
+    assert_eq!(HostFacts::default().summary(), "not recorded");
+    let mut h = Header::new(
+        "import",
+        Schema::default(),
+        HostFacts::default(),
+        [("csv".to_owned(), "log.csv".to_owned())].into(),
+        Vec::new(),
+    );
+    assert_eq!(h.host_line(), "not recorded: imported from a CSV log");
+    h.config = [("format".to_owned(), "JSON lines".to_owned())].into();
+    assert_eq!(
+        h.host_line(),
+        "not recorded: imported from a JSON lines log"
+    );
+    h.source = "watch".into();
+    assert_eq!(h.host_line(), "not recorded");
+    h.host = full.clone();
+    assert_eq!(h.host_line(), full.summary());
+}
