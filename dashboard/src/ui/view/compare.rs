@@ -16,8 +16,9 @@ use flatline_core::fmt::value;
 
 /// Side A's colour (the source): blue.
 pub const A: Color32 = Color32::from_rgb(90, 160, 255);
-/// Side B's colour (the recording compared with it): orange.
-pub const B: Color32 = Color32::from_rgb(255, 150, 50);
+/// Side B's colour (the recording compared with it): teal, not orange,
+/// which the badges use for growth.
+pub const B: Color32 = Color32::from_rgb(70, 200, 180);
 
 /// The channel a side's x axis follows: none for time.
 fn x_axis(store: &Store, align: AlignArg) -> Option<usize> {

@@ -267,7 +267,7 @@ pub(super) fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
                         pui.line(line(name, pts));
                         if has_marks {
                             // Drawn, not listed: a jump is read by hovering it.
-                            pui.points(Points::new("", marks).radius(3.0));
+                            pui.points(Points::new("", marks).radius(3.0).color(DATA));
                         }
                     }
                 });
@@ -562,9 +562,20 @@ pub(super) fn value_at(store: &crate::ui::Store, ch: usize, visible: usize, t: f
 /// a long flat run (two points, see [`push_column`]) became a wedge across
 /// the whole plot, a ramp the data never had. [`decimate`] already keeps
 /// about two points a pixel column, so bands save nothing.
+///
+/// Colour has one meaning per kind of mark: a line's colour says whose data
+/// it is (a recording's: [`DATA`], which is compare's A; compare's B has its
+/// own), never how it is judged; verdicts and severities are the badges'
+/// and the banner's. So a flat channel is never drawn in an alarm colour
+/// (egui_plot's first automatic colour is a red).
 pub(super) fn line(name: impl Into<String>, pts: Vec<PlotPoint>) -> Line<'static> {
-    Line::new(name, PlotPoints::Owned(pts)).allow_band(false)
+    Line::new(name, PlotPoints::Owned(pts))
+        .allow_band(false)
+        .color(DATA)
 }
+
+/// The colour of a recording's own lines.
+pub(super) const DATA: Color32 = compare::A;
 
 /// Grid lines closer than this (in points) are left out rather than faded in:
 /// each grid line spans its plot, and a software rasteriser pays for every
