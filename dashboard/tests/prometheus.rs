@@ -543,33 +543,27 @@ fn a_client_ca_lets_in_only_clients_it_signed() {
 #[test]
 fn serving_beyond_loopback_without_a_door_says_so_once() {
     let dir = tempfile::tempdir().unwrap();
-    let out = support::flatline(&[
-        "soak",
-        "--seconds",
-        "1",
-        "--workload",
-        "idle",
-        "--prometheus",
-        "0.0.0.0:0",
-        "--out",
-        dir.path().join("x.flr").to_str().unwrap(),
-    ]);
+    let soak = |addr: &str, name: &str| {
+        let out = dir.path().join(name);
+        support::flatline(&[
+            "soak",
+            "--seconds",
+            "1",
+            "--workload",
+            "idle",
+            "--prometheus",
+            addr,
+            "--out",
+            out.to_str().unwrap(),
+        ])
+    };
+    let out = soak("0.0.0.0:0", "x.flr");
     assert!(out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     let warnings: Vec<&str> = err.lines().filter(|l| l.contains("warning")).collect();
     assert_eq!(warnings.len(), 1, "{err}");
     assert!(warnings[0].contains("without TLS or a password"), "{err}");
     // On loopback, no warning.
-    let out = support::flatline(&[
-        "soak",
-        "--seconds",
-        "1",
-        "--workload",
-        "idle",
-        "--prometheus",
-        "127.0.0.1:0",
-        "--out",
-        dir.path().join("y.flr").to_str().unwrap(),
-    ]);
+    let out = soak("127.0.0.1:0", "y.flr");
     assert!(!String::from_utf8_lossy(&out.stderr).contains("warning"));
 }
