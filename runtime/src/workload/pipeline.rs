@@ -80,6 +80,13 @@ pub fn run(
         }))
     };
     let slots = [slot()?, slot()?];
+    // The first time a thread blocks on a channel, crossbeam allocates (its
+    // thread's wait context, the channel's list of waiters) and keeps it. A
+    // side that first blocked inside the timed iterations (on a loaded
+    // machine, say) counted that one allocation as the hot path's. So each
+    // side is made to block once in the warm-up: each waits BLOCK_ONCE for
+    // the other once, at the first batch.
+    const BLOCK_ONCE: std::time::Duration = std::time::Duration::from_millis(20);
     let (filled_tx, filled_rx) = bounded::<usize>(slots.len());
     let (free_tx, free_rx) = bounded::<usize>(slots.len());
     for i in 0..slots.len() {
@@ -111,6 +118,11 @@ pub fn run(
                     fills.push(ns);
                     allocs += a1 - a0;
                 }
+                if i == 0 && cfg.warmup > 0 {
+                    // Make the consumer wait once in the warm-up (see
+                    // BLOCK_ONCE).
+                    std::thread::sleep(BLOCK_ONCE);
+                }
                 if filled_tx.send(idx).is_err() {
                     break;
                 }
@@ -129,6 +141,10 @@ pub fn run(
             let waited = t0.elapsed().as_nanos() as u64;
             consumed = consume(i, &slot);
             drop(slot);
+            if i == 0 && cfg.warmup > 0 {
+                // And the producer (see BLOCK_ONCE).
+                std::thread::sleep(BLOCK_ONCE);
+            }
             // Refused once the producer has filled its last batch (or failed:
             // then `recv` above ends the loop and its error is reported).
             let _ = free_tx.send(idx);
