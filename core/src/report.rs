@@ -838,10 +838,18 @@ pub fn text_report(rec: &Recording, receipt: &Receipt<'_>) -> String {
 /// The "process tree" section of a receipt, each line after `indent`.
 fn tree_text(t: &TreeSummary, indent: &str) -> String {
     let mut s = String::new();
+    let brief = match t.brief {
+        0 => String::new(),
+        1 => "; 1 more came and went between two readings, too brief to name".to_owned(),
+        n => format!("; {n} more came and went between two readings, too brief to name"),
+    };
+    let seen = match t.processes.len() {
+        1 => "1 process".to_owned(),
+        n => format!("{n} processes"),
+    };
     let _ = writeln!(
         s,
-        "\n{indent}process tree: {} processes seen, at most {} at once",
-        t.processes.len(),
+        "\n{indent}process tree: {seen} seen, at most {} at once{brief}",
         t.peak
     );
     let workers = t.processes.iter().any(|p| p.role == "worker");

@@ -217,9 +217,22 @@ fn fifty_short_lived_children_come_and_go_without_leaving_channels() {
         .iter()
         .filter(|e| matches!(e.kind, EventKind::ProcessExited { .. }))
         .count();
-    // Each child lives 1.2 s, more than two readings at 2 Hz: every one is seen.
-    assert_eq!(started.len(), 50, "{started:?}");
-    assert!(exited >= 45, "{exited} exits recorded");
+    // Each child lives 1.2 s, more than two listings at 2 Hz: each is seen
+    // and named, or (on a machine that delays the probe) listed once and
+    // counted as too brief to name. None is lost without a count.
+    let brief = rec
+        .channel("tree.brief")
+        .and_then(|c| c.iter().rev().copied().find(|v| v.is_finite()))
+        .unwrap_or(0.0) as usize;
+    assert_eq!(
+        started.len() + brief,
+        50,
+        "{} named, {brief} brief",
+        started.len()
+    );
+    // The fixture stays alone for 1.5 s at the end: each named child's exit
+    // is recorded.
+    assert_eq!(exited, started.len(), "{exited} exits recorded");
     // Every child's channels end when it does; at most a few are live at once.
     let mut most_live = 0;
     for i in 0..rec.len() {
@@ -240,11 +253,15 @@ fn fifty_short_lived_children_come_and_go_without_leaving_channels() {
         .zip(&rec.lifetimes)
         .filter(|(c, l)| c.name.starts_with("pid") && l.until.is_some())
         .count();
-    assert!(ended >= 3 * 45, "{ended} per-process channels ended");
+    assert_eq!(
+        ended,
+        3 * started.len(),
+        "{ended} per-process channels ended"
+    );
     // The tree's count comes back down: nothing of the children is kept.
     let procs = rec.channel("tree.procs").unwrap();
     let last = procs.iter().rev().find(|v| !v.is_nan()).unwrap();
-    assert!(*last <= 3.0, "{last} processes at the end");
+    assert_eq!(*last, 1.0, "{last} processes at the end");
 }
 
 #[test]
@@ -393,6 +410,12 @@ fn a_fork_storm_is_watched_without_panic_or_growth() {
     .unwrap();
     assert!(truth["children"].as_u64().unwrap() >= 1000, "{truth}");
     assert!(stdout.contains("wrote "), "the receipt: {stdout}");
+    // Most children live between two listings; those listed once are
+    // counted, and the receipt says so.
+    assert!(
+        stdout.contains("too brief to name"),
+        "the receipt counts the brief ones: {stdout}"
+    );
     // No thread or buffer per process seen: bounded whatever the churn.
     assert!(most_threads <= 16, "{most_threads} threads");
     assert!(most_rss < 64 * 1024, "{most_rss} kB resident");

@@ -15,7 +15,7 @@ bytes: the same data in one bytes object: reading it writes nothing, and
        the tree's PSS stays flat. This is the usual fix (a numpy array, an
        Arrow table or a bytes object instead of a list of objects).
 churn: CHILDREN short-lived children, one every GAP_S seconds, each living
-       LIFE_S seconds.
+       LIFE_S seconds; then 1.5 s alone.
 storm: RATE children a second for SECONDS, each living 20 ms (a shell
        loop, a launcher that probes, `git` from a data pipeline).
 stop:  prints a step a tenth of a second; after one second it stops
@@ -61,6 +61,9 @@ def churn(children, life_s, gap_s):
         time.sleep(gap_s)
     for pid in pids:
         os.waitpid(pid, 0)
+    # Alone for a few listings before exiting: the watcher sees the tree
+    # come back to one process however late its last listing was.
+    time.sleep(1.5)
     print(json.dumps({"children": len(pids)}), flush=True)
 
 

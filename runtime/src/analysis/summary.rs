@@ -478,6 +478,7 @@ mod tests {
         let tree = crate::analysis::tree::TreeSummary {
             processes: Vec::new(),
             peak: 1,
+            brief: 0,
             grew: Vec::new(),
             finding: Some("copy-on-access: something".into()),
         };

@@ -37,6 +37,9 @@ pub struct TreeSummary {
     pub processes: Vec<ProcessSeen>,
     /// Most processes in the tree at once (`tree.procs`).
     pub peak: usize,
+    /// Processes seen at one reading only, gone before they could be named
+    /// (`tree.brief`): in the sums for that reading, not in `processes`.
+    pub brief: u64,
     /// Processes whose PSS is called growth by its own readings and grew by
     /// at least [`MATERIAL_SHARE`] of it since the tree took its shape, by pid.
     pub grew: Vec<u32>,
@@ -231,9 +234,13 @@ pub fn summarize<'a, 'c, F: Fn(&str) -> Option<&'c [f64]>>(
         })
         .filter(|&v| v > 0.0)
         .map_or(seen.len(), |v| v as usize);
+    let brief = (data.column)("tree.brief")
+        .and_then(|c| c.iter().rev().copied().find(|v| v.is_finite()))
+        .map_or(0, |v| v as u64);
     Some(TreeSummary {
         processes: seen.into_values().collect(),
         peak,
+        brief,
         grew,
         finding,
     })

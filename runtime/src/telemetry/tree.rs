@@ -24,7 +24,12 @@
 //! what it wraps (a shell shim that becomes `python3`) is named and given a
 //! role as what it became. A process that
 //! cannot be read (another user's, or gone between listing and reading) is
-//! skipped and counted in `tree.skipped`, never fatal.
+//! skipped and counted in `tree.skipped`, never fatal. A process listed once
+//! and gone before the next listing (a child that lived less than a period)
+//! is in `tree.*` for that reading but never named nor given channels; it is
+//! counted in `tree.brief`, so a receipt can say how many came and went. One
+//! that lived entirely between two listings is not seen at all: no `/proc`
+//! walk can count it.
 //!
 //! Roles: `main` is the watched process (and, when that is a launcher such as
 //! a shell, `env` or `timeout`, its direct children); `rank` is a child of a
@@ -164,6 +169,8 @@ pub struct TreeProbe {
     members: HashMap<u32, Member>,
     /// Processes whose memory could not be read, so far.
     skipped: u64,
+    /// Processes seen at one listing only (gone before they were named).
+    brief: u64,
     per_process: bool,
     found: Found,
     events: Option<Sender<Event>>,
@@ -206,6 +213,7 @@ impl TreeProbe {
             root,
             members: HashMap::new(),
             skipped: 0,
+            brief: 0,
             per_process,
             found: Found::default(),
             events,
@@ -324,9 +332,12 @@ impl TreeProbe {
             .map(|(&pid, _)| pid)
             .collect();
         for pid in gone {
-            if let Some(m) = self.members.remove(&pid)
-                && m.announced
-            {
+            let Some(m) = self.members.remove(&pid) else {
+                continue;
+            };
+            if !m.announced {
+                self.brief += 1;
+            } else {
                 self.emit_at(
                     self.clock.now_ns(),
                     EventKind::ProcessExited {
@@ -458,13 +469,14 @@ const ROLLUP_CREDIT_NS: f64 = 100e6;
 pub const ROLLUP_BUDGET: f64 = 0.01;
 
 /// The tree's channels, in `read`'s order.
-const TREE_CHANNELS: [(&str, Unit, Kind); 6] = [
+const TREE_CHANNELS: [(&str, Unit, Kind); 7] = [
     ("tree.rss", Unit::Bytes, Kind::Level),
     ("tree.pss", Unit::Bytes, Kind::Level),
     ("tree.uss", Unit::Bytes, Kind::Level),
     ("tree.swap", Unit::Bytes, Kind::Level),
     ("tree.procs", Unit::Count, Kind::Gauge),
     ("tree.skipped", Unit::Count, Kind::Counter),
+    ("tree.brief", Unit::Count, Kind::Counter),
 ];
 
 /// The per-process channels' leaves, in position order.
@@ -503,6 +515,7 @@ impl Probe for TreeProbe {
         };
         out[4] = self.members.len() as f64;
         out[5] = self.skipped as f64;
+        out[6] = self.brief as f64;
         // The sums of the rollups, once each process has been read this round.
         out[1..4].fill(f64::NAN);
         if !self.members.is_empty() && self.members.values().all(|m| m.in_round) {
@@ -629,8 +642,8 @@ mod tests {
     }
 
     /// Reads once and applies the schema changes the way the sampler does.
-    fn reading(p: &mut TreeProbe, grown: &mut crate::telemetry::dynamic::Grown) -> [f64; 6] {
-        let mut out = [0.0; 6];
+    fn reading(p: &mut TreeProbe, grown: &mut crate::telemetry::dynamic::Grown) -> [f64; 7] {
+        let mut out = [0.0; 7];
         p.read(&mut out).unwrap();
         p.dynamic(&mut DynamicChannels { grown });
         out
@@ -733,7 +746,7 @@ mod tests {
         // The root gone: the watch is over.
         fake_proc(proc_root, &[tree[1]]);
         assert!(matches!(
-            p.read(&mut [0.0; 6]),
+            p.read(&mut [0.0; 7]),
             Err(ProbeError::Gone { pid: 10 })
         ));
     }
@@ -755,7 +768,7 @@ mod tests {
         let mut p = TreeProbe::with_proc_root(tmp.path(), 10, false, None, Clock::start())
             .with_budget(0.0, 0.0);
         for _ in 0..3 {
-            let mut out = [0.0; 6];
+            let mut out = [0.0; 7];
             p.read(&mut out).unwrap();
             assert_eq!((out[0], out[4]), (2000.0 * 1024.0, 2.0));
             assert!(
@@ -765,7 +778,7 @@ mod tests {
         }
         // More budget: the round completes.
         p.budget = 1.0;
-        let mut out = [0.0; 6];
+        let mut out = [0.0; 7];
         p.read(&mut out).unwrap();
         assert_eq!(out[1], 1100.0 * 1024.0);
     }
