@@ -138,7 +138,12 @@ impl Road {
                 if w.fault().is_some() {
                     return Ok(Some(w.kept().path));
                 }
-                Ok(Some(w.finish(end)?.path))
+                match w.close(end) {
+                    Ok(s) => Ok(Some(s.path)),
+                    // The footer did not fit: whole up to the fault.
+                    Err(_) if w.fault().is_some() => Ok(Some(w.kept().path)),
+                    Err(e) => Err(e.into()),
+                }
             }
             None => Ok(None),
         }

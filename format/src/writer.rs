@@ -682,6 +682,15 @@ impl RecordingWriter {
 
     /// Writes what is queued and the footer, and syncs the file to disk.
     pub fn finish(mut self, end: &str) -> Result<WriteSummary, RecordingError> {
+        self.close(end)
+    }
+
+    /// [`RecordingWriter::finish`] without giving the writer up: when the
+    /// footer cannot be written (the disk filled at the very end) the error
+    /// is a write fault ([`RecordingWriter::fault`] says it) and
+    /// [`RecordingWriter::kept`] still says what the file holds, whole up to
+    /// the fault.
+    pub fn close(&mut self, end: &str) -> Result<WriteSummary, RecordingError> {
         if let Some(f) = self.fault.clone() {
             // One more try; if the disk is still full the file stays as it
             // was cut, whole up to the fault, without a footer.

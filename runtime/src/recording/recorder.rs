@@ -145,9 +145,12 @@ impl Fanout {
                     c.retry_now();
                 }
                 if c.fault().is_some() {
-                    Ok(Some(c.kept()))
-                } else {
-                    c.finish(end).map(Some)
+                    return Ok(Some(c.kept()));
+                }
+                match c.close(end) {
+                    Ok(w) => Ok(Some(w)),
+                    Err(_) if c.fault().is_some() => Ok(Some(c.kept())),
+                    Err(e) => Err(e),
                 }
             }
             None => match self.copy_error.take() {
@@ -394,14 +397,18 @@ impl Recorder {
                 if let Some(r) = writer.take_resumed() {
                     faults.ended.push(r);
                 }
-                faults.now = writer.fault().cloned();
-                let write = if faults.now.is_some() {
+                let write = match writer.fault() {
                     // Still failing: the file stays as it was cut, whole up
                     // to the fault, without a footer.
-                    writer.kept()
-                } else {
-                    writer.finish(&end)?
+                    Some(_) => writer.kept(),
+                    None => match writer.close(&end) {
+                        Ok(w) => w,
+                        // The footer itself did not fit: the same.
+                        Err(_) if writer.fault().is_some() => writer.kept(),
+                        Err(e) => return Err(e),
+                    },
                 };
+                faults.now = writer.fault().cloned();
                 *st.faults
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner) = faults.clone();
