@@ -282,3 +282,65 @@ fn a_live_windows_recording_stops_on_a_full_disk_and_the_workload_goes_on() {
     serve.say("stop-recording");
     assert_eq!(serve.until("ok"), "ok");
 }
+
+#[test]
+fn a_watch_that_keeps_sampling_resumes_when_space_returns() {
+    let Some(disk) = SmallDisk::mount(64) else {
+        return;
+    };
+    let filler = disk.path("filler");
+    std::fs::write(&filler, vec![0u8; 40_000]).unwrap();
+    let out = disk.path("w.flr");
+    // The command runs until the test removes its flag file.
+    let flag = tempfile::NamedTempFile::new().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_flatline"))
+        .args(["watch", "--headless", "--hz", "1000", "--on-write-error"])
+        .args(["keep-sampling", "--out"])
+        .arg(&out)
+        .args(["--", "sh", "-c"])
+        .arg(format!(
+            "while [ -e {} ]; do sleep 0.1; done; echo done",
+            flag.path().display()
+        ))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx.send(line);
+        }
+    });
+    let mut err = String::new();
+    let mut until = |needle: &str| {
+        wait_for(Duration::from_millis(50), || {
+            while let Ok(l) = rx.try_recv() {
+                err.push_str(&l);
+                err.push('\n');
+            }
+            err.contains(needle).then_some(())
+        })
+        .is_some()
+    };
+    assert!(until("cannot write"), "no fault within {PATIENCE:?}");
+    std::fs::remove_file(&filler).unwrap();
+    assert!(until("written again"), "no resume");
+    // The command ends on its own; the watch ends with it, non-zero.
+    drop(flag);
+    let run: Output = child.wait_with_output().unwrap();
+    assert_eq!(run.status.code(), Some(1), "a run that lost samples fails");
+    assert!(String::from_utf8_lossy(&run.stdout).contains("done"));
+    assert!(until("were not recorded"));
+    said_once(&err, &out);
+    let v = readable(&out);
+    assert!(
+        v["events"]["notes"].to_string().contains("recording gap"),
+        "{v:#}"
+    );
+}
