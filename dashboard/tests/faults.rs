@@ -30,6 +30,44 @@ fn readable(file: &Path) -> serde_json::Value {
     v
 }
 
+/// A child's standard error, read on a thread, gathered as it comes.
+struct Stderr {
+    lines: std::sync::mpsc::Receiver<String>,
+    text: String,
+}
+
+impl Stderr {
+    fn of(child: &mut std::process::Child) -> Self {
+        let stderr = child.stderr.take().unwrap();
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(stderr)
+                .lines()
+                .map_while(Result::ok)
+            {
+                let _ = tx.send(line);
+            }
+        });
+        Self {
+            lines,
+            text: String::new(),
+        }
+    }
+
+    /// True once `needle` has been said (waiting at most PATIENCE).
+    fn until(&mut self, needle: &str) -> bool {
+        wait_for(Duration::from_millis(50), || {
+            while let Ok(l) = self.lines.try_recv() {
+                self.text.push_str(&l);
+                self.text.push('\n');
+            }
+            self.text.contains(needle).then_some(())
+        })
+        .is_some()
+    }
+}
+
 fn soak(out: &Path, policy: &str, seconds: &str) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_flatline"));
     c.args([
@@ -81,41 +119,21 @@ fn a_soak_that_keeps_sampling_resumes_when_space_returns() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        use std::io::BufRead;
-        for line in std::io::BufReader::new(stderr)
-            .lines()
-            .map_while(Result::ok)
-        {
-            let _ = tx.send(line);
-        }
-    });
-    let mut err = String::new();
-    let until = |needle: &str, err: &mut String| {
-        wait_for(Duration::from_millis(50), || {
-            while let Ok(l) = rx.try_recv() {
-                err.push_str(&l);
-                err.push('\n');
-            }
-            err.contains(needle).then_some(())
-        })
-        .is_some()
-    };
+    let mut err = Stderr::of(&mut child);
     assert!(
-        until("cannot write", &mut err),
-        "no fault within {PATIENCE:?}: {err}"
+        err.until("cannot write"),
+        "no fault within {PATIENCE:?}: {}",
+        err.text
     );
     // Space returns: the writes go on, with a note of the gap.
     std::fs::remove_file(&filler).unwrap();
-    assert!(until("written again", &mut err), "no resume: {err}");
+    assert!(err.until("written again"), "no resume: {}", err.text);
     // Ctrl-C ends the soak; a footer is written.
     flatline_runtime::sys::terminate(child.id()).ok();
     let run: Output = child.wait_with_output().unwrap();
     assert_eq!(run.status.code(), Some(1), "a run that lost samples fails");
-    assert!(until("were not recorded", &mut err), "{err}");
-    said_once(&err, &out);
+    assert!(err.until("were not recorded"), "{}", err.text);
+    said_once(&err.text, &out);
     let v = readable(&out);
     let notes = v["events"]["notes"].to_string();
     assert!(notes.contains("recording gap"), "{notes}");
@@ -306,38 +324,17 @@ fn a_watch_that_keeps_sampling_resumes_when_space_returns() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        use std::io::BufRead;
-        for line in std::io::BufReader::new(stderr)
-            .lines()
-            .map_while(Result::ok)
-        {
-            let _ = tx.send(line);
-        }
-    });
-    let mut err = String::new();
-    let mut until = |needle: &str| {
-        wait_for(Duration::from_millis(50), || {
-            while let Ok(l) = rx.try_recv() {
-                err.push_str(&l);
-                err.push('\n');
-            }
-            err.contains(needle).then_some(())
-        })
-        .is_some()
-    };
-    assert!(until("cannot write"), "no fault within {PATIENCE:?}");
+    let mut err = Stderr::of(&mut child);
+    assert!(err.until("cannot write"), "no fault within {PATIENCE:?}");
     std::fs::remove_file(&filler).unwrap();
-    assert!(until("written again"), "no resume");
+    assert!(err.until("written again"), "no resume");
     // The command ends on its own; the watch ends with it, non-zero.
     drop(flag);
     let run: Output = child.wait_with_output().unwrap();
     assert_eq!(run.status.code(), Some(1), "a run that lost samples fails");
     assert!(String::from_utf8_lossy(&run.stdout).contains("done"));
-    assert!(until("were not recorded"));
-    said_once(&err, &out);
+    assert!(err.until("were not recorded"));
+    said_once(&err.text, &out);
     let v = readable(&out);
     assert!(
         v["events"]["notes"].to_string().contains("recording gap"),
