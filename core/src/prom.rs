@@ -240,7 +240,9 @@ impl ExportState {
                 self.live.push(s.t_s(), value, steps, tokens);
             }
             Item::Event(e) => {
-                if matches!(e.kind, EventKind::Note(_)) {
+                if let EventKind::Note(text) = &e.kind
+                    && !flatline_runtime::recording::is_recording_note(text)
+                {
                     self.probe_errors += 1;
                 }
             }
@@ -450,6 +452,21 @@ impl ExportState {
             "flatline_export_broken",
             "1 when the exporter lost a schema change and stopped following the stream",
             broken,
+        );
+        let fault = Family::<HostLabels, Gauge>::default();
+        fault
+            .get_or_create(&host)
+            .set(i64::from(self.tap.write_fault.load(Relaxed)));
+        reg.register(
+            "flatline_recording_write_fault",
+            "1 while the recording's writes fail (a full disk) or after the recording stopped on such a fault",
+            fault,
+        );
+        counter(
+            &mut reg,
+            "flatline_recording_lost_samples",
+            "Samples of the stream that write faults kept out of the recording",
+            self.tap.lost_samples.load(Relaxed),
         );
         let mut text = String::new();
         // Writing into a String cannot fail.

@@ -80,37 +80,16 @@ impl Road {
         if let Some(e) = self.pending.take() {
             self.error = Some(e);
         }
-        let Some(w) = self.out.writer.as_mut() else {
-            return;
-        };
-        let note = |store: &mut Store, t_ns: u64, text: String| {
-            store.push_item(&Item::Event(Event {
-                t_ns,
-                kind: EventKind::Note(text),
-            }));
-        };
-        if let Some(r) = w.take_resumed() {
-            note(
-                store,
-                r.lost_until_ns,
-                format!(
-                    "recording resumed: {} samples lost from {:.1} s",
-                    r.lost_samples,
-                    r.safe_t_ns as f64 / 1e9
-                ),
-            );
+        let news = self.out.fault_news();
+        for e in news.notes {
+            store.push_item(&Item::Event(e));
+        }
+        if news.resumed.is_some() {
             self.fault = None;
         }
-        let Some(f) = w.fault().cloned() else {
+        let Some(f) = self.out.writer.as_ref().and_then(|w| w.fault().cloned()) else {
             return;
         };
-        if self.fault.is_none() {
-            note(
-                store,
-                f.lost_until_ns,
-                format!("recording fault: {}", f.cause),
-            );
-        }
         self.fault = Some(match self.policy {
             crate::cli::OnWriteError::KeepSampling => format!(
                 "cannot write {}; retrying every {} s",
@@ -456,11 +435,15 @@ impl ChildFaults {
         };
         match what {
             "fault" => {
-                self.notes.push(format!("recording fault: {text}"));
+                self.notes
+                    .push(format!("{}{text}", flatline_runtime::recording::FAULT_NOTE));
                 *slot = Some(text);
             }
             "resumed" => {
-                self.notes.push(format!("recording resumed: {text}"));
+                self.notes.push(format!(
+                    "{}{text}",
+                    flatline_runtime::recording::RESUMED_NOTE
+                ));
                 *slot = None;
             }
             "stopped" => {
@@ -984,11 +967,7 @@ impl WatchSource {
         let mut store = Store::new(tel.schema.clone(), LIVE_CAP);
         store.set_host(&setup.host);
         let road = Road {
-            out: Fanout {
-                writer,
-                tap,
-                ..Fanout::default()
-            },
+            out: Fanout::new(writer, tap),
             pending: None,
             error: None,
             policy: on_write_error,

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-use support::{PATIENCE, SmallDisk, flatline, report, wait_for};
+use support::{PATIENCE, SmallDisk, flatline, metrics, report, series, served_at, wait_for};
 
 /// The one line that says the fault, checked: the file, the cause once, the
 /// last moment on disk.
@@ -115,19 +115,38 @@ fn a_soak_that_keeps_sampling_resumes_when_space_returns() {
     std::fs::write(&filler, vec![0u8; 40_000]).unwrap();
     let out = disk.path("x.flr");
     let mut child = soak(&out, "keep-sampling", "600")
+        .args(["--prometheus", "127.0.0.1:0"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     let mut err = Stderr::of(&mut child);
+    assert!(err.until("/metrics"), "not served: {}", err.text);
+    let addr = served_at(&err.text).unwrap();
+    // The exporter follows the stream: the fault shows as a gauge, and the
+    // note of it is not a probe's error.
+    let scraped = |want: fn(f64) -> bool, name: &str| {
+        wait_for(Duration::from_millis(100), || {
+            let text = metrics(addr);
+            series(&text, name, &[]).filter(|v| want(*v)).map(|_| text)
+        })
+    };
     assert!(
         err.until("cannot write"),
         "no fault within {PATIENCE:?}: {}",
         err.text
     );
+    let text =
+        scraped(|v| v == 1.0, "flatline_recording_write_fault").expect("the fault is served");
+    assert_eq!(series(&text, "flatline_probe_errors_total", &[]), Some(0.0));
     // Space returns: the writes go on, with a note of the gap.
     std::fs::remove_file(&filler).unwrap();
     assert!(err.until("written again"), "no resume: {}", err.text);
+    let text =
+        scraped(|v| v == 0.0, "flatline_recording_write_fault").expect("the resumption is served");
+    let lost = series(&text, "flatline_recording_lost_samples_total", &[]).unwrap();
+    assert!(lost > 0.0, "{text}");
+    assert_eq!(series(&text, "flatline_probe_errors_total", &[]), Some(0.0));
     // Ctrl-C ends the soak; a footer is written.
     flatline_runtime::sys::terminate(child.id()).ok();
     let run: Output = child.wait_with_output().unwrap();

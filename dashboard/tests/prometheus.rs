@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use support::wait_for;
+use support::{get, metrics, series, served_at, wait_for};
 
 const GROWER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/grower.py");
 
@@ -64,46 +64,13 @@ fn watch_saying(pid: u32, dir: &Path, extra: &[&str]) -> (Reaped, SocketAddr, St
     let mut found = None;
     for line in stderr.lines() {
         let line = line.unwrap();
-        if let Some(rest) = line.strip_prefix("flatline: serving Prometheus metrics at ") {
-            let (_, rest) = rest.split_once("://").expect("a URL");
-            let (addr, _) = rest.split_once("/metrics").expect("a /metrics URL");
-            found = Some((addr.parse().unwrap(), line));
+        if let Some(addr) = served_at(&line) {
+            found = Some((addr, line));
             break;
         }
     }
     let (addr, line) = found.expect("the watch says where it serves");
     (Reaped(child), addr, line)
-}
-
-/// One HTTP request; the whole answer (empty when the server closed the
-/// connection unanswered, as it does while it is full).
-fn get(addr: SocketAddr, request: &str) -> String {
-    let mut body = String::new();
-    let Ok(mut s) = TcpStream::connect(addr) else {
-        return body;
-    };
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    if s.write_all(request.as_bytes()).is_ok() && s.read_to_string(&mut body).is_err() {
-        body.clear();
-    }
-    body
-}
-
-fn metrics(addr: SocketAddr) -> String {
-    get(
-        addr,
-        "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
-    )
-}
-
-/// The value of the first series of `name` whose labels include every one
-/// of `labels` (`key="value"`).
-fn series(text: &str, name: &str, labels: &[&str]) -> Option<f64> {
-    text.lines()
-        .filter(|l| l.starts_with(&format!("{name}{{")))
-        .find(|l| labels.iter().all(|want| l.contains(want)))
-        .and_then(|l| l.rsplit(' ').next())
-        .and_then(|v| v.parse().ok())
 }
 
 fn vm_rss(pid: u32) -> f64 {

@@ -104,8 +104,8 @@ pub use schema::{
 pub use seek::{SEEK_EVERY, SampleIndex, Samples, SeekPoint};
 pub use slots::Slots;
 pub use writer::{
-    BLOCK_AGE, BLOCK_SAMPLES, DIGEST_EVERY, PACK_EVENTS, RecordingWriter, WRITE_RETRY, WriteFault,
-    WriteSummary,
+    BLOCK_AGE, BLOCK_SAMPLES, DIGEST_EVERY, GAP_NOTE, PACK_EVENTS, RecordingWriter, WRITE_RETRY,
+    WriteFault, WriteSummary,
 };
 
 use std::path::PathBuf;

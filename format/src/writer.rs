@@ -29,6 +29,10 @@ pub const DIGEST_EVERY: Duration = Duration::from_secs(60);
 /// How often a recording whose writes fail (a full disk) tries again.
 pub const WRITE_RETRY: Duration = Duration::from_secs(3);
 
+/// The start of the note a recording carries where a write fault left a
+/// gap (`recording gap: 812 samples and 0 events lost between …`).
+pub const GAP_NOTE: &str = "recording gap: ";
+
 /// A recording whose writes fail (a full disk, a quota, a file system
 /// turned read-only) and what it has lost since. The file keeps every frame
 /// up to [`WriteFault::safe_t_ns`], whole: what was half written is cut
@@ -596,7 +600,7 @@ impl RecordingWriter {
         let gap = Event {
             t_ns: fault.lost_until_ns.max(fault.safe_t_ns),
             kind: EventKind::Note(format!(
-                "recording gap: {} samples and {} events lost between {:.1} s and {:.1} s ({})",
+                "{GAP_NOTE}{} samples and {} events lost between {:.1} s and {:.1} s ({})",
                 fault.lost_samples,
                 fault.lost_events,
                 fault.safe_t_ns as f64 / 1e9,

@@ -22,6 +22,8 @@
 //! for them.
 #![allow(dead_code)] // each test binary uses its own share of these helpers
 
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
@@ -177,4 +179,46 @@ impl Drop for SmallDisk {
     fn drop(&mut self) {
         let _ = Command::new("umount").arg(self.dir.path()).status();
     }
+}
+
+/// One HTTP request; the whole answer (empty when the server closed the
+/// connection unanswered, as it does while it is full).
+pub fn get(addr: SocketAddr, request: &str) -> String {
+    let mut body = String::new();
+    let Ok(mut s) = TcpStream::connect(addr) else {
+        return body;
+    };
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    if s.write_all(request.as_bytes()).is_ok() && s.read_to_string(&mut body).is_err() {
+        body.clear();
+    }
+    body
+}
+
+pub fn metrics(addr: SocketAddr) -> String {
+    get(
+        addr,
+        "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    )
+}
+
+/// The value of the first series of `name` whose labels include every one
+/// of `labels` (`key="value"`).
+pub fn series(text: &str, name: &str, labels: &[&str]) -> Option<f64> {
+    text.lines()
+        .filter(|l| l.starts_with(&format!("{name}{{")))
+        .find(|l| labels.iter().all(|want| l.contains(want)))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+}
+
+/// The address a run says it serves `/metrics` at, from its stderr line
+/// `flatline: serving Prometheus metrics at http://ADDR/metrics (…)`.
+pub fn served_at(stderr: &str) -> Option<SocketAddr> {
+    let rest = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("flatline: serving Prometheus metrics at "))?;
+    let (_, rest) = rest.split_once("://")?;
+    let (addr, _) = rest.split_once("/metrics")?;
+    addr.parse().ok()
 }

@@ -21,8 +21,8 @@ pub use flatline_format::{
     TailProblemKind, Thinned, Visit, WRITE_RETRY, WriteFault, WriteSummary, scan,
 };
 pub use recorder::{
-    EVENT_CAPACITY, Fanout, Faults, Recorder, RecorderStats, RecorderSummary, TAP_CAPACITY, Tap,
-    TapStats, event_channel,
+    EVENT_CAPACITY, FAULT_NOTE, Fanout, FaultNews, Faults, RESUMED_NOTE, Recorder, RecorderStats,
+    RecorderSummary, TAP_CAPACITY, Tap, TapStats, event_channel, is_recording_note,
 };
 pub use setup::RecordingSetup;
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use crossbeam_channel::{Receiver, Sender, TrySendError, select};
 
-use super::{Event, Item, RecordingError, RecordingWriter, WriteFault, WriteSummary};
+use super::{Event, EventKind, Item, RecordingError, RecordingWriter, WriteFault, WriteSummary};
 use crate::telemetry::alloc::mark_observer_thread;
 use crate::telemetry::{Sample, SchemaFeed};
 
@@ -79,9 +79,90 @@ pub struct Fanout {
     pub tap: Option<Tap>,
     /// The error that ended `copy`, until taken.
     pub copy_error: Option<RecordingError>,
+    /// A fault of `writer` has been told ([`Fanout::fault_news`]) and has
+    /// not ended.
+    faulted: bool,
+    /// Samples lost in faults that ended.
+    lost_before: u64,
+}
+
+/// What [`Fanout::fault_news`] found.
+#[derive(Debug, Default)]
+pub struct FaultNews {
+    /// A fault that ended: writes work again, and the file notes the gap.
+    pub resumed: Option<WriteFault>,
+    /// The notes the stream got: the fault's beginning and end, in order.
+    pub notes: Vec<Event>,
+}
+
+/// The start of the note a stream gets when its recording's writes begin
+/// to fail (`recording fault: No space left on device (os error 28)`).
+pub const FAULT_NOTE: &str = "recording fault: ";
+/// The start of the note a stream gets when they work again.
+pub const RESUMED_NOTE: &str = "recording resumed: ";
+
+/// True for the notes a recording's writer adds to a stream or a file about
+/// itself (a fault, its end, the gap it left), as against a probe's.
+pub fn is_recording_note(text: &str) -> bool {
+    text.starts_with(FAULT_NOTE)
+        || text.starts_with(RESUMED_NOTE)
+        || text.starts_with(flatline_format::GAP_NOTE)
 }
 
 impl Fanout {
+    /// A fanout to `writer` and `tap`.
+    pub fn new(writer: Option<RecordingWriter>, tap: Option<Tap>) -> Self {
+        Self {
+            writer,
+            tap,
+            ..Self::default()
+        }
+    }
+
+    /// The changes of the recording's write fault since the last call.
+    /// Each is told to the tap as a note in the stream ([`FAULT_NOTE`],
+    /// [`RESUMED_NOTE`]) and in its figures ([`TapStats::write_fault`],
+    /// [`TapStats::lost_samples`]), and returned, with its note, for the
+    /// caller's own consumer.
+    pub fn fault_news(&mut self) -> FaultNews {
+        let mut news = FaultNews::default();
+        let Some(w) = self.writer.as_mut() else {
+            return news;
+        };
+        if let Some(r) = w.take_resumed() {
+            self.lost_before += r.lost_samples;
+            self.faulted = false;
+            news.notes.push(Event {
+                t_ns: r.lost_until_ns,
+                kind: EventKind::Note(format!(
+                    "{RESUMED_NOTE}{} samples lost from {:.1} s",
+                    r.lost_samples,
+                    r.safe_t_ns as f64 / 1e9
+                )),
+            });
+            news.resumed = Some(r);
+        }
+        let now = w.fault();
+        if let Some(f) = now
+            && !self.faulted
+        {
+            self.faulted = true;
+            news.notes.push(Event {
+                t_ns: f.lost_until_ns,
+                kind: EventKind::Note(format!("{FAULT_NOTE}{}", f.cause)),
+            });
+        }
+        let lost = self.lost_before + now.map_or(0, |f| f.lost_samples);
+        if let Some(tap) = &self.tap {
+            tap.stats.write_fault.store(self.faulted, Relaxed);
+            tap.stats.lost_samples.store(lost, Relaxed);
+            for e in &news.notes {
+                tap.send(Item::Event(e.clone()));
+            }
+        }
+        news
+    }
+
     /// Passes `item` to the tap and the recordings. An error of the main
     /// recording is returned (the item is in the tap and the copy); one of
     /// the copy finishes it, kept in [`Fanout::copy_error`].
@@ -176,11 +257,17 @@ pub struct Tap {
     stats: Arc<TapStats>,
 }
 
-/// What a tap lost.
+/// What a tap lost, and what its stream's recording lost.
 #[derive(Debug, Default)]
 pub struct TapStats {
     pub dropped: AtomicU64,
     pub broken: std::sync::atomic::AtomicBool,
+    /// The recording's writes fail (a full disk), from the fault until
+    /// they work again ([`Fanout::fault_news`]); one stopped on a fault
+    /// stays so.
+    pub write_fault: std::sync::atomic::AtomicBool,
+    /// Samples of the stream the recording lost to write faults so far.
+    pub lost_samples: AtomicU64,
 }
 
 impl Tap {
@@ -271,11 +358,7 @@ impl Recorder {
                 mark_observer_thread();
                 let cpu0 = crate::sys::thread_cpu_ns();
                 let tick = crossbeam_channel::tick(Duration::from_millis(100));
-                let mut out = Fanout {
-                    writer: Some(writer),
-                    tap,
-                    ..Fanout::default()
-                };
+                let mut out = Fanout::new(Some(writer), tap);
                 let mut samples_open = true;
                 // A write fault (a full disk) is not the end: the writer keeps
                 // the file whole, drops what it cannot write and retries; the
@@ -307,8 +390,8 @@ impl Recorder {
                             None => *f = Faults::default(),
                         }
                     }
+                    let resumed = out.fault_news().resumed;
                     if let Some(w) = out.writer.as_mut() {
-                        let resumed = w.take_resumed();
                         let now = w.fault().cloned();
                         let mut f = st
                             .faults
