@@ -403,7 +403,19 @@ pub(super) fn timeline(d: &mut Dashboard, ui: &mut egui::Ui) {
                     });
             }
             let (lo, hi) = (tl.start_s, tl.end_s.max(tl.start_s + 1e-9));
-            ui.spacing_mut().slider_width = (ui.available_width() - 120.0).max(100.0);
+            // The slider takes what its value box and label leave.
+            let font = egui::TextStyle::Body.resolve(ui.style());
+            let width = |text: String| {
+                ui.painter()
+                    .layout_no_wrap(text, font.clone(), Color32::WHITE)
+                    .size()
+                    .x
+            };
+            let s = ui.spacing();
+            let value =
+                (width(format!("{hi:.2}")) + 2.0 * s.button_padding.x).max(s.interact_size.x);
+            let reserve = value + width("playhead (s)".into()) + 2.0 * s.item_spacing.x + 16.0;
+            ui.spacing_mut().slider_width = (ui.available_width() - reserve).max(100.0);
             ui.add(egui::Slider::new(&mut tl.playhead_s, lo..=hi).text("playhead (s)"));
         });
     });
