@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use eframe::egui::{self, Color32, RichText};
 use egui_plot::{
     AxisHints, FilledArea, Legend, Line, LineStyle, Plot, PlotPoint, PlotPoints, PlotUi, Points,
-    Polygon, Text, VLine,
+    Polygon, VLine,
 };
 use flatline_runtime::analysis::summary::{self, Assessed};
 use flatline_runtime::analysis::{ChannelAnalysis, Kind, Severity, Verdict};
@@ -116,15 +116,17 @@ mod tests {
 
     use super::*;
 
-    /// Growth is red; the same trend downwards is not an alarm.
+    /// Growth takes its severity's colour; the same trend downwards is not
+    /// an alarm.
     #[test]
     fn shrinking_memory_is_not_coloured_as_a_leak() {
         let rss = ChannelSpec::new("mem.rss", Unit::Bytes, Group::Memory);
-        let mut live = LiveAnalysis::new(&[rss.clone(), rss]);
+        let mut live = LiveAnalysis::new(&[rss.clone(), rss.clone(), rss]);
         for k in 0..600 {
             let t = k as f64 * 0.1;
             let wobble = [0.0, 4096.0, -4096.0, 0.0][k % 4];
-            let v = |i: usize| 5e8 + wobble + if i == 0 { 1.0 } else { -1.0 } * t * 1048576.0;
+            let sign = [1.0, -1.0, 0.0];
+            let v = |i: usize| 5e8 + wobble + sign[i] * t * 1048576.0;
             live.push(t, v, f64::NAN, f64::NAN);
         }
         live.refresh(None);
@@ -133,8 +135,12 @@ mod tests {
             (up.verdict, down.verdict),
             (Verdict::Linear, Verdict::Linear)
         );
-        assert_eq!(verdict_color(up), Color32::from_rgb(220, 70, 60));
+        // No limit known: growth's own colour, not an alarm's.
+        assert_eq!(up.severity, Some(Severity::Info));
+        assert_eq!(verdict_color(up), GROWS);
         assert_eq!(verdict_color(down), NEUTRAL);
+        let flat = live.analysis(2).unwrap();
+        assert_eq!((flat.verdict, verdict_color(flat)), (Verdict::Flat, FLAT));
     }
 
     /// The wall clock reads the local zone: its offset moves the origin

@@ -16,30 +16,47 @@ pub(super) fn group_name(g: Group) -> &'static str {
     }
 }
 
-/// A badge's colour: by verdict, but memory that shrinks steadily or in steps
-/// is not an alarm (the headline and `--fail-on` count growth only), so it
-/// takes the neutral colour of a noisy channel rather than red or amber.
+/// The one meaning colour has outside the lines (which say whose data they
+/// are): how urgent a finding is, the same on a badge, a card and the
+/// banner. Growth's severity first (red: its limit within 24 h; amber:
+/// within 7 days; tan: it grows, its limit far or unknown), then what is
+/// not growth: green for flat, blue-grey for what moves without growing
+/// (noise, bursts, memory that shrinks), grey for what cannot be told.
+pub(super) const CRITICAL: Color32 = Color32::from_rgb(220, 70, 60);
+pub(super) const WARNING: Color32 = Color32::from_rgb(225, 165, 40);
+pub(super) const GROWS: Color32 = Color32::from_rgb(200, 170, 110);
+pub(super) const FLAT: Color32 = Color32::from_rgb(70, 175, 95);
+pub(super) const NEUTRAL: Color32 = Color32::from_rgb(120, 140, 200);
+pub(super) const UNTOLD: Color32 = Color32::GRAY;
+
+pub(super) fn severity_color(s: Severity) -> Color32 {
+    match s {
+        Severity::Critical => CRITICAL,
+        Severity::Warning => WARNING,
+        Severity::Info => GROWS,
+    }
+}
+
+/// A badge's colour (see [`CRITICAL`]): memory that shrinks steadily or in
+/// steps is not an alarm (the headline and `--fail-on` count growth only).
 pub(super) fn verdict_color(a: &ChannelAnalysis) -> Color32 {
     if a.verdict.is_growth() && a.slope_per_s < 0.0 {
         return NEUTRAL;
     }
+    if let Some(s) = a.severity {
+        return severity_color(s);
+    }
     match a.verdict {
-        Verdict::Flat | Verdict::Stable | Verdict::Steady | Verdict::Held => {
-            Color32::from_rgb(60, 170, 90)
-        }
-        Verdict::Staircase => Color32::from_rgb(220, 160, 40),
-        Verdict::Linear => Color32::from_rgb(220, 70, 60),
-        Verdict::Noisy | Verdict::Bursty => NEUTRAL,
-        Verdict::Rising
-        | Verdict::Falling
+        Verdict::Flat | Verdict::Stable | Verdict::Steady | Verdict::Held => FLAT,
+        Verdict::Staircase
+        | Verdict::Linear
+        | Verdict::Rising
         | Verdict::DriftingUp
-        | Verdict::DriftingDown
-        | Verdict::Rose => Color32::from_rgb(200, 170, 110),
-        Verdict::Insufficient => Color32::GRAY,
+        | Verdict::Rose => GROWS,
+        Verdict::Noisy | Verdict::Bursty | Verdict::Falling | Verdict::DriftingDown => NEUTRAL,
+        Verdict::Insufficient => UNTOLD,
     }
 }
-
-pub(super) const NEUTRAL: Color32 = Color32::from_rgb(120, 140, 200);
 
 pub(super) fn badge(ui: &mut egui::Ui, a: Option<&ChannelAnalysis>) {
     let Some(a) = a else { return };
@@ -226,13 +243,8 @@ pub(super) fn channel_row(d: &mut Dashboard, ui: &mut egui::Ui, i: usize, visibl
     let analysis = d.store.analysis(i);
     ui.horizontal(|ui| {
         let mut on = d.settings.selected.contains(&spec.name);
-        if ui.checkbox(&mut on, &spec.name).changed() {
-            if on {
-                d.settings.selected.insert(spec.name.clone());
-            } else {
-                d.settings.selected.remove(&spec.name);
-            }
-        }
+        // The figures first, from the right; the name takes what is left
+        // and is elided, whole on hover, rather than drawn under them.
         ui.with_layout(egui::Layout::right_to_left(egui::Align::Center), |ui| {
             badge(ui, analysis);
             // A counter beside its rate; anything else beside its drift.
@@ -250,6 +262,34 @@ pub(super) fn channel_row(d: &mut Dashboard, ui: &mut egui::Ui, i: usize, visibl
             ui.label(
                 RichText::new(current.map_or("–".into(), |v| value(v, spec.unit))).monospace(),
             );
+            ui.with_layout(egui::Layout::left_to_right(egui::Align::Center), |ui| {
+                let r = elided_checkbox(ui, &mut on, &spec.name);
+                if r.changed() {
+                    if on {
+                        d.settings.selected.insert(spec.name.clone());
+                    } else {
+                        d.settings.selected.remove(&spec.name);
+                    }
+                }
+            });
         });
     });
+}
+
+/// A checkbox whose name is elided to the space left, and said whole on
+/// hover when it is.
+pub(super) fn elided_checkbox(ui: &mut egui::Ui, on: &mut bool, name: &str) -> egui::Response {
+    let font = egui::TextStyle::Body.resolve(ui.style());
+    let s = ui.spacing();
+    let wants = ui
+        .painter()
+        .layout_no_wrap(name.to_owned(), font, Color32::WHITE)
+        .size()
+        .x
+        + s.icon_width
+        + s.icon_spacing;
+    let elided = wants > ui.available_width();
+    ui.style_mut().wrap_mode = Some(egui::TextWrapMode::Truncate);
+    let r = ui.checkbox(on, name);
+    if elided { r.on_hover_text(name) } else { r }
 }

@@ -7,8 +7,8 @@ use flatline_runtime::analysis::{ChannelAnalysis, Kind};
 use flatline_runtime::telemetry::Unit;
 
 use super::{
-    Dashboard, axis_unit, badge, decimate_on, draw_markers, line, linked_plot, marker_lines_on,
-    rates,
+    Dashboard, Mark, axis_unit, badge, decimate_on, draw_markers, lane_plot, line, linked_plot,
+    marks_on, rates,
 };
 use crate::ui::Store;
 use flatline_core::cli::AlignArg;
@@ -94,20 +94,38 @@ pub fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
     let link = egui::Id::unique("flatline-compare-x");
     let capturing = d.capturing();
     let (drift, counts) = (d.settings.drift, d.settings.counts);
-    let marks: Vec<(f64, String)> = {
+    let marks: Vec<Mark> = {
         let side = |store: &Store, n: usize, letter: &str| {
-            // Each side's own warm-up is said on the cards: two more dashed
-            // lines a plot would hide the markers people set.
-            marker_lines_on(store, n, x_axis(store, align), false)
+            // Each side's own warm-up is said on the cards, not as marks.
+            marks_on(store, n, x_axis(store, align), false)
                 .into_iter()
-                .map(|(x, t)| (x, format!("{letter}: {t}")))
+                .map(|m| Mark {
+                    text: format!("{letter}: {}", m.text),
+                    ..m
+                })
                 .collect::<Vec<_>>()
         };
         let mut m = side(&d.store, visible, "A");
         m.extend(side(&other.store, b_visible, "B"));
-        m.sort_by(|a, b| a.0.total_cmp(&b.0));
+        m.sort_by(|a, b| a.x.total_cmp(&b.x));
         m
     };
+    if !marks.is_empty() {
+        let say_x = move |x: f64| match align {
+            AlignArg::Time => format!("{x:.1} s"),
+            _ => format!("{} {}", axis_label(align), super::axes::step_label(x)),
+        };
+        lane_plot(
+            ui,
+            "compare-lane",
+            link,
+            capturing,
+            axis_label(align),
+            None,
+            &marks,
+            &say_x,
+        );
+    }
     egui::ScrollArea::vertical().show(ui, |ui| {
         for name in names {
             let a = side_line(&d.store, &name, visible, columns, align, drift, counts);
@@ -142,11 +160,6 @@ pub fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
                 _ => "",
             };
             ui.label(RichText::new(format!("{name}{what} ({unit}){only}")).strong());
-            let top = [&a, &b]
-                .into_iter()
-                .flatten()
-                .flat_map(|(pts, ..)| pts.iter().map(|p| p.y))
-                .fold(f64::NEG_INFINITY, f64::max);
             linked_plot(
                 ("compare", &name),
                 height,
@@ -157,7 +170,7 @@ pub fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
                 true,
             )
             .show(ui, |pui| {
-                draw_markers(pui, &marks, top);
+                draw_markers(pui, &marks);
                 for (letter, color, side) in [("A", A, a), ("B", B, b)] {
                     if let Some((pts, ..)) = side {
                         pui.line(line(letter, pts).color(color));

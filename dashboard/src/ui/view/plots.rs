@@ -63,7 +63,9 @@ pub(super) fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
     let link = egui::Id::unique("flatline-x");
     // Each plot has a title line and spacing above it.
     // The last plot also holds the shared time axis.
-    let height = ((ui.available_height() - 34.0 * count as f32 - X_AXIS) / count as f32).max(80.0);
+    let height = ((ui.available_height() - 34.0 * count as f32 - X_AXIS - LANE - 8.0)
+        / count as f32)
+        .max(80.0);
     let columns = ui.available_width().max(100.0) as usize;
     let capturing = d.capturing();
     // Shift + drag chooses a part of the run (on the time axis) instead of
@@ -77,7 +79,12 @@ pub(super) fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
     } else {
         "time since the start"
     };
-    let marks = marker_lines(d, visible, x_steps);
+    let lane_marks = marks(d, visible, x_steps);
+    let lane_h = if lane_marks.is_empty() {
+        0.0
+    } else {
+        LANE + ui.spacing().item_spacing.y
+    };
     let times = &d.store.times()[..visible.min(d.store.times().len())];
     // The data's extent on the axis drawn: every row and the shared axis
     // include it, so their x ranges agree (each plot fitting its own data
@@ -110,7 +117,7 @@ pub(super) fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
     let zoomed = d.zoom.is_some();
     let mut seen_x: Option<[f64; 2]> = None;
     // The rows scroll; the time axis they share stays in view under them.
-    let rows_height = (ui.available_height() - X_AXIS - 8.0).max(80.0);
+    let rows_height = (ui.available_height() - X_AXIS - 8.0 - lane_h).max(80.0);
     egui::ScrollArea::vertical()
         .max_height(rows_height)
         .show(ui, |ui| {
@@ -249,7 +256,7 @@ pub(super) fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
                         let m = ((hi - lo) * 0.05).max(hi.abs().max(1.0) * 1e-9);
                         pui.set_plot_bounds_y(lo - m..=hi + m);
                     }
-                    draw_markers(pui, &marks, band.map_or(hi, |b| b.1.max(hi)));
+                    draw_markers(pui, &lane_marks);
                     if let Some([a, b]) = chosen {
                         let y = pui.plot_bounds().range_y();
                         let (lo, hi) = (*y.start(), *y.end());
@@ -315,6 +322,26 @@ pub(super) fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
                 seen_x = Some([*r.start(), *r.end()]);
             }
         });
+    // The markers' lane, on the axis the rows share.
+    if !lane_marks.is_empty() {
+        let say_x = |x: f64| {
+            if x_steps {
+                format!("step {}", axes::step_label(x))
+            } else {
+                format!("{x:.1} s")
+            }
+        };
+        lane_plot(
+            ui,
+            "markers-lane",
+            link,
+            capturing,
+            x_label,
+            Some(data_x),
+            &lane_marks,
+            &say_x,
+        );
+    }
     // The shared time axis: a plot with no data, linked to the rows, whose
     // y axis is as wide as theirs so its ticks fall under their times.
     let axis = linked_plot(

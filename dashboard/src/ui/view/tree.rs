@@ -148,12 +148,7 @@ pub(super) fn tree_plot(
         for a in areas {
             pui.add(a);
         }
-        let top = lower
-            .iter()
-            .chain(total.iter().map(|p| &p.y))
-            .copied()
-            .fold(0.0, f64::max);
         pui.line(line("tree.pss", total).width(2.0));
-        draw_markers(pui, &marker_lines(d, visible, x_steps), top);
+        draw_markers(pui, &marks(d, visible, x_steps));
     });
 }

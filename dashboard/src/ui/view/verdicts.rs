@@ -15,7 +15,7 @@ pub(super) fn banner(d: &mut Dashboard, ui: &mut egui::Ui) {
                     RichText::new(format!("Not recorded: {fault}"))
                         .size(16.0)
                         .strong()
-                        .color(Color32::from_rgb(220, 70, 60)),
+                        .color(CRITICAL),
                 )
                 .wrap(),
             );
@@ -58,12 +58,10 @@ pub(super) fn banner(d: &mut Dashboard, ui: &mut egui::Ui) {
         .collect();
     let text = assessment.headline.clone();
     let color = match assessment.severity() {
-        Some(Severity::Critical) => Color32::from_rgb(220, 70, 60),
-        Some(Severity::Warning) => Color32::from_rgb(225, 165, 40),
-        Some(Severity::Info) => Color32::from_rgb(120, 160, 220),
+        Some(s) => severity_color(s),
         // Readings that cannot tell growth from noise are not "flat": no green.
-        None if !assessment.untold.is_empty() => Color32::GRAY,
-        None => Color32::from_rgb(80, 180, 100),
+        None if !assessment.untold.is_empty() => UNTOLD,
+        None => FLAT,
     };
     let clicked = egui::Panel::top("finding")
         .show(ui, |ui| {
@@ -200,11 +198,7 @@ pub(super) fn card(ui: &mut egui::Ui, name: &str, u: Unit, a: &ChannelAnalysis) 
         ui.label(RichText::new(name).strong());
         badge(ui, Some(a));
         if let Some(sev) = a.severity {
-            let c = match sev {
-                Severity::Critical => Color32::from_rgb(220, 70, 60),
-                Severity::Warning => Color32::from_rgb(220, 160, 40),
-                Severity::Info => Color32::GRAY,
-            };
+            let c = severity_color(sev);
             ui.label(RichText::new(sev.as_str()).small().strong().color(c));
         }
         ui.label(RichText::new(format!("{:.0} %", a.confidence * 100.0)).small());
