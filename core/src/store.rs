@@ -521,8 +521,14 @@ impl Store {
         self.live.refresh(budget);
     }
 
-    /// Whether some channel has data its analysis has not seen yet: more
-    /// frames are needed to run it (at most once a second each).
+    /// Whether a frame now would analyse something (a channel never
+    /// analysed, or new data a second after its last analysis).
+    pub fn analyses_due(&self) -> bool {
+        self.live.due()
+    }
+
+    /// Whether some channel has data its analysis has not seen yet (it will
+    /// be due within a second).
     pub fn analyses_pending(&self) -> bool {
         self.live.pending()
     }

@@ -177,6 +177,11 @@ pub struct Dashboard {
     pub selecting: Option<[f64; 2]>,
     /// The receipt of the part last chosen, shown until closed.
     pub range_receipt: Option<RangeReceipt>,
+    /// Seconds of new data that move the plots last drawn by one pixel
+    /// along x (infinite when the view does not show the newest data);
+    /// `None` when no plot was drawn. The window's waker asks for no frame
+    /// sooner (see [`MOST_STILL`]).
+    pub pixel_s: Option<f64>,
 }
 
 /// Requests from the keyboard (see `view::keys`) carried to the part of the
@@ -233,6 +238,7 @@ impl Dashboard {
             tree_findings: None,
             selecting: None,
             range_receipt: None,
+            pixel_s: None,
         };
         d.detail = d.detail_for_source();
         d
@@ -502,17 +508,24 @@ impl Dashboard {
         }
     }
 
-    /// Whether the dashboard needs more frames with no input and no new
-    /// data: a replay playing, analyses not yet run on the data shown, a
-    /// screenshot being taken.
+    /// Whether the dashboard needs more frames now, with no input and no new
+    /// data: a replay playing, analyses due on the data shown, a screenshot
+    /// being taken.
     pub fn busy(&self) -> bool {
         self.timeline.as_ref().is_some_and(|t| t.playing)
-            || self.store.analyses_pending()
+            || self.store.analyses_due()
+            || self.other.as_ref().is_some_and(|o| o.store.analyses_due())
+            || self.capture.is_some()
+    }
+
+    /// Whether data shown has not been analysed yet (its analysis comes
+    /// within a second): a frame then, even with nothing new.
+    pub fn stale(&self) -> bool {
+        self.store.analyses_pending()
             || self
                 .other
                 .as_ref()
                 .is_some_and(|o| o.store.analyses_pending())
-            || self.capture.is_some()
     }
 
     /// Draws the whole dashboard into `ui` (one frame); see [`Dashboard::tick`]
@@ -660,20 +673,33 @@ impl Drop for App {
 struct Pace {
     /// The dashboard wants frames with no new data (set by `App::logic`).
     busy: AtomicBool,
+    /// It has data not analysed yet: a frame within [`MOST_STILL`].
+    stale: AtomicBool,
     gone: AtomicBool,
     epoch: Instant,
     /// Nanoseconds from `epoch` to the start of the last frame.
     last_frame_ns: AtomicU64,
+    /// [`Dashboard::pixel_s`] of the last frame, as f64 bits (0: none).
+    pixel_s: AtomicU64,
 }
 
 impl Pace {
     fn new() -> Self {
         Self {
             busy: AtomicBool::new(true),
+            stale: AtomicBool::new(false),
             gone: AtomicBool::new(false),
             epoch: Instant::now(),
             last_frame_ns: AtomicU64::new(0),
+            pixel_s: AtomicU64::new(0),
         }
+    }
+
+    /// How long new data may wait for its frame: until it moves the plots
+    /// by a pixel, at most [`MOST_STILL`].
+    fn data_may_wait(&self) -> Duration {
+        let s = f64::from_bits(self.pixel_s.load(Ordering::Relaxed));
+        Duration::from_secs_f64(s.clamp(0.0, MOST_STILL.as_secs_f64()))
     }
 
     fn now_ns(&self) -> u64 {
@@ -721,6 +747,9 @@ impl eframe::App for App {
         // No timer here: a frame comes with input, or when the waker asks
         // for it, for new data or because the dashboard is busy.
         self.pace.busy.store(self.dash.busy(), Ordering::Relaxed);
+        self.pace.stale.store(self.dash.stale(), Ordering::Relaxed);
+        let pixel = self.dash.pixel_s.unwrap_or(0.0);
+        self.pace.pixel_s.store(pixel.to_bits(), Ordering::Relaxed);
     }
 
     /// The panels' colour: the panels themselves are transparent in the
@@ -749,10 +778,19 @@ impl eframe::App for App {
 /// How often the waker looks for new data between frames, at most.
 const POLL: Duration = Duration::from_millis(20);
 
+/// The longest new data waits for a frame: the figures and counts around
+/// the plots change with every sample, even where the plots do not.
+pub const MOST_STILL: Duration = Duration::from_secs(1);
+
 /// Asks `ctx` for a frame when the source has new data, the dashboard is
 /// busy, or Ctrl-C came, at most `fps` times a second counting the frames
 /// that input caused; ends when the app is gone. A check costs a file's
 /// length or an atomic load.
+///
+/// New data gets its frame once it moves the plots by a pixel along x
+/// (the last frame's [`Dashboard::pixel_s`]), or after [`MOST_STILL`]: a
+/// window showing ten minutes of a 10 Hz stream on 1,000 pixels draws 1.7
+/// frames a second, not 10, and loses nothing a pixel could show.
 ///
 /// A covered or minimized window draws nothing whatever is asked: eframe
 /// then runs [`App::logic`] alone, so the data still flows.
@@ -771,6 +809,8 @@ fn spawn_waker(
             // The waker's own last request, which egui answers a moment
             // later: the next may not come sooner than a period after it.
             let mut asked = Instant::now();
+            // New data not yet drawn.
+            let mut pending = false;
             while !pace.gone.load(Ordering::Relaxed) {
                 let earliest = (pace.last_frame().max(asked) + period).max(Instant::now());
                 std::thread::sleep(earliest.saturating_duration_since(Instant::now()));
@@ -780,8 +820,16 @@ fn spawn_waker(
                     continue;
                 }
                 // `activity` first: it also forgets what it reported.
-                let fresh = activity.as_mut().is_some_and(|a| a());
-                if fresh || pace.busy.load(Ordering::Relaxed) {
+                pending |= activity.as_mut().is_some_and(|a| a());
+                let stale = pace.stale.load(Ordering::Relaxed);
+                let wait = if pending {
+                    pace.data_may_wait()
+                } else {
+                    MOST_STILL
+                };
+                let due = (pending || stale) && pace.last_frame().elapsed() >= wait;
+                if due || pace.busy.load(Ordering::Relaxed) {
+                    pending = false;
                     // egui answers a request without delay with two frames;
                     // one with a delay, however short, with one.
                     ctx.request_repaint_after(Duration::from_millis(1));
@@ -878,6 +926,24 @@ pub fn run_window(
                 // every frame, which a software rasteriser pays per pixel.
                 cc.egui_ctx
                     .all_styles_mut(|s| s.visuals.panel_fill = egui::Color32::TRANSPARENT);
+                // Corners of 2 points instead of egui's 4 to 6: three vertices a
+                // corner instead of nine, so each button, badge and card is a
+                // third of the triangles, which a software rasteriser sets up
+                // one by one (about a tenth of a frame; docs/dashboard.md).
+                cc.egui_ctx.all_styles_mut(|s| {
+                    let w = &mut s.visuals.widgets;
+                    for state in [
+                        &mut w.noninteractive,
+                        &mut w.inactive,
+                        &mut w.hovered,
+                        &mut w.active,
+                        &mut w.open,
+                    ] {
+                        state.corner_radius = egui::CornerRadius::same(2);
+                    }
+                    s.visuals.window_corner_radius = egui::CornerRadius::same(2);
+                    s.visuals.menu_corner_radius = egui::CornerRadius::same(2);
+                });
                 let pace = Arc::new(Pace::new());
                 spawn_waker(
                     cc.egui_ctx.clone(),

@@ -68,6 +68,8 @@ pub enum Action {
 /// Draws one frame and returns what the clicks in it asked for.
 pub fn draw(d: &mut Dashboard, ui: &mut egui::Ui) -> Vec<Action> {
     let mut actions = Vec::new();
+    // Set by the plots, if drawn.
+    d.pixel_s = None;
     keys(d, ui, &mut actions);
     let visible = d.visible_len();
     top_bar(d, ui, &mut actions);
@@ -141,6 +143,27 @@ mod tests {
         assert_eq!(verdict_color(down), NEUTRAL);
         let flat = live.analysis(2).unwrap();
         assert_eq!((flat.verdict, verdict_color(flat)), (Verdict::Flat, FLAT));
+    }
+
+    /// New data waits for its frame until it would move the plots by a
+    /// pixel: ten minutes on 1,000 pixels is 0.6 s a pixel; a view zoomed
+    /// into the past waits for nothing it could show; on the step axis the
+    /// data's own time per step converts.
+    #[test]
+    fn new_data_waits_until_it_moves_a_pixel() {
+        let times: Vec<f64> = (0..=6000).map(|k| k as f64 * 0.1).collect();
+        let all = [0.0, 600.0];
+        let s = pixel_seconds(all, all, &times, 1000.0, false).unwrap();
+        assert!((s - 0.6).abs() < 1e-9, "{s}");
+        assert_eq!(
+            pixel_seconds([100.0, 200.0], all, &times, 1000.0, false),
+            Some(f64::INFINITY)
+        );
+        // 3,000 steps in the same 600 s: 5 steps a second.
+        let steps = [0.0, 3000.0];
+        let s = pixel_seconds(steps, steps, &times, 1000.0, true).unwrap();
+        assert!((s - 0.6).abs() < 1e-9, "{s}");
+        assert_eq!(pixel_seconds(all, all, &[], 1000.0, false), None);
     }
 
     /// The wall clock reads the local zone: its offset moves the origin

@@ -111,6 +111,15 @@ impl LiveAnalysis {
             .any(|(tr, a)| !tr.is_empty() && a.is_none_or(|(_, seen)| seen != tr.seen()))
     }
 
+    /// Whether a refresh now would analyse something: a channel never
+    /// analysed, or one with new data whose analysis is a second old.
+    pub fn due(&self) -> bool {
+        self.trackers.iter().zip(&self.analysed).any(|(tr, a)| {
+            !tr.is_empty()
+                && a.is_none_or(|(at, seen)| seen != tr.seen() && at.elapsed() >= REFRESH)
+        })
+    }
+
     /// Channels with readings that have no analysis yet.
     pub fn unanalysed(&self) -> usize {
         self.trackers
@@ -194,10 +203,10 @@ mod tests {
                 f64::NAN,
             );
         }
-        assert!(live.pending());
+        assert!(live.pending() && live.due());
         assert_eq!(live.unanalysed(), 2);
         live.refresh(None);
-        assert!(!live.pending());
+        assert!(!live.pending() && !live.due());
         let rss = live.analysis(0).unwrap();
         assert_eq!(rss.verdict, Verdict::Linear);
         let slope = rss.slope_per_s;
@@ -207,6 +216,9 @@ mod tests {
         // Nothing new: a refresh keeps what it has.
         live.refresh(None);
         assert!(!live.pending());
+        // New data waits for its analysis's second: pending, not due.
+        live.push(601.0, |_| 2.0 * 1073741824.0, f64::NAN, f64::NAN);
+        assert!(live.pending() && !live.due());
     }
 
     #[test]

@@ -116,6 +116,7 @@ pub(super) fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
     }
     let zoomed = d.zoom.is_some();
     let mut seen_x: Option<[f64; 2]> = None;
+    let mut plot_w = 0.0_f32;
     // The rows scroll; the time axis they share stays in view under them.
     let rows_height = (ui.available_height() - X_AXIS - 8.0 - lane_h).max(80.0);
     egui::ScrollArea::vertical()
@@ -320,6 +321,7 @@ pub(super) fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
                 }
                 let r = shown.transform.bounds().range_x();
                 seen_x = Some([*r.start(), *r.end()]);
+                plot_w = shown.transform.frame().width();
             }
         });
     // The markers' lane, on the axis the rows share.
@@ -364,11 +366,36 @@ pub(super) fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
     .include_x(data_x[1]);
     let axis = if d.keys.fit { axis.reset() } else { axis };
     wall_clock_axis(axis, wall.as_ref()).show(ui, |_| {});
+    let times = &d.store.times()[..visible.min(d.store.times().len())];
+    d.pixel_s = seen_x.and_then(|v| pixel_seconds(v, data_x, times, plot_w, x_steps));
     // Zoomed in when the plots show less than 90 % of the data's time.
     d.zoom = seen_x.filter(|v| !x_steps && v[1] - v[0] < 0.9 * (data_x[1] - data_x[0]));
     if std::mem::take(&mut d.keys.fit) {
         d.zoom = None;
     }
+}
+
+/// Seconds of new data that move plots showing `seen` of `data` (on the
+/// time axis, or on steps, whose time per step the data's span gives) by one
+/// of `width` pixels; infinite when the newest data is out of view.
+pub(super) fn pixel_seconds(
+    seen: [f64; 2],
+    data: [f64; 2],
+    times: &[f64],
+    width: f32,
+    x_steps: bool,
+) -> Option<f64> {
+    let (t0, t1) = (*times.first()?, *times.last()?);
+    let time_per_x = if x_steps {
+        (t1 - t0) / (data[1] - data[0])
+    } else {
+        1.0
+    };
+    if seen[1] < data[1] - 1e-9 * data[1].abs().max(1.0) {
+        return Some(f64::INFINITY);
+    }
+    let s = (seen[1] - seen[0]) * time_per_x / f64::from(width);
+    (s.is_finite() && s > 0.0).then_some(s)
 }
 
 /// A wall clock to read a time axis on.
