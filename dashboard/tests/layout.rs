@@ -230,12 +230,13 @@ fn the_compare_view_draws_no_text_over_text() {
 /// A watched job as a real one prints it: long metric names, and markers
 /// (`(t_s, text)`), over `seconds` at one sample every `every` seconds.
 fn job(dir: &Path, name: &str, seconds: f64, every: f64, marks: &[(f64, String)]) -> PathBuf {
-    use flatline_runtime::recording::{Event, EventKind, Header, HostFacts, RecordingWriter};
-    use flatline_runtime::telemetry::{ChannelSpec, Group, Sample, Schema, Unit};
+    use flatline_runtime::recording::{Event, EventKind};
+    use flatline_runtime::telemetry::{ChannelSpec, Group, Sample, Unit};
     let path = dir.join(name);
     let ch = |n: &str, u: Unit, g: Group| ChannelSpec::new(n, u, g);
-    let schema = Schema {
-        channels: vec![
+    let mut w = support::watch_recording(
+        &path,
+        vec![
             ch("mem.rss", Unit::Bytes, Group::Memory),
             ch("log.step", Unit::Count, Group::StepLog),
             ch("log.loss", Unit::Number, Group::StepLog),
@@ -248,15 +249,7 @@ fn job(dir: &Path, name: &str, seconds: f64, every: f64, marks: &[(f64, String)]
                 Group::StepLog,
             ),
         ],
-    };
-    let header = Header::new(
-        "watch",
-        schema,
-        HostFacts::default(),
-        Default::default(),
-        vec![],
     );
-    let mut w = RecordingWriter::create(&path, &header, false).unwrap();
     let n = (seconds / every) as u64;
     for i in 0..=n {
         let t = i as f64 * every;

@@ -628,22 +628,11 @@ fn follow_shows_a_recording_while_a_soak_writes_it() {
 #[test]
 fn a_followed_recording_takes_channels_that_join_and_end() {
     use flatline_dashboard::ui::Source;
-    use flatline_runtime::recording::{Header, HostFacts, RecordingWriter};
-    use flatline_runtime::telemetry::{ChannelSpec, Group, Sample, Schema, Unit};
+    use flatline_runtime::telemetry::{ChannelSpec, Group, Sample, Unit};
     let spec = |n: &str| ChannelSpec::new(n, Unit::Bytes, Group::Memory);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("tree.flr");
-    let schema = Schema {
-        channels: vec![spec("mem.rss")],
-    };
-    let header = Header::new(
-        "watch",
-        schema,
-        HostFacts::default(),
-        Default::default(),
-        vec![],
-    );
-    let mut w = RecordingWriter::create(&path, &header, false).unwrap();
+    let mut w = support::watch_recording(&path, vec![spec("mem.rss")]);
     let at = |i: u64, v: &[f64]| Sample::from_values(i, i * 100_000_000, v);
     for i in 0..3 {
         w.push_sample(&at(i, &[1e6])).unwrap();
@@ -807,21 +796,14 @@ fn a_watched_tree_fills_the_processes_panel() {
 #[test]
 fn markers_are_placed_at_their_time_or_step() {
     use flatline_dashboard::ui::marker_lines;
-    use flatline_runtime::recording::{Event, EventKind, Header, HostFacts, RecordingWriter};
-    use flatline_runtime::telemetry::{ChannelSpec, Group, Sample, Schema, Unit};
+    use flatline_runtime::recording::{Event, EventKind};
+    use flatline_runtime::telemetry::{ChannelSpec, Group, Sample, Unit};
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("marks.flr");
-    let schema = Schema {
-        channels: vec![ChannelSpec::new("log.step", Unit::Count, Group::StepLog)],
-    };
-    let header = Header::new(
-        "watch",
-        schema,
-        HostFacts::default(),
-        Default::default(),
-        vec![],
+    let mut w = support::watch_recording(
+        &path,
+        vec![ChannelSpec::new("log.step", Unit::Count, Group::StepLog)],
     );
-    let mut w = RecordingWriter::create(&path, &header, false).unwrap();
     for i in 0..10u64 {
         w.push_sample(&Sample::from_values(i, i * 100_000_000, &[10.0 * i as f64]))
             .unwrap();

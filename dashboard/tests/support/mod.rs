@@ -222,3 +222,21 @@ pub fn served_at(stderr: &str) -> Option<SocketAddr> {
     let (addr, _) = rest.split_once("/metrics")?;
     addr.parse().ok()
 }
+
+/// A new recording at `path` of a watch with `channels` (no host facts),
+/// for a test to write samples and events into.
+pub fn watch_recording(
+    path: &Path,
+    channels: Vec<flatline_runtime::telemetry::ChannelSpec>,
+) -> flatline_runtime::recording::RecordingWriter {
+    use flatline_runtime::recording::{Header, HostFacts, RecordingWriter};
+    let schema = flatline_runtime::telemetry::Schema { channels };
+    let header = Header::new(
+        "watch",
+        schema,
+        HostFacts::default(),
+        Default::default(),
+        vec![],
+    );
+    RecordingWriter::create(path, &header, false).unwrap()
+}

@@ -372,15 +372,9 @@ pub(super) fn lane_plot(
     marks: &[Mark],
     say_x: &dyn Fn(f64) -> String,
 ) {
-    let plot = linked_plot(id, LANE, link, capturing, x_label, false, false)
-        .show_grid([false, false])
-        .show_crosshair(false)
-        .show_x(false)
-        .show_y(false)
-        .allow_drag(false)
-        .allow_zoom(false)
-        .allow_scroll(false)
-        .y_axis_formatter(|_, _| String::new());
+    let plot = strip(linked_plot(
+        id, LANE, link, capturing, x_label, false, false,
+    ));
     let plot = match data_x {
         Some([a, b]) => plot.include_x(a).include_x(b),
         None => plot,

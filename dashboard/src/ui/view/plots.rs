@@ -355,15 +355,9 @@ pub(super) fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
         false,
         true,
     )
-    .show_grid([false, false])
-    .show_crosshair(false)
-    .show_x(false)
-    .show_y(false)
-    .allow_drag(false)
-    .allow_zoom(false)
-    .y_axis_formatter(|_, _| String::new())
     .include_x(data_x[0])
     .include_x(data_x[1]);
+    let axis = strip(axis);
     let axis = if d.keys.fit { axis.reset() } else { axis };
     wall_clock_axis(axis, wall.as_ref()).show(ui, |_| {});
     let times = &d.store.times()[..visible.min(d.store.times().len())];
@@ -373,6 +367,19 @@ pub(super) fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
     if std::mem::take(&mut d.keys.fit) {
         d.zoom = None;
     }
+}
+
+/// A plot that shows no data, only where x is (the shared time axis, the
+/// markers' lane): no grid, nothing to read out, drag or zoom, and a y axis
+/// as wide as the rows' with nothing written on it.
+pub(super) fn strip(plot: Plot<'_>) -> Plot<'_> {
+    plot.show_grid([false, false])
+        .show_crosshair(false)
+        .show_x(false)
+        .show_y(false)
+        .allow_drag(false)
+        .allow_zoom(false)
+        .y_axis_formatter(|_, _| String::new())
 }
 
 /// Seconds of new data that move plots showing `seen` of `data` (on the
