@@ -263,7 +263,7 @@ fn a_snapshot_of_a_leak_found_in_a_watched_job_by_step() {
     let mut h = harness(&support::recording("watch-torch-leak-45s.flr"));
     h.get_by_label("x: step").click();
     h.run_steps(2);
-    h.get_by_label("Process tree: PSS of each process, stacked (MiB)");
+    h.get_by_label("Process tree: PSS of each process, stacked, each at its last reading (MiB)");
     h.snapshot("replay_torch_leak_steps");
 }
 
@@ -777,7 +777,7 @@ fn a_watched_tree_fills_the_processes_panel() {
     );
     let worker = rows.iter().find(|r| r.role == "worker").unwrap().clone();
     assert!(worker.pss.is_some_and(|v| v > 1e6), "{worker:?}");
-    h.get_by_label("Process tree: PSS of each process, stacked (MiB)");
+    h.get_by_label("Process tree: PSS of each process, stacked, each at its last reading (MiB)");
     h.get_by_label_contains("Processes (3 live");
     h.get_by_label(&worker.pid.to_string()).click();
     h.run_steps(2);

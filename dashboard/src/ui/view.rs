@@ -166,6 +166,31 @@ mod tests {
         assert_eq!(pixel_seconds(all, all, &[], 1000.0, false), None);
     }
 
+    /// A process read every third row (round-robin with the others) holds
+    /// its last reading in the stack until its next, not 0 between them;
+    /// nothing before its first reading or from its exit on.
+    #[test]
+    fn each_band_holds_its_last_reading_until_the_next() {
+        let nan = f64::NAN;
+        let values = [nan, nan, nan, 11.0, nan, nan, 12.0, nan, nan, 13.0];
+        let rows = [0, 1, 3, 4, 6, 7, 9];
+        let times: Vec<f64> = (0..10).map(|r| r as f64 * 0.5).collect();
+        assert_eq!(
+            carried(&values, &rows, &rows, &times, f64::INFINITY),
+            [0.0, 0.0, 11.0, 11.0, 12.0, 12.0, 13.0]
+        );
+        // Thinned to every other row, the same readings hold.
+        assert_eq!(
+            carried(&values, &rows, &[1, 4, 7], &times, f64::INFINITY),
+            [0.0, 11.0, 12.0]
+        );
+        // Exited at 3.2 s: nothing from row 7 (3.5 s) on.
+        assert_eq!(
+            carried(&values, &rows, &rows, &times, 3.2),
+            [0.0, 0.0, 11.0, 11.0, 12.0, 0.0, 0.0]
+        );
+    }
+
     /// The wall clock reads the local zone: its offset moves the origin
     /// (so ticks and labels fall on local round times), its name labels it,
     /// and a zone without a name is told by its offset.

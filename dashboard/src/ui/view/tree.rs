@@ -18,6 +18,32 @@ pub(super) struct Rows {
     pub(super) data_x: [f64; 2],
 }
 
+/// `values` at each of `picked` (ascending rows, a subset of `rows`, the
+/// rows with any process's reading), carried forward from the last reading
+/// at or before it among `rows`; 0 before the first reading and from
+/// `until` (the process's exit, in seconds) on.
+pub(super) fn carried(
+    values: &[f64],
+    rows: &[usize],
+    picked: &[usize],
+    times: &[f64],
+    until: f64,
+) -> Vec<f64> {
+    let mut out = Vec::with_capacity(picked.len());
+    let (mut last, mut k) = (0.0, 0);
+    for &p in picked {
+        while k < rows.len() && rows[k] <= p {
+            if let Some(v) = values.get(rows[k]).filter(|v| !v.is_nan()) {
+                last = *v;
+            }
+            k += 1;
+        }
+        let gone = times.get(p).is_some_and(|&t| t >= until);
+        out.push(if gone { 0.0 } else { last });
+    }
+    out
+}
+
 pub(super) fn tree_plot(
     d: &Dashboard,
     ui: &mut egui::Ui,
@@ -53,14 +79,30 @@ pub(super) fn tree_plot(
         .filter_map(|r| Some((r, x_at(r)?)))
         .unzip();
     // Largest PSS at the bottom; past STACKED processes, one band for the rest.
-    let order: Vec<usize> = process_rows(d, visible)
+    let procs = process_rows(d, visible);
+    let order: Vec<usize> = procs.iter().map(|p| p.pss_position).collect();
+    // The processes' PSS is read round-robin under the tree probe's budget,
+    // so a row holds a few processes' readings, not all: each band holds
+    // its process's last reading until the next (and until it exits), so
+    // that the stack adds up values that hold at the same moment.
+    let held: std::collections::HashMap<usize, Vec<f64>> = procs
         .iter()
-        .map(|p| p.pss_position)
+        .map(|p| {
+            let c = p.pss_position;
+            let until = p.exited_s.unwrap_or(f64::INFINITY);
+            (
+                c,
+                carried(
+                    store.series(c).values(),
+                    rows,
+                    &picked,
+                    store.times(),
+                    until,
+                ),
+            )
+        })
         .collect();
-    let value = |c: usize, r: usize| {
-        let v = store.series(c).values().get(r).copied().unwrap_or(f64::NAN);
-        if v.is_nan() { 0.0 } else { v * MIB }
-    };
+    let value = |c: usize, j: usize| held.get(&c).map_or(0.0, |v| v[j] * MIB);
     let mut lower = vec![0.0; picked.len()];
     let mut areas = Vec::new();
     let bands: Vec<(String, Vec<usize>)> = order
@@ -84,10 +126,10 @@ pub(super) fn tree_plot(
         .collect();
     let mut stacked = Vec::new();
     for (k, (label, chans)) in bands.into_iter().enumerate() {
-        let upper: Vec<f64> = picked
+        let upper: Vec<f64> = lower
             .iter()
-            .zip(&lower)
-            .map(|(&r, lo)| lo + chans.iter().map(|&c| value(c, r)).sum::<f64>())
+            .enumerate()
+            .map(|(j, lo)| lo + chans.iter().map(|&c| value(c, j)).sum::<f64>())
             .collect();
         let color = Color32::from_rgb(
             (70 + 37 * k % 150) as u8,
@@ -124,7 +166,10 @@ pub(super) fn tree_plot(
     if total.is_empty() && areas.is_empty() {
         return;
     }
-    ui.label(RichText::new("Process tree: PSS of each process, stacked (MiB)").strong());
+    ui.label(
+        RichText::new("Process tree: PSS of each process, stacked, each at its last reading (MiB)")
+            .strong(),
+    );
     let x_label = if x_steps {
         "step"
     } else {
