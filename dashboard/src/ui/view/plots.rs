@@ -153,10 +153,13 @@ pub(super) fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
                     } else {
                         decimate(d, ch, visible, columns, baseline, scale)
                     };
-                    // Jumps found by the analysis, marked on the line: at
-                    // their time, or at the step reached by then.
+                    // Jumps found by the analysis, marked on the line where
+                    // they are part of a finding of growth (a staircase's
+                    // steps): at their time, or at the step reached by then.
+                    // On a channel judged flat or noisy its page-sized steps
+                    // would read as events; hovering still says each.
                     let marks: Vec<[f64; 2]> = match &analysis {
-                        Some(a) if !rate => a
+                        Some(a) if !rate && a.verdict.is_growth() && a.slope_per_s > 0.0 => a
                             .jump_list
                             .iter()
                             .filter_map(|j| {
