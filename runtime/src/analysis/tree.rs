@@ -40,8 +40,9 @@ pub struct TreeSummary {
     /// Processes seen at one reading only, gone before they could be named
     /// (`tree.brief`): in the sums for that reading, not in `processes`.
     pub brief: u64,
-    /// Processes whose PSS is called growth by its own readings and grew by
-    /// at least [`MATERIAL_SHARE`] of it since the tree took its shape, by pid.
+    /// Processes whose own memory (USS) is called growth by its readings and
+    /// grew by at least [`MATERIAL_SHARE`] of its PSS since the tree took its
+    /// shape, by pid.
     pub grew: Vec<u32>,
     /// One line for a person, where the tree shows something a single
     /// process's RSS would hide.
@@ -204,21 +205,30 @@ pub fn summarize<'a, 'c, F: Fn(&str) -> Option<&'c [f64]>>(
         .partition_point(|&t| t < settled(&seen).unwrap_or(warmup_end));
     let mut grew = Vec::new();
     for p in seen.values_mut() {
-        let ends = p
-            .channels
-            .as_deref()
-            .and_then(|s| (data.column)(&format!("{s}.pss")))
-            .and_then(|c| ends(c, from));
-        p.pss_growth = ends.map(|(a, b)| b - a);
-        // Grew: its own readings are called growth (the evidence rule of
-        // every channel), upwards, and by a material share since the tree
-        // took its shape.
+        let column = |leaf: &str| {
+            p.channels
+                .as_deref()
+                .and_then(|s| (data.column)(&format!("{s}.{leaf}")))
+                .and_then(|c| ends(c, from))
+        };
+        let (pss, uss) = (column("pss"), column("uss"));
+        p.pss_growth = pss.map(|(a, b)| b - a);
+        // Grew: its own memory, its USS, is called growth by its readings
+        // (the evidence rule of every channel), upwards, by a material share
+        // of its PSS since the tree took its shape. Not its PSS: when one
+        // worker copies the pages it shares with fifteen others, each of
+        // the others' PSS rises too (a shared page's cost is split among
+        // fewer), though none of them allocated anything.
         let called = p
             .channels
             .as_deref()
-            .and_then(|s| analysis(&format!("{s}.pss")))
+            .and_then(|s| analysis(&format!("{s}.uss")))
             .is_some_and(|a| a.verdict.is_growth() && a.slope_per_s > 0.0);
-        if called && ends.is_some_and(|(a, b)| b - a > 0.0 && b - a >= MATERIAL_SHARE * a) {
+        let material = match (uss, pss) {
+            (Some((a, b)), Some((level, _))) => b - a > 0.0 && b - a >= MATERIAL_SHARE * level,
+            _ => false,
+        };
+        if called && material {
             grew.push(p.pid);
         }
     }
@@ -340,5 +350,67 @@ mod tests {
         let churn = [exited(50.0, 11), started(51.0, 13), exited(52.0, 12)];
         assert_eq!(teardown_s(&churn, 52.5), Some(52.0));
         assert_eq!(teardown_s(&[], 10.0), None);
+    }
+
+    /// One worker of a rank copies the pages it shares with its parent and a
+    /// sibling: its own memory (USS) grows, and the sibling's PSS rises too,
+    /// because each shared page's cost is split among fewer. Only the worker
+    /// that copies is named.
+    #[test]
+    fn grew_names_the_process_whose_own_memory_grows_not_its_sharers() {
+        use crate::telemetry::{ChannelSpec, Group, Unit};
+        const MIB: f64 = 1_048_576.0;
+        let mut channels = vec![ChannelSpec::new("tree.pss", Unit::Bytes, Group::Memory)];
+        for pid in [10, 11, 12] {
+            for leaf in ["rss", "pss", "uss"] {
+                channels.push(
+                    ChannelSpec::new(format!("pid{pid}.{leaf}"), Unit::Bytes, Group::Memory)
+                        .with_label("pid", pid.to_string()),
+                );
+            }
+        }
+        let schema = Schema { channels };
+        let events = [started(0.0, 10), started(1.0, 11), started(1.0, 12)];
+        let t: Vec<f64> = (0..=120).map(f64::from).collect();
+        let wobble = |i: usize| [0.0, 4096.0, -4096.0, 0.0][i % 4];
+        // From 10 s on, worker 11 copies 0.5 MiB/s of a 100 MiB list it
+        // shared three ways: its USS and PSS climb; the parent's and worker
+        // 12's PSS climb by a quarter of it each (their share of the
+        // copied pages went from a third to a half); their USS stays put.
+        let copied = |i: usize| (t[i] - 10.0).max(0.0) * 0.5 * MIB;
+        let col = |f: &dyn Fn(usize) -> f64| (0..t.len()).map(|i| f(i) + wobble(i)).collect();
+        let mut cols: std::collections::HashMap<String, Vec<f64>> = Default::default();
+        for pid in [10, 11, 12] {
+            let own = |i: usize| if pid == 11 { copied(i) } else { 0.0 };
+            let share = |i: usize| if pid == 11 { 0.0 } else { copied(i) / 4.0 };
+            cols.insert(format!("pid{pid}.rss"), col(&|_| 110.0 * MIB));
+            cols.insert(
+                format!("pid{pid}.pss"),
+                col(&|i| 40.0 * MIB + own(i) * 2.0 / 3.0 + share(i)),
+            );
+            cols.insert(format!("pid{pid}.uss"), col(&|i| 5.0 * MIB + own(i)));
+        }
+        cols.insert("tree.pss".into(), col(&|i| 120.0 * MIB + copied(i)));
+        let ctx = super::super::Context {
+            warmup_s: Some(0.0),
+            min_growth: 4096.0,
+            ..Default::default()
+        };
+        let analyses: std::collections::HashMap<String, ChannelAnalysis> = cols
+            .iter()
+            .map(|(name, v)| (name.clone(), super::super::analyze(&t, v, &ctx)))
+            .collect();
+        // The sibling's PSS alone would call it growing: the old rule.
+        assert!(
+            analyses["pid12.pss"].verdict.is_growth(),
+            "{:?}",
+            analyses["pid12.pss"]
+        );
+        let data = Columns {
+            t: &t,
+            column: |n: &str| cols.get(n).map(Vec::as_slice),
+        };
+        let tree = summarize(&schema, &events, |n| analyses.get(n), &data).unwrap();
+        assert_eq!(tree.grew, [11]);
     }
 }
