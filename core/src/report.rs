@@ -871,12 +871,28 @@ fn tree_text(t: &TreeSummary, indent: &str) -> String {
                 v.as_str(),
                 change(d, Unit::Bytes)
             ),
+            _ if p.channels.is_none() => "no channels of its own".to_owned(),
             _ => String::new(),
         };
         let _ = writeln!(
             s,
             "{indent}  {:>8}  {:<7} {:<16} {:<16} {pss}",
             p.pid, p.role, p.name, life
+        );
+    }
+    // A process without channels of its own is still in the tree's sums;
+    // say so, and why where the recording says.
+    let unwatched = t.processes.iter().filter(|p| p.channels.is_none()).count();
+    if unwatched > 0 {
+        let why = if unwatched == t.processes.len() {
+            "none had channels of its own (the watch was asked for none, or an older recording)"
+        } else {
+            "the recording held as many channels as it can (a note names the first)"
+        };
+        let _ = writeln!(
+            s,
+            "{indent}  {unwatched} of {} had no channels of their own: {why}; all are in the tree.* sums",
+            t.processes.len()
         );
     }
     if !t.grew.is_empty() {
@@ -1171,6 +1187,43 @@ pub fn run(args: &ReportArgs) -> Result<Gate> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A process without channels of its own is named as such, with why.
+    #[test]
+    fn the_tree_says_which_processes_had_no_channels_of_their_own() {
+        use flatline_runtime::analysis::tree::ProcessSeen;
+        let proc_ = |pid: u32, channels: Option<&str>| ProcessSeen {
+            pid,
+            name: "python".into(),
+            role: "worker".into(),
+            started_s: Some(1.0),
+            exited_s: None,
+            channels: channels.map(str::to_owned),
+            pss_verdict: None,
+            pss_growth: None,
+        };
+        let mut t = TreeSummary {
+            processes: vec![proc_(10, Some("pid10")), proc_(11, None), proc_(12, None)],
+            peak: 3,
+            brief: 0,
+            grew: Vec::new(),
+            finding: None,
+        };
+        let text = tree_text(&t, "");
+        let lines: Vec<&str> = text.lines().filter(|l| l.contains("no channels")).collect();
+        assert_eq!(lines.len(), 3, "{text}");
+        assert!(
+            lines[2].contains("2 of 3 had no channels of their own"),
+            "{text}"
+        );
+        assert!(lines[2].contains("as many channels as it can"), "{text}");
+        t.processes[0].channels = None;
+        assert!(tree_text(&t, "").contains("3 of 3 had no channels of their own: none had"));
+        t.processes
+            .iter_mut()
+            .for_each(|p| p.channels = Some("pid".into()));
+        assert!(!tree_text(&t, "").contains("no channels"));
+    }
 
     #[test]
     fn stats_skip_missing_readings() {
