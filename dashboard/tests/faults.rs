@@ -30,6 +30,18 @@ fn readable(file: &Path) -> serde_json::Value {
     v
 }
 
+/// The lines of a child's output, read on a thread of their own.
+fn lines_of(out: impl std::io::Read + Send + 'static) -> std::sync::mpsc::Receiver<String> {
+    let (tx, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    lines
+}
+
 /// A child's standard error, read on a thread, gathered as it comes.
 struct Stderr {
     lines: std::sync::mpsc::Receiver<String>,
@@ -38,19 +50,8 @@ struct Stderr {
 
 impl Stderr {
     fn of(child: &mut std::process::Child) -> Self {
-        let stderr = child.stderr.take().unwrap();
-        let (tx, lines) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            use std::io::BufRead;
-            for line in std::io::BufReader::new(stderr)
-                .lines()
-                .map_while(Result::ok)
-            {
-                let _ = tx.send(line);
-            }
-        });
         Self {
-            lines,
+            lines: lines_of(child.stderr.take().unwrap()),
             text: String::new(),
         }
     }
@@ -211,17 +212,7 @@ impl Serve {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, lines) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            use std::io::BufRead;
-            for line in std::io::BufReader::new(stdout)
-                .lines()
-                .map_while(Result::ok)
-            {
-                let _ = tx.send(line);
-            }
-        });
+        let lines = lines_of(child.stdout.take().unwrap());
         let started = wait_for(Duration::from_millis(20), || {
             std::fs::metadata(stream)
                 .is_ok_and(|m| m.len() > 0)

@@ -143,6 +143,11 @@ impl Fanout {
             news.resumed = Some(r);
         }
         let now = w.fault();
+        // The common case, on the recorder's path for every item: writes
+        // work and nothing changed since the last call.
+        if now.is_none() && news.notes.is_empty() {
+            return news;
+        }
         if let Some(f) = now
             && !self.faulted
         {
