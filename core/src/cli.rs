@@ -62,8 +62,8 @@ pub enum Command {
 #[derive(Debug, Clone, Default, Args)]
 pub struct WindowArgs {
     /// Most frames a second the window draws while new data arrives or a
-    /// replay plays (default: the sample rate, at most 30). With nothing new
-    /// to show it draws nothing.
+    /// replay plays (default: the sample rate, at most 5 for a live or watched
+    /// stream, 30 for a replay). With nothing new to show it draws nothing.
     #[arg(long, value_name = "N", value_parser = positive_rate)]
     pub fps: Option<f64>,
     /// Which renderer draws the window: glow (OpenGL; the default: cheaper

@@ -622,14 +622,26 @@ pub struct WindowOptions {
 /// figures in docs/dashboard.md, "What the window costs".
 pub const DEFAULT_RENDERER: RendererArg = RendererArg::Glow;
 
-/// Frames a second at most, by default: the sample rate, capped here.
+/// Frames a second at most, by default: the sample rate, capped here (a
+/// replay playing; see [`MAX_LIVE_FPS`] for a stream being taken).
 pub const MAX_DEFAULT_FPS: f64 = 30.0;
+
+/// Frames a second at most, by default, while a live or watched stream
+/// flows: memory moves in seconds, and a figure redrawn five times a second
+/// reads as live, so a 10 Hz stream is drawn in batches of two samples
+/// (none is left out) at half the cost of a frame per sample. Input is
+/// answered at once whatever the cap.
+pub const MAX_LIVE_FPS: f64 = 5.0;
 
 impl WindowOptions {
     /// `args`, with the defaults for a stream of `sample_hz` samples a second.
     pub fn new(args: &WindowArgs, sample_hz: f64, kind: SourceKind) -> Self {
+        let most = match kind {
+            SourceKind::Live | SourceKind::Watch => MAX_LIVE_FPS,
+            SourceKind::Replay => MAX_DEFAULT_FPS,
+        };
         Self {
-            fps: args.fps.unwrap_or(sample_hz.min(MAX_DEFAULT_FPS)),
+            fps: args.fps.unwrap_or(sample_hz.min(most)),
             renderer: args.renderer.unwrap_or(DEFAULT_RENDERER),
             kind,
         }
@@ -974,5 +986,32 @@ pub fn run_window(
                 .unwrap_or("no message");
             anyhow::bail!("the window failed while open (did the display go away?): {why}")
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stream_being_taken_is_drawn_at_most_five_times_a_second_by_default() {
+        let none = WindowArgs::default();
+        assert_eq!(WindowOptions::new(&none, 10.0, SourceKind::Watch).fps, 5.0);
+        assert_eq!(WindowOptions::new(&none, 100.0, SourceKind::Live).fps, 5.0);
+        // A slower stream is drawn at its own rate.
+        assert_eq!(WindowOptions::new(&none, 2.0, SourceKind::Watch).fps, 2.0);
+        // A replay playing keeps its smooth cap, and --fps wins over both.
+        assert_eq!(
+            WindowOptions::new(&none, MAX_DEFAULT_FPS, SourceKind::Replay).fps,
+            30.0
+        );
+        let asked = WindowArgs {
+            fps: Some(10.0),
+            ..WindowArgs::default()
+        };
+        assert_eq!(
+            WindowOptions::new(&asked, 10.0, SourceKind::Watch).fps,
+            10.0
+        );
     }
 }
