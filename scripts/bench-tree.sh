@@ -6,7 +6,76 @@
 # /proc/<pid>/smaps_rollup costs (the page-table walk that PSS needs).
 #
 # usage: scripts/bench-tree.sh [PROCS] [MB] [SECONDS]   (after cargo build --release)
+#        scripts/bench-tree.sh node [SECONDS]
+#
+# node: a training node's 65 processes (a launcher, 4 ranks of 1.5 M Python
+# objects, 15 workers each sharing their rank's list); 25 s in, worker 0 of
+# ranks 0 and 2 copy their rank's list over 60 s, the other 63 sleep.
+# Watched headless at 10 Hz for SECONDS (default 120). Prints the watcher's
+# CPU and RSS, how often tree.pss came (a full round of page-table walks),
+# when after the start of copying each copier was first named under `grew`
+# (receipts cut at 5 s steps), which flat processes ever were, and the
+# first minute's headline.
 set -euo pipefail
+if [ "${1:-}" = node ]; then
+    secs=${2:-120}
+    root=$(cd "$(dirname "$0")/.." && pwd)
+    flatline=${FLATLINE:-$root/target/release/flatline}
+    tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+    # shellcheck disable=SC2086 # WATCH_ARGS: extra flags
+    "$flatline" watch --headless --hz 10 --seconds "$secs" --out "$tmp/n.flr" ${WATCH_ARGS:-} \
+        -- python3 "$root/dashboard/tests/data/cow_workers.py" node 4 15 1500000 25 60 "$((secs + 5))" \
+        > "$tmp/out" &
+    watcher=$!
+    sleep 5
+    cpu() { awk '{print $14 + $15}' "/proc/$watcher/stat"; }
+    rss() { awk '/VmRSS/ {print $2}' "/proc/$watcher/status"; }
+    c0=$(cpu); r0=$(rss); t0=$(date +%s.%N)
+    sleep $((secs - 10))
+    c1=$(cpu); r1=$(rss); t1=$(date +%s.%N)
+    wait $watcher || true
+    pkill -f "cow_workers.py node" || true
+    "$flatline" export "$tmp/n.flr" --csv "$tmp/n.csv" > /dev/null
+    python3 - "$flatline" "$tmp" "$c0" "$c1" "$t0" "$t1" "$(getconf CLK_TCK)" "$r0" "$r1" "$secs" <<'PY'
+import csv, json, subprocess, sys
+flatline, tmp, c0, c1, t0, t1, ticks, r0, r1, secs = sys.argv[1:]
+share = (float(c1) - float(c0)) / int(ticks) / (float(t1) - float(t0))
+truth = next(json.loads(l) for l in open(f"{tmp}/out") if l.startswith('{"copiers"'))
+rec = f"{tmp}/n.flr"
+def report(*args):
+    return json.loads(subprocess.run([flatline, "report", rec, "--format", "json", *args],
+                                     check=True, capture_output=True, text=True).stdout)
+full = report()
+began = full["recording"]["started_unix_ms"] / 1e3
+copy_at = truth["copy_unix"] - began
+rows = list(csv.DictReader(open(f"{tmp}/n.csv")))
+t_col = next(iter(rows[0]))
+pss_t = [float(r[t_col]) for r in rows if r.get("tree.pss")]
+gaps = sorted(b - a for a, b in zip(pss_t, pss_t[1:]))
+procs = max(float(r["tree.procs"]) for r in rows if r.get("tree.procs"))
+named, flat_named = {}, set()
+t = copy_at + 5
+while t <= float(secs):
+    tree = report("--to", f"{t:.1f}").get("process_tree") or {}
+    for pid in tree.get("grew", []):
+        if pid in truth["copiers"]:
+            named.setdefault(pid, t - copy_at)
+        else:
+            flat_named.add(pid)
+    t += 5
+print(f"node: {procs:.0f} processes, watched at 10 Hz for {secs} s; copying from {copy_at:.1f} s")
+print(f"watcher CPU: {share * 100:.2f} % of one core")
+print(f"watcher RSS: {int(r0) / 1024:.1f} MiB after 5 s, {int(r1) / 1024:.1f} MiB at the end")
+print(f"tree.pss (a full round): every {gaps[len(gaps) // 2]:.1f} s (median), {gaps[-1]:.1f} s at most")
+for pid in truth["copiers"]:
+    when = named.get(pid)
+    print(f"copier {pid}: " + (f"named under grew {when:.0f} s after copying began" if when else "never named"))
+print(f"flat processes ever under grew: {sorted(flat_named) or 'none'}")
+print(f"headline of the first minute: {report('--to', '60')['headline']}")
+print(f"headline of the whole run: {full['headline']}")
+PY
+    exit 0
+fi
 procs=${1:-5}; mb=${2:-1536}; secs=${3:-60}
 root=$(cd "$(dirname "$0")/.." && pwd)
 flatline=${FLATLINE:-$root/target/release/flatline}

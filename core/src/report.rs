@@ -886,8 +886,13 @@ fn tree_text(t: &TreeSummary, indent: &str) -> String {
     if unwatched > 0 {
         let why = if unwatched == t.processes.len() {
             "none had channels of its own (the watch was asked for none, or an older recording)"
+                .to_owned()
         } else {
-            "the recording held as many channels as it can (a note names the first)"
+            format!(
+                "a sample holds {} channels at a time, so flat processes wait and room is kept \
+                 for those whose pages are being copied (the recording's notes say which, and when)",
+                flatline_runtime::telemetry::MAX_CHANNELS
+            )
         };
         let _ = writeln!(
             s,
@@ -1216,7 +1221,10 @@ mod tests {
             lines[2].contains("2 of 3 had no channels of their own"),
             "{text}"
         );
-        assert!(lines[2].contains("as many channels as it can"), "{text}");
+        assert!(
+            lines[2].contains("room is kept for those whose pages"),
+            "{text}"
+        );
         t.processes[0].channels = None;
         assert!(tree_text(&t, "").contains("3 of 3 had no channels of their own: none had"));
         t.processes

@@ -9,6 +9,9 @@ use std::path::{Path, PathBuf};
 use flatline_runtime::recording::{EventKind, Recording};
 use support::{flatline, ok};
 
+/// Channels each process gets: rss, pss, uss, cow.
+const PER_PROCESS: usize = flatline_runtime::telemetry::tree::PROCESS_CHANNELS.len();
+
 fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/cow_workers.py")
 }
@@ -242,7 +245,7 @@ fn fifty_short_lived_children_come_and_go_without_leaving_channels() {
         most_live = most_live.max(live);
     }
     assert!(
-        most_live <= 3 * 10,
+        most_live <= PER_PROCESS * 10,
         "{most_live} per-process channels live at once"
     );
     let ended = rec
@@ -255,7 +258,7 @@ fn fifty_short_lived_children_come_and_go_without_leaving_channels() {
         .count();
     assert_eq!(
         ended,
-        3 * started.len(),
+        PER_PROCESS * started.len(),
         "{ended} per-process channels ended"
     );
     // The tree's count comes back down: nothing of the children is kept.
@@ -422,4 +425,54 @@ fn a_fork_storm_is_watched_without_panic_or_growth() {
     let rec = Recording::open(&out).unwrap();
     assert_eq!(rec.tail, None, "a whole file");
     assert!(rec.channel("tree.procs").is_some());
+}
+
+/// The last reading of `channel` in a recording.
+fn last(rec: &Recording, channel: &str) -> f64 {
+    rec.channel(channel)
+        .and_then(|c| c.iter().rev().copied().find(|v| v.is_finite()))
+        .unwrap_or_else(|| panic!("no reading of {channel}"))
+}
+
+/// The fast copy-on-write estimate (`tree.cow`: minor faults that added no
+/// resident page) against the truth its page-table walks would give: three
+/// workers copying their parent's list add to the tree's PSS exactly what
+/// they copy. Faults of new memory (first touch) and of page-cache pages
+/// mapped again do not read as copies.
+#[test]
+fn the_fast_copy_estimate_matches_pss_and_ignores_first_touch_and_refaults() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, truth) = watch_fixture(dir.path(), "copy", &["copy", "64"]);
+    let copied = truth["copied"].as_f64().unwrap();
+    assert!(copied > 100e6, "the fixture copied {copied} bytes");
+    let rec = Recording::open(&out).unwrap();
+    let estimate = last(&rec, "tree.cow");
+    let off = estimate / copied - 1.0;
+    assert!(
+        off.abs() <= 0.25,
+        "tree.cow {estimate:.0} against {copied:.0} copied (PSS): {:+.0} %",
+        off * 100.0
+    );
+    // Each copying worker's own estimate is a third of it.
+    let workers: Vec<f64> = rec
+        .header
+        .schema
+        .channels
+        .iter()
+        .filter(|c| c.name.starts_with("pid") && c.name.ends_with(".cow"))
+        .map(|c| last(&rec, &c.name))
+        .filter(|&v| v > 0.1 * copied / 3.0)
+        .collect();
+    assert_eq!(workers.len(), 3, "{workers:?}");
+
+    for mode in ["touch", "refault"] {
+        let (out, _) = watch_fixture(dir.path(), mode, &[mode, "64"]);
+        let rec = Recording::open(&out).unwrap();
+        let faulted = 3.0 * 64.0 * 1048576.0 * if mode == "refault" { 2.0 } else { 1.0 };
+        let estimate = last(&rec, "tree.cow");
+        assert!(
+            estimate < 0.05 * faulted,
+            "{mode}: tree.cow {estimate:.0} for {faulted:.0} bytes faulted in"
+        );
+    }
 }

@@ -772,8 +772,8 @@ fn a_watched_tree_fills_the_processes_panel() {
     assert_eq!(rows.len(), 3, "{rows:?}");
     assert_eq!(
         d.store.schema().len(),
-        fixed + 9,
-        "three channels per process joined"
+        fixed + 3 * flatline_runtime::telemetry::tree::PROCESS_CHANNELS.len(),
+        "each process's channels joined"
     );
     let worker = rows.iter().find(|r| r.role == "worker").unwrap().clone();
     assert!(worker.pss.is_some_and(|v| v > 1e6), "{worker:?}");

@@ -52,7 +52,12 @@ impl Slots {
 
     /// Whether `n` more channels would find slots.
     pub fn fits(&self, n: usize) -> bool {
-        n <= self.free.len() + (MAX_CHANNELS - self.width)
+        n <= self.room()
+    }
+
+    /// How many more channels would find slots now.
+    pub fn room(&self) -> usize {
+        self.free.len() + (MAX_CHANNELS - self.width)
     }
 
     /// Slots for `n` channels joining at the next positions: the lowest free

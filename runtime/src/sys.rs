@@ -42,6 +42,20 @@ pub fn clock_ticks_per_second() -> u64 {
     if ticks > 0 { ticks as u64 } else { 100 }
 }
 
+/// The size of a memory page, in bytes (the unit of `/proc` fault counts).
+#[cfg(target_os = "linux")]
+pub fn page_size() -> u64 {
+    // SAFETY: `sysconf` with a valid name constant has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if page > 0 { page as u64 } else { 4096 }
+}
+
+/// The size of a memory page, in bytes.
+#[cfg(not(target_os = "linux"))]
+pub fn page_size() -> u64 {
+    4096
+}
+
 /// CPU time the calling thread has used, in nanoseconds.
 #[cfg(target_os = "linux")]
 pub fn thread_cpu_ns() -> u64 {

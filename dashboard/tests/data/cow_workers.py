@@ -5,6 +5,8 @@ usage: cow_workers.py list|bytes [MB] [STEPS] [STEP_S]
        cow_workers.py hold PROCESSES MB SECONDS
        cow_workers.py storm RATE SECONDS
        cow_workers.py stop PAUSE_S
+       cow_workers.py copy|touch|refault MB
+       cow_workers.py node PARENTS WORKERS OBJECTS COPY_AFTER_S COPY_S SECONDS
 
 list:  the parent builds a Python list of int objects (about MB megabytes),
        forks two workers, and each worker reads 1/STEPS of the list per
@@ -21,6 +23,23 @@ storm: RATE children a second for SECONDS, each living 20 ms (a shell
 stop:  prints a step a tenth of a second; after one second it stops
        itself with SIGSTOP, a helper continues it PAUSE_S later, and it
        prints steps for one more second.
+copy:    the fast copy-on-write estimate's truth: the parent builds a
+         list of about MB megabytes and forks three workers; each worker
+         reads the whole list in eight steps (copying its pages). The
+         parent prints the tree's PSS just after the fork and at the end
+         (from smaps_rollup): each copy adds one page to it.
+touch:   three workers each allocate and write MB megabytes of new memory
+         (faults that add resident pages: no copies).
+refault: the parent writes a file of MB megabytes (in the page cache); three
+         workers each map it and read every page, unmap it, wait, and map
+         and read it again (faults on page-cache pages: no copies).
+node:    a training node: a launcher starts PARENTS "ranks", each builds a
+         list of OBJECTS small objects and forks WORKERS workers that share
+         it. COPY_AFTER_S seconds after the start, worker 0 of ranks 0 and 2
+         read their rank's list over COPY_S seconds (copying it at a known
+         rate); the others only sleep. The launcher prints, as JSON, the
+         copying workers' pids and when they start copying (wall clock).
+         Everything ends after SECONDS.
 hold:  PROCESSES processes (the parent and its children), each with MB
        megabytes of its own written memory, idle for SECONDS: the load of
        the watcher cost benchmark (scripts/bench-tree.sh).
@@ -172,6 +191,118 @@ def cow(mode, mb, steps, step_s):
     os._exit(0)
 
 
+def tree_pss(pids):
+    return sum(pss(p) for p in pids)
+
+
+def faults(mode, mb):
+    """copy, touch and refault: see the module's docstring."""
+    import mmap
+    import tempfile
+    size = mb << 20
+    data, path = None, None
+    if mode == "copy":
+        data = list(range(10**6, 10**6 + size // 36))
+    elif mode == "refault":
+        fd, path = tempfile.mkstemp()
+        # A megabyte at a time: a buffer of MB allocated and freed between
+        # two readings would itself read as copies (see the README).
+        block = b"\x01" * (1 << 20)
+        for _ in range(mb):
+            os.write(fd, block)
+        os.fsync(fd)
+        os.close(fd)
+    workers = []
+    for _ in range(3):
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(r)
+            # Past the watcher's first two listings before anything moves.
+            time.sleep(1.5)
+            if mode == "copy":
+                step = len(data) // 8
+                for k in range(8):
+                    for i in range(k * step, (k + 1) * step):
+                        x = data[i]
+                    time.sleep(0.3)
+            elif mode == "touch":
+                own = []
+                for _ in range(8):
+                    chunk = bytearray(size // 8)
+                    for i in range(0, len(chunk), 4096):
+                        chunk[i] = 1
+                    own.append(chunk)
+                    time.sleep(0.3)
+            else:
+                for _ in range(2):
+                    with open(path, "rb") as f:
+                        m = mmap.mmap(f.fileno(), size, prot=mmap.PROT_READ)
+                        for k in range(8):
+                            for i in range(k * size // 8, (k + 1) * size // 8, 4096):
+                                x = m[i]
+                            time.sleep(0.3)
+                        m.close()
+                    time.sleep(1.2)
+            os.write(w, b"x")
+            while True:
+                time.sleep(1)
+        os.close(w)
+        workers.append((pid, r))
+    pids = [os.getpid()] + [p for p, _ in workers]
+    forked = tree_pss(pids)
+    for _, r in workers:
+        os.read(r, 1)
+    # Still whole for a second: the watcher's last readings see the end.
+    time.sleep(1.0)
+    end = tree_pss(pids)
+    if path:
+        os.unlink(path)
+    print(json.dumps({"pss_forked": forked, "pss_end": end, "copied": end - forked}), flush=True)
+    for pid, _ in workers:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+    os._exit(0)
+
+
+def node(parents, workers, objects, copy_after, copy_s, seconds):
+    t_copy = time.time() - (time.monotonic() - T0) + copy_after
+    r, w = os.pipe()
+    for rank in range(parents):
+        if os.fork() == 0:
+            os.close(r)
+            data = list(range(10**6, 10**6 + objects))
+            for k in range(workers):
+                pid = os.fork()
+                if pid == 0:
+                    if k == 0 and rank in (0, 2):
+                        os.write(w, f"{os.getpid()}\n".encode())
+                        time.sleep(max(0.0, t_copy - time.time()))
+                        # Objects a tenth of a second at a steady rate.
+                        step = max(1, int(len(data) / copy_s / 10))
+                        for start in range(0, len(data), step):
+                            for i in range(start, min(start + step, len(data))):
+                                x = data[i]
+                            time.sleep(0.1)
+                    time.sleep(max(0.0, T0 + seconds - time.monotonic()))
+                    os._exit(0)
+            time.sleep(max(0.0, T0 + seconds - time.monotonic()))
+            os._exit(0)
+    os.close(w)
+    copiers = []
+    with os.fdopen(r) as f:
+        for line in f:
+            copiers.append(int(line))
+            if len(copiers) == 2:
+                break
+    print(json.dumps({"copiers": copiers, "copy_unix": t_copy, "copy_s": copy_s}), flush=True)
+    while True:
+        try:
+            os.wait()
+        except ChildProcessError:
+            break
+
+
 def hold(processes, mb, seconds):
     for _ in range(processes - 1):
         if os.fork() == 0:
@@ -192,6 +323,11 @@ if __name__ == "__main__":
         storm(int(sys.argv[2]), float(sys.argv[3]))
     elif mode == "stop":
         stop(float(sys.argv[2]))
+    elif mode == "node":
+        a = sys.argv[2:8]
+        node(int(a[0]), int(a[1]), int(a[2]), float(a[3]), float(a[4]), float(a[5]))
+    elif mode in ("copy", "touch", "refault"):
+        faults(mode, int(sys.argv[2]))
     elif mode == "churn":
         churn(int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4]))
     else:

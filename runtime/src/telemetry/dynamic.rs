@@ -174,6 +174,14 @@ impl DynamicChannels<'_> {
         Some(first)
     }
 
+    /// How many more channels [`Self::add`] would take now.
+    pub fn room(&self) -> usize {
+        let g = &*self.grown;
+        g.slots
+            .room()
+            .min(flatline_format::MAX_SCHEMA_CHANNELS.saturating_sub(g.slots.positions()))
+    }
+
     /// Whether a name is in the schema already (ended channels included).
     pub fn is_taken(&self, name: &str) -> bool {
         self.grown.names.contains(name)
@@ -278,6 +286,7 @@ mod tests {
         };
         let mut g = Grown::new(&schema);
         let mut d = DynamicChannels { grown: &mut g };
+        assert_eq!(d.room(), 1);
         assert_eq!(d.add(vec![spec("x"), spec("y")]), None);
         assert_eq!(d.refused(), 2);
         assert_eq!(d.add(vec![spec("x")]), Some(MAX_CHANNELS - 1));

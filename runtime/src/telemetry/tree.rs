@@ -51,6 +51,8 @@ pub struct StatLine {
     pub comm: String,
     pub state: u8,
     pub ppid: u32,
+    /// Minor page faults so far (the whole process, all its threads).
+    pub minflt: u64,
     /// Start time in clock ticks since boot: with the pid, it names a process
     /// even after its pid is reused.
     pub start: u64,
@@ -62,16 +64,49 @@ pub fn parse_stat_line(text: &str) -> Option<StatLine> {
     let close = text.rfind(')')?;
     let comm = text.get(open + 1..close)?.to_owned();
     let mut f = text.get(close + 1..)?.split_ascii_whitespace();
-    // state(3) ppid(4) … starttime(22)
+    // state(3) ppid(4) pgrp session tty_nr tpgid flags minflt(10) … starttime(22)
     let state = *f.next()?.as_bytes().first()?;
     let ppid = f.next()?.parse().ok()?;
-    let start = f.nth(17)?.parse().ok()?;
+    let minflt = f.nth(5)?.parse().ok()?;
+    let start = f.nth(11)?.parse().ok()?;
     Some(StatLine {
         comm,
         state,
         ppid,
+        minflt,
         start,
     })
+}
+
+/// What the kernel counts for a process at no cost: its minor faults
+/// (`/proc/<pid>/stat`) and its resident pages by kind (`status`), in
+/// bytes. Two of them a reading apart give [`copied_bytes`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub minflt: u64,
+    pub anon: u64,
+    pub file: u64,
+    pub shmem: u64,
+}
+
+/// The fast copy-on-write estimate between two readings: minor faults that
+/// brought no new resident page, in bytes. A write to a page shared since
+/// a fork faults once and replaces the shared page by a private copy, so
+/// RSS stays where it was; a first touch of new memory (anonymous) or of a
+/// file page already in the page cache also faults once, but adds a
+/// resident page, which is subtracted here. What it cannot tell from a copy:
+/// memory unmapped and touched again between the same two readings (an
+/// allocator that returns and re-maps, a file mapped anew), where RSS ends
+/// where it began; a transparent huge page is one fault for 512 pages and
+/// reads as none. So it is a lead indicator, never a verdict: it chooses
+/// whose page tables to walk first, and the PSS and USS those walks read
+/// are the evidence.
+pub fn copied_bytes(before: Counts, now: Counts, page: u64) -> u64 {
+    let faults = now.minflt.saturating_sub(before.minflt);
+    let gained = now.anon.saturating_sub(before.anon)
+        + now.file.saturating_sub(before.file)
+        + now.shmem.saturating_sub(before.shmem);
+    faults.saturating_sub(gained / page.max(1)) * page
 }
 
 /// Memory of one process from `/proc/<pid>/smaps_rollup`, in bytes.
@@ -147,6 +182,15 @@ struct Member {
     announced: bool,
     /// Resident set, read every reading (cheap: `/proc/<pid>/status`).
     rss: Option<f64>,
+    /// The last reading's fault and resident counts.
+    counts: Option<Counts>,
+    /// The copy-on-write estimate since it was first seen, bytes.
+    cow: u64,
+    /// Flat when it started, with little room: channels once it moves.
+    waiting: bool,
+    /// `cow` when its page tables were last walked, and when (stream clock).
+    cow_at_walk: u64,
+    walked_ns: Option<u64>,
     /// The latest `smaps_rollup`, and whether it was read in the round in
     /// progress (and in this reading).
     mem: Option<Rollup>,
@@ -169,6 +213,11 @@ pub struct TreeProbe {
     members: HashMap<u32, Member>,
     /// Processes whose memory could not be read, so far.
     skipped: u64,
+    /// The copy-on-write estimate of processes that have left the tree.
+    cow_gone: u64,
+    /// How often a mover's page tables may be walked again.
+    mover_every_ns: u64,
+    page: u64,
     /// Processes seen at one listing only (gone before they were named).
     brief: u64,
     per_process: bool,
@@ -182,6 +231,8 @@ pub struct TreeProbe {
     credit_ns: f64,
     /// Whether the note that per-process channels ran out has been sent.
     told_full: bool,
+    /// Whether the note that flat processes wait for channels has been sent.
+    told_waiting: bool,
     budget_start: std::time::Instant,
     spent_ns: u64,
     /// The members' pids, told to whoever shares them (the GPU probe sums
@@ -213,6 +264,9 @@ impl TreeProbe {
             root,
             members: HashMap::new(),
             skipped: 0,
+            cow_gone: 0,
+            mover_every_ns: MOVER_EVERY_NS,
+            page: crate::sys::page_size(),
             brief: 0,
             per_process,
             found: Found::default(),
@@ -222,6 +276,7 @@ impl TreeProbe {
             budget: ROLLUP_BUDGET,
             credit_ns: ROLLUP_CREDIT_NS,
             told_full: false,
+            told_waiting: false,
             budget_start: std::time::Instant::now(),
             spent_ns: 0,
             shared: None,
@@ -335,6 +390,7 @@ impl TreeProbe {
             let Some(m) = self.members.remove(&pid) else {
                 continue;
             };
+            self.cow_gone += m.cow;
             if !m.announced {
                 self.brief += 1;
             } else {
@@ -376,6 +432,11 @@ impl TreeProbe {
                             first_ns: self.clock.now_ns(),
                             announced: false,
                             rss: None,
+                            counts: None,
+                            cow: 0,
+                            waiting: false,
+                            cow_at_walk: 0,
+                            walked_ns: None,
                             mem: None,
                             in_round: false,
                             fresh: false,
@@ -405,20 +466,59 @@ impl TreeProbe {
                 }
                 Some(_) => {}
             }
-            let rss = if self.read_to_buf(pid, "status") {
-                super::procfs::parse_status(self.buf.as_bytes())
-                    .vm_rss
-                    .map(|b| b as f64)
-            } else {
-                None
-            };
+            let status = self
+                .read_to_buf(pid, "status")
+                .then(|| super::procfs::parse_status(self.buf.as_bytes()));
+            let rss = status.and_then(|s| s.vm_rss).map(|b| b as f64);
+            let counts = status.map(|s| Counts {
+                minflt: st.minflt,
+                anon: s.rss_anon.unwrap_or(0),
+                file: s.rss_file.unwrap_or(0),
+                shmem: s.rss_shmem.unwrap_or(0),
+            });
             if let Some(m) = self.members.get_mut(&pid) {
                 m.rss = rss;
                 m.fresh = false;
+                if let Some(now) = counts {
+                    if let Some(before) = m.counts {
+                        m.cow += copied_bytes(before, now, self.page);
+                    }
+                    m.counts = Some(now);
+                }
             }
         }
         self.read_rollups();
         Ok(())
+    }
+
+    /// Adds `pid`'s channels; false (and a note, once) when there is no room.
+    fn give_channels(&mut self, pid: u32, ch: &mut DynamicChannels<'_>) -> bool {
+        let Some(m) = self.members.get_mut(&pid) else {
+            return false;
+        };
+        // A reused pid gets a name of its own: pid123, then pid123-2, …
+        let stem = ch.free_stem(&format!("pid{pid}"), "rss");
+        let specs = PROCESS_CHANNELS
+            .iter()
+            .map(|&(leaf, kind)| {
+                ChannelSpec::new(format!("{stem}.{leaf}"), Unit::Bytes, Group::Memory)
+                    .with_kind(kind)
+                    .with_label("pid", pid.to_string())
+                    .with_label("ppid", m.ppid.to_string())
+                    .with_label("name", m.name.clone())
+                    .with_label("role", m.role)
+            })
+            .collect();
+        m.channels = ch.add(specs);
+        if m.channels.is_none() && !self.told_full {
+            self.told_full = true;
+            let why = format!(
+                "process {pid} and later ones get no channels of their own: the recording \
+                 holds as many channels as it can (tree.* go on)"
+            );
+            self.emit_at(self.clock.now_ns(), EventKind::Note(why));
+        }
+        self.members.get(&pid).is_some_and(|m| m.channels.is_some())
     }
 
     /// Reads `smaps_rollup` (PSS, USS, swap) of the processes whose turn it
@@ -430,16 +530,33 @@ impl TreeProbe {
     fn read_rollups(&mut self) {
         let elapsed = self.budget_start.elapsed().as_nanos() as f64;
         let allowed = self.credit_ns + self.budget * elapsed;
-        let mut turn: Vec<u32> = self
+        let now_ns = self.clock.now_ns();
+        // Whose turn it is: new processes (never read) first; then those
+        // whose fast signal says pages are being copied, most first (read
+        // again even when this round has read them, at most once a
+        // [`MOVER_EVERY_NS`]); then the round in pid order, a stable
+        // round-robin, since a round ends only when each has had its turn.
+        let mut turn: Vec<(u8, std::cmp::Reverse<u64>, u32)> = self
             .members
             .iter()
-            .filter(|(_, m)| !m.in_round)
-            .map(|(&p, _)| p)
+            .filter_map(|(&p, m)| {
+                let moved = m.cow - m.cow_at_walk;
+                let rested = m
+                    .walked_ns
+                    .is_none_or(|w| now_ns.saturating_sub(w) >= self.mover_every_ns);
+                if m.mem.is_none() && !m.in_round {
+                    Some((0, std::cmp::Reverse(0), p))
+                } else if moved >= MOVED_BYTES && rested {
+                    Some((1, std::cmp::Reverse(moved), p))
+                } else if !m.in_round {
+                    Some((2, std::cmp::Reverse(0), p))
+                } else {
+                    None
+                }
+            })
             .collect();
-        // New processes (never read) first, then in pid order: a stable
-        // round-robin, since a round ends only when each has had its turn.
-        turn.sort_unstable_by_key(|p| (self.members[p].mem.is_some(), *p));
-        for pid in turn {
+        turn.sort_unstable();
+        for (_, _, pid) in turn {
             if self.spent_ns as f64 > allowed {
                 break;
             }
@@ -457,10 +574,23 @@ impl TreeProbe {
                 m.mem = mem;
                 m.in_round = true;
                 m.fresh = mem.is_some();
+                m.cow_at_walk = m.cow;
+                m.walked_ns = Some(now_ns);
             }
         }
     }
 }
+
+/// Copies (by the fast estimate) since a process's last walk that make it a
+/// mover: its page tables are walked before the round's.
+const MOVED_BYTES: u64 = 256 << 10;
+
+/// Per-process channels kept free, in processes, for processes that start
+/// copying after the sample has filled with flat ones.
+const MOVER_ROOM: usize = 4;
+
+/// A mover is walked again at most this often (stream clock).
+const MOVER_EVERY_NS: u64 = 1_000_000_000;
 
 /// CPU the rollup reads may use up front (the first round of a big tree).
 const ROLLUP_CREDIT_NS: f64 = 100e6;
@@ -469,7 +599,7 @@ const ROLLUP_CREDIT_NS: f64 = 100e6;
 pub const ROLLUP_BUDGET: f64 = 0.01;
 
 /// The tree's channels, in `read`'s order.
-const TREE_CHANNELS: [(&str, Unit, Kind); 7] = [
+const TREE_CHANNELS: [(&str, Unit, Kind); 8] = [
     ("tree.rss", Unit::Bytes, Kind::Level),
     ("tree.pss", Unit::Bytes, Kind::Level),
     ("tree.uss", Unit::Bytes, Kind::Level),
@@ -477,10 +607,18 @@ const TREE_CHANNELS: [(&str, Unit, Kind); 7] = [
     ("tree.procs", Unit::Count, Kind::Gauge),
     ("tree.skipped", Unit::Count, Kind::Counter),
     ("tree.brief", Unit::Count, Kind::Counter),
+    ("tree.cow", Unit::Bytes, Kind::Counter),
 ];
 
-/// The per-process channels' leaves, in position order.
-pub const PROCESS_CHANNELS: [&str; 3] = ["rss", "pss", "uss"];
+/// The per-process channels' leaves, in position order, with their kinds:
+/// `cow` is the fast copy-on-write estimate ([`copied_bytes`]), a counter
+/// of bytes since the process was first seen.
+pub const PROCESS_CHANNELS: [(&str, Kind); 4] = [
+    ("rss", Kind::Level),
+    ("pss", Kind::Level),
+    ("uss", Kind::Level),
+    ("cow", Kind::Counter),
+];
 
 impl Probe for TreeProbe {
     fn name(&self) -> &'static str {
@@ -516,6 +654,7 @@ impl Probe for TreeProbe {
         out[4] = self.members.len() as f64;
         out[5] = self.skipped as f64;
         out[6] = self.brief as f64;
+        out[7] = (self.cow_gone + self.members.values().map(|m| m.cow).sum::<u64>()) as f64;
         // The sums of the rollups, once each process has been read this round.
         out[1..4].fill(f64::NAN);
         if !self.members.is_empty() && self.members.values().all(|m| m.in_round) {
@@ -552,37 +691,68 @@ impl Probe for TreeProbe {
             .flat_map(|p| p..p + PROCESS_CHANNELS.len())
             .collect();
         ch.end(&ended);
+        // Channels at its start for a process while room for later movers
+        // stays; one that is flat then waits, in the sums, until it moves.
+        let per = PROCESS_CHANNELS.len();
         for pid in found.started {
             let Some(m) = self.members.get_mut(&pid) else {
                 continue;
             };
-            // A reused pid gets a name of its own: pid123, then pid123-2, …
-            let stem = ch.free_stem(&format!("pid{pid}"), "rss");
-            let specs = PROCESS_CHANNELS
-                .iter()
-                .map(|leaf| {
-                    ChannelSpec::new(format!("{stem}.{leaf}"), Unit::Bytes, Group::Memory)
-                        .with_kind(Kind::Level)
-                        .with_label("pid", pid.to_string())
-                        .with_label("ppid", m.ppid.to_string())
-                        .with_label("name", m.name.clone())
-                        .with_label("role", m.role)
-                })
-                .collect();
-            m.channels = ch.add(specs);
-            if m.channels.is_none() && !self.told_full {
-                self.told_full = true;
-                let why = format!(
-                    "process {pid} and later ones get no channels of their own: the recording \
-                     holds as many channels as it can (tree.* go on)"
-                );
-                self.emit_at(self.clock.now_ns(), EventKind::Note(why));
+            if pid == self.root || m.cow >= MOVED_BYTES || ch.room() >= per * (MOVER_ROOM + 1) {
+                self.give_channels(pid, ch);
+            } else {
+                m.waiting = true;
+                if !self.told_waiting {
+                    self.told_waiting = true;
+                    let why = format!(
+                        "process {pid} and later flat ones get channels of their own only once their \
+                         pages are being copied: room is kept for them (all are in tree.*)"
+                    );
+                    self.emit_at(self.clock.now_ns(), EventKind::Note(why));
+                }
+            }
+        }
+        // Waiting processes that began to copy, most first: channels now,
+        // from a flat process's if need be.
+        let mut movers: Vec<(u64, u32)> = self
+            .members
+            .iter()
+            .filter(|(_, m)| m.waiting && m.cow >= MOVED_BYTES)
+            .map(|(&pid, m)| (m.cow, pid))
+            .collect();
+        movers.sort_unstable_by(|a, b| b.cmp(a));
+        for (_, pid) in movers {
+            if ch.room() < per {
+                let flattest = self
+                    .members
+                    .iter()
+                    .filter(|&(&v, m)| {
+                        v != self.root && m.channels.is_some() && m.cow < MOVED_BYTES
+                    })
+                    .min_by_key(|&(&v, m)| (m.cow, v))
+                    .map(|(&v, _)| v);
+                if let Some(v) = flattest
+                    && let Some(p) = self.members.get_mut(&v).and_then(|m| m.channels.take())
+                {
+                    ch.end(&(p..p + per).collect::<Vec<_>>());
+                    let why = format!(
+                        "process {v}'s channels end (it is flat; it stays in tree.*) to make room \
+                         for process {pid}, whose pages are being copied"
+                    );
+                    self.emit_at(self.clock.now_ns(), EventKind::Note(why));
+                }
+            }
+            if self.give_channels(pid, ch)
+                && let Some(m) = self.members.get_mut(&pid)
+            {
+                m.waiting = false;
             }
         }
         for m in self.members.values() {
             let Some(p) = m.channels else { continue };
             if let Some(rss) = m.rss {
                 ch.set(p, rss);
+                ch.set(p + 3, m.cow as f64);
             }
             if let (true, Some(r)) = (m.fresh, m.mem) {
                 ch.set(p + 1, r.pss);
@@ -603,6 +773,33 @@ mod tests {
         assert_eq!(st.comm, "python3 (w) x");
         assert_eq!((st.state, st.ppid, st.start), (b'S', 4000, 987654));
         assert_eq!(parse_stat_line("12 (cut) S 1"), None);
+    }
+
+    /// The fast estimate counts faults that added no resident page: a copy
+    /// on write, not a first touch nor a file page mapped from the cache.
+    #[test]
+    fn faults_without_new_resident_pages_read_as_copies() {
+        let page = 4096;
+        let at = |minflt, anon, file| Counts {
+            minflt,
+            anon: anon * page,
+            file: file * page,
+            shmem: 0,
+        };
+        let before = at(1000, 500, 100);
+        // 300 pages copied on write: faults, RSS where it was.
+        assert_eq!(copied_bytes(before, at(1300, 500, 100), page), 300 * page);
+        // 300 pages of new memory touched: faults, and 300 more resident.
+        assert_eq!(copied_bytes(before, at(1300, 800, 100), page), 0);
+        // 300 file pages mapped from the page cache.
+        assert_eq!(copied_bytes(before, at(1300, 500, 400), page), 0);
+        // Both at once: only the copies are left.
+        assert_eq!(copied_bytes(before, at(1500, 600, 200), page), 300 * page);
+        // Memory given back is not a copy, and fewer faults never underflow.
+        assert_eq!(copied_bytes(before, at(1000, 200, 100), page), 0);
+        assert_eq!(copied_bytes(before, at(900, 500, 100), page), 0);
+        // A huge page: one fault, 512 pages resident.
+        assert_eq!(copied_bytes(before, at(1001, 1012, 100), page), 0);
     }
 
     #[test]
@@ -642,8 +839,8 @@ mod tests {
     }
 
     /// Reads once and applies the schema changes the way the sampler does.
-    fn reading(p: &mut TreeProbe, grown: &mut crate::telemetry::dynamic::Grown) -> [f64; 7] {
-        let mut out = [0.0; 7];
+    fn reading(p: &mut TreeProbe, grown: &mut crate::telemetry::dynamic::Grown) -> [f64; 8] {
+        let mut out = [0.0; 8];
         p.read(&mut out).unwrap();
         p.dynamic(&mut DynamicChannels { grown });
         out
@@ -716,15 +913,16 @@ mod tests {
                 (13, "other".into())
             ]
         );
-        assert_eq!(grown.publish_changes(0, &feed), 12);
+        assert_eq!(grown.publish_changes(0, &feed), 16);
         let mut added = Vec::new();
         feed.take_all(|c| {
             if let Item::Add(specs) = c {
                 added.extend(specs.into_iter().map(|s| s.name));
             }
         });
-        assert_eq!(added.len(), 12);
+        assert_eq!(added.len(), 16);
         assert!(added.contains(&"pid12.pss".to_string()));
+        assert!(added.contains(&"pid12.cow".to_string()));
 
         // The worker exits; its channels end and its exit is told.
         fake_proc(proc_root, &[tree[0], tree[1], tree[3]]);
@@ -741,12 +939,12 @@ mod tests {
                 ended.extend(p);
             }
         });
-        assert_eq!(ended.len(), 3);
+        assert_eq!(ended.len(), 4);
 
         // The root gone: the watch is over.
         fake_proc(proc_root, &[tree[1]]);
         assert!(matches!(
-            p.read(&mut [0.0; 7]),
+            p.read(&mut [0.0; 8]),
             Err(ProbeError::Gone { pid: 10 })
         ));
     }
@@ -768,7 +966,7 @@ mod tests {
         let mut p = TreeProbe::with_proc_root(tmp.path(), 10, false, None, Clock::start())
             .with_budget(0.0, 0.0);
         for _ in 0..3 {
-            let mut out = [0.0; 7];
+            let mut out = [0.0; 8];
             p.read(&mut out).unwrap();
             assert_eq!((out[0], out[4]), (2000.0 * 1024.0, 2.0));
             assert!(
@@ -778,9 +976,129 @@ mod tests {
         }
         // More budget: the round completes.
         p.budget = 1.0;
-        let mut out = [0.0; 7];
+        let mut out = [0.0; 8];
         p.read(&mut out).unwrap();
         assert_eq!(out[1], 1100.0 * 1024.0);
+    }
+
+    /// With budget for one walk a reading, a process whose faults say its
+    /// pages are being copied is walked before the round's next turn, and
+    /// its copies count in `tree.cow`.
+    #[test]
+    fn a_process_copying_pages_is_walked_first() {
+        let tmp = tempfile::tempdir().unwrap();
+        let py = "/usr/bin/python3";
+        let tree = [
+            (10, 1, "python3", py, "", 1000, 600),
+            (11, 10, "python3", py, "", 1000, 500),
+            (12, 10, "python3", py, "", 1000, 500),
+        ];
+        fake_proc(tmp.path(), &tree);
+        let mut p = TreeProbe::with_proc_root(tmp.path(), 10, false, None, Clock::start())
+            .with_budget(0.0, 0.0);
+        p.mover_every_ns = 0;
+        let walk = |p: &mut TreeProbe| {
+            p.spent_ns = 0;
+            let mut out = [0.0; 8];
+            p.read(&mut out).unwrap();
+            let walked: Vec<u32> = p
+                .members
+                .iter()
+                .filter(|(_, m)| m.fresh)
+                .map(|(&pid, _)| pid)
+                .collect();
+            (walked, out)
+        };
+        assert_eq!(walk(&mut p).0, [10]);
+        assert_eq!(walk(&mut p).0, [11]);
+        let (walked, out) = walk(&mut p);
+        assert_eq!(walked, [12]);
+        assert_eq!(out[1], 1600.0 * 1024.0, "the round is whole");
+        assert_eq!(out[7], 0.0);
+        // pid 12 faults 1,000 pages with its RSS where it was: copies.
+        let stat = std::fs::read_to_string(tmp.path().join("12/stat")).unwrap();
+        let fields: Vec<&str> = stat.split(' ').collect();
+        let mut bumped = fields.clone();
+        bumped[9] = "1000";
+        std::fs::write(tmp.path().join("12/stat"), bumped.join(" ")).unwrap();
+        let (walked, out) = walk(&mut p);
+        assert_eq!(walked, [12], "the mover before the round's pid 10");
+        assert_eq!(out[7], 1000.0 * p.page as f64);
+        // Still: it has not copied since its walk, so the round goes on.
+        assert_eq!(walk(&mut p).0, [10]);
+    }
+
+    /// Rewrites a faked process's minor-fault count.
+    fn set_minflt(dir: &Path, pid: u32, minflt: u64) {
+        let path = dir.join(format!("{pid}/stat"));
+        let stat = std::fs::read_to_string(&path).unwrap();
+        let mut fields: Vec<String> = stat.split(' ').map(str::to_owned).collect();
+        fields[9] = minflt.to_string();
+        std::fs::write(path, fields.join(" ")).unwrap();
+    }
+
+    /// A sample with room for six processes' channels: the root and one
+    /// more get theirs at once, the flat rest wait; when five begin to copy
+    /// the four most copying take the room kept for them and the fifth the
+    /// channels of the flat one, so no process that moves goes unwatched.
+    #[test]
+    fn processes_that_copy_get_channels_before_flat_ones() {
+        use crate::telemetry::Schema;
+        use crate::telemetry::dynamic::Grown;
+        let tmp = tempfile::tempdir().unwrap();
+        let py = "/usr/bin/python3";
+        let mut tree = vec![(10, 1, "python3", py, "", 1000, 600)];
+        tree.extend((11..=16).map(|pid| (pid, 10, "python3", py, "", 1000, 500)));
+        fake_proc(tmp.path(), &tree);
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let mut p = TreeProbe::with_proc_root(tmp.path(), 10, true, Some(tx), Clock::start());
+        let room = PROCESS_CHANNELS.len() * (MOVER_ROOM + 2);
+        let schema = Schema {
+            channels: (0..crate::telemetry::MAX_CHANNELS - room)
+                .map(|i| ChannelSpec::new(format!("c{i}"), Unit::Bytes, Group::Memory))
+                .collect(),
+        };
+        let mut grown = Grown::new(&schema);
+        reading(&mut p, &mut grown);
+        reading(&mut p, &mut grown);
+        let watched = |p: &TreeProbe| {
+            let mut w: Vec<u32> = p
+                .members
+                .iter()
+                .filter(|(_, m)| m.channels.is_some())
+                .map(|(&pid, _)| pid)
+                .collect();
+            w.sort_unstable();
+            w
+        };
+        assert_eq!(watched(&p), [10, 11]);
+        let notes = |rx: &crossbeam_channel::Receiver<Event>| -> Vec<String> {
+            rx.try_iter()
+                .filter_map(|e| match e.kind {
+                    EventKind::Note(n) => Some(n),
+                    _ => None,
+                })
+                .collect()
+        };
+        let first = notes(&rx);
+        assert_eq!(first.len(), 1, "{first:?}");
+        assert!(
+            first[0].starts_with("process 12 and later flat ones"),
+            "{first:?}"
+        );
+        // 12…16 copy, 16 most; 11 stays flat.
+        for pid in 12..=16u32 {
+            set_minflt(tmp.path(), pid, 100 * u64::from(pid));
+        }
+        reading(&mut p, &mut grown);
+        assert_eq!(watched(&p), [10, 12, 13, 14, 15, 16]);
+        let evicted = notes(&rx);
+        assert_eq!(evicted.len(), 1, "{evicted:?}");
+        assert!(
+            evicted[0].starts_with("process 11's channels end")
+                && evicted[0].ends_with("process 12, whose pages are being copied"),
+            "{evicted:?}"
+        );
     }
 
     #[test]
