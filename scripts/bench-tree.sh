@@ -21,7 +21,7 @@ if [ "${1:-}" = node ]; then
     secs=${2:-120}
     root=$(cd "$(dirname "$0")/.." && pwd)
     flatline=${FLATLINE:-$root/target/release/flatline}
-    tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+    tmp=${KEEP:-$(mktemp -d)}; [ -n "${KEEP:-}" ] || trap 'rm -rf "$tmp"' EXIT
     # shellcheck disable=SC2086 # WATCH_ARGS: extra flags
     "$flatline" watch --headless --hz 10 --seconds "$secs" --out "$tmp/n.flr" ${WATCH_ARGS:-} \
         -- python3 "$root/dashboard/tests/data/cow_workers.py" node 4 15 1500000 25 60 "$((secs + 5))" \

@@ -12,6 +12,22 @@ use support::{flatline, ok};
 /// Channels each process gets: rss, pss, uss, cow.
 const PER_PROCESS: usize = flatline_runtime::telemetry::tree::PROCESS_CHANNELS.len();
 
+/// The Python interpreter itself, not a launcher in front of it: a pyenv
+/// shim is a shell script whose short-lived subshells would be in the
+/// watched tree (and counted as brief processes).
+fn python() -> String {
+    static PYTHON: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    PYTHON
+        .get_or_init(|| {
+            let out = std::process::Command::new("python3")
+                .args(["-c", "import sys; print(sys.executable)"])
+                .output()
+                .expect("python3 runs");
+            String::from_utf8(out.stdout).unwrap().trim().to_owned()
+        })
+        .clone()
+}
+
 fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/cow_workers.py")
 }
@@ -25,6 +41,7 @@ fn fixture() -> PathBuf {
 fn watch_fixture(dir: &Path, name: &str, args: &[&str]) -> (PathBuf, serde_json::Value) {
     let out = dir.join(format!("{name}.flr"));
     let fixture = fixture();
+    let python = python();
     let mut argv = vec![
         "watch",
         "--headless",
@@ -33,7 +50,7 @@ fn watch_fixture(dir: &Path, name: &str, args: &[&str]) -> (PathBuf, serde_json:
         "--out",
         out.to_str().unwrap(),
         "--",
-        "python3",
+        &python,
         fixture.to_str().unwrap(),
     ];
     argv.extend(args);
@@ -272,6 +289,7 @@ fn no_tree_watches_the_process_alone() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("alone.flr");
     let fixture = fixture();
+    let python = python();
     ok(&flatline(&[
         "watch",
         "--headless",
@@ -279,7 +297,7 @@ fn no_tree_watches_the_process_alone() {
         "--out",
         out.to_str().unwrap(),
         "--",
-        "python3",
+        &python,
         fixture.to_str().unwrap(),
         "churn",
         "3",
@@ -306,7 +324,7 @@ fn the_watcher_keeps_its_threads_and_memory_through_a_churning_tree() {
     let mut watcher = std::process::Command::new(env!("CARGO_BIN_EXE_flatline"))
         .args(["watch", "--headless", "--hz", "20", "--out"])
         .arg(&out)
-        .args(["--", "python3"])
+        .args(["--", &python()])
         .arg(&fixture)
         .args(["churn", "50", "1.2", "0.2"])
         .stdout(std::process::Stdio::null())
@@ -377,7 +395,7 @@ fn a_fork_storm_is_watched_without_panic_or_growth() {
     let mut watcher = std::process::Command::new(env!("CARGO_BIN_EXE_flatline"))
         .args(["watch", "--headless", "--hz", "10", "--out"])
         .arg(&out)
-        .args(["--", "python3"])
+        .args(["--", &python()])
         .arg(&fixture)
         .args(["storm", "200", "10"])
         .stdout(std::process::Stdio::piped())

@@ -305,6 +305,28 @@ pub struct ChannelAnalysis {
     pub evidence: Option<TrendEvidence>,
 }
 
+impl ChannelAnalysis {
+    /// Whether its readings show a rise, upwards: growth to the end (a
+    /// growth verdict), or growth beyond the noise that then held
+    /// ([`Note::NotSustained`]: not a leak, but memory the run gained and
+    /// kept, such as pages workers copied in a first epoch).
+    pub fn rose(&self) -> bool {
+        let grows = self.verdict.is_growth() && self.slope_per_s > 0.0;
+        let held = self.note == Some(Note::NotSustained)
+            && self.drift > 0.0
+            && self
+                .evidence
+                .as_ref()
+                .is_some_and(TrendEvidence::significant);
+        grows || held
+    }
+
+    /// A rise that then held (see [`Self::rose`]), not growth at the end.
+    pub fn rose_and_held(&self) -> bool {
+        self.rose() && !self.verdict.is_growth()
+    }
+}
+
 /// Why a level that moved is still not growth.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "why")]

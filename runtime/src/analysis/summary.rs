@@ -211,6 +211,29 @@ fn headline_of(
                 "Too few readings after the warm-up to judge memory.".into()
             };
         }
+        // Memory that grew beyond its noise and then held is not growth at
+        // the end, but neither is it flat: say what was gained and kept.
+        let held = told
+            .iter()
+            .filter(|r| r.analysis.rose_and_held())
+            .max_by(|a, b| a.analysis.drift.total_cmp(&b.analysis.drift));
+        if let Some(h) = held {
+            let a = h.analysis;
+            let more = match told.iter().filter(|r| r.analysis.rose_and_held()).count() {
+                1 => String::new(),
+                n => format!(" (and {} more)", n - 1),
+            };
+            let pct = if a.baseline.abs() > 0.0 {
+                format!(" ({:+.0} %)", 100.0 * a.drift / a.baseline.abs())
+            } else {
+                String::new()
+            };
+            return format!(
+                "Memory grew, then held: {} rose {}{pct}{more} and did not grow after; nothing grows at the end.",
+                h.name,
+                value(a.drift, h.unit)
+            );
+        }
         // A channel that moved but whose readings cannot tell growth from
         // noise is not flat: say so, with what it had.
         if let Some(u) = untold.first() {
@@ -488,6 +511,49 @@ mod tests {
         let a = assess(&[row("mem.rss", &flat)], None, &value, &duration);
         assert_eq!(a.headline, "Memory is flat.");
         assert!(a.findings.is_empty() && a.growing.is_empty() && a.untold.is_empty());
+    }
+
+    /// Memory that rose beyond its noise and then held (workers copying a
+    /// dataset in their first epoch) is neither growth at the end nor flat.
+    #[test]
+    fn memory_that_rose_then_held_is_said_so() {
+        let t: Vec<f64> = (0..600).map(f64::from).collect();
+        let x: Vec<f64> = t
+            .iter()
+            .map(|&s| 3e8 + 1e8 * ((s - 100.0) / 200.0).clamp(0.0, 1.0) + 5e4 * (s * 1.3).sin())
+            .collect();
+        // The warm-up as a recording's start-up gives it (the ramp is the
+        // job's, not a start-up the warm-up should swallow).
+        let ctx = Context {
+            min_growth: 65536.0,
+            warmup_s: Some(5.0),
+            ..Context::default()
+        };
+        let rose = analyze(&t, &x, &ctx);
+        assert!(rose.rose_and_held(), "{rose:?}");
+        assert!(!rose.verdict.is_growth(), "{rose:?}");
+        let flat = analyze(&t, &vec![5e8; t.len()], &ctx);
+        assert!(!flat.rose() && !flat.rose_and_held());
+        let row = |name, analysis| Assessed {
+            name,
+            unit: Unit::Bytes,
+            analysis,
+            limit: None,
+        };
+        let a = assess(
+            &[row("mem.rss", &flat), row("tree.pss", &rose)],
+            None,
+            &value,
+            &duration,
+        );
+        assert!(
+            a.headline
+                .starts_with("Memory grew, then held: tree.pss rose ")
+                && a.headline.contains("(+33 %)")
+                && a.headline.ends_with("nothing grows at the end."),
+            "{}",
+            a.headline
+        );
     }
 
     #[test]

@@ -82,11 +82,13 @@ fn settled(seen: &BTreeMap<u32, ProcessSeen>) -> Option<f64> {
 fn copy_on_access<'c, F: Fn(&str) -> Option<&'c [f64]>>(
     seen: &BTreeMap<u32, ProcessSeen>,
     data: &Columns<'c, F>,
-    pss_grows: bool,
+    pss_rose: bool,
+    held: bool,
 ) -> Option<String> {
     // A finding stands on the same evidence as any channel: the tree's PSS
-    // is called growth by its own readings.
-    if !pss_grows {
+    // rose by its own readings (to the end, or then held: workers that copy
+    // what they touch in a first epoch keep it).
+    if !pss_rose {
         return None;
     }
     let workers = seen.values().filter(|p| p.role == "worker").count();
@@ -110,12 +112,13 @@ fn copy_on_access<'c, F: Fn(&str) -> Option<&'c [f64]>>(
     every.then(|| {
         format!(
             "copy-on-access: after its {workers} worker{} started, the tree's PSS grew \
-             {:+.1} MiB ({:+.0} %) while every process's RSS stayed within {:.0} %: workers \
+             {:+.1} MiB ({:+.0} %){} while every process's RSS stayed within {:.0} %: workers \
              touch pages they share with their parent (a Python list of objects read by \
              DataLoader workers); keep such data in one numpy array, Arrow table or bytes object",
             if workers == 1 { "" } else { "s" },
             grew / 1_048_576.0,
             grew / before * 100.0,
+            if held { ", then held," } else { "" },
             STILL_SHARE * 100.0
         )
     })
@@ -223,7 +226,7 @@ pub fn summarize<'a, 'c, F: Fn(&str) -> Option<&'c [f64]>>(
             .channels
             .as_deref()
             .and_then(|s| analysis(&format!("{s}.uss")))
-            .is_some_and(|a| a.verdict.is_growth() && a.slope_per_s > 0.0);
+            .is_some_and(ChannelAnalysis::rose);
         let material = match (uss, pss) {
             (Some((a, b)), Some((level, _))) => b - a > 0.0 && b - a >= MATERIAL_SHARE * level,
             _ => false,
@@ -232,9 +235,13 @@ pub fn summarize<'a, 'c, F: Fn(&str) -> Option<&'c [f64]>>(
             grew.push(p.pid);
         }
     }
-    let pss_grows =
-        analysis("tree.pss").is_some_and(|a| a.verdict.is_growth() && a.slope_per_s > 0.0);
-    let finding = copy_on_access(&seen, data, pss_grows);
+    let pss = analysis("tree.pss");
+    let finding = copy_on_access(
+        &seen,
+        data,
+        pss.is_some_and(ChannelAnalysis::rose),
+        pss.is_some_and(ChannelAnalysis::rose_and_held),
+    );
     let peak = (data.column)("tree.procs")
         .map(|c| {
             c.iter()
