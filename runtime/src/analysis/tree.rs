@@ -86,8 +86,8 @@ fn copy_on_access<'c, F: Fn(&str) -> Option<&'c [f64]>>(
     held: bool,
 ) -> Option<String> {
     // A finding stands on the same evidence as any channel: the tree's PSS
-    // rose by its own readings (to the end, or then held: workers that copy
-    // what they touch in a first epoch keep it).
+    // (or a process's own USS) rose by its own readings, to the end or then
+    // held (workers that copy what they touch in a first epoch keep it).
     if !pss_rose {
         return None;
     }
@@ -207,6 +207,7 @@ pub fn summarize<'a, 'c, F: Fn(&str) -> Option<&'c [f64]>>(
         .t
         .partition_point(|&t| t < settled(&seen).unwrap_or(warmup_end));
     let mut grew = Vec::new();
+    let mut grew_held = true;
     for p in seen.values_mut() {
         let column = |leaf: &str| {
             p.channels
@@ -222,26 +223,30 @@ pub fn summarize<'a, 'c, F: Fn(&str) -> Option<&'c [f64]>>(
         // worker copies the pages it shares with fifteen others, each of
         // the others' PSS rises too (a shared page's cost is split among
         // fewer), though none of them allocated anything.
-        let called = p
+        let own = p
             .channels
             .as_deref()
-            .and_then(|s| analysis(&format!("{s}.uss")))
-            .is_some_and(ChannelAnalysis::rose);
+            .and_then(|s| analysis(&format!("{s}.uss")));
+        let called = own.is_some_and(ChannelAnalysis::rose);
         let material = match (uss, pss) {
             (Some((a, b)), Some((level, _))) => b - a > 0.0 && b - a >= MATERIAL_SHARE * level,
             _ => false,
         };
         if called && material {
             grew.push(p.pid);
+            grew_held &= own.is_some_and(ChannelAnalysis::rose_and_held);
         }
     }
+    // The tree's PSS rose by its own readings; or, where those are too
+    // sparse to weigh (a big tree's full rounds come every several seconds),
+    // processes' own USS did, read at every second while they copy.
     let pss = analysis("tree.pss");
-    let finding = copy_on_access(
-        &seen,
-        data,
-        pss.is_some_and(ChannelAnalysis::rose),
-        pss.is_some_and(ChannelAnalysis::rose_and_held),
-    );
+    let (rose, held) = if pss.is_some_and(ChannelAnalysis::rose) {
+        (true, pss.is_some_and(ChannelAnalysis::rose_and_held))
+    } else {
+        (!grew.is_empty(), grew_held)
+    };
+    let finding = copy_on_access(&seen, data, rose, held);
     let peak = (data.column)("tree.procs")
         .map(|c| {
             c.iter()
@@ -419,5 +424,94 @@ mod tests {
         };
         let tree = summarize(&schema, &events, |n| analyses.get(n), &data).unwrap();
         assert_eq!(tree.grew, [11]);
+    }
+
+    /// A big tree's full PSS rounds are too sparse to weigh (here five in
+    /// two minutes: `insufficient`), but the copying worker's own USS, read
+    /// every second while it copies, rose: the copy-on-access finding
+    /// stands on that, and says the copies then held.
+    #[test]
+    fn copy_on_access_stands_on_a_copiers_own_memory_when_the_sums_are_sparse() {
+        use crate::telemetry::{ChannelSpec, Group, Unit};
+        const MIB: f64 = 1_048_576.0;
+        let mut channels = vec![ChannelSpec::new("tree.pss", Unit::Bytes, Group::Memory)];
+        for pid in [10, 11, 12] {
+            for leaf in ["rss", "pss", "uss"] {
+                channels.push(
+                    ChannelSpec::new(format!("pid{pid}.{leaf}"), Unit::Bytes, Group::Memory)
+                        .with_label("pid", pid.to_string()),
+                );
+            }
+        }
+        let schema = Schema { channels };
+        let worker = |t_s: f64, pid: u32| {
+            ev(
+                t_s,
+                EventKind::ProcessStarted {
+                    pid,
+                    ppid: 10,
+                    name: "python".into(),
+                    role: "worker".into(),
+                },
+            )
+        };
+        let events = [started(0.0, 10), worker(1.0, 11), worker(1.0, 12)];
+        let t: Vec<f64> = (0..=120).map(f64::from).collect();
+        let wobble = |i: usize| [0.0, 4096.0, -4096.0, 0.0][i % 4];
+        // Worker 11 copies 1 MiB/s from 10 s to 60 s, then holds it.
+        let copied = |i: usize| (t[i] - 10.0).clamp(0.0, 50.0) * MIB;
+        let col = |f: &dyn Fn(usize) -> f64| (0..t.len()).map(|i| f(i) + wobble(i)).collect();
+        let mut cols: std::collections::HashMap<String, Vec<f64>> = Default::default();
+        for pid in [10, 11, 12] {
+            let own = |i: usize| if pid == 11 { copied(i) } else { 0.0 };
+            cols.insert(format!("pid{pid}.rss"), col(&|_| 110.0 * MIB));
+            cols.insert(format!("pid{pid}.pss"), col(&|i| 40.0 * MIB + own(i)));
+            cols.insert(format!("pid{pid}.uss"), col(&|i| 5.0 * MIB + own(i)));
+        }
+        let sparse: Vec<f64> = (0..t.len())
+            .map(|i| {
+                if i % 30 == 0 {
+                    120.0 * MIB + copied(i)
+                } else {
+                    f64::NAN
+                }
+            })
+            .collect();
+        cols.insert("tree.pss".into(), sparse);
+        let ctx = super::super::Context {
+            warmup_s: Some(0.0),
+            min_growth: 4096.0,
+            ..Default::default()
+        };
+        let analyses: std::collections::HashMap<String, ChannelAnalysis> = cols
+            .iter()
+            .map(|(name, v)| {
+                let (tt, vv): (Vec<f64>, Vec<f64>) = t
+                    .iter()
+                    .zip(v)
+                    .filter(|(_, x)| x.is_finite())
+                    .map(|(a, b)| (*a, *b))
+                    .unzip();
+                (name.clone(), super::super::analyze(&tt, &vv, &ctx))
+            })
+            .collect();
+        assert!(!analyses["tree.pss"].rose(), "{:?}", analyses["tree.pss"]);
+        assert!(
+            analyses["pid11.uss"].rose_and_held(),
+            "{:?}",
+            analyses["pid11.uss"]
+        );
+        let data = Columns {
+            t: &t,
+            column: |n: &str| cols.get(n).map(Vec::as_slice),
+        };
+        let tree = summarize(&schema, &events, |n| analyses.get(n), &data).unwrap();
+        assert_eq!(tree.grew, [11]);
+        let finding = tree.finding.expect("a copy-on-access finding");
+        assert!(
+            finding.starts_with("copy-on-access: after its 2 workers started")
+                && finding.contains(", then held,"),
+            "{finding}"
+        );
     }
 }

@@ -26,7 +26,6 @@ pub struct ProcStatus {
     pub vm_pte: Option<u64>,
     pub rss_anon: Option<u64>,
     pub rss_file: Option<u64>,
-    pub rss_shmem: Option<u64>,
     pub vm_swap: Option<u64>,
     pub threads: Option<u64>,
 }
@@ -69,7 +68,6 @@ pub fn parse_status(text: &[u8]) -> ProcStatus {
             b"VmPTE" => &mut st.vm_pte,
             b"RssAnon" => &mut st.rss_anon,
             b"RssFile" => &mut st.rss_file,
-            b"RssShmem" => &mut st.rss_shmem,
             b"VmSwap" => &mut st.vm_swap,
             _ => continue,
         };

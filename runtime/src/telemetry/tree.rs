@@ -79,14 +79,23 @@ pub fn parse_stat_line(text: &str) -> Option<StatLine> {
 }
 
 /// What the kernel counts for a process at no cost: its minor faults
-/// (`/proc/<pid>/stat`) and its resident pages by kind (`status`), in
+/// (`/proc/<pid>/stat`) and its resident pages by kind (`statm`), in
 /// bytes. Two of them a reading apart give [`copied_bytes`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Counts {
     pub minflt: u64,
+    /// Resident anonymous memory.
     pub anon: u64,
-    pub file: u64,
-    pub shmem: u64,
+    /// Resident file-backed and shared memory (`RssFile` + `RssShmem`).
+    pub shared: u64,
+}
+
+/// `/proc/<pid>/statm`'s resident and shared sizes, in bytes.
+pub fn parse_statm(text: &str, page: u64) -> Option<(u64, u64)> {
+    let mut f = text.split_ascii_whitespace().skip(1);
+    let resident: u64 = f.next()?.parse().ok()?;
+    let shared: u64 = f.next()?.parse().ok()?;
+    Some((resident * page, shared * page))
 }
 
 /// The fast copy-on-write estimate between two readings: minor faults that
@@ -103,9 +112,7 @@ pub struct Counts {
 /// are the evidence.
 pub fn copied_bytes(before: Counts, now: Counts, page: u64) -> u64 {
     let faults = now.minflt.saturating_sub(before.minflt);
-    let gained = now.anon.saturating_sub(before.anon)
-        + now.file.saturating_sub(before.file)
-        + now.shmem.saturating_sub(before.shmem);
+    let gained = now.anon.saturating_sub(before.anon) + now.shared.saturating_sub(before.shared);
     faults.saturating_sub(gained / page.max(1)) * page
 }
 
@@ -466,15 +473,18 @@ impl TreeProbe {
                 }
                 Some(_) => {}
             }
-            let status = self
-                .read_to_buf(pid, "status")
-                .then(|| super::procfs::parse_status(self.buf.as_bytes()));
-            let rss = status.and_then(|s| s.vm_rss).map(|b| b as f64);
-            let counts = status.map(|s| Counts {
+            // `statm`, not `status`: the kernel renders it for a fraction
+            // of the cost (no signal masks nor CPU lists), and it holds all
+            // the tree needs at every reading.
+            let statm = self
+                .read_to_buf(pid, "statm")
+                .then(|| parse_statm(&self.buf, self.page))
+                .flatten();
+            let rss = statm.map(|(resident, _)| resident as f64);
+            let counts = statm.map(|(resident, shared)| Counts {
                 minflt: st.minflt,
-                anon: s.rss_anon.unwrap_or(0),
-                file: s.rss_file.unwrap_or(0),
-                shmem: s.rss_shmem.unwrap_or(0),
+                anon: resident.saturating_sub(shared),
+                shared,
             });
             if let Some(m) = self.members.get_mut(&pid) {
                 m.rss = rss;
@@ -783,8 +793,7 @@ mod tests {
         let at = |minflt, anon, file| Counts {
             minflt,
             anon: anon * page,
-            file: file * page,
-            shmem: 0,
+            shared: file * page,
         };
         let before = at(1000, 500, 100);
         // 300 pages copied on write: faults, RSS where it was.
@@ -800,6 +809,15 @@ mod tests {
         assert_eq!(copied_bytes(before, at(900, 500, 100), page), 0);
         // A huge page: one fault, 512 pages resident.
         assert_eq!(copied_bytes(before, at(1001, 1012, 100), page), 0);
+    }
+
+    #[test]
+    fn statm_gives_resident_and_shared_bytes() {
+        assert_eq!(
+            parse_statm("30000 2500 1000 200 0 9000 0\n", 4096),
+            Some((2500 * 4096, 1000 * 4096))
+        );
+        assert_eq!(parse_statm("30000\n", 4096), None);
     }
 
     #[test]
@@ -827,7 +845,12 @@ mod tests {
                 1000 + pid
             );
             std::fs::write(d.join("stat"), stat).unwrap();
-            std::fs::write(d.join("status"), format!("State:\tS\nVmRSS:\t{rss} kB\n")).unwrap();
+            let pages = rss * 1024 / crate::sys::page_size();
+            std::fs::write(
+                d.join("statm"),
+                format!("{} {pages} 0 0 0 0 0\n", 2 * pages),
+            )
+            .unwrap();
             let rollup = format!(
                 "Rss: {rss} kB\nPss: {pss} kB\nPrivate_Dirty: {} kB\n",
                 pss / 2
