@@ -82,24 +82,39 @@ impl LiveAnalysis {
                 Some((at, seen)) => seen != tr.seen() && at.elapsed() >= REFRESH,
             };
             if stale && !tr.is_empty() {
-                let limit = self.limit(i).map(|l| l.0);
-                let spec = &self.channels[i];
-                let floor = rules::evidence_floor(&spec.name, spec.unit);
-                let t0 = tr.points().0.first().copied().unwrap_or(0.0);
-                let warmup = self.warmup.as_ref().map_or(0.0, |w| (w.0 - t0).max(0.0));
-                let mut a = tr.analyze(spec.kind, Some(warmup), limit, floor);
-                // A PSS is read beside its USS (see [`super::reconcile_pss`]).
-                if let Some(uss) = super::uss_of(&spec.name)
-                    && let Some(j) = self.channels.iter().position(|c| c.name == uss)
-                    && let Some(u) = &self.analyses[j]
+                // A PSS is read beside its USS (see [`super::reconcile_pss`]),
+                // so its USS is brought up to date first: a replay's data
+                // never changes again, and a PSS analysed before its USS
+                // would otherwise keep a growth its USS does not show.
+                let uss = super::uss_of(&self.channels[i].name)
+                    .and_then(|u| self.channels.iter().position(|c| c.name == u));
+                if let Some(j) = uss
+                    && !self.trackers[j].is_empty()
+                    && self.analysed[j].is_none_or(|(_, seen)| seen != self.trackers[j].seen())
                 {
+                    self.analyses[j] = Some(self.analyse(j));
+                    self.analysed[j] = Some((Instant::now(), self.trackers[j].seen()));
+                }
+                let mut a = self.analyse(i);
+                if let Some(u) = uss.and_then(|j| self.analyses[j].as_ref()) {
                     super::reconcile_pss(&mut a, u);
                 }
                 self.analyses[i] = Some(a);
-                self.analysed[i] = Some((Instant::now(), tr.seen()));
+                self.analysed[i] = Some((Instant::now(), self.trackers[i].seen()));
                 self.next = (i + 1) % n;
             }
         }
+    }
+
+    /// Channel `i`'s analysis from its tracker now (no PSS reconciling).
+    fn analyse(&self, i: usize) -> ChannelAnalysis {
+        let tr = &self.trackers[i];
+        let limit = self.limit(i).map(|l| l.0);
+        let spec = &self.channels[i];
+        let floor = rules::evidence_floor(&spec.name, spec.unit);
+        let t0 = tr.points().0.first().copied().unwrap_or(0.0);
+        let warmup = self.warmup.as_ref().map_or(0.0, |w| (w.0 - t0).max(0.0));
+        tr.analyze(spec.kind, Some(warmup), limit, floor)
     }
 
     /// Whether some channel has data its analysis has not seen yet (more
@@ -219,6 +234,35 @@ mod tests {
         // New data waits for its analysis's second: pending, not due.
         live.push(601.0, |_| 2.0 * 1073741824.0, f64::NAN, f64::NAN);
         assert!(live.pending() && !live.due());
+    }
+
+    /// A sharer's PSS rises while its USS does not (a sibling copies the
+    /// pages they share): in one pass, with the PSS listed before its USS,
+    /// the PSS is still read beside its USS and is not called growth. (A
+    /// replay's data never changes again, so there is no second pass.)
+    #[test]
+    fn a_pss_is_read_beside_its_uss_in_the_same_pass() {
+        use crate::analysis::Note;
+        let mut live =
+            LiveAnalysis::new(&[spec("pid7.pss", Kind::Level), spec("pid7.uss", Kind::Level)]);
+        for k in 0..600 {
+            let t = k as f64 * 0.1;
+            let wobble = [0.0, 4096.0, -4096.0, 0.0][k % 4];
+            live.push(
+                t,
+                |i| match i {
+                    0 => 4e6 + t * 4096.0 + wobble,
+                    _ => 5e5 + wobble,
+                },
+                f64::NAN,
+                f64::NAN,
+            );
+        }
+        live.refresh(None);
+        let pss = live.analysis(0).unwrap();
+        assert!(!pss.verdict.is_growth(), "{pss:?}");
+        assert_eq!(pss.note, Some(Note::SharedPages));
+        assert!(!live.pending());
     }
 
     #[test]

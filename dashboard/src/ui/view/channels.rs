@@ -175,6 +175,20 @@ pub fn process_rows(d: &Dashboard, visible: usize) -> Vec<ProcessRow> {
     out
 }
 
+/// `tree.procs` at its last reading before sample `visible`.
+fn tree_procs(d: &Dashboard, visible: usize) -> Option<usize> {
+    let store = &d.store;
+    let i = store
+        .schema()
+        .channels
+        .iter()
+        .position(|c| c.name == "tree.procs")?;
+    let series = store.series(i);
+    let r = series.last_reading_before(visible)?;
+    let n = *series.values().get(r)?;
+    (n.is_finite() && n >= 0.0).then_some(n as usize)
+}
+
 /// The processes panel: one row per process of the watched tree; a click
 /// plots its channels.
 pub(super) fn processes(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
@@ -183,7 +197,16 @@ pub(super) fn processes(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
         return;
     }
     let live = rows.iter().filter(|r| r.exited_s.is_none()).count();
-    egui::CollapsingHeader::new(format!("Processes ({live} live, {} seen)", rows.len()))
+    // The tree's own count: processes without channels of their own (flat
+    // ones waiting while room is kept for those that copy) are not rows.
+    let in_tree = tree_procs(d, visible).filter(|&n| n > live);
+    let title = match in_tree {
+        Some(n) => {
+            format!("Processes ({n} live, {live} with channels of their own; all in tree.*)")
+        }
+        None => format!("Processes ({live} live, {} seen)", rows.len()),
+    };
+    egui::CollapsingHeader::new(title)
         .default_open(true)
         .show(ui, |ui| {
             egui::Grid::new("processes")
