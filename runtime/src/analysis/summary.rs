@@ -394,6 +394,16 @@ pub fn gpu_layers(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A channel in bytes with no limit known.
+    fn bytes_row<'a>(name: &'a str, analysis: &'a ChannelAnalysis) -> Assessed<'a> {
+        Assessed {
+            name,
+            unit: Unit::Bytes,
+            analysis,
+            limit: None,
+        }
+    }
     use crate::analysis::{Context, analyze};
 
     fn value(v: f64, u: Unit) -> String {
@@ -477,12 +487,7 @@ mod tests {
             },
         );
         assert_eq!(few.verdict, Verdict::Insufficient);
-        let row = |name, analysis| Assessed {
-            name,
-            unit: Unit::Bytes,
-            analysis,
-            limit: None,
-        };
+        let row = bytes_row;
         let a = assess(
             &[row("mem.rss", &flat), row("tree.pss", &few)],
             None,
@@ -534,12 +539,7 @@ mod tests {
         assert!(!rose.verdict.is_growth(), "{rose:?}");
         let flat = analyze(&t, &vec![5e8; t.len()], &ctx);
         assert!(!flat.rose() && !flat.rose_and_held());
-        let row = |name, analysis| Assessed {
-            name,
-            unit: Unit::Bytes,
-            analysis,
-            limit: None,
-        };
+        let row = bytes_row;
         let a = assess(
             &[row("mem.rss", &flat), row("tree.pss", &rose)],
             None,
@@ -567,12 +567,7 @@ mod tests {
         );
         let flat = analyze(&t, &vec![3e9; t.len()], &ctx);
         let short = analyze(&t[..3], &[1.0, 2.0, 3.0], &ctx);
-        let row = |name, analysis| Assessed {
-            name,
-            unit: Unit::Bytes,
-            analysis,
-            limit: None,
-        };
+        let row = bytes_row;
         let layer = |a, r, d| {
             gpu_layers(
                 &[

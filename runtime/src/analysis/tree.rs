@@ -364,14 +364,9 @@ mod tests {
         assert_eq!(teardown_s(&[], 10.0), None);
     }
 
-    /// One worker of a rank copies the pages it shares with its parent and a
-    /// sibling: its own memory (USS) grows, and the sibling's PSS rises too,
-    /// because each shared page's cost is split among fewer. Only the worker
-    /// that copies is named.
-    #[test]
-    fn grew_names_the_process_whose_own_memory_grows_not_its_sharers() {
+    /// `tree.pss` and the rss, pss and uss of processes 10, 11 and 12.
+    fn three_processes() -> Schema {
         use crate::telemetry::{ChannelSpec, Group, Unit};
-        const MIB: f64 = 1_048_576.0;
         let mut channels = vec![ChannelSpec::new("tree.pss", Unit::Bytes, Group::Memory)];
         for pid in [10, 11, 12] {
             for leaf in ["rss", "pss", "uss"] {
@@ -381,7 +376,17 @@ mod tests {
                 );
             }
         }
-        let schema = Schema { channels };
+        Schema { channels }
+    }
+
+    /// One worker of a rank copies the pages it shares with its parent and a
+    /// sibling: its own memory (USS) grows, and the sibling's PSS rises too,
+    /// because each shared page's cost is split among fewer. Only the worker
+    /// that copies is named.
+    #[test]
+    fn grew_names_the_process_whose_own_memory_grows_not_its_sharers() {
+        const MIB: f64 = 1_048_576.0;
+        let schema = three_processes();
         let events = [started(0.0, 10), started(1.0, 11), started(1.0, 12)];
         let t: Vec<f64> = (0..=120).map(f64::from).collect();
         let wobble = |i: usize| [0.0, 4096.0, -4096.0, 0.0][i % 4];
@@ -432,18 +437,8 @@ mod tests {
     /// stands on that, and says the copies then held.
     #[test]
     fn copy_on_access_stands_on_a_copiers_own_memory_when_the_sums_are_sparse() {
-        use crate::telemetry::{ChannelSpec, Group, Unit};
         const MIB: f64 = 1_048_576.0;
-        let mut channels = vec![ChannelSpec::new("tree.pss", Unit::Bytes, Group::Memory)];
-        for pid in [10, 11, 12] {
-            for leaf in ["rss", "pss", "uss"] {
-                channels.push(
-                    ChannelSpec::new(format!("pid{pid}.{leaf}"), Unit::Bytes, Group::Memory)
-                        .with_label("pid", pid.to_string()),
-                );
-            }
-        }
-        let schema = Schema { channels };
+        let schema = three_processes();
         let worker = |t_s: f64, pid: u32| {
             ev(
                 t_s,
