@@ -198,6 +198,9 @@ struct Member {
     /// `cow` when its page tables were last walked, and when (stream clock).
     cow_at_walk: u64,
     walked_ns: Option<u64>,
+    /// Walks still owed, a [`SETTLE_EVERY_NS`] apart, since it last moved:
+    /// the readings that show its level held when the copying stopped.
+    settle: u8,
     /// The latest `smaps_rollup`, and whether it was read in the round in
     /// progress (and in this reading).
     mem: Option<Rollup>,
@@ -222,8 +225,10 @@ pub struct TreeProbe {
     skipped: u64,
     /// The copy-on-write estimate of processes that have left the tree.
     cow_gone: u64,
-    /// How often a mover's page tables may be walked again.
+    /// How often a mover's page tables may be walked again, and one that
+    /// has stopped moving.
     mover_every_ns: u64,
+    settle_every_ns: u64,
     page: u64,
     /// Processes seen at one listing only (gone before they were named).
     brief: u64,
@@ -273,6 +278,7 @@ impl TreeProbe {
             skipped: 0,
             cow_gone: 0,
             mover_every_ns: MOVER_EVERY_NS,
+            settle_every_ns: SETTLE_EVERY_NS,
             page: crate::sys::page_size(),
             brief: 0,
             per_process,
@@ -444,6 +450,7 @@ impl TreeProbe {
                             waiting: false,
                             cow_at_walk: 0,
                             walked_ns: None,
+                            settle: 0,
                             mem: None,
                             in_round: false,
                             fresh: false,
@@ -544,22 +551,28 @@ impl TreeProbe {
         // Whose turn it is: new processes (never read) first; then those
         // whose fast signal says pages are being copied, most first (read
         // again even when this round has read them, at most once a
-        // [`MOVER_EVERY_NS`]); then the round in pid order, a stable
-        // round-robin, since a round ends only when each has had its turn.
+        // [`MOVER_EVERY_NS`]); then those that have just stopped (a few
+        // walks, [`SETTLE_EVERY_NS`] apart, so that the readings show the
+        // level held, not only that it rose); then the round in pid order,
+        // a stable round-robin, since a round ends only when each has had
+        // its turn.
         let mut turn: Vec<(u8, std::cmp::Reverse<u64>, u32)> = self
             .members
             .iter()
             .filter_map(|(&p, m)| {
                 let moved = m.cow - m.cow_at_walk;
-                let rested = m
-                    .walked_ns
-                    .is_none_or(|w| now_ns.saturating_sub(w) >= self.mover_every_ns);
+                let since = |every: u64| {
+                    m.walked_ns
+                        .is_none_or(|w| now_ns.saturating_sub(w) >= every)
+                };
                 if m.mem.is_none() && !m.in_round {
                     Some((0, std::cmp::Reverse(0), p))
-                } else if moved >= MOVED_BYTES && rested {
+                } else if moved >= MOVED_BYTES && since(self.mover_every_ns) {
                     Some((1, std::cmp::Reverse(moved), p))
-                } else if !m.in_round {
+                } else if m.settle > 0 && since(self.settle_every_ns) {
                     Some((2, std::cmp::Reverse(0), p))
+                } else if !m.in_round {
+                    Some((3, std::cmp::Reverse(0), p))
                 } else {
                     None
                 }
@@ -584,6 +597,11 @@ impl TreeProbe {
                 m.mem = mem;
                 m.in_round = true;
                 m.fresh = mem.is_some();
+                m.settle = if m.cow - m.cow_at_walk >= MOVED_BYTES {
+                    SETTLE_WALKS
+                } else {
+                    m.settle.saturating_sub(1)
+                };
                 m.cow_at_walk = m.cow;
                 m.walked_ns = Some(now_ns);
             }
@@ -601,6 +619,14 @@ const MOVER_ROOM: usize = 4;
 
 /// A mover is walked again at most this often (stream clock).
 const MOVER_EVERY_NS: u64 = 1_000_000_000;
+
+/// Walks owed to a process after it stopped moving, this far apart: six
+/// readings over 15 s, so that a level that rose and then held is seen
+/// holding (the analysis needs five readings in a run's tail to say that
+/// growth stopped) rather than left at its last rising reading until the
+/// round-robin comes back, minutes later in a big tree.
+const SETTLE_WALKS: u8 = 6;
+const SETTLE_EVERY_NS: u64 = 3_000_000_000;
 
 /// CPU the rollup reads may use up front (the first round of a big tree).
 const ROLLUP_CREDIT_NS: f64 = 100e6;
@@ -1049,6 +1075,13 @@ mod tests {
         assert_eq!(out[7], 1000.0 * p.page as f64);
         // Still: it has not copied since its walk, so the round goes on.
         assert_eq!(walk(&mut p).0, [10]);
+        // Once its settling walks are due, it has SETTLE_WALKS of them (its
+        // level seen holding), then the round goes on without it.
+        p.settle_every_ns = 0;
+        for _ in 0..SETTLE_WALKS {
+            assert_eq!(walk(&mut p).0, [12]);
+        }
+        assert_ne!(walk(&mut p).0, [12]);
     }
 
     /// Rewrites a faked process's minor-fault count.
