@@ -791,6 +791,111 @@ fn a_watched_tree_fills_the_processes_panel() {
     let _ = child.wait();
 }
 
+/// A node's tree of 65 processes (a launcher, 4 ranks of 15 workers) where
+/// one worker copies its rank's pages: 18 have channels of their own, the
+/// rest only start events. The panel lists every live process, counts them
+/// all, shows the copier under its rank, folds each rank's flat workers into
+/// one line, and unfolds them on a click.
+#[test]
+fn a_node_sized_tree_folds_its_flat_workers_and_shows_the_one_that_grows() {
+    use flatline_dashboard::ui::process_rows;
+    use flatline_runtime::telemetry::tree::PROCESS_CHANNELS;
+    use flatline_runtime::telemetry::{ChannelSpec, Group, Kind, Sample, Unit};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("node.flr");
+    // (pid, ppid, role, channels of its own)
+    let mut procs = vec![(1000u32, 1u32, "main", true)];
+    for r in 0..4u32 {
+        let rank = 2000 + 1000 * r;
+        procs.push((rank, 1000, "rank", true));
+        procs.extend((1..=15).map(|w| (rank + w, rank, "worker", w <= 3)));
+    }
+    let copier = 4007;
+    procs.iter_mut().find(|p| p.0 == copier).unwrap().3 = true;
+    let mut channels = vec![
+        ChannelSpec::new("tree.pss", Unit::Bytes, Group::Memory).with_kind(Kind::Level),
+        ChannelSpec::new("tree.procs", Unit::Count, Group::Memory).with_kind(Kind::Gauge),
+    ];
+    let own: Vec<u32> = procs.iter().filter(|p| p.3).map(|p| p.0).collect();
+    for &(pid, ppid, role, chans) in &procs {
+        if chans {
+            channels.extend(PROCESS_CHANNELS.iter().map(|&(leaf, kind)| {
+                ChannelSpec::new(format!("pid{pid}.{leaf}"), Unit::Bytes, Group::Memory)
+                    .with_kind(kind)
+                    .with_label("pid", pid.to_string())
+                    .with_label("ppid", ppid.to_string())
+                    .with_label("name", "python3")
+                    .with_label("role", role)
+            }));
+        }
+    }
+    let mut w = support::watch_recording(&path, channels);
+    for &(pid, ppid, role, _) in &procs {
+        w.push_event(Event {
+            t_ns: 0,
+            kind: EventKind::ProcessStarted {
+                pid,
+                ppid,
+                name: "python3".into(),
+                role: role.into(),
+            },
+        })
+        .unwrap();
+    }
+    const MB: f64 = 1e6;
+    for i in 0..600u64 {
+        let t = i as f64 / 10.0;
+        // The copier's own memory grows 1 MB/s from 20 s; the rest hold.
+        let copied = (t - 20.0).max(0.0) * MB;
+        let mut v = vec![0.0, procs.len() as f64];
+        for &pid in &own {
+            let (pss, uss) = if pid == copier {
+                (60.0 * MB + copied, 10.0 * MB + copied)
+            } else {
+                (60.0 * MB, 10.0 * MB)
+            };
+            v[0] += pss;
+            v.extend([
+                200.0 * MB,
+                pss,
+                uss,
+                if pid == copier { copied } else { 0.0 },
+            ]);
+        }
+        w.push_sample(&Sample::from_values(i, i * 100_000_000, &v))
+            .unwrap();
+    }
+    w.finish("completed").unwrap();
+    let (src, store) = ReplaySource::open(&path).unwrap();
+    let d = Dashboard::new(Box::new(src), store, Settings::default());
+    let mut h = Harness::builder()
+        .with_size([1600.0, 1000.0])
+        .build_ui_state(frame, d);
+    // Every channel analysed (a frame analyses within a budget).
+    h.state_mut().store.begin_frame(None);
+    h.run_steps(2);
+    let d = h.state();
+    let rows = process_rows(d, d.store.len());
+    assert_eq!(rows.len(), 65, "every live process is a row");
+    let grew: Vec<u32> = rows.iter().filter(|r| r.grew).map(|r| r.pid).collect();
+    assert_eq!(grew, [copier], "only the copier grew");
+    h.get_by_label_contains("Processes (65 live, 18 with channels of their own");
+    h.get_by_label(&format!("  {copier}"));
+    assert!(
+        h.query_by_label("  4010").is_none(),
+        "flat workers are folded"
+    );
+    assert_eq!(
+        h.query_all_by_label("+ 15").count(),
+        3,
+        "three ranks fold 15"
+    );
+    h.get_by_label("+ 14").click();
+    h.run_steps(2);
+    h.get_by_label("– 14");
+    h.get_by_label("  4010");
+}
+
 /// A job's markers (evals, checkpoints) are drawn where they happened: at
 /// their time, or at their step when steps are the x axis.
 #[test]

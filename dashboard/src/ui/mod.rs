@@ -169,6 +169,9 @@ pub struct Dashboard {
     pub keys: KeyState,
     /// Verdict cards clicked open (or, for urgent ones, folded).
     pub cards_toggled: BTreeSet<String>,
+    /// Folded lines of the processes panel opened: a group's flat ones by
+    /// its head's pid, the exited ones as 0.
+    pub processes_unfolded: BTreeSet<u32>,
     /// The process tree's findings for the banner, made at most once a
     /// second (they scan the tree's columns): when, and for which store
     /// (samples, channels, first time's bits).
@@ -235,6 +238,7 @@ impl Dashboard {
             zoom: None,
             keys: KeyState::default(),
             cards_toggled: BTreeSet::new(),
+            processes_unfolded: BTreeSet::new(),
             tree_findings: None,
             selecting: None,
             range_receipt: None,

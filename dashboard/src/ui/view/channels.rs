@@ -103,19 +103,30 @@ pub struct ProcessRow {
     /// Its channels' stem: `pid4242`.
     pub stem: String,
     pub pid: u32,
+    pub ppid: u32,
     pub role: String,
     pub name: String,
     /// Latest readings up to the visible end, in bytes.
     pub rss: Option<f64>,
     pub pss: Option<f64>,
     pub uss: Option<f64>,
-    pub pss_position: usize,
+    /// Its PSS channel; `None` for a process without channels of its own
+    /// (flat ones wait, in `tree.*`, while room is kept for those that copy).
+    pub pss_position: Option<usize>,
+    /// Its USS channel.
+    pub uss_position: Option<usize>,
     /// When it exited (seconds), if it has by the visible end.
     pub exited_s: Option<f64>,
+    /// Its own PSS or USS grew, or rose and held, by the rule any channel's
+    /// growth is told by.
+    pub grew: bool,
 }
 
 /// The processes of the watched tree over samples `[0, visible)`: live ones
-/// first, each part sorted by PSS, largest first.
+/// first (those without channels of their own among them, from the tree's
+/// start events), those that grew first, then by PSS, largest first; then
+/// the ones that exited (with channels only: a fork storm's thousands of
+/// brief children are counted by the tree, not listed).
 pub fn process_rows(d: &Dashboard, visible: usize) -> Vec<ProcessRow> {
     let store = &d.store;
     let schema = store.schema();
@@ -124,16 +135,32 @@ pub fn process_rows(d: &Dashboard, visible: usize) -> Vec<ProcessRow> {
         n => store.times().get(n - 1).copied().unwrap_or(f64::INFINITY),
     };
     let mut exits: BTreeMap<u32, f64> = BTreeMap::new();
+    // pid → (ppid, name, role) of its latest start by `until`.
+    let mut started: BTreeMap<u32, (u32, &str, &str)> = BTreeMap::new();
     for e in store.events() {
         let t = e.t_ns as f64 / 1e9;
-        if let EventKind::ProcessExited { pid, .. } = &e.kind
-            && t <= until
-        {
-            exits.insert(*pid, t);
+        if t > until {
+            continue;
+        }
+        match &e.kind {
+            EventKind::ProcessExited { pid, .. } => {
+                exits.insert(*pid, t);
+            }
+            EventKind::ProcessStarted {
+                pid,
+                ppid,
+                name,
+                role,
+            } => {
+                started.insert(*pid, (*ppid, name, role));
+                exits.remove(pid);
+            }
+            _ => {}
         }
     }
     let pss = store.process_pss();
     let leaves = store.process_leaves();
+    let grew = |i: Option<usize>| i.and_then(|i| store.analysis(i)).is_some_and(|a| a.rose());
     // Each process's latest reading before `visible`, found through its
     // PSS pyramid: a few steps per process however long ago it exited
     // (walking back sample by sample cost a week's replay most of its time).
@@ -142,11 +169,8 @@ pub fn process_rows(d: &Dashboard, visible: usize) -> Vec<ProcessRow> {
         .zip(leaves)
         .map(|(&i, &[rss, uss])| {
             let c = &schema.channels[i];
-            let pid = c
-                .labels
-                .get("pid")
-                .and_then(|p| p.parse().ok())
-                .unwrap_or(0);
+            let label = |k: &str| c.labels.get(k).and_then(|p| p.parse().ok()).unwrap_or(0);
+            let pid = label("pid");
             let last = store.series(i).last_reading_before(visible);
             let at = |ch: Option<usize>, r: usize| {
                 ch.and_then(|ch| store.series(ch).values().get(r).copied())
@@ -154,22 +178,116 @@ pub fn process_rows(d: &Dashboard, visible: usize) -> Vec<ProcessRow> {
             };
             ProcessRow {
                 pid,
+                ppid: label("ppid"),
                 role: c.labels.get("role").cloned().unwrap_or_default(),
                 name: c.labels.get("name").cloned().unwrap_or_default(),
                 rss: last.and_then(|r| at(rss, r)),
                 pss: last.and_then(|r| at(Some(i), r)),
                 uss: last.and_then(|r| at(uss, r)),
-                pss_position: i,
+                pss_position: Some(i),
+                uss_position: uss,
                 // A process whose pid came back later: only the newest exit counts.
                 exited_s: exits.get(&pid).copied().filter(|_| last.is_some()),
                 stem: c.name.trim_end_matches(".pss").to_owned(),
+                grew: grew(Some(i)) || grew(uss),
             }
         })
         .collect();
     out.retain(|p| p.pss.is_some());
+    let listed: std::collections::BTreeSet<u32> = out
+        .iter()
+        .filter(|r| r.exited_s.is_none())
+        .map(|r| r.pid)
+        .collect();
+    out.extend(
+        started
+            .into_iter()
+            .filter(|(pid, _)| !exits.contains_key(pid) && !listed.contains(pid))
+            .map(|(pid, (ppid, name, role))| ProcessRow {
+                stem: format!("pid{pid}"),
+                pid,
+                ppid,
+                role: role.to_owned(),
+                name: name.to_owned(),
+                rss: None,
+                pss: None,
+                uss: None,
+                pss_position: None,
+                uss_position: None,
+                exited_s: None,
+                grew: false,
+            }),
+    );
     out.sort_by(|a, b| {
-        (a.exited_s.is_some(), b.pss.unwrap_or(0.0))
-            .partial_cmp(&(b.exited_s.is_some(), a.pss.unwrap_or(0.0)))
+        (a.exited_s.is_some(), !a.grew, b.pss.unwrap_or(-1.0))
+            .partial_cmp(&(b.exited_s.is_some(), !b.grew, a.pss.unwrap_or(-1.0)))
+            .unwrap_or(std::cmp::Ordering::Equal)
+    });
+    out
+}
+
+/// Past this many rows the processes panel groups them (see
+/// [`process_groups`]); a small tree is one plain list.
+pub const GROUP_ABOVE: usize = 16;
+
+/// Live processes of the panel, grouped: a process whose children are
+/// listed heads a group of those children that have none of their own
+/// (a rank and its DataLoader workers); any other process heads a group of
+/// one. Groups where something grew come first, then by the PSS they hold;
+/// within a group, those that grew first (as [`process_rows`] orders them).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProcessGroup {
+    /// Index in the rows.
+    pub head: usize,
+    pub members: Vec<usize>,
+}
+
+impl ProcessGroup {
+    /// Members that did not grow: folded under one line.
+    pub fn flat<'r>(&self, rows: &'r [ProcessRow]) -> Vec<&'r ProcessRow> {
+        self.members
+            .iter()
+            .map(|&m| &rows[m])
+            .filter(|r| !r.grew)
+            .collect()
+    }
+}
+
+pub fn process_groups(rows: &[ProcessRow]) -> Vec<ProcessGroup> {
+    let live: Vec<usize> = (0..rows.len())
+        .filter(|&i| rows[i].exited_s.is_none())
+        .collect();
+    let index: BTreeMap<u32, usize> = live.iter().map(|&i| (rows[i].pid, i)).collect();
+    let parents: std::collections::BTreeSet<u32> = live
+        .iter()
+        .map(|&i| rows[i].ppid)
+        .filter(|p| index.contains_key(p))
+        .collect();
+    let mut groups: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+    for &i in &live {
+        let r = &rows[i];
+        match index.get(&r.ppid) {
+            Some(&p) if !parents.contains(&r.pid) && p != i => {
+                groups.entry(p).or_default().push(i);
+            }
+            _ => {
+                groups.entry(i).or_default();
+            }
+        }
+    }
+    let mut out: Vec<ProcessGroup> = groups
+        .into_iter()
+        .map(|(head, members)| ProcessGroup { head, members })
+        .collect();
+    let weigh = |g: &ProcessGroup| {
+        let all = || std::iter::once(g.head).chain(g.members.iter().copied());
+        let grew = all().any(|i| rows[i].grew);
+        let pss: f64 = all().filter_map(|i| rows[i].pss).sum();
+        (!grew, -pss)
+    };
+    out.sort_by(|a, b| {
+        weigh(a)
+            .partial_cmp(&weigh(b))
             .unwrap_or(std::cmp::Ordering::Equal)
     });
     out
@@ -189,22 +307,47 @@ fn tree_procs(d: &Dashboard, visible: usize) -> Option<usize> {
     (n.is_finite() && n >= 0.0).then_some(n as usize)
 }
 
+/// A row's badge: the verdict of its PSS, or of its USS where that one is
+/// the more telling (a process copying its parent's pages grows in USS
+/// while the PSS it shares moves both ways); "rose, held" for a rise that
+/// stopped.
+fn process_badge(d: &Dashboard, ui: &mut egui::Ui, r: &ProcessRow) {
+    let [pss, uss] = [r.pss_position, r.uss_position].map(|i| i.and_then(|i| d.store.analysis(i)));
+    let growth = |a: &Option<&ChannelAnalysis>| a.is_some_and(|a| a.verdict.is_growth());
+    let held = |a: &Option<&ChannelAnalysis>| a.is_some_and(ChannelAnalysis::rose_and_held);
+    if growth(&pss) || !growth(&uss) && !held(&uss) && !held(&pss) {
+        return badge(ui, pss);
+    }
+    if growth(&uss) {
+        return badge(ui, uss);
+    }
+    ui.label(
+        RichText::new("rose, held")
+            .small()
+            .color(Color32::BLACK)
+            .background_color(GROWS),
+    )
+    .on_hover_text("its own memory rose, then stopped growing");
+}
+
 /// The processes panel: one row per process of the watched tree; a click
-/// plots its channels.
+/// plots its channels. Past [`GROUP_ABOVE`] rows, workers are grouped under
+/// their parent, those that grew first, and the flat ones fold into a line.
 pub(super) fn processes(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
     let rows = process_rows(d, visible);
     if rows.is_empty() {
         return;
     }
     let live = rows.iter().filter(|r| r.exited_s.is_none()).count();
-    // The tree's own count: processes without channels of their own (flat
-    // ones waiting while room is kept for those that copy) are not rows.
-    let in_tree = tree_procs(d, visible).filter(|&n| n > live);
-    let title = match in_tree {
-        Some(n) => {
-            format!("Processes ({n} live, {live} with channels of their own; all in tree.*)")
-        }
-        None => format!("Processes ({live} live, {} seen)", rows.len()),
+    let own = rows
+        .iter()
+        .filter(|r| r.exited_s.is_none() && r.pss_position.is_some())
+        .count();
+    let n = tree_procs(d, visible).map_or(live, |n| n.max(live));
+    let title = if own < n {
+        format!("Processes ({n} live, {own} with channels of their own; all in tree.*)")
+    } else {
+        format!("Processes ({live} live, {} seen)", rows.len())
     };
     egui::CollapsingHeader::new(title)
         .default_open(true)
@@ -217,42 +360,147 @@ pub(super) fn processes(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
                         ui.label(RichText::new(h).small().strong());
                     }
                     ui.end_row();
-                    for r in rows {
-                        let gone = r.exited_s.is_some();
-                        let text = |t: String| {
-                            let t = RichText::new(t).small();
-                            if gone { t.weak() } else { t }
-                        };
-                        let names = ["rss", "pss", "uss"].map(|l| format!("{}.{l}", r.stem));
-                        let on = d.settings.selected.contains(&names[1]);
-                        if ui
-                            .selectable_label(on, text(r.pid.to_string()).monospace())
-                            .on_hover_text("plot this process's RSS, PSS and USS")
-                            .clicked()
-                        {
-                            for n in names {
-                                if on {
-                                    d.settings.selected.remove(&n);
-                                } else {
-                                    d.settings.selected.insert(n);
+                    if rows.len() <= GROUP_ABOVE {
+                        for r in &rows {
+                            process_row(d, ui, r, false);
+                        }
+                        return;
+                    }
+                    for g in process_groups(&rows) {
+                        process_row(d, ui, &rows[g.head], false);
+                        let flat = g.flat(&rows);
+                        for &m in &g.members {
+                            if rows[m].grew || flat.len() < 2 {
+                                process_row(d, ui, &rows[m], true);
+                            }
+                        }
+                        if flat.len() >= 2 {
+                            let head = rows[g.head].pid;
+                            if folded(d, ui, head, "flat", &flat) {
+                                for r in flat {
+                                    process_row(d, ui, r, true);
                                 }
                             }
                         }
-                        ui.label(text(r.role.clone()));
-                        ui.label(text(r.name.clone()));
-                        for v in [r.rss, r.pss, r.uss] {
-                            ui.label(text(v.map_or("–".into(), bytes)).monospace());
-                        }
-                        match r.exited_s {
-                            Some(t) => {
-                                ui.label(text(format!("exited {t:.1} s")));
+                    }
+                    let gone: Vec<&ProcessRow> =
+                        rows.iter().filter(|r| r.exited_s.is_some()).collect();
+                    if gone.len() >= 2 {
+                        if folded(d, ui, 0, "exited", &gone) {
+                            for r in gone {
+                                process_row(d, ui, r, false);
                             }
-                            None => badge(ui, d.store.analysis(r.pss_position)),
                         }
-                        ui.end_row();
+                    } else {
+                        for r in gone {
+                            process_row(d, ui, r, false);
+                        }
                     }
                 });
         });
+}
+
+/// One line for several processes (a group's flat workers, those that
+/// exited): their count, role and summed readings; a click unfolds them.
+/// Whether they are unfolded.
+fn folded(
+    d: &mut Dashboard,
+    ui: &mut egui::Ui,
+    key: u32,
+    what: &str,
+    rows: &[&ProcessRow],
+) -> bool {
+    let open = d.processes_unfolded.contains(&key);
+    let arrow = if open { "–" } else { "+" };
+    let text = |t: String| RichText::new(t).small().weak();
+    if ui
+        .selectable_label(
+            open,
+            RichText::new(format!("{arrow} {}", rows.len())).small(),
+        )
+        .on_hover_text(if open { "fold them" } else { "list them" })
+        .clicked()
+        && !d.processes_unfolded.remove(&key)
+    {
+        d.processes_unfolded.insert(key);
+    }
+    let mut roles: BTreeMap<&str, usize> = BTreeMap::new();
+    for r in rows {
+        *roles.entry(r.role.as_str()).or_default() += 1;
+    }
+    let role = roles
+        .iter()
+        .max_by_key(|(_, n)| **n)
+        .map_or("", |(r, _)| *r);
+    ui.label(text(format!("{role}s")));
+    let bare = rows.iter().filter(|r| r.pss_position.is_none()).count();
+    ui.label(text(match bare {
+        0 => what.to_owned(),
+        n => format!("{what}; {n} in tree.* only"),
+    }));
+    for f in [
+        |r: &ProcessRow| r.rss,
+        |r: &ProcessRow| r.pss,
+        |r: &ProcessRow| r.uss,
+    ] {
+        let read: Vec<f64> = rows.iter().filter_map(|r| f(r)).collect();
+        let sum = (!read.is_empty()).then(|| read.iter().sum::<f64>());
+        ui.label(text(sum.map_or("–".into(), |v| format!("Σ {}", bytes(v)))).monospace());
+    }
+    ui.label("");
+    ui.end_row();
+    open
+}
+
+fn process_row(d: &mut Dashboard, ui: &mut egui::Ui, r: &ProcessRow, indent: bool) {
+    let gone = r.exited_s.is_some();
+    let text = |t: String| {
+        let t = RichText::new(t).small();
+        if gone { t.weak() } else { t }
+    };
+    let pid = if indent {
+        format!("  {}", r.pid)
+    } else {
+        r.pid.to_string()
+    };
+    if r.pss_position.is_some() {
+        let names = ["rss", "pss", "uss"].map(|l| format!("{}.{l}", r.stem));
+        let on = d.settings.selected.contains(&names[1]);
+        if ui
+            .selectable_label(on, text(pid).monospace())
+            .on_hover_text("plot this process's RSS, PSS and USS")
+            .clicked()
+        {
+            for n in names {
+                if on {
+                    d.settings.selected.remove(&n);
+                } else {
+                    d.settings.selected.insert(n);
+                }
+            }
+        }
+    } else {
+        ui.label(text(pid).monospace());
+    }
+    ui.label(text(r.role.clone()));
+    ui.label(text(r.name.clone()));
+    for v in [r.rss, r.pss, r.uss] {
+        ui.label(text(v.map_or("–".into(), bytes)).monospace());
+    }
+    match r.exited_s {
+        Some(t) => {
+            ui.label(text(format!("exited {t:.1} s")));
+        }
+        None if r.pss_position.is_none() => {
+            ui.label(RichText::new("in tree.*").small().weak())
+                .on_hover_text(
+                    "no channels of its own: it is flat, and room is kept for processes whose \
+                 pages are being copied; its memory is in tree.*",
+                );
+        }
+        None => process_badge(d, ui, r),
+    }
+    ui.end_row();
 }
 
 pub(super) fn channel_row(d: &mut Dashboard, ui: &mut egui::Ui, i: usize, visible: usize) {
@@ -315,4 +563,60 @@ pub(super) fn elided_checkbox(ui: &mut egui::Ui, on: &mut bool, name: &str) -> e
     ui.style_mut().wrap_mode = Some(egui::TextWrapMode::Truncate);
     let r = ui.checkbox(on, name);
     if elided { r.on_hover_text(name) } else { r }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(pid: u32, ppid: u32, role: &str, pss: f64, grew: bool) -> ProcessRow {
+        ProcessRow {
+            stem: format!("pid{pid}"),
+            pid,
+            ppid,
+            role: role.into(),
+            name: "python3".into(),
+            rss: Some(pss),
+            pss: Some(pss),
+            uss: Some(pss / 2.0),
+            pss_position: Some(pid as usize),
+            uss_position: None,
+            exited_s: None,
+            grew,
+        }
+    }
+
+    /// A launcher, two ranks and their workers: each rank heads its
+    /// workers, the launcher (whose children head groups of their own) is
+    /// alone, the group where a worker grew comes first whatever its size,
+    /// and only that worker is left out of the folded flat ones.
+    #[test]
+    fn workers_are_grouped_under_their_rank_and_the_group_that_grew_comes_first() {
+        let mut rows = vec![row(100, 1, "main", 5e6, false)];
+        rows.push(row(200, 100, "rank", 900e6, false));
+        rows.extend((201..=205).map(|p| row(p, 200, "worker", 300e6, false)));
+        rows.push(row(300, 100, "rank", 400e6, false));
+        rows.extend((301..=303).map(|p| row(p, 300, "worker", 100e6, p == 302)));
+        let mut gone = row(400, 100, "worker", 1e6, false);
+        gone.exited_s = Some(3.0);
+        rows.push(gone);
+        let pids = |g: &ProcessGroup| -> (u32, Vec<u32>) {
+            (
+                rows[g.head].pid,
+                g.members.iter().map(|&m| rows[m].pid).collect(),
+            )
+        };
+        let groups = process_groups(&rows);
+        let got: Vec<_> = groups.iter().map(pids).collect();
+        assert_eq!(
+            got,
+            vec![
+                (300, vec![301, 302, 303]),
+                (200, vec![201, 202, 203, 204, 205]),
+                (100, vec![]),
+            ]
+        );
+        let flat: Vec<u32> = groups[0].flat(&rows).iter().map(|r| r.pid).collect();
+        assert_eq!(flat, [301, 303]);
+    }
 }

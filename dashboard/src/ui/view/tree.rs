@@ -2,8 +2,9 @@
 
 use super::*;
 
-/// Most processes stacked one by one under `tree.pss`; the rest share a band.
-pub(super) const STACKED: usize = 12;
+/// Most processes stacked one by one under `tree.pss` (those that grew
+/// first); the rest share a band.
+pub(super) const STACKED: usize = 5;
 
 /// `tree.pss` over time with each process's PSS stacked under it, largest
 /// at the bottom: where the tree's growth lives, at a glance.
@@ -78,19 +79,49 @@ pub(super) fn tree_plot(
         .step_by(stride)
         .filter_map(|r| Some((r, x_at(r)?)))
         .unzip();
-    // Largest PSS at the bottom; past STACKED processes, one band for the rest.
+    // Flat processes at the bottom, largest first, past a few of them one
+    // band for the rest; those whose own memory grew on top, each a band:
+    // the top of the stack is where the growth lives.
     let procs = process_rows(d, visible);
-    let order: Vec<usize> = procs.iter().map(|p| p.pss_position).collect();
+    let (grew, flat): (Vec<&ProcessRow>, Vec<&ProcessRow>) = procs
+        .iter()
+        .filter(|p| p.pss_position.is_some())
+        .partition(|p| p.grew);
+    let room = STACKED.saturating_sub(grew.len()).max(STACKED / 3);
+    let lump = |rows: &[&ProcessRow], what: &str| {
+        (
+            format!("{} more{what}", rows.len()),
+            rows.iter()
+                .filter_map(|p| p.pss_position)
+                .collect::<Vec<_>>(),
+        )
+    };
+    let one = |p: &&ProcessRow| {
+        let tag = if p.grew { " (grew)" } else { "" };
+        (
+            format!("{} {}{tag}", p.pid, p.name),
+            p.pss_position.into_iter().collect(),
+        )
+    };
+    let mut bands: Vec<(String, Vec<usize>)> = flat.iter().take(room).map(one).collect();
+    if flat.len() > room {
+        bands.push(lump(&flat[room..], ""));
+    }
+    let tops = STACKED.saturating_sub(room).max(1);
+    if grew.len() > tops {
+        bands.push(lump(&grew[tops..], " that grew"));
+    }
+    bands.extend(grew.iter().take(tops).rev().map(one));
     // The processes' PSS is read round-robin under the tree probe's budget,
     // so a row holds a few processes' readings, not all: each band holds
     // its process's last reading until the next (and until it exits), so
     // that the stack adds up values that hold at the same moment.
     let held: std::collections::HashMap<usize, Vec<f64>> = procs
         .iter()
-        .map(|p| {
-            let c = p.pss_position;
+        .filter_map(|p| {
+            let c = p.pss_position?;
             let until = p.exited_s.unwrap_or(f64::INFINITY);
-            (
+            Some((
                 c,
                 carried(
                     store.series(c).values(),
@@ -99,32 +130,44 @@ pub(super) fn tree_plot(
                     store.times(),
                     until,
                 ),
-            )
+            ))
         })
         .collect();
     let value = |c: usize, j: usize| held.get(&c).map_or(0.0, |v| v[j] * MIB);
     let mut lower = vec![0.0; picked.len()];
     let mut areas = Vec::new();
-    let bands: Vec<(String, Vec<usize>)> = order
-        .iter()
-        .take(STACKED)
-        .map(|&c| {
-            let spec = &store.schema().channels[c];
-            let label = format!(
-                "{} {}",
-                spec.labels.get("pid").map_or("", String::as_str),
-                spec.labels.get("name").map_or("", String::as_str)
-            );
-            (label, vec![c])
-        })
-        .chain((order.len() > STACKED).then(|| {
-            (
-                format!("{} more", order.len() - STACKED),
-                order[STACKED..].to_vec(),
-            )
-        }))
-        .collect();
     let mut stacked = Vec::new();
+    // Processes without channels of their own are in tree.pss only: at the
+    // bottom, in grey, what tree.pss holds beyond the bands (its latest
+    // whole round at each column), so the stack adds up to the line.
+    let bare = procs
+        .iter()
+        .filter(|p| p.pss_position.is_none() && p.exited_s.is_none())
+        .count();
+    if bare > 0 {
+        let total = store.series(tree);
+        let rest: Vec<f64> = picked
+            .iter()
+            .enumerate()
+            .map(|(j, &p)| {
+                let t = total
+                    .last_reading_before(p + 1)
+                    .map_or(0.0, |r| total.values()[r] * MIB);
+                let read: f64 = bands
+                    .iter()
+                    .flat_map(|(_, chans)| chans)
+                    .map(|&c| value(c, j))
+                    .sum();
+                (t - read).max(0.0)
+            })
+            .collect();
+        stacked.push((
+            format!("{bare} without channels of their own"),
+            Color32::GRAY,
+            std::mem::replace(&mut lower, rest.clone()),
+            rest,
+        ));
+    }
     for (k, (label, chans)) in bands.into_iter().enumerate() {
         let upper: Vec<f64> = lower
             .iter()
@@ -175,6 +218,9 @@ pub(super) fn tree_plot(
     } else {
         "time since the start"
     };
+    // Twice as tall as its legend (a line per band and the total's), so
+    // the legend leaves most of the stack in view.
+    let height = height.max(2.0 * 17.0 * (stacked.len() + 1) as f32);
     let plot = linked_plot(
         "plot-tree",
         if x_axis { height + X_AXIS } else { height },
@@ -184,6 +230,9 @@ pub(super) fn tree_plot(
         true,
         x_axis,
     )
+    // Top left, where a rising stack leaves room; the legend is as tall as
+    // the plot, so few bands have one of their own (see [`STACKED`]).
+    .legend(egui_plot::Legend::default().position(egui_plot::Corner::LeftTop))
     .include_y(0.0)
     .include_x(data_x[0])
     .include_x(data_x[1]);
