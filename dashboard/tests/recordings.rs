@@ -143,6 +143,40 @@ fn watched_pytorch_loops_read_flat_and_leaking() {
     );
 }
 
+/// A node's 65 processes watched (shipped in `recordings/`): two workers
+/// copy their rank's pages for 60 s and then stop. The headline is the
+/// copy-on-access finding, saying the growth held; `grew` names exactly the
+/// processes whose fast copy estimate moved (by more than 10 MB), and so
+/// no flat one; every process is counted.
+#[test]
+fn a_node_s_copying_workers_are_named_and_no_flat_one() {
+    let r = report(&support::recording("watch-node-65-120s.flr"));
+    let headline = r["headline"].as_str().unwrap();
+    assert!(
+        headline.starts_with("Growth found: copy-on-access") && headline.contains("then held"),
+        "{headline}"
+    );
+    let tree = &r["process_tree"];
+    assert_eq!(tree["processes"].as_array().map(Vec::len), Some(65));
+    let mut grew: Vec<u64> = tree["grew"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_u64().unwrap())
+        .collect();
+    grew.sort_unstable();
+    let mut copied: Vec<u64> = r["channels"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(name, c)| name.ends_with(".cow") && c["last"].as_f64().unwrap_or(0.0) > 10e6)
+        .filter_map(|(name, _)| name.strip_prefix("pid")?.strip_suffix(".cow")?.parse().ok())
+        .collect();
+    copied.sort_unstable();
+    assert_eq!(copied.len(), 2, "{copied:?}");
+    assert_eq!(grew, copied);
+}
+
 #[test]
 fn a_soak_runs_either_ring_layout_and_records_which() {
     let dir = tempfile::tempdir().unwrap();
