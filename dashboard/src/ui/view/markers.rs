@@ -331,7 +331,14 @@ pub(super) fn lane(
         rect.right(),
     ) {
         let color = found[first].kind().color();
-        let galley = painter.layout_no_wrap(text, font.clone(), color);
+        // A label longer than the whole lane (a long note alone on it) is
+        // cut to the lane with "…"; hovering its glyph says it whole.
+        let mut job = egui::text::LayoutJob::single_section(
+            text,
+            egui::TextFormat::simple(font.clone(), color),
+        );
+        job.wrap = egui::text::TextWrapping::truncate_at_width(rect.right() - 2.0 - x);
+        let galley = painter.layout_job(job);
         painter.galley(egui::pos2(x, y + 5.0), galley, color);
     }
     let hovered = shown.response.hover_pos().and_then(|p| {
