@@ -1,6 +1,7 @@
 //! Command-line grammar. The names here are the user-facing contract of
 //! DESIGN.md: keep them stable, add freely.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -126,6 +127,36 @@ pub struct PrometheusArgs {
     pub on_alert: Option<String>,
 }
 
+/// A run's place in a job of many ranks and nodes.
+#[derive(Debug, Clone, Default, Args)]
+pub struct LabelArgs {
+    /// Label the run (repeatable): in the recording's header, its receipts
+    /// and caption, and on every Prometheus series. `rank`, `local_rank`,
+    /// `world_size`, `node_rank`, `slurm_procid`, `slurm_job_id` and
+    /// `torchelastic_run_id` are also read from the watched process's
+    /// environment (RANK, LOCAL_RANK, …); a label given here wins.
+    #[arg(long = "label", value_name = "KEY=VALUE", value_parser = flatline_runtime::recording::labels::parse)]
+    pub labels: Vec<(String, String)>,
+}
+
+impl LabelArgs {
+    /// The labels of a run whose job environment is `env`'s, with the ones
+    /// given by hand over them.
+    pub fn over(&self, env: BTreeMap<String, String>) -> BTreeMap<String, String> {
+        let mut out = env;
+        out.extend(self.labels.iter().cloned());
+        out
+    }
+
+    /// The same flags, for a child process (`live`'s workload).
+    pub fn to_args(&self) -> Vec<String> {
+        self.labels
+            .iter()
+            .map(|(k, v)| format!("--label={k}={v}"))
+            .collect()
+    }
+}
+
 impl PrometheusArgs {
     /// What to follow the stream for, if anything (`pid`: the `pid` label
     /// of channels that are not one process's).
@@ -189,6 +220,8 @@ pub struct LiveArgs {
     pub on_write_error: OnWriteError,
     #[command(flatten)]
     pub export: PrometheusArgs,
+    #[command(flatten)]
+    pub labels: LabelArgs,
 }
 
 impl Default for LiveArgs {
@@ -200,6 +233,7 @@ impl Default for LiveArgs {
             record: None,
             on_write_error: OnWriteError::KeepSampling,
             export: PrometheusArgs::default(),
+            labels: LabelArgs::default(),
             window: WindowArgs::default(),
         }
     }
@@ -264,6 +298,8 @@ pub struct WatchArgs {
     pub headless: bool,
     #[command(flatten)]
     pub export: PrometheusArgs,
+    #[command(flatten)]
+    pub labels: LabelArgs,
     /// Keep a recording here (headless default: recordings/watch-<pid>-<UTC time>.flr).
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
@@ -355,6 +391,8 @@ pub struct SoakArgs {
     pub out: Option<PathBuf>,
     #[command(flatten)]
     pub export: PrometheusArgs,
+    #[command(flatten)]
+    pub labels: LabelArgs,
     /// Overwrite FILE if it exists.
     #[arg(long)]
     pub force: bool,
@@ -396,6 +434,8 @@ pub struct ServeArgs {
     pub on_write_error: OnWriteError,
     #[command(flatten)]
     pub export: PrometheusArgs,
+    #[command(flatten)]
+    pub labels: LabelArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -43,6 +43,9 @@ pub struct ExportSetup {
     /// The `pid` label of channels that are not one process's: the watched
     /// process, or flatline's own for a built-in workload.
     pub pid: u32,
+    /// The run's place in a job (`rank`, `node_rank`, `--label`s): labels
+    /// of every series, so PromQL can tell the ranks of one job apart.
+    pub labels: Vec<(String, String)>,
     /// The host's facts (its RAM bounds host memory's time to limit).
     pub facts: HostFacts,
     /// `--alert`s, checked at each refresh.
@@ -139,6 +142,8 @@ struct ChannelLabels {
     host: String,
     pid: String,
     role: Option<String>,
+    #[prometheus(flatten)]
+    job: Vec<(String, String)>,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -152,6 +157,8 @@ struct VerdictLabels {
 struct HostLabels {
     host: String,
     pid: String,
+    #[prometheus(flatten)]
+    job: Vec<(String, String)>,
 }
 
 /// The exporter's side of the stream: the channels, their latest values,
@@ -218,6 +225,7 @@ impl ExportState {
                     .cloned()
                     .unwrap_or_else(|| self.setup.pid.to_string()),
                 role: spec.labels.get("role").cloned(),
+                job: self.setup.labels.clone(),
             });
             self.schema.channels.push(spec.clone());
         }
@@ -411,6 +419,7 @@ impl ExportState {
         let host = HostLabels {
             host: self.setup.host.clone(),
             pid: self.setup.pid.to_string(),
+            job: self.setup.labels.clone(),
         };
         let counter = |reg: &mut Registry, name: &str, help: &str, n: u64| {
             let f = Family::<HostLabels, Counter>::default();
@@ -504,6 +513,7 @@ mod tests {
         let setup = ExportSetup {
             host: "node-a".into(),
             pid: 42,
+            labels: vec![("rank".into(), "5".into())],
             facts: HostFacts::default(),
             alerts: Vec::new(),
             on_alert: None,
@@ -568,16 +578,23 @@ mod tests {
         );
         assert!(text.contains("host=\"node-a\""), "{text}");
         assert!(text.contains("pid=\"42\""), "{text}");
+        // The run's labels are on every series, a channel's too.
         assert!(
-            text.contains("flatline_samples_total{host=\"node-a\",pid=\"42\"} 600"),
+            text.contains("flatline_channel_value{channel=\"mem.rss\",unit=\"bytes\",kind=\"level\",host=\"node-a\",pid=\"42\",role=\"\",rank=\"5\"}"),
             "{text}"
         );
         assert!(
-            text.contains("flatline_dropped_samples_total{host=\"node-a\",pid=\"42\"} 3"),
+            text.contains("flatline_samples_total{host=\"node-a\",pid=\"42\",rank=\"5\"} 600"),
             "{text}"
         );
         assert!(
-            text.contains("flatline_probe_errors_total{host=\"node-a\",pid=\"42\"} 1"),
+            text.contains(
+                "flatline_dropped_samples_total{host=\"node-a\",pid=\"42\",rank=\"5\"} 3"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("flatline_probe_errors_total{host=\"node-a\",pid=\"42\",rank=\"5\"} 1"),
             "{text}"
         );
         // No limit is known (no host RAM given): no time to limit.

@@ -513,6 +513,7 @@ pub fn json_report(rec: &Recording, receipt: &Receipt<'_>) -> Value {
             "notes": h.notes,
         },
         "host": h.host,
+        "labels": h.labels,
         "channels": channels,
         "memory_limit": memory_limit(rows).map(|(v, src)| json!({"bytes": v, "source": src})),
         "events": {
@@ -719,6 +720,9 @@ pub fn text_report(rec: &Recording, receipt: &Receipt<'_>) -> String {
     );
     line(&mut d, format!("  digest sha256:{}", rec.digest));
     line(&mut d, format!("  host {}", h.host_line()));
+    if !h.labels.is_empty() {
+        line(&mut d, format!("  labels {}", h.labels_line()));
+    }
     if !h.config.is_empty() {
         let cfg: Vec<String> = h.config.iter().map(|(k, v)| format!("{k}={v}")).collect();
         line(&mut d, format!("  config {}", cfg.join(" ")));
@@ -955,6 +959,10 @@ pub fn md_report(rec: &Recording, receipt: &Receipt<'_>) -> String {
         facts.push(("training".into(), axes));
     }
     facts.push(("host".into(), h.host_line()));
+    if !h.labels.is_empty() {
+        let labels: Vec<String> = h.labels.iter().map(|(k, v)| format!("`{k}={v}`")).collect();
+        facts.push(("labels".into(), labels.join(" ")));
+    }
     if !h.config.is_empty() {
         let cfg: Vec<String> = h.config.iter().map(|(k, v)| format!("`{k}={v}`")).collect();
         facts.push(("configuration".into(), cfg.join(" ")));

@@ -207,6 +207,7 @@ pub fn start_exporter(
         ExportSetup {
             host: setup.host.hostname.clone(),
             pid: e.pid,
+            labels: setup.labels.clone().into_iter().collect(),
             facts: setup.host.clone(),
             alerts: e.alerts,
             on_alert: e.on_alert,

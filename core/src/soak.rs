@@ -66,6 +66,8 @@ struct WorkloadRun<'a> {
     out: &'a Path,
     force: bool,
     redact_host: bool,
+    /// The run's place in a job (`--label`, and the job's environment).
+    labels: std::collections::BTreeMap<String, String>,
     /// Serve the stream to Prometheus, check alerts.
     export: &'a crate::cli::PrometheusArgs,
     on_write_error: crate::cli::OnWriteError,
@@ -123,6 +125,7 @@ fn record_workload(
     };
     let mut setup = RecordingSetup::new(run.source);
     setup.redact_host = run.redact_host;
+    setup.labels = run.labels.clone();
     setup.workload(&driver_cfg).hz(run.hz);
     if let Some(s) = run.seconds {
         setup.set("seconds", s);
@@ -312,6 +315,7 @@ pub fn serve(args: &ServeArgs) -> Result<()> {
         out: &args.out,
         force: true,
         redact_host: false,
+        labels: args.labels.over(job_env()),
         export: &args.export,
         // The window's own stream keeps going; the policy is for the
         // recording the window asked for.
@@ -320,6 +324,12 @@ pub fn serve(args: &ServeArgs) -> Result<()> {
     };
     let done = record_workload(&run, &stop, &paused, &ProgressBar::hidden(), &marks)?;
     done.result.map(|_| ())
+}
+
+/// The job labels of this process's own environment (a soak run by a
+/// launcher, one per rank).
+fn job_env() -> std::collections::BTreeMap<String, String> {
+    flatline_runtime::recording::labels::from_env(std::env::vars())
 }
 
 pub fn run(args: &SoakArgs) -> Result<()> {
@@ -337,6 +347,7 @@ pub fn run(args: &SoakArgs) -> Result<()> {
         out: &out,
         force: args.force,
         redact_host: args.redact_host,
+        labels: args.labels.over(job_env()),
         export: &args.export,
         on_write_error: args.on_write_error,
         window: None,

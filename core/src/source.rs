@@ -543,7 +543,7 @@ impl Source for LiveSource {
                     .get("hz")
                     .map_or("?", String::as_str)
             ),
-            host: self.follower.header.host_line(),
+            host: self.follower.header.caption_host(),
             file: self.recording.clone(),
             // A file still being written has no digest yet.
             digest: None,
@@ -858,7 +858,7 @@ impl Source for ReplaySource {
     fn meta(&self) -> Meta {
         Meta {
             label: replay_label(&self.path),
-            host: self.header.host_line(),
+            host: self.header.caption_host(),
             file: Some(self.path.clone()),
             digest: Some(self.digest.clone()),
             started_unix_ms: Some(self.header.started_unix_ms),
@@ -977,7 +977,12 @@ impl WatchSource {
             Self {
                 pid,
                 hz,
-                host: setup.host.summary(),
+                host: if setup.labels.is_empty() {
+                    setup.host.summary()
+                } else {
+                    let labels = flatline_runtime::recording::labels_line(&setup.labels);
+                    format!("{} · {labels}", setup.host.summary())
+                },
                 samples: tel.samples,
                 changes: tel.changes,
                 steps,

@@ -345,6 +345,20 @@ fn setup(args: &WatchArgs, pid: u32) -> RecordingSetup {
     if let Some(s) = args.seconds {
         setup.set("seconds", s);
     }
+    // Where the job sits among ranks and nodes: a command started here has
+    // this environment; a process watched by pid, its own, where readable.
+    use flatline_runtime::recording::labels;
+    let env = if args.command.is_empty() {
+        labels::of_process(pid).unwrap_or_else(|e| {
+            setup.notes.push(format!(
+                "the job's labels (RANK, …) could not be read from /proc/{pid}/environ: {e}"
+            ));
+            Default::default()
+        })
+    } else {
+        labels::from_env(std::env::vars())
+    };
+    setup.labels = args.labels.over(env);
     setup
 }
 

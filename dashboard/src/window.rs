@@ -82,6 +82,7 @@ fn child_args(args: &LiveArgs) -> Vec<String> {
         format!("--on-write-error={on_write_error}"),
     ];
     out.extend(args.export.to_args());
+    out.extend(args.labels.to_args());
     out
 }
 

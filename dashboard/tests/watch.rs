@@ -6,7 +6,7 @@ mod support;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use support::flatline;
+use support::{flatline, ok, report};
 
 const HELPER: &str = r#"
 import sys, time
@@ -227,4 +227,78 @@ fn a_started_command_is_stopped_when_the_time_is_up() {
     let text = String::from_utf8_lossy(&o.stdout);
     assert_eq!(o.status.code(), Some(0), "{text}");
     assert!(text.contains("with SIGKILL"), "{text}");
+}
+
+/// A rank's place in its job: a command started with torchrun's variables
+/// in its environment, and one watched by pid whose own environment has
+/// them, are labelled by them; `--label` adds to and wins over them; the
+/// labels are in the header (JSON receipt) and the text receipt; a bad
+/// label is a flag error.
+#[test]
+fn a_rank_is_labelled_from_its_environment_and_by_hand() {
+    let dir = tempfile::tempdir().unwrap();
+    let started = dir.path().join("started.flr");
+    let bin = env!("CARGO_BIN_EXE_flatline");
+    let o = std::process::Command::new(bin)
+        .args(["watch", "--headless", "--hz", "20", "--label", "run=llama"])
+        .args([
+            "--label",
+            "local_rank=9",
+            "--out",
+            started.to_str().unwrap(),
+        ])
+        .args(["--", "sleep", "0.5"])
+        .env("RANK", "5")
+        .env("LOCAL_RANK", "1")
+        .env("WORLD_SIZE", "16")
+        .env("SLURM_JOB_ID", "81234")
+        .output()
+        .unwrap();
+    let text = ok(&o);
+    assert!(
+        text.contains("labels local_rank=9 rank=5 run=llama slurm_job_id=81234 world_size=16"),
+        "{text}"
+    );
+    let want = serde_json::json!({
+        "rank": "5", "local_rank": "9", "world_size": "16",
+        "slurm_job_id": "81234", "run": "llama"
+    });
+    assert_eq!(report(&started)["labels"], want);
+
+    // By pid: the watched process's environment, not the watcher's.
+    let mut job = std::process::Command::new("sleep")
+        .arg("30")
+        .env("RANK", "7")
+        .env("NODE_RANK", "1")
+        .spawn()
+        .unwrap();
+    let by_pid = dir.path().join("by-pid.flr");
+    let pid = job.id().to_string();
+    let o = flatline(&[
+        "watch",
+        "--headless",
+        "--hz",
+        "20",
+        "--seconds",
+        "0.5",
+        "--pid",
+        &pid,
+        "--out",
+        by_pid.to_str().unwrap(),
+    ]);
+    let _ = job.kill();
+    let _ = job.wait();
+    ok(&o);
+    assert_eq!(
+        report(&by_pid)["labels"],
+        serde_json::json!({"rank": "7", "node_rank": "1"})
+    );
+
+    let bad = flatline(&["watch", "--headless", "--label", "job=x", "--", "true"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains("\"job\" is taken"),
+        "{}",
+        String::from_utf8_lossy(&bad.stderr)
+    );
 }

@@ -105,6 +105,12 @@ pub struct Header {
     /// Free-form notes (an import's skipped columns, say).
     #[serde(default)]
     pub notes: Vec<String>,
+    /// Where the run sits in a job of many ranks and nodes (`rank`,
+    /// `local_rank`, `world_size`, `node_rank`, `slurm_job_id`, … from the
+    /// watched process's environment, and `--label KEY=VALUE`). Older files
+    /// have none; older readers skip it.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
 }
 
 impl Header {
@@ -146,8 +152,29 @@ impl Header {
             schema,
             unavailable,
             notes: Vec::new(),
+            labels: BTreeMap::new(),
         }
     }
+
+    /// The caption's host part: [`Self::host_line`], then the labels.
+    pub fn caption_host(&self) -> String {
+        if self.labels.is_empty() {
+            self.host_line()
+        } else {
+            format!("{} · {}", self.host_line(), self.labels_line())
+        }
+    }
+
+    /// The labels as one line (see [`labels_line`]).
+    pub fn labels_line(&self) -> String {
+        labels_line(&self.labels)
+    }
+}
+
+/// Labels as one line, `rank=3 world_size=16`; empty without any.
+pub fn labels_line(labels: &BTreeMap<String, String>) -> String {
+    let parts: Vec<String> = labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    parts.join(" ")
 }
 
 /// Something that happened at a moment of a run.

@@ -65,6 +65,7 @@ pub(crate) fn header(channels: usize) -> Header {
         },
         unavailable: vec![Unavailable::new("gpu", "no driver")],
         notes: vec![],
+        labels: BTreeMap::from([("rank".into(), "3".into())]),
     }
 }
 

@@ -28,6 +28,8 @@ pub struct RecordingSetup {
     pub redact_host: bool,
     /// Free-form notes for the header.
     pub notes: Vec<String>,
+    /// The run's place in a job (see [`Header::labels`]).
+    pub labels: BTreeMap<String, String>,
 }
 
 impl RecordingSetup {
@@ -39,6 +41,7 @@ impl RecordingSetup {
             host: HostFacts::default(),
             redact_host: false,
             notes: Vec::new(),
+            labels: BTreeMap::new(),
         }
     }
 
@@ -106,6 +109,7 @@ impl RecordingSetup {
             unavailable,
         );
         h.notes = self.notes.clone();
+        h.labels = self.labels.clone();
         h
     }
 
