@@ -39,6 +39,10 @@ pub enum Command {
     /// Two recordings side by side: open them in one window, or with
     /// --format print what differs (before and after a fix, arena and loader).
     Compare(CompareArgs),
+    /// Many recordings of one job (a rank or node each): which one is
+    /// different? A row per recording, and the ranks whose memory grows
+    /// when the others' does not.
+    Fleet(FleetArgs),
     /// Turn a training job's log (CSV, JSON lines, trainer_state.json, saved
     /// console output) into a recording.
     Import(ImportArgs),
@@ -571,12 +575,33 @@ pub struct SynthArgs {
     /// The random seed: the same seed writes the same samples.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// The recording to write.
+    /// Write N recordings instead, one per rank of one job (RSS, the tree's
+    /// PSS, a GPU's memory, steps and loss; labelled rank, local_rank,
+    /// node_rank, world_size; 8 ranks a node), into the folder --out.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(2..=1024))]
+    pub fleet: Option<u16>,
+    /// With --fleet: this rank's tree.pss leaks 41 MiB an hour (repeatable).
+    #[arg(long, value_name = "RANK", requires = "fleet")]
+    pub leak: Vec<usize>,
+    /// The recording to write (with --fleet: the folder).
     #[arg(long, value_name = "FILE")]
     pub out: PathBuf,
     /// Overwrite FILE if it exists.
     #[arg(long)]
     pub force: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct FleetArgs {
+    /// The recordings (one per rank or node), or folders of them.
+    #[arg(required = true, value_name = "FILES|DIR")]
+    pub files: Vec<PathBuf>,
+    #[arg(long, value_enum, default_value_t = ReportFormat::Text)]
+    pub format: ReportFormat,
+    /// Most MiB of samples held while one recording is analysed (they are
+    /// read one after another, so this bounds the whole fleet's).
+    #[arg(long, value_name = "MIB", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=65536))]
+    pub memory_mib: u32,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -54,9 +54,72 @@ pub fn export(args: &ExportArgs) -> Result<()> {
     Ok(())
 }
 
+/// `flatline synth --fleet N`: a recording per rank of one job.
+fn synth_fleet(args: &SynthArgs, ranks: usize) -> Result<()> {
+    use flatline_runtime::recording::synth;
+    if let Some(&k) = args.leak.iter().find(|&&k| k >= ranks) {
+        anyhow::bail!("--leak {k}: the fleet's ranks are 0 to {}", ranks - 1);
+    }
+    let samples = args.hours * 3600.0 * args.hz * ranks as f64;
+    if samples > 1e9 {
+        anyhow::bail!("{samples:.0} samples is more than a billion: fewer --hours or a lower --hz");
+    }
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("creating {}", args.out.display()))?;
+    let cfg = synth::FleetConfig {
+        ranks,
+        hours: args.hours,
+        hz: args.hz,
+        seed: args.seed,
+        leaking: args.leak.clone(),
+    };
+    let t0 = std::time::Instant::now();
+    let mut bytes = 0;
+    for k in 0..ranks {
+        let node = k / synth::FLEET_RANKS_PER_NODE;
+        let mut setup = flatline_runtime::recording::RecordingSetup::new("synth");
+        setup
+            .set("hours", args.hours)
+            .set("hz", args.hz)
+            .set("seed", args.seed)
+            .set("fleet", ranks);
+        setup
+            .notes
+            .push("synthetic: made by flatline synth --fleet, not measured".into());
+        setup.host.hostname = format!("node-{node}");
+        for (key, v) in [
+            ("rank", k),
+            ("local_rank", k % synth::FLEET_RANKS_PER_NODE),
+            ("node_rank", node),
+            ("world_size", ranks),
+        ] {
+            setup.labels.insert(key.into(), v.to_string());
+        }
+        let out = args.out.join(format!("rank-{k:04}.flr"));
+        let done = synth::write_rank(&cfg, k, &out, args.force, |schema| {
+            let mut h = setup.header(schema, Vec::new());
+            // Nodes' clocks and start-ups disagree by seconds.
+            h.started_unix_ms = 1_790_000_000_000 + 1_000 * node as u64 + 137 * k as u64;
+            h
+        })
+        .with_context(|| format!("writing {}", out.display()))?;
+        bytes += done.bytes;
+    }
+    println!(
+        "wrote {ranks} recordings into {} ({}) in {:.1} s",
+        args.out.display(),
+        crate::fmt::bytes(bytes as f64),
+        t0.elapsed().as_secs_f64(),
+    );
+    Ok(())
+}
+
 /// `flatline synth`: a synthetic recording, with a progress line when done.
 pub fn synth(args: &SynthArgs) -> Result<()> {
     use flatline_runtime::recording::synth;
+    if let Some(n) = args.fleet {
+        return synth_fleet(args, usize::from(n));
+    }
     let cfg = synth::SynthConfig {
         hours: args.hours,
         hz: args.hz,

@@ -14,6 +14,7 @@ pub mod compare;
 pub mod convert;
 pub mod corpus;
 pub mod detail;
+pub mod fleet;
 pub mod fmt;
 pub mod http;
 pub mod mark;
@@ -151,6 +152,7 @@ pub fn run(cli: cli::Cli, viewer: &dyn Viewer) -> ExitCode {
             other => other.map(drop),
         },
         Some(cli::Command::Compare(args)) => compare::run(&args, viewer),
+        Some(cli::Command::Fleet(args)) => fleet::run(&args),
         Some(cli::Command::Import(args)) => convert::import(&args),
         Some(cli::Command::Export(args)) => convert::export(&args),
         Some(cli::Command::Synth(args)) => convert::synth(&args),

@@ -450,3 +450,85 @@ mod tests {
         assert_eq!(ra.t_ns, rb.t_ns);
     }
 }
+
+/// One job's ranks for `flatline synth --fleet`: a recording per rank, as
+/// its watcher would write it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FleetConfig {
+    pub ranks: usize,
+    pub hours: f64,
+    pub hz: f64,
+    pub seed: u64,
+    /// Ranks whose `tree.pss` leaks [`FLEET_LEAK_PER_HOUR`]; the others
+    /// hold.
+    pub leaking: Vec<usize>,
+}
+
+/// How fast a leaking rank's `tree.pss` grows.
+pub const FLEET_LEAK_PER_HOUR: f64 = 41.0 * MIB;
+
+/// Ranks per node in a fleet (`node_rank` = rank / this).
+pub const FLEET_RANKS_PER_NODE: usize = 8;
+
+/// The channels of a fleet's rank: its process's RSS and its tree's PSS,
+/// a GPU's memory, and the job's steps and loss as its output says them.
+fn fleet_schema() -> Schema {
+    let level = |n: &str, u| ChannelSpec::new(n, u, Group::Memory).with_kind(Kind::Level);
+    Schema {
+        channels: vec![
+            level("mem.rss", Unit::Bytes),
+            level("tree.pss", Unit::Bytes),
+            ChannelSpec::new("gpu0.used", Unit::Bytes, Group::Gpu).with_kind(Kind::Level),
+            ChannelSpec::new("log.step", Unit::Count, Group::StepLog).with_kind(Kind::Counter),
+            ChannelSpec::new("log.loss", Unit::Count, Group::StepLog).with_kind(Kind::Gauge),
+        ],
+    }
+}
+
+/// Writes rank `k`'s recording of the job to `out`, with the header
+/// `header_for` gives (its labels, host and start are the caller's: nodes'
+/// clocks disagree by seconds). Ranks differ as real ones do: their levels
+/// by a few per cent, their noise, and when their first step came; ranks in
+/// [`FleetConfig::leaking`] grow.
+pub fn write_rank(
+    cfg: &FleetConfig,
+    k: usize,
+    out: &Path,
+    force: bool,
+    header_for: impl FnOnce(Schema) -> Header,
+) -> Result<WriteSummary, RecordingError> {
+    let schema = fleet_schema();
+    let mut w = RecordingWriter::create(out, &header_for(schema), force)?;
+    let mut rng = SplitMix64::new(cfg.seed.wrapping_mul(1_000_003).wrapping_add(k as u64));
+    let mut unit = || (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+    let spread = |u: f64, share: f64| 1.0 + share * (2.0 * u - 1.0);
+    let rss0 = 6.0 * GIB * spread(unit(), 0.03);
+    let pss0 = 9.0 * GIB * spread(unit(), 0.03);
+    let gpu0 = 60.0 * GIB * spread(unit(), 0.01);
+    // The first step after 20–40 s of start-up, then 2 a second.
+    let first_step_s = 20.0 + 20.0 * unit();
+    let leaks = cfg.leaking.contains(&k);
+    let page = 4096.0;
+    let dt = 1.0 / cfg.hz;
+    let samples = (cfg.hours * HOUR * cfg.hz).floor() as u64 + 1;
+    for seq in 0..samples {
+        let t = seq as f64 * dt;
+        let warm = (t / first_step_s).min(1.0);
+        let steps = ((t - first_step_s).max(0.0) * 2.0).floor();
+        let grown = if leaks {
+            FLEET_LEAK_PER_HOUR * (t - first_step_s).max(0.0) / HOUR
+        } else {
+            0.0
+        };
+        let noise = |u: f64, mib: f64| ((2.0 * u - 1.0) * mib * MIB / page).round() * page;
+        let values = [
+            rss0 * warm + noise(unit(), 2.0),
+            pss0 * warm + grown + noise(unit(), 4.0),
+            gpu0 * warm + noise(unit(), 8.0),
+            steps,
+            2.5 / (1.0 + steps / 500.0) + 0.02 * unit(),
+        ];
+        w.push_sample(&Sample::from_values(seq, (t * 1e9).round() as u64, &values))?;
+    }
+    w.finish("completed")
+}

@@ -1,0 +1,626 @@
+//! `flatline fleet`: many recordings of one job, one per rank or node, and
+//! which of them is different.
+//!
+//! Each recording is analysed as `report` would, one after another (so the
+//! memory held is one recording's), and only what the fleet compares is
+//! kept: each level channel's growth rate and whether its own evidence calls
+//! it growth. Per channel the ranks' rates are summarised by their median
+//! and MAD (median absolute deviation, scaled to a standard deviation), not
+//! their mean, so one leaking rank cannot hide by moving the average. A
+//! rank is an **outlier** in a channel when its own analysis says the
+//! channel grows, fewer than half the ranks grow in it, and its rate is at
+//! least [`OUTLIER_MADS`] MADs above the median. Rates are per training step
+//! where every recording has steps (ranks run in lock-step, so a slow node
+//! is not a leaky one), else per second; neither depends on when each node's
+//! clock started.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use flatline_runtime::analysis::Kind;
+use flatline_runtime::telemetry::Unit;
+use serde_json::{Value, json};
+
+use crate::cli::{FleetArgs, ReportFormat};
+use crate::fmt::{thousands, value};
+
+/// How far above the ranks' median, in MADs, a growing rank's rate must be
+/// to be named as the one that is different.
+pub const OUTLIER_MADS: f64 = 5.0;
+
+/// One recording of the fleet, as far as the comparison needs it.
+#[derive(Debug, Clone)]
+pub struct Member {
+    pub file: PathBuf,
+    pub labels: BTreeMap<String, String>,
+    pub host: String,
+    pub duration_s: f64,
+    /// "7,155 steps", where the recording has a step axis.
+    pub training: Option<String>,
+    pub headline: String,
+    pub truncated: bool,
+    /// Why it could not be read; then it has no channels.
+    pub error: Option<String>,
+    pub channels: BTreeMap<String, Rate>,
+}
+
+impl Member {
+    /// How a person names it: `rank 5`, else its file's name.
+    pub fn name(&self) -> String {
+        match self.labels.get("rank") {
+            Some(r) => format!("rank {r}"),
+            None => self.file.file_name().map_or_else(
+                || self.file.display().to_string(),
+                |n| n.to_string_lossy().into(),
+            ),
+        }
+    }
+
+    fn sort_key(&self) -> (u64, String) {
+        let rank = self.labels.get("rank").and_then(|r| r.parse().ok());
+        (rank.unwrap_or(u64::MAX), self.file.display().to_string())
+    }
+}
+
+/// A level channel's growth in one recording.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rate {
+    pub unit: Unit,
+    pub slope_per_s: f64,
+    pub slope_per_step: Option<f64>,
+    /// Its own analysis calls it growth (upwards).
+    pub grows: bool,
+}
+
+/// A channel across the fleet.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChannelSummary {
+    pub unit: Unit,
+    /// Members (indices) that have it.
+    pub members: Vec<usize>,
+    /// Members whose own analysis calls it growth.
+    pub growing: Vec<usize>,
+    /// Rates per step (else per second) of the members that have it.
+    pub per_step: bool,
+    pub median: f64,
+    pub mad: f64,
+}
+
+/// A member whose channel grows when most do not.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outlier {
+    pub member: usize,
+    pub channel: String,
+    /// Its rate (per step or per second, as the channel's summary says).
+    pub rate: f64,
+    /// Its rate per second, whatever the basis (for saying it per hour).
+    pub rate_per_s: f64,
+    /// How far above the median, in MADs.
+    pub mads: f64,
+}
+
+/// The whole comparison.
+#[derive(Debug, Clone)]
+pub struct Fleet {
+    pub members: Vec<Member>,
+    pub channels: BTreeMap<String, ChannelSummary>,
+    pub outliers: Vec<Outlier>,
+    pub headline: String,
+}
+
+/// The recordings named: files as given, folders as the `.flr` files in
+/// them, by name.
+pub fn files(args: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for a in args {
+        if a.is_dir() {
+            let mut found: Vec<PathBuf> = std::fs::read_dir(a)
+                .with_context(|| format!("reading the folder {}", a.display()))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| {
+                    p.extension()
+                        .is_some_and(|x| x == flatline_runtime::recording::EXTENSION)
+                })
+                .collect();
+            if found.is_empty() {
+                anyhow::bail!("{} holds no recordings (*.flr)", a.display());
+            }
+            found.sort();
+            out.extend(found);
+        } else {
+            out.push(a.clone());
+        }
+    }
+    Ok(out)
+}
+
+/// Reads one recording within `budget` bytes of samples.
+fn member(path: &Path, budget: usize) -> Member {
+    let mut m = Member {
+        file: path.to_owned(),
+        labels: BTreeMap::new(),
+        host: String::new(),
+        duration_s: 0.0,
+        training: None,
+        headline: String::new(),
+        truncated: false,
+        error: None,
+        channels: BTreeMap::new(),
+    };
+    let rec = match crate::report::open_within(path, budget) {
+        Ok(r) => r,
+        Err(e) => {
+            m.error = Some(format!("{e:#}"));
+            return m;
+        }
+    };
+    let receipt = crate::report::analyse(&rec, None);
+    m.headline = receipt.assessment().headline;
+    m.labels = rec.header.labels.clone();
+    m.host = rec.header.host.hostname.clone();
+    m.duration_s = rec.duration_s();
+    m.training = crate::report::training_axes(&rec);
+    m.truncated = rec.is_truncated();
+    // Steps a second over the run, from its step axis: a rate per step is
+    // the trend per second over it (the analysis's own per-step figure is
+    // its verdict's, 0 for what it calls flat, and would leave no spread).
+    let column = |i: usize| rec.columns[i].as_slice();
+    let steps_per_s = flatline_runtime::analysis::rules::step_axis(&rec.header.schema, column)
+        .and_then(|i| {
+            let (lo, hi) = rec.columns[i]
+                .iter()
+                .filter(|v| v.is_finite())
+                .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| {
+                    (lo.min(v), hi.max(v))
+                });
+            Some((hi - lo) / m.duration_s).filter(|r| r.is_finite() && *r > 0.0)
+        });
+    for r in &receipt.rows {
+        let a = &r.analysis;
+        // A process's own channels differ by pid from rank to rank.
+        if a.kind != Kind::Level || r.spec.labels.contains_key("pid") || !a.slope_per_s.is_finite()
+        {
+            continue;
+        }
+        m.channels.insert(
+            r.spec.name.clone(),
+            Rate {
+                unit: r.spec.unit,
+                slope_per_s: a.slope_per_s,
+                slope_per_step: steps_per_s.map(|r| a.slope_per_s / r),
+                grows: a.verdict.is_growth() && a.slope_per_s > 0.0,
+            },
+        );
+    }
+    m
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    match n {
+        0 => f64::NAN,
+        _ if n % 2 == 1 => v[n / 2],
+        _ => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+/// Each channel's summary across `members`, and the outliers, most
+/// standing-out first.
+pub fn compare(members: &[Member]) -> (BTreeMap<String, ChannelSummary>, Vec<Outlier>) {
+    let mut names: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for (i, m) in members.iter().enumerate() {
+        for name in m.channels.keys() {
+            names.entry(name).or_default().push(i);
+        }
+    }
+    let mut channels = BTreeMap::new();
+    let mut outliers = Vec::new();
+    for (name, have) in names {
+        let rate = |i: usize| members[i].channels[name];
+        let per_step = have.iter().all(|&i| rate(i).slope_per_step.is_some());
+        let x = |i: usize| {
+            let r = rate(i);
+            if per_step {
+                r.slope_per_step.unwrap_or(f64::NAN)
+            } else {
+                r.slope_per_s
+            }
+        };
+        let mut xs: Vec<f64> = have.iter().map(|&i| x(i)).collect();
+        let med = median(&mut xs);
+        let mut dev: Vec<f64> = xs.iter().map(|v| (v - med).abs()).collect();
+        let mad = 1.4826 * median(&mut dev);
+        let growing: Vec<usize> = have.iter().copied().filter(|&i| rate(i).grows).collect();
+        // A spread of nothing (ranks that agree to the byte) would make any
+        // difference infinitely many MADs: a floor of a millionth of the
+        // largest rate.
+        let floor = xs.iter().fold(0.0_f64, |m, v| m.max(v.abs())) * 1e-6;
+        if growing.len() * 2 < have.len() {
+            for &i in &growing {
+                let mads = (x(i) - med) / mad.max(floor).max(f64::MIN_POSITIVE);
+                if mads >= OUTLIER_MADS {
+                    outliers.push(Outlier {
+                        member: i,
+                        channel: name.to_owned(),
+                        rate: x(i),
+                        rate_per_s: rate(i).slope_per_s,
+                        mads,
+                    });
+                }
+            }
+        }
+        channels.insert(
+            name.to_owned(),
+            ChannelSummary {
+                unit: rate(have[0]).unit,
+                members: have,
+                growing,
+                per_step,
+                median: med,
+                mad,
+            },
+        );
+    }
+    outliers.sort_by(|a, b| b.mads.total_cmp(&a.mads));
+    (channels, outliers)
+}
+
+/// A rate per hour in its unit: "41.0 MiB/h".
+fn per_hour(rate_per_s: f64, unit: Unit) -> String {
+    format!("{}/h", value(rate_per_s * 3600.0, unit))
+}
+
+/// One sentence for the whole fleet.
+pub fn headline(
+    members: &[Member],
+    channels: &BTreeMap<String, ChannelSummary>,
+    outliers: &[Outlier],
+) -> String {
+    let n = members.iter().filter(|m| m.error.is_none()).count();
+    if let Some(first) = outliers.first() {
+        let mut same: Vec<&Outlier> = outliers
+            .iter()
+            .filter(|o| o.channel == first.channel)
+            .collect();
+        same.sort_by_key(|o| o.member);
+        let fastest = same.iter().map(|o| o.rate_per_s).fold(f64::MIN, f64::max);
+        let unit = channels[&first.channel].unit;
+        let host = |o: &Outlier| {
+            let m = &members[o.member];
+            if m.host.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", m.host)
+            }
+        };
+        let names: Vec<String> = same
+            .iter()
+            .map(|o| format!("{}{}", members[o.member].name(), host(o)))
+            .collect();
+        let others = channels[&first.channel].members.len() - same.len();
+        let mut s = if same.len() == 1 {
+            format!(
+                "{} of {n}{} grows {} in {}; the other {others} do not.",
+                members[first.member].name(),
+                host(first),
+                per_hour(first.rate_per_s, unit),
+                first.channel
+            )
+        } else {
+            let (last, before) = names.split_last().expect("two or more");
+            format!(
+                "{} and {last} of {n} grow in {} (up to {}); the other {others} do not.",
+                before.join(", "),
+                first.channel,
+                per_hour(fastest, unit)
+            )
+        };
+        let elsewhere = outliers
+            .iter()
+            .filter(|o| o.channel != first.channel)
+            .count();
+        if elsewhere > 0 {
+            s.push_str(&format!(" {elsewhere} more outliers in other channels."));
+        }
+        return s;
+    }
+    let widest = channels
+        .iter()
+        .filter(|(_, c)| !c.growing.is_empty())
+        .max_by_key(|(_, c)| c.growing.len());
+    match widest {
+        Some((name, c)) => format!(
+            "{name} grows in {} of {} recordings alike (median {}): the whole job's, not one rank's.",
+            c.growing.len(),
+            c.members.len(),
+            if c.per_step {
+                format!("{}/step", value(c.median, c.unit))
+            } else {
+                per_hour(c.median, c.unit)
+            }
+        ),
+        None => format!("No rank stands out: {n} recordings, and no memory channel grows in any."),
+    }
+}
+
+/// Reads and compares the recordings, one at a time within `budget` bytes.
+pub fn read(paths: &[PathBuf], budget: usize) -> Fleet {
+    let mut members: Vec<Member> = paths.iter().map(|p| member(p, budget)).collect();
+    members.sort_by_key(Member::sort_key);
+    let (channels, outliers) = compare(&members);
+    let headline = headline(&members, &channels, &outliers);
+    Fleet {
+        members,
+        channels,
+        outliers,
+        headline,
+    }
+}
+
+fn how_far(f: &Fleet, o: &Outlier) -> String {
+    let c = &f.channels[&o.channel];
+    let basis = if c.per_step {
+        format!(
+            "{}/step against a median of {}/step",
+            value(o.rate, c.unit),
+            value(c.median, c.unit)
+        )
+    } else {
+        format!(
+            "{} against a median of {}",
+            per_hour(o.rate, c.unit),
+            per_hour(c.median, c.unit)
+        )
+    };
+    format!("{basis}, {:.0} MADs above", o.mads)
+}
+
+pub fn text(f: &Fleet) -> String {
+    let mut s = format!("{}\n\n", f.headline);
+    if !f.outliers.is_empty() {
+        s.push_str("outliers\n");
+        for o in &f.outliers {
+            let m = &f.members[o.member];
+            s.push_str(&format!(
+                "  {:<10} {:<10} {:<12} {}\n",
+                m.name(),
+                m.host,
+                o.channel,
+                how_far(f, o)
+            ));
+        }
+        s.push('\n');
+    }
+    s.push_str("channels\n");
+    for (name, c) in &f.channels {
+        let grows: Vec<String> = c.growing.iter().map(|&i| f.members[i].name()).collect();
+        s.push_str(&format!(
+            "  {name:<14} {} of {} grow{}\n",
+            c.growing.len(),
+            c.members.len(),
+            if grows.is_empty() || grows.len() > 8 {
+                String::new()
+            } else {
+                format!(" ({})", grows.join(", "))
+            }
+        ));
+    }
+    s.push_str(&format!("\nrecordings ({})\n", f.members.len()));
+    for m in &f.members {
+        let what = match &m.error {
+            Some(e) => format!("cannot be read: {e}"),
+            None => m.headline.clone(),
+        };
+        s.push_str(&format!(
+            "  {:<10} {:<10} {:>9} {:>14}{}  {}\n",
+            m.name(),
+            m.host,
+            crate::fmt::duration(m.duration_s),
+            m.training.clone().unwrap_or_default(),
+            if m.truncated { " (truncated)" } else { "" },
+            what
+        ));
+    }
+    s
+}
+
+pub fn md(f: &Fleet) -> String {
+    let mut s = format!("**{}**\n\n", f.headline);
+    if !f.outliers.is_empty() {
+        s.push_str("| outlier | host | channel | how far |\n|---|---|---|---|\n");
+        for o in &f.outliers {
+            let m = &f.members[o.member];
+            s.push_str(&format!(
+                "| {} | {} | `{}` | {} |\n",
+                m.name(),
+                m.host,
+                o.channel,
+                how_far(f, o)
+            ));
+        }
+        s.push('\n');
+    }
+    s.push_str("| recording | host | duration | training | headline |\n|---|---|---|---|---|\n");
+    for m in &f.members {
+        let what = match &m.error {
+            Some(e) => format!("cannot be read: {e}"),
+            None => m.headline.clone(),
+        };
+        s.push_str(&format!(
+            "| {} | {} | {} | {} | {} |\n",
+            m.name(),
+            m.host,
+            crate::fmt::duration(m.duration_s),
+            m.training.clone().unwrap_or_default(),
+            what.replace('|', "\\|")
+        ));
+    }
+    s
+}
+
+pub fn json(f: &Fleet) -> Value {
+    let recordings: Vec<Value> = f
+        .members
+        .iter()
+        .map(|m| {
+            json!({
+                "file": m.file.display().to_string(),
+                "labels": m.labels,
+                "host": m.host,
+                "duration_s": m.duration_s,
+                "training": m.training,
+                "headline": m.headline,
+                "truncated": m.truncated,
+                "error": m.error,
+            })
+        })
+        .collect();
+    let channels: serde_json::Map<String, Value> = f
+        .channels
+        .iter()
+        .map(|(name, c)| {
+            let files = |v: &[usize]| -> Vec<String> {
+                v.iter()
+                    .map(|&i| f.members[i].file.display().to_string())
+                    .collect()
+            };
+            (
+                name.clone(),
+                json!({
+                    "recordings": c.members.len(),
+                    "growing": files(&c.growing),
+                    "per": if c.per_step { "step" } else { "second" },
+                    "median_slope": c.median,
+                    "mad_slope": c.mad,
+                }),
+            )
+        })
+        .collect();
+    let outliers: Vec<Value> = f
+        .outliers
+        .iter()
+        .map(|o| {
+            let m = &f.members[o.member];
+            json!({
+                "file": m.file.display().to_string(),
+                "labels": m.labels,
+                "host": m.host,
+                "channel": o.channel,
+                "slope": o.rate,
+                "slope_per_s": o.rate_per_s,
+                "per": if f.channels[&o.channel].per_step { "step" } else { "second" },
+                "median_slope": f.channels[&o.channel].median,
+                "mads": o.mads,
+            })
+        })
+        .collect();
+    json!({
+        "headline": f.headline,
+        "recordings": recordings,
+        "channels": channels,
+        "outliers": outliers,
+    })
+}
+
+pub fn run(args: &FleetArgs) -> Result<()> {
+    let paths = files(&args.files)?;
+    let f = read(&paths, (args.memory_mib as usize) << 20);
+    match args.format {
+        ReportFormat::Text => print!("{}", text(&f)),
+        ReportFormat::Md => print!("{}", md(&f)),
+        ReportFormat::Json => println!("{}", serde_json::to_string_pretty(&json(&f))?),
+    }
+    let bad: Vec<&Member> = f.members.iter().filter(|m| m.error.is_some()).collect();
+    if let Some(first) = bad.first() {
+        anyhow::bail!(
+            "{} of {} recordings could not be read (the first: {})",
+            thousands(bad.len() as u64),
+            f.members.len(),
+            first.file.display()
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn member(rank: usize, pss_per_s: f64, grows: bool) -> Member {
+        let rate = |slope_per_s: f64, grows| Rate {
+            unit: Unit::Bytes,
+            slope_per_s,
+            slope_per_step: Some(slope_per_s / 2.0),
+            grows,
+        };
+        // Flat ranks' trends scatter a little around zero.
+        let jitter = ((rank * 7919) % 13) as f64 - 6.0;
+        Member {
+            file: PathBuf::from(format!("rank-{rank}.flr")),
+            labels: BTreeMap::from([("rank".to_owned(), rank.to_string())]),
+            host: format!("node-{}", rank / 8),
+            duration_s: 3600.0,
+            training: None,
+            headline: String::new(),
+            truncated: false,
+            error: None,
+            channels: BTreeMap::from([
+                ("tree.pss".to_owned(), rate(pss_per_s + jitter, grows)),
+                ("mem.rss".to_owned(), rate(jitter, false)),
+            ]),
+        }
+    }
+
+    fn fleet(members: Vec<Member>) -> (Vec<Outlier>, String) {
+        let (channels, outliers) = compare(&members);
+        let h = headline(&members, &channels, &outliers);
+        (outliers, h)
+    }
+
+    /// One rank of 16 grows 41 MiB/h when the others scatter around zero:
+    /// it alone is named, by the median and MAD of the ranks' rates.
+    #[test]
+    fn the_one_leaking_rank_is_named() {
+        let leak = 41.0 * 1_048_576.0 / 3600.0;
+        let members: Vec<Member> = (0..16)
+            .map(|r| member(r, if r == 5 { leak } else { 0.0 }, r == 5))
+            .collect();
+        let (outliers, h) = fleet(members);
+        assert_eq!(outliers.len(), 1, "{outliers:?}");
+        assert_eq!(
+            (outliers[0].member, outliers[0].channel.as_str()),
+            (5, "tree.pss")
+        );
+        assert!(outliers[0].mads >= OUTLIER_MADS);
+        assert_eq!(
+            h,
+            "rank 5 of 16 (node-0) grows 41.01 MiB/h in tree.pss; the other 15 do not."
+        );
+    }
+
+    /// A leak every rank has is the job's, not an outlier's; a fleet where
+    /// nothing grows says so; a growing rank no faster than the others'
+    /// scatter (its own verdict notwithstanding) is not called different.
+    #[test]
+    fn a_leak_of_the_whole_job_and_a_flat_job_name_no_rank() {
+        let leak = 10_000.0;
+        let all: Vec<Member> = (0..16).map(|r| member(r, leak, true)).collect();
+        let (outliers, h) = fleet(all);
+        assert!(outliers.is_empty(), "{outliers:?}");
+        assert!(
+            h.starts_with("tree.pss grows in 16 of 16 recordings alike"),
+            "{h}"
+        );
+        let flat: Vec<Member> = (0..16).map(|r| member(r, 0.0, false)).collect();
+        let (outliers, h) = fleet(flat);
+        assert!(outliers.is_empty());
+        assert_eq!(
+            h,
+            "No rank stands out: 16 recordings, and no memory channel grows in any."
+        );
+        let barely: Vec<Member> = (0..16).map(|r| member(r, 0.0, r == 3)).collect();
+        assert!(fleet(barely).0.is_empty());
+    }
+}
