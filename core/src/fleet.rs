@@ -317,12 +317,32 @@ pub fn headline(
                 per_hour(fastest, unit)
             )
         };
-        let elsewhere = outliers
+        // The same ranks standing out in other channels (a leak shows in
+        // RSS, PSS and USS alike), named; other ranks elsewhere, counted.
+        let ours = |o: &&Outlier| same.iter().any(|x| x.member == o.member);
+        let mut also: Vec<&str> = outliers
             .iter()
-            .filter(|o| o.channel != first.channel)
+            .filter(|o| o.channel != first.channel && ours(o))
+            .map(|o| o.channel.as_str())
+            .collect();
+        also.sort_unstable();
+        also.dedup();
+        if !also.is_empty() {
+            let more = also.len().saturating_sub(3);
+            let mut list = also.iter().take(3).copied().collect::<Vec<_>>().join(", ");
+            if more > 0 {
+                list.push_str(&format!(" and {more} more"));
+            }
+            s.push_str(&format!(" Also in {list}."));
+        }
+        let others = outliers
+            .iter()
+            .filter(|o| o.channel != first.channel && !ours(o))
             .count();
-        if elsewhere > 0 {
-            s.push_str(&format!(" {elsewhere} more outliers in other channels."));
+        if others > 0 {
+            s.push_str(&format!(
+                " {others} more outliers: other ranks in other channels."
+            ));
         }
         return s;
     }
