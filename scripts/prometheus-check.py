@@ -166,7 +166,7 @@ def main():
         with open(GRAFANA) as f:
             panels = json.load(f)["panels"]
         for p in panels:
-            for t in p["targets"]:
+            for t in p.get("targets", []):
                 expr = t["expr"].replace("$host", ".*")
                 try:
                     got = query(prom, expr)
