@@ -602,6 +602,19 @@ pub struct FleetArgs {
     /// read one after another, so this bounds the whole fleet's).
     #[arg(long, value_name = "MIB", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=65536))]
     pub memory_mib: u32,
+    /// Open the fleet in a window: a plot per channel with every rank a
+    /// faint line and the outliers strong, the table beside them (a click
+    /// opens that rank's replay).
+    #[arg(long, conflicts_with = "format")]
+    pub window: bool,
+    /// Render the window, save this PNG and exit.
+    #[arg(long, value_name = "PNG", conflicts_with = "format")]
+    pub screenshot: Option<PathBuf>,
+    /// Window size, WIDTHxHEIGHT.
+    #[arg(long, value_name = "WxH", default_value = "1600x1000", value_parser = size)]
+    pub size: [f32; 2],
+    #[command(flatten)]
+    pub window_args: WindowArgs,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -43,6 +43,14 @@ pub struct Member {
     /// Why it could not be read; then it has no channels.
     pub error: Option<String>,
     pub channels: BTreeMap<String, Rate>,
+    /// The recording's digest (sha256 of its samples).
+    pub digest: String,
+    /// Where its start-up ended (seconds), as its analysis found it.
+    pub warmup_s: f64,
+    /// Each compared channel's readings, thinned to at most
+    /// [`SERIES_POINTS`] (seconds since its start, value): the window's
+    /// small multiples.
+    pub series: BTreeMap<String, Vec<[f64; 2]>>,
 }
 
 impl Member {
@@ -147,6 +155,9 @@ fn member(path: &Path, budget: usize) -> Member {
         truncated: false,
         error: None,
         channels: BTreeMap::new(),
+        digest: String::new(),
+        warmup_s: 0.0,
+        series: BTreeMap::new(),
     };
     let rec = match crate::report::open_within(path, budget) {
         Ok(r) => r,
@@ -162,6 +173,8 @@ fn member(path: &Path, budget: usize) -> Member {
     m.duration_s = rec.duration_s();
     m.training = crate::report::training_axes(&rec);
     m.truncated = rec.is_truncated();
+    m.digest = rec.digest.clone();
+    m.warmup_s = receipt.warmup.seconds();
     // Steps a second over the run, from its step axis: a rate per step is
     // the trend per second over it (the analysis's own per-step figure is
     // its verdict's, 0 for what it calls flat, and would leave no spread).
@@ -183,6 +196,8 @@ fn member(path: &Path, budget: usize) -> Member {
         {
             continue;
         }
+        m.series
+            .insert(r.spec.name.clone(), thin(&rec.t_ns, &rec.columns[r.index]));
         m.channels.insert(
             r.spec.name.clone(),
             Rate {
@@ -194,6 +209,46 @@ fn member(path: &Path, budget: usize) -> Member {
         );
     }
     m
+}
+
+/// Points a member keeps per channel for the window.
+pub const SERIES_POINTS: usize = 300;
+
+/// A column as at most [`SERIES_POINTS`] points: the mean of its readings
+/// in each of as many equal spans of time.
+fn thin(t_ns: &[u64], column: &[f64]) -> Vec<[f64; 2]> {
+    let (Some(&first), Some(&last)) = (t_ns.first(), t_ns.last()) else {
+        return Vec::new();
+    };
+    let span = (last - first).max(1) as f64;
+    let mut sums = vec![(0.0, 0.0, 0u32); SERIES_POINTS];
+    for (&t, &v) in t_ns.iter().zip(column) {
+        if v.is_finite() {
+            let k = (((t - first) as f64 / span) * SERIES_POINTS as f64) as usize;
+            let s = &mut sums[k.min(SERIES_POINTS - 1)];
+            s.0 += (t - first) as f64 / 1e9;
+            s.1 += v;
+            s.2 += 1;
+        }
+    }
+    sums.into_iter()
+        .filter(|s| s.2 > 0)
+        .map(|(t, v, n)| [t / f64::from(n), v / f64::from(n)])
+        .collect()
+}
+
+/// One digest for the set: sha256 over the members' digests, sorted, so
+/// the same recordings give the same digest in any order.
+pub fn set_digest(members: &[Member]) -> String {
+    use sha2::{Digest, Sha256};
+    let mut ds: Vec<&str> = members.iter().map(|m| m.digest.as_str()).collect();
+    ds.sort_unstable();
+    let mut h = Sha256::new();
+    for d in ds {
+        h.update(d.as_bytes());
+        h.update(b"\n");
+    }
+    format!("{:x}", h.finalize())
 }
 
 fn median(v: &mut [f64]) -> f64 {
@@ -494,6 +549,7 @@ pub fn json(f: &Fleet) -> Value {
                 "headline": m.headline,
                 "truncated": m.truncated,
                 "error": m.error,
+                "digest": m.digest,
             })
         })
         .collect();
@@ -538,27 +594,39 @@ pub fn json(f: &Fleet) -> Value {
         .collect();
     json!({
         "headline": f.headline,
+        "digest": set_digest(&f.members),
         "recordings": recordings,
         "channels": channels,
         "outliers": outliers,
     })
 }
 
-pub fn run(args: &FleetArgs) -> Result<()> {
+pub fn run(args: &FleetArgs, viewer: &dyn crate::Viewer) -> Result<()> {
+    let windowed = args.window || args.screenshot.is_some();
+    if windowed {
+        viewer.check_display()?;
+    }
     let paths = files(&args.files)?;
     let f = read(&paths, (args.memory_mib as usize) << 20);
-    match args.format {
-        ReportFormat::Text => print!("{}", text(&f)),
-        ReportFormat::Md => print!("{}", md(&f)),
-        ReportFormat::Json => println!("{}", serde_json::to_string_pretty(&json(&f))?),
+    let bad: Vec<(String, usize)> = f
+        .members
+        .iter()
+        .filter(|m| m.error.is_some())
+        .map(|m| (m.file.display().to_string(), f.members.len()))
+        .collect();
+    if windowed {
+        viewer.fleet(args, f)?;
+    } else {
+        match args.format {
+            ReportFormat::Text => print!("{}", text(&f)),
+            ReportFormat::Md => print!("{}", md(&f)),
+            ReportFormat::Json => println!("{}", serde_json::to_string_pretty(&json(&f))?),
+        }
     }
-    let bad: Vec<&Member> = f.members.iter().filter(|m| m.error.is_some()).collect();
-    if let Some(first) = bad.first() {
+    if let Some((first, n)) = bad.first() {
         anyhow::bail!(
-            "{} of {} recordings could not be read (the first: {})",
+            "{} of {n} recordings could not be read (the first: {first})",
             thousands(bad.len() as u64),
-            f.members.len(),
-            first.file.display()
         );
     }
     Ok(())
@@ -590,6 +658,9 @@ mod tests {
                 ("tree.pss".to_owned(), rate(pss_per_s + jitter, grows)),
                 ("mem.rss".to_owned(), rate(jitter, false)),
             ]),
+            digest: format!("{rank:064x}"),
+            warmup_s: 0.0,
+            series: BTreeMap::new(),
         }
     }
 

@@ -83,6 +83,8 @@ pub trait Viewer {
         src: source::WatchSource,
         store: store::Store,
     ) -> Result<Closed>;
+    /// `flatline fleet --window` or `--screenshot`: the fleet in a window.
+    fn fleet(&self, args: &cli::FleetArgs, fleet: fleet::Fleet) -> Result<()>;
     /// `flatline bench ui` and `bench window`: what the window costs.
     fn bench(&self, cmd: cli::BenchCommand) -> Result<()>;
 }
@@ -122,6 +124,9 @@ impl Viewer for Headless {
     ) -> Result<Closed> {
         self.refuse()
     }
+    fn fleet(&self, _: &cli::FleetArgs, _: fleet::Fleet) -> Result<()> {
+        self.refuse()
+    }
     fn bench(&self, _: cli::BenchCommand) -> Result<()> {
         self.refuse()
     }
@@ -152,7 +157,7 @@ pub fn run(cli: cli::Cli, viewer: &dyn Viewer) -> ExitCode {
             other => other.map(drop),
         },
         Some(cli::Command::Compare(args)) => compare::run(&args, viewer),
-        Some(cli::Command::Fleet(args)) => fleet::run(&args),
+        Some(cli::Command::Fleet(args)) => fleet::run(&args, viewer),
         Some(cli::Command::Import(args)) => convert::import(&args),
         Some(cli::Command::Export(args)) => convert::export(&args),
         Some(cli::Command::Synth(args)) => convert::synth(&args),

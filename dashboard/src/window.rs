@@ -44,6 +44,13 @@ impl Viewer for Window {
             move |settings| Dashboard::new(Box::new(src), store, settings),
         )
     }
+    fn fleet(
+        &self,
+        args: &flatline_core::cli::FleetArgs,
+        fleet: flatline_core::fleet::Fleet,
+    ) -> Result<()> {
+        ui::fleet::run(args, fleet)
+    }
     fn bench(&self, cmd: BenchCommand) -> Result<()> {
         match cmd {
             BenchCommand::Ui(args) => ui::bench::run(&args),

@@ -69,3 +69,42 @@ fn fleet_refuses_what_is_not_a_fleet() {
     let o = flatline(&["fleet"]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+/// The fleet's window: the headline on top, a row per rank with the
+/// outlier's name in its colour, and a click on a rank opening its
+/// recording (here into a list instead of a replay window).
+#[test]
+fn the_fleet_window_shows_the_outlier_and_opens_a_rank_on_click() {
+    use egui_kittest::Harness;
+    use egui_kittest::kittest::Queryable;
+    use flatline_dashboard::ui::fleet::FleetView;
+    use std::sync::Mutex;
+    static OPENED: Mutex<Vec<std::path::PathBuf>> = Mutex::new(Vec::new());
+    fn remember(p: &std::path::Path) -> anyhow::Result<()> {
+        OPENED.lock().unwrap().push(p.to_owned());
+        Ok(())
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    ok(&flatline(&[
+        "synth", "--fleet", "8", "--hours", "0.2", "--hz", "5", "--leak", "3", "--out", d,
+    ]));
+    let files = flatline_core::fleet::files(&[dir.path().to_owned()]).unwrap();
+    let fleet = flatline_core::fleet::read(&files, 16 << 20);
+    let headline = fleet.headline.clone();
+    assert!(headline.starts_with("rank 3 of 8"), "{headline}");
+    let mut view = FleetView::new(fleet);
+    view.opener = remember;
+    let mut h = Harness::builder()
+        .with_size([1600.0, 1000.0])
+        .build_ui_state(|ui, v: &mut FleetView| v.show(ui), view);
+    h.run_steps(2);
+    h.get_by_label(&headline);
+    h.get_by_label_contains("tree.pss: 1 of 8 grow");
+    h.get_by_label("rank 3").click();
+    h.run_steps(2);
+    let opened = OPENED.lock().unwrap().clone();
+    assert_eq!(opened.len(), 1);
+    assert!(opened[0].ends_with("rank-0003.flr"), "{opened:?}");
+    assert!(h.state().opened.as_deref().unwrap().starts_with("opened "));
+}

@@ -6,6 +6,7 @@
 //! the window runs (`egui_kittest`).
 
 pub mod bench;
+pub mod fleet;
 pub mod icon;
 mod timeline;
 mod view;
