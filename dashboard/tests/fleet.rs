@@ -108,3 +108,25 @@ fn the_fleet_window_shows_the_outlier_and_opens_a_rank_on_click() {
     assert!(opened[0].ends_with("rank-0003.flr"), "{opened:?}");
     assert!(h.state().opened.as_deref().unwrap().starts_with("opened "));
 }
+
+/// Recordings of every format version, without labels, of different
+/// lengths: read, named by file, none called different.
+#[test]
+fn fleet_reads_every_format_version() {
+    let golden = support::recording("golden");
+    let v: serde_json::Value = serde_json::from_str(&ok(&flatline(&[
+        "fleet",
+        golden.to_str().unwrap(),
+        "--format",
+        "json",
+    ])))
+    .unwrap();
+    let rows = v["recordings"].as_array().unwrap();
+    assert_eq!(rows.len(), 3, "{v}");
+    assert!(
+        rows.iter()
+            .all(|r| r["error"].is_null() && r["labels"] == serde_json::json!({}))
+    );
+    assert_eq!(v["outliers"], serde_json::json!([]));
+    assert!(v["digest"].as_str().is_some_and(|d| d.len() == 64));
+}
