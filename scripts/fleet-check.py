@@ -22,35 +22,18 @@ Everything it started is stopped at the end, pass or fail.
 import json
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.parse
-import urllib.request
+
+from prom_helpers import free_port, series, start_prometheus, stop
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GROWER = os.path.join(ROOT, "dashboard", "tests", "data", "grower.py")
 RULES = os.path.join(ROOT, "assets", "prometheus", "flatline-rules.yml")
 RANKS, LEAKER = 4, 2
 WATCH_S = 50
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def series(prom, expr):
-    url = f"http://127.0.0.1:{prom}/api/v1/query?" + urllib.parse.urlencode({"query": expr})
-    with urllib.request.urlopen(url, timeout=5) as r:
-        body = json.load(r)
-    if body.get("status") != "success":
-        raise RuntimeError(f"{expr}: {body}")
-    return body["data"]["result"]
 
 
 def main():
@@ -86,10 +69,7 @@ def main():
                     f"rule_files:\n  - {RULES}\n"
                     "scrape_configs:\n  - job_name: flatline\n"
                     f"    static_configs:\n      - targets: [{targets}]\n")
-        server = subprocess.Popen(
-            [prometheus, f"--config.file={config}", f"--storage.tsdb.path={work}/data",
-             f"--web.listen-address=127.0.0.1:{prom}"],
-            stdout=subprocess.DEVNULL, stderr=open(os.path.join(work, "prometheus.log"), "w"))
+        server = start_prometheus(prometheus, config, work, prom)
         started.append(server)
         t0 = time.time()
         alerts = []
@@ -128,15 +108,7 @@ def main():
                 sys.stderr.write(f.read()[-3000:])
         return 0 if ok else 1
     finally:
-        for p in reversed(started):
-            if p.poll() is None:
-                p.send_signal(signal.SIGINT if p.args[0] != sys.executable else signal.SIGKILL)
-        for p in reversed(started):
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+        stop(started, lambda p: p.args[0] == sys.executable)
         shutil.rmtree(work, ignore_errors=True)
 
 

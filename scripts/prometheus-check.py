@@ -25,16 +25,15 @@ Everything it started is stopped at the end, pass or fail.
 import json
 import os
 import shutil
-import signal
-import socket
 import ssl
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.error
-import urllib.parse
 import urllib.request
+
+from prom_helpers import free_port, query, start_prometheus, stop
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GROWER = os.path.join(ROOT, "dashboard", "tests", "data", "grower.py")
@@ -52,22 +51,6 @@ MUST_SHOW = {
 RATE_MIB_S = 0.5  # over a 128 MiB base: a scrape's lag is well under 2 %
 BASE_MIB = 128
 WAIT_S = 40
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def query(prom, expr):
-    url = f"http://127.0.0.1:{prom}/api/v1/query?" + urllib.parse.urlencode({"query": expr})
-    with urllib.request.urlopen(url, timeout=5) as r:
-        body = json.load(r)
-    if body.get("status") != "success":
-        raise RuntimeError(f"{expr}: {body}")
-    result = body["data"]["result"]
-    return [float(x["value"][1]) for x in result]
 
 
 def vm_rss(pid):
@@ -116,10 +99,7 @@ def main():
                 f"    basic_auth:\n      username: {USER}\n      password: '{PASSWORD}'\n"
                 + tls_scrape
                 + "  - job_name: without-password\n" + tls_scrape)
-        server = subprocess.Popen(
-            [prometheus, f"--config.file={config}", f"--storage.tsdb.path={work}/data",
-             f"--web.listen-address=127.0.0.1:{prom}"],
-            stdout=subprocess.DEVNULL, stderr=open(os.path.join(work, "prometheus.log"), "w"))
+        server = start_prometheus(prometheus, config, work, prom)
         started.append(server)
         rss = 'channel="mem.rss"'
         t0 = time.time()
@@ -184,15 +164,7 @@ def main():
                 sys.stderr.write(f.read()[-3000:])
         return 0 if ok else 1
     finally:
-        for p in reversed(started):
-            if p.poll() is None:
-                p.send_signal(signal.SIGINT if p is not started[0] else signal.SIGKILL)
-        for p in reversed(started):
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+        stop(started, lambda p: p is started[0])
         shutil.rmtree(work, ignore_errors=True)
 
 

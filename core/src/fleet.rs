@@ -65,6 +65,14 @@ impl Member {
         }
     }
 
+    /// Its own headline, or why it could not be read.
+    pub fn said(&self) -> String {
+        match &self.error {
+            Some(e) => format!("cannot be read: {e}"),
+            None => self.headline.clone(),
+        }
+    }
+
     fn sort_key(&self) -> (u64, String) {
         let rank = self.labels.get("rank").and_then(|r| r.parse().ok());
         (rank.unwrap_or(u64::MAX), self.file.display().to_string())
@@ -452,19 +460,23 @@ fn how_far(f: &Fleet, o: &Outlier) -> String {
     format!("{basis}, {:.0} MADs above", o.mads)
 }
 
+/// Each outlier as the receipts list it: who, where, which channel, how far.
+fn outlier_rows(f: &Fleet) -> Vec<[String; 4]> {
+    f.outliers
+        .iter()
+        .map(|o| {
+            let m = &f.members[o.member];
+            [m.name(), m.host.clone(), o.channel.clone(), how_far(f, o)]
+        })
+        .collect()
+}
+
 pub fn text(f: &Fleet) -> String {
     let mut s = format!("{}\n\n", f.headline);
     if !f.outliers.is_empty() {
         s.push_str("outliers\n");
-        for o in &f.outliers {
-            let m = &f.members[o.member];
-            s.push_str(&format!(
-                "  {:<10} {:<10} {:<12} {}\n",
-                m.name(),
-                m.host,
-                o.channel,
-                how_far(f, o)
-            ));
+        for [name, host, channel, far] in outlier_rows(f) {
+            s.push_str(&format!("  {name:<10} {host:<10} {channel:<12} {far}\n"));
         }
         s.push('\n');
     }
@@ -484,10 +496,7 @@ pub fn text(f: &Fleet) -> String {
     }
     s.push_str(&format!("\nrecordings ({})\n", f.members.len()));
     for m in &f.members {
-        let what = match &m.error {
-            Some(e) => format!("cannot be read: {e}"),
-            None => m.headline.clone(),
-        };
+        let what = m.said();
         s.push_str(&format!(
             "  {:<10} {:<10} {:>9} {:>14}{}  {}\n",
             m.name(),
@@ -505,24 +514,14 @@ pub fn md(f: &Fleet) -> String {
     let mut s = format!("**{}**\n\n", f.headline);
     if !f.outliers.is_empty() {
         s.push_str("| outlier | host | channel | how far |\n|---|---|---|---|\n");
-        for o in &f.outliers {
-            let m = &f.members[o.member];
-            s.push_str(&format!(
-                "| {} | {} | `{}` | {} |\n",
-                m.name(),
-                m.host,
-                o.channel,
-                how_far(f, o)
-            ));
+        for [name, host, channel, far] in outlier_rows(f) {
+            s.push_str(&format!("| {name} | {host} | `{channel}` | {far} |\n"));
         }
         s.push('\n');
     }
     s.push_str("| recording | host | duration | training | headline |\n|---|---|---|---|---|\n");
     for m in &f.members {
-        let what = match &m.error {
-            Some(e) => format!("cannot be read: {e}"),
-            None => m.headline.clone(),
-        };
+        let what = m.said();
         s.push_str(&format!(
             "| {} | {} | {} | {} | {} |\n",
             m.name(),

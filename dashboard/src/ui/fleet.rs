@@ -178,10 +178,10 @@ impl FleetView {
                                 ui.label(
                                     RichText::new(m.training.clone().unwrap_or_default()).small(),
                                 );
-                                let what = match &m.error {
-                                    Some(e) => format!("cannot be read: {e}"),
-                                    None if m.truncated => format!("(truncated) {}", m.headline),
-                                    None => m.headline.clone(),
+                                let what = if m.truncated {
+                                    format!("(truncated) {}", m.said())
+                                } else {
+                                    m.said()
                                 };
                                 ui.add(egui::Label::new(RichText::new(what).small()).truncate());
                                 ui.end_row();
