@@ -613,8 +613,9 @@ pub struct FleetArgs {
     /// Window size, WIDTHxHEIGHT.
     #[arg(long, value_name = "WxH", default_value = "1600x1000", value_parser = size)]
     pub size: [f32; 2],
-    #[command(flatten)]
-    pub window_args: WindowArgs,
+    /// Which renderer draws the window: glow (the default) or wgpu.
+    #[arg(long, value_enum, value_name = "WHICH")]
+    pub renderer: Option<RendererArg>,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -29,6 +29,10 @@ use crate::fmt::{thousands, value};
 /// to be named as the one that is different.
 pub const OUTLIER_MADS: f64 = 5.0;
 
+/// Fewest recordings of a channel that can show one of them different (as
+/// the Prometheus rule's `>= 3`): of two, neither is the odd one out.
+pub const MIN_RANKS: usize = 3;
+
 /// One recording of the fleet, as far as the comparison needs it.
 #[derive(Debug, Clone)]
 pub struct Member {
@@ -300,7 +304,7 @@ pub fn compare(members: &[Member]) -> (BTreeMap<String, ChannelSummary>, Vec<Out
         // difference infinitely many MADs: a floor of a millionth of the
         // largest rate.
         let floor = xs.iter().fold(0.0_f64, |m, v| m.max(v.abs())) * 1e-6;
-        if growing.len() * 2 < have.len() {
+        if have.len() >= MIN_RANKS && growing.len() * 2 < have.len() {
             for &i in &growing {
                 let mads = (x(i) - med) / mad.max(floor).max(f64::MIN_POSITIVE);
                 if mads >= OUTLIER_MADS {
@@ -413,19 +417,41 @@ pub fn headline(
         .iter()
         .filter(|(_, c)| !c.growing.is_empty())
         .max_by_key(|(_, c)| c.growing.len());
-    match widest {
-        Some((name, c)) => format!(
-            "{name} grows in {} of {} recordings alike (median {}): the whole job's, not one rank's.",
-            c.growing.len(),
-            c.members.len(),
+    let Some((name, c)) = widest else {
+        return format!("No rank stands out: {n} recordings, and no memory channel grows in any.");
+    };
+    let (k, of) = (c.growing.len(), c.members.len());
+    if of >= MIN_RANKS && k * 2 > of {
+        return format!(
+            "{name} grows in {k} of {of} recordings alike (median {}): the whole job's, not one rank's.",
             if c.per_step {
                 format!("{}/step", value(c.median, c.unit))
             } else {
                 per_hour(c.median, c.unit)
             }
-        ),
-        None => format!("No rank stands out: {n} recordings, and no memory channel grows in any."),
+        );
     }
+    // Some grow, not most, and none is an outlier: say who, and why not.
+    let mut names: Vec<String> = c.growing.iter().map(|&i| members[i].name()).collect();
+    if names.len() > 3 {
+        let more = names.len() - 3;
+        names.truncate(3);
+        names.push(format!("{more} more"));
+    }
+    let why = if of < MIN_RANKS {
+        let s = if of == 1 { "" } else { "s" };
+        format!(
+            "{of} recording{s} {} too few to tell one that is different",
+            if of == 1 { "is" } else { "are" }
+        )
+    } else {
+        "no faster than the ranks' spread allows, so none is called different".to_owned()
+    };
+    format!(
+        "{} grow{} in {name} ({k} of {of} recordings): {why}.",
+        names.join(", "),
+        if k == 1 { "s" } else { "" }
+    )
 }
 
 /// Reads and compares the recordings, one at a time within `budget` bytes.
@@ -711,6 +737,19 @@ mod tests {
             "No rank stands out: 16 recordings, and no memory channel grows in any."
         );
         let barely: Vec<Member> = (0..16).map(|r| member(r, 0.0, r == 3)).collect();
-        assert!(fleet(barely).0.is_empty());
+        let (outliers, h) = fleet(barely);
+        assert!(outliers.is_empty());
+        assert!(
+            h.starts_with("rank 3 grows in tree.pss (1 of 16 recordings): no faster"),
+            "{h}"
+        );
+        // Of two, neither is the odd one out, and the leak is not the job's.
+        let two: Vec<Member> = (0..2).map(|r| member(r, leak, r == 1)).collect();
+        let (outliers, h) = fleet(two);
+        assert!(outliers.is_empty());
+        assert_eq!(
+            h,
+            "rank 1 grows in tree.pss (1 of 2 recordings): 2 recordings are too few to tell one that is different."
+        );
     }
 }

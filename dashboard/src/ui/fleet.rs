@@ -310,8 +310,7 @@ pub fn run(args: &FleetArgs, fleet: Fleet) -> Result<()> {
         persist_window: false,
         dithering: false,
         renderer: super::native_renderer(
-            args.window_args
-                .renderer
+            args.renderer
                 .unwrap_or(flatline_core::cli::RendererArg::Glow),
         )?,
         ..Default::default()
