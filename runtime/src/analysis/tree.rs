@@ -321,6 +321,21 @@ mod tests {
         }
     }
 
+    /// The tree's summary of readings given as named columns.
+    fn summarize_columns(
+        schema: &Schema,
+        events: &[Event],
+        analyses: &std::collections::HashMap<String, ChannelAnalysis>,
+        t: &[f64],
+        cols: &std::collections::HashMap<String, Vec<f64>>,
+    ) -> TreeSummary {
+        let data = Columns {
+            t,
+            column: |n: &str| cols.get(n).map(Vec::as_slice),
+        };
+        summarize(schema, events, |n| analyses.get(n), &data).unwrap()
+    }
+
     fn exited(t_s: f64, pid: u32) -> Event {
         ev(
             t_s,
@@ -423,11 +438,7 @@ mod tests {
             "{:?}",
             analyses["pid12.pss"]
         );
-        let data = Columns {
-            t: &t,
-            column: |n: &str| cols.get(n).map(Vec::as_slice),
-        };
-        let tree = summarize(&schema, &events, |n| analyses.get(n), &data).unwrap();
+        let tree = summarize_columns(&schema, &events, &analyses, &t, &cols);
         assert_eq!(tree.grew, [11]);
     }
 
@@ -496,11 +507,7 @@ mod tests {
             "{:?}",
             analyses["pid11.uss"]
         );
-        let data = Columns {
-            t: &t,
-            column: |n: &str| cols.get(n).map(Vec::as_slice),
-        };
-        let tree = summarize(&schema, &events, |n| analyses.get(n), &data).unwrap();
+        let tree = summarize_columns(&schema, &events, &analyses, &t, &cols);
         assert_eq!(tree.grew, [11]);
         let finding = tree.finding.expect("a copy-on-access finding");
         assert!(
