@@ -760,7 +760,10 @@ fn a_watched_tree_fills_the_processes_panel() {
     let t0 = std::time::Instant::now();
     while t0.elapsed().as_secs() < 20 {
         let d = h.state();
-        if process_rows(d, d.store.len()).len() >= 3 {
+        // Every process is a row from its start event on; wait for all
+        // three to have their channels and a PSS reading.
+        let rows = process_rows(d, d.store.len());
+        if rows.iter().filter(|r| r.pss.is_some()).count() >= 3 {
             break;
         }
         std::thread::sleep(std::time::Duration::from_millis(50));
