@@ -27,7 +27,7 @@ import sys
 import tempfile
 import time
 
-from prom_helpers import free_port, series, start_prometheus, stop
+from prom_helpers import tools, free_port, series, start_prometheus, stop
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GROWER = os.path.join(ROOT, "dashboard", "tests", "data", "grower.py")
@@ -37,11 +37,10 @@ WATCH_S = 50
 
 
 def main():
-    flatline = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "target", "debug", "flatline")
-    prometheus = sys.argv[2] if len(sys.argv) > 2 else shutil.which("prometheus")
-    if not prometheus:
-        print("fleet-check: no prometheus binary (apt-get install prometheus)", file=sys.stderr)
+    found = tools("fleet-check")
+    if not found:
         return 2
+    flatline, prometheus = found
     work = tempfile.mkdtemp(prefix="flatline-fleet-")
     started = []
     try:

@@ -3,11 +3,27 @@ port, Prometheus's query API, a server started on a config, and stopping
 everything a check started."""
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
+import sys
 import urllib.parse
 import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def tools(check):
+    """The flatline and prometheus binaries a check runs: its arguments, else
+    the debug build and the one on PATH; None (said on stderr) without a
+    prometheus."""
+    flatline = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "target", "debug", "flatline")
+    prometheus = sys.argv[2] if len(sys.argv) > 2 else shutil.which("prometheus")
+    if not prometheus:
+        print(f"{check}: no prometheus binary (apt-get install prometheus)", file=sys.stderr)
+        return None
+    return flatline, prometheus
 
 
 def free_port():

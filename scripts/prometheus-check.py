@@ -33,7 +33,7 @@ import time
 import urllib.error
 import urllib.request
 
-from prom_helpers import free_port, query, start_prometheus, stop
+from prom_helpers import tools, free_port, query, start_prometheus, stop
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GROWER = os.path.join(ROOT, "dashboard", "tests", "data", "grower.py")
@@ -62,11 +62,10 @@ def vm_rss(pid):
 
 
 def main():
-    flatline = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "target", "debug", "flatline")
-    prometheus = sys.argv[2] if len(sys.argv) > 2 else shutil.which("prometheus")
-    if not prometheus:
-        print("prometheus-check: no prometheus binary (apt-get install prometheus)", file=sys.stderr)
+    found = tools("prometheus-check")
+    if not found:
         return 2
+    flatline, prometheus = found
     work = tempfile.mkdtemp(prefix="flatline-prom-")
     started = []
     try:

@@ -497,6 +497,24 @@ fn outlier_rows(f: &Fleet) -> Vec<[String; 4]> {
         .collect()
 }
 
+/// Each recording as the receipts list it: who, where, how long, its
+/// steps, what it says; and whether it was cut short.
+fn recording_rows(f: &Fleet) -> Vec<([String; 5], bool)> {
+    f.members
+        .iter()
+        .map(|m| {
+            let row = [
+                m.name(),
+                m.host.clone(),
+                crate::fmt::duration(m.duration_s),
+                m.training.clone().unwrap_or_default(),
+                m.said(),
+            ];
+            (row, m.truncated)
+        })
+        .collect()
+}
+
 pub fn text(f: &Fleet) -> String {
     let mut s = format!("{}\n\n", f.headline);
     if !f.outliers.is_empty() {
@@ -521,16 +539,10 @@ pub fn text(f: &Fleet) -> String {
         ));
     }
     s.push_str(&format!("\nrecordings ({})\n", f.members.len()));
-    for m in &f.members {
-        let what = m.said();
+    for ([name, host, took, training, what], truncated) in recording_rows(f) {
+        let cut = if truncated { " (truncated)" } else { "" };
         s.push_str(&format!(
-            "  {:<10} {:<10} {:>9} {:>14}{}  {}\n",
-            m.name(),
-            m.host,
-            crate::fmt::duration(m.duration_s),
-            m.training.clone().unwrap_or_default(),
-            if m.truncated { " (truncated)" } else { "" },
-            what
+            "  {name:<10} {host:<10} {took:>9} {training:>14}{cut}  {what}\n"
         ));
     }
     s
@@ -546,15 +558,10 @@ pub fn md(f: &Fleet) -> String {
         s.push('\n');
     }
     s.push_str("| recording | host | duration | training | headline |\n|---|---|---|---|---|\n");
-    for m in &f.members {
-        let what = m.said();
+    for ([name, host, took, training, what], _) in recording_rows(f) {
+        let what = what.replace('|', "\\|");
         s.push_str(&format!(
-            "| {} | {} | {} | {} | {} |\n",
-            m.name(),
-            m.host,
-            crate::fmt::duration(m.duration_s),
-            m.training.clone().unwrap_or_default(),
-            what.replace('|', "\\|")
+            "| {name} | {host} | {took} | {training} | {what} |\n"
         ));
     }
     s
@@ -633,11 +640,12 @@ pub fn run(args: &FleetArgs, viewer: &dyn crate::Viewer) -> Result<()> {
     }
     let paths = files(&args.files)?;
     let f = read(&paths, (args.memory_mib as usize) << 20);
-    let bad: Vec<(String, usize)> = f
+    let n = f.members.len();
+    let bad: Vec<String> = f
         .members
         .iter()
         .filter(|m| m.error.is_some())
-        .map(|m| (m.file.display().to_string(), f.members.len()))
+        .map(|m| m.file.display().to_string())
         .collect();
     if windowed {
         viewer.fleet(args, f)?;
@@ -648,7 +656,7 @@ pub fn run(args: &FleetArgs, viewer: &dyn crate::Viewer) -> Result<()> {
             ReportFormat::Json => println!("{}", serde_json::to_string_pretty(&json(&f))?),
         }
     }
-    if let Some((first, n)) = bad.first() {
+    if let Some(first) = bad.first() {
         anyhow::bail!(
             "{} of {n} recordings could not be read (the first: {first})",
             thousands(bad.len() as u64),

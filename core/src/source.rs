@@ -977,12 +977,7 @@ impl WatchSource {
             Self {
                 pid,
                 hz,
-                host: if setup.labels.is_empty() {
-                    setup.host.summary()
-                } else {
-                    let labels = flatline_runtime::recording::labels_line(&setup.labels);
-                    format!("{} · {labels}", setup.host.summary())
-                },
+                host: flatline_runtime::recording::with_labels(setup.host.summary(), &setup.labels),
                 samples: tel.samples,
                 changes: tel.changes,
                 steps,

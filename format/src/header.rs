@@ -158,16 +158,21 @@ impl Header {
 
     /// The caption's host part: [`Self::host_line`], then the labels.
     pub fn caption_host(&self) -> String {
-        if self.labels.is_empty() {
-            self.host_line()
-        } else {
-            format!("{} · {}", self.host_line(), self.labels_line())
-        }
+        with_labels(self.host_line(), &self.labels)
     }
 
     /// The labels as one line (see [`labels_line`]).
     pub fn labels_line(&self) -> String {
         labels_line(&self.labels)
+    }
+}
+
+/// A caption's host part followed by the labels, where there are any.
+pub fn with_labels(host: String, labels: &BTreeMap<String, String>) -> String {
+    if labels.is_empty() {
+        host
+    } else {
+        format!("{host} · {}", labels_line(labels))
     }
 }
 

@@ -90,7 +90,9 @@ mod slots;
 mod writer;
 
 pub use codec::{ChannelsEnded, ColumnBlock, Frame, Packed, Packer, SampleBlock, SchemaExtension};
-pub use header::{DigestMark, Event, EventKind, Footer, GpuFacts, Header, HostFacts, labels_line};
+pub use header::{
+    DigestMark, Event, EventKind, Footer, GpuFacts, Header, HostFacts, labels_line, with_labels,
+};
 pub use item::Item;
 pub use reader::{
     ColumnStats, FrameReader, Lifetime, Recording, Scanned, TailProblem, TailProblemKind, Thinned,

@@ -15,7 +15,7 @@ use flatline_core::fleet::{Fleet, set_digest};
 use flatline_core::fmt::value;
 use flatline_runtime::telemetry::Unit;
 
-use super::{ShotResult, save_png};
+use super::{Capture, ShotResult};
 
 /// The fleet's window state: the comparison, a screenshot being taken, and
 /// what the last click asked for.
@@ -23,8 +23,7 @@ use super::{ShotResult, save_png};
 pub struct FleetView {
     pub fleet: Fleet,
     digest: String,
-    capture: Option<(PathBuf, u32, bool)>,
-    shot: Arc<Mutex<Option<Arc<egui::ColorImage>>>>,
+    capture: Option<Capture>,
     pub shot_result: ShotResult,
     /// The recording the person asked to open, and what came of it.
     pub opened: Option<String>,
@@ -59,7 +58,6 @@ impl FleetView {
             fleet,
             digest,
             capture: None,
-            shot: Arc::default(),
             shot_result: Arc::default(),
             opened: None,
             opener: replay_window,
@@ -68,35 +66,13 @@ impl FleetView {
 
     /// Saves the whole window as PNG after a few frames, then closes it.
     pub fn screenshot_to(&mut self, path: PathBuf) {
-        self.capture = Some((path, 3, false));
+        self.capture = Some(Capture::new(path, true));
     }
 
     fn run_capture(&mut self, ctx: &egui::Context) {
-        let Some((path, settle, requested)) = self.capture.as_mut() else {
-            return;
-        };
-        if let Some(img) = self.shot.lock().expect("screenshot lock").take() {
-            let result = save_png(&img, path)
-                .map(|()| path.clone())
-                .map_err(|e| format!("{e:#}"));
-            *self.shot_result.lock().expect("result lock") = Some(result);
+        if let Some(result) = self.capture.as_mut().and_then(|c| c.step(ctx)) {
             self.capture = None;
-            ctx.send_viewport_cmd(egui::ViewportCommand::Close);
-            return;
-        }
-        if *settle > 0 {
-            *settle -= 1;
-            ctx.request_repaint();
-            return;
-        }
-        if !*requested {
-            *requested = true;
-            let slot = self.shot.clone();
-            let repaint = ctx.clone();
-            ctx.request_screenshot(move |img| {
-                *slot.lock().expect("screenshot lock") = Some(img);
-                repaint.request_repaint();
-            });
+            *self.shot_result.lock().expect("result lock") = Some(result);
         }
     }
 

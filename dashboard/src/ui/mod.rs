@@ -93,13 +93,54 @@ impl Default for Settings {
     }
 }
 
-/// A screenshot being taken: a few frames to settle, then the capture.
+/// A screenshot being taken: a few frames to settle, then the capture, then
+/// the PNG (the dashboard's and the fleet's windows).
 #[derive(Debug)]
-struct Capture {
+pub(crate) struct Capture {
     path: PathBuf,
     settle_frames: u32,
     requested: bool,
     exit_after: bool,
+    image: Arc<Mutex<Option<Arc<egui::ColorImage>>>>,
+}
+
+impl Capture {
+    pub(crate) fn new(path: PathBuf, exit_after: bool) -> Self {
+        Self {
+            path,
+            settle_frames: 3,
+            requested: false,
+            exit_after,
+            image: Arc::default(),
+        }
+    }
+
+    /// One frame of it: `Some` once the PNG is written (or could not be),
+    /// after which the window closes if it was asked to.
+    pub(crate) fn step(&mut self, ctx: &egui::Context) -> Option<Result<PathBuf, String>> {
+        if let Some(img) = self.image.lock().expect("screenshot lock").take() {
+            let result = save_png(&img, &self.path)
+                .map(|()| self.path.clone())
+                .map_err(|e| format!("{e:#}"));
+            if self.exit_after {
+                ctx.send_viewport_cmd(egui::ViewportCommand::Close);
+            }
+            return Some(result);
+        }
+        if self.settle_frames > 0 {
+            self.settle_frames -= 1;
+            ctx.request_repaint();
+        } else if !self.requested {
+            self.requested = true;
+            let slot = self.image.clone();
+            let repaint = ctx.clone();
+            ctx.request_screenshot(move |img| {
+                *slot.lock().expect("screenshot lock") = Some(img);
+                repaint.request_repaint();
+            });
+        }
+        None
+    }
 }
 
 /// Outcome of a screenshot, shared with the command line.
@@ -144,7 +185,6 @@ pub struct Dashboard {
     pub listed: Vec<Listed>,
     pub notice: Option<(String, Instant)>,
     capture: Option<Capture>,
-    shot_image: Arc<Mutex<Option<Arc<egui::ColorImage>>>>,
     pub shot_result: ShotResult,
     /// Set when the user asked for a screenshot this frame (tests read it).
     pub screenshots_requested: u32,
@@ -226,7 +266,6 @@ impl Dashboard {
             listed: Vec::new(),
             notice: None,
             capture: None,
-            shot_image: Arc::default(),
             shot_result: Arc::default(),
             screenshots_requested: 0,
             window_rss: None,
@@ -468,12 +507,7 @@ impl Dashboard {
     /// the window closes once it is written.
     pub fn screenshot_to(&mut self, path: PathBuf, exit_after: bool) {
         self.screenshots_requested += 1;
-        self.capture = Some(Capture {
-            path,
-            settle_frames: 3,
-            requested: false,
-            exit_after,
-        });
+        self.capture = Some(Capture::new(path, exit_after));
     }
 
     /// True while a screenshot is being prepared (hover effects are off).
@@ -560,41 +594,15 @@ impl Dashboard {
     }
 
     fn run_capture(&mut self, ctx: &egui::Context) {
-        let Some(cap) = self.capture.as_mut() else {
+        let Some(result) = self.capture.as_mut().and_then(|c| c.step(ctx)) else {
             return;
         };
-        let taken = self.shot_image.lock().expect("screenshot lock").take();
-        if let Some(img) = taken {
-            let path = cap.path.clone();
-            let exit_after = cap.exit_after;
-            self.capture = None;
-            let result = save_png(&img, &path)
-                .map(|()| path.clone())
-                .map_err(|e| format!("{e:#}"));
-            match &result {
-                Ok(p) => self.say(format!("screenshot saved to {}", p.display())),
-                Err(e) => self.say(format!("screenshot failed: {e}")),
-            }
-            *self.shot_result.lock().expect("result lock") = Some(result);
-            if exit_after {
-                ctx.send_viewport_cmd(egui::ViewportCommand::Close);
-            }
-            return;
+        self.capture = None;
+        match &result {
+            Ok(p) => self.say(format!("screenshot saved to {}", p.display())),
+            Err(e) => self.say(format!("screenshot failed: {e}")),
         }
-        if cap.settle_frames > 0 {
-            cap.settle_frames -= 1;
-            ctx.request_repaint();
-            return;
-        }
-        if !cap.requested {
-            cap.requested = true;
-            let slot = self.shot_image.clone();
-            let repaint = ctx.clone();
-            ctx.request_screenshot(move |img| {
-                *slot.lock().expect("screenshot lock") = Some(img);
-                repaint.request_repaint();
-            });
-        }
+        *self.shot_result.lock().expect("result lock") = Some(result);
     }
 }
 

@@ -321,6 +321,15 @@ mod tests {
         }
     }
 
+    /// The analysis the copy-on-access tests read their channels with.
+    fn copy_context() -> super::super::Context<'static> {
+        super::super::Context {
+            warmup_s: Some(0.0),
+            min_growth: 4096.0,
+            ..Default::default()
+        }
+    }
+
     /// The tree's summary of readings given as named columns.
     fn summarize_columns(
         schema: &Schema,
@@ -423,11 +432,7 @@ mod tests {
             cols.insert(format!("pid{pid}.uss"), col(&|i| 5.0 * MIB + own(i)));
         }
         cols.insert("tree.pss".into(), col(&|i| 120.0 * MIB + copied(i)));
-        let ctx = super::super::Context {
-            warmup_s: Some(0.0),
-            min_growth: 4096.0,
-            ..Default::default()
-        };
+        let ctx = copy_context();
         let analyses: std::collections::HashMap<String, ChannelAnalysis> = cols
             .iter()
             .map(|(name, v)| (name.clone(), super::super::analyze(&t, v, &ctx)))
@@ -484,11 +489,7 @@ mod tests {
             })
             .collect();
         cols.insert("tree.pss".into(), sparse);
-        let ctx = super::super::Context {
-            warmup_s: Some(0.0),
-            min_growth: 4096.0,
-            ..Default::default()
-        };
+        let ctx = copy_context();
         let analyses: std::collections::HashMap<String, ChannelAnalysis> = cols
             .iter()
             .map(|(name, v)| {
