@@ -161,15 +161,54 @@ fn hugging_face_output_and_a_tqdm_bar() {
     ] {
         assert!(names.iter().any(|n| n == c), "{c} in {names:?}");
     }
-    // The dicts carry no step, and the bar's redraws are not steps.
-    assert_eq!(v["events"]["steps"], 0);
-    assert!(!names.iter().any(|n| n == "log.step"));
+    // The dicts carry no step: the bar's count is the step, drawn 30 times.
+    assert_eq!(v["events"]["steps"], 30);
+    assert_eq!(v["channels"]["log.step"]["last"], 30.0);
+    assert_eq!(v["channels"]["progress.it_per_s"]["last"], 30.0);
     assert_eq!(v["channels"]["log.loss"]["samples"], 6);
     // The eval dict is marked, as nanoGPT's eval line is.
     assert_eq!(
         markers(&v),
         ["eval", "Saving model checkpoint to out/checkpoint-30"]
     );
+}
+
+/// A job that prints as a Hugging Face Trainer does, replayed from real
+/// tqdm bytes (`scripts/capture-bars.py`): the training bar on stderr, an
+/// evaluation bar nested under it every 30 steps, dicts on stdout.
+#[test]
+fn a_real_tqdm_bar_counts_the_trainer_s_60_steps_with_its_rate() {
+    let dir = tempfile::tempdir().unwrap();
+    let (alone, seen, v) = watched_with(dir.path(), &["replay", "hf"], &[]);
+    passed_through(&alone, &seen);
+    assert_eq!(v["channels"]["log.step"]["last"], 60.0, "{}", v["channels"]);
+    let text = String::from_utf8_lossy(&seen.stdout);
+    assert!(text.contains("60 steps"), "{text}");
+    // tqdm said 16.91–19.9 it/s; its first draw (`?it/s`) says nothing.
+    let rate = &v["channels"]["progress.it_per_s"];
+    assert_eq!(rate["unit"], "per_second");
+    let last = rate["last"].as_f64().unwrap();
+    assert!((16.0..21.0).contains(&last), "{rate}");
+    // The evaluation bars are progress, never steps; the eval dicts marked.
+    assert_eq!(v["channels"]["log.progress"]["last"], 8.0);
+    assert_eq!(markers(&v), ["eval", "eval"]);
+    let notes = v["events"]["notes"].to_string();
+    assert!(notes.contains("steps from the progress bar"), "{notes}");
+    // Each bar draw is a line read (tqdm drew 36 times) besides the 9 dicts.
+    let (lines, parsed, _) = lines_read(&v, "output");
+    assert!(lines >= 45 && parsed >= 45, "{lines} {parsed}");
+}
+
+/// Lightning's bar (reset each epoch, a validation bar nested under it)
+/// counts every epoch's batches as steps, one after another.
+#[test]
+fn a_lightning_bar_adds_up_its_epochs() {
+    let dir = tempfile::tempdir().unwrap();
+    let (alone, seen, v) = watched_with(dir.path(), &["replay", "lightning"], &[]);
+    passed_through(&alone, &seen);
+    assert_eq!(v["channels"]["log.step"]["last"], 60.0);
+    assert_eq!(v["channels"]["log.loss"]["last"], 0.05);
+    assert_eq!(markers(&v), ["Validation DataLoader 0"; 3]);
 }
 
 #[test]

@@ -5,6 +5,11 @@ tested on them. Stdlib only.
 usage: printers.py nanogpt|hf|torchrun|custom [N] [DIR]
        printers.py lightning N DIR
        printers.py flood N [LINES_PER_S]
+       printers.py replay CASE
+
+replay:   a real job's bytes, as captured from tqdm and rich by
+          scripts/capture-bars.py (runtime/tests/data/bars/CASE.*), written
+          to stdout and stderr read by read, at their pace.
 
 nanogpt:  N `iter` lines, an eval and a checkpoint line every 10 steps, and a
           line of binary junk at the end.
@@ -24,11 +29,12 @@ flood:    N lines of nanoGPT output as fast as possible, then its own time
 
 import csv
 import json
+import os
 import sys
 import time
 
 mode = sys.argv[1]
-n = int(sys.argv[2]) if len(sys.argv) > 2 else 30
+n = int(sys.argv[2]) if len(sys.argv) > 2 and mode != "replay" else 30
 out, err = sys.stdout, sys.stderr
 
 if mode == "nanogpt":
@@ -100,6 +106,27 @@ elif mode == "lightning":
         err.flush()
         time.sleep(0.05)
     err.write("\n")
+elif mode == "replay":
+    case = sys.argv[2]
+    base = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "runtime", "tests", "data", "bars", case)
+    data, at = {}, {"stdout": 0, "stderr": 0}
+    for stream in at:
+        try:
+            with open(f"{base}.{stream}", "rb") as f:
+                data[stream] = f.read()
+        except FileNotFoundError:
+            data[stream] = b""
+    t0 = time.monotonic()
+    with open(f"{base}.chunks") as f:
+        for row in f:
+            stream, t, n = row.split()
+            ahead = t0 + float(t) - time.monotonic()
+            if ahead > 0:
+                time.sleep(ahead)
+            fd = 1 if stream == "stdout" else 2
+            os.write(fd, data[stream][at[stream]:at[stream] + int(n)])
+            at[stream] += int(n)
+    assert all(at[s] == len(data[s]) for s in at), "chunks cover the capture"
 elif mode == "custom":
     # A format nothing built in reads.
     for i in range(n):

@@ -101,8 +101,10 @@ pub fn import(
     let mut positions: HashMap<String, usize> = HashMap::new();
     let mut row: Vec<f64> = Vec::new();
     let (mut t_ns, mut last_step) = (0u64, None);
-    for (i, line) in lines.iter().enumerate() {
-        let cells = output::cells(line);
+    let mut bars = output::Bars::default();
+    for (i, mut line) in lines.into_iter().enumerate() {
+        let note = line.read_bar(&mut bars, true);
+        let cells = output::cells(&line);
         let new: Vec<ChannelSpec> = cells
             .iter()
             .filter(|c| !positions.contains_key(&c.name))
@@ -153,6 +155,12 @@ pub fn import(
             w.push_event(Event {
                 t_ns,
                 kind: EventKind::Marker(text.clone()),
+            })?;
+        }
+        if let Some(text) = note {
+            w.push_event(Event {
+                t_ns,
+                kind: EventKind::Note(text),
             })?;
         }
     }

@@ -30,6 +30,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Sender, TrySendError};
 
 use super::Clock;
+use super::bars::parse_bar;
 use super::output::{Line, OutputStats, Printed, StepPattern, pairs_line, parse_with};
 
 /// The layouts a log may have.
@@ -267,7 +268,25 @@ impl Parser {
                         Err(_) => Line::default(),
                     }
                 }
-                _ => parse_with(&text, self.pattern.as_ref()),
+                _ => {
+                    // A saved console keeps every drawn state of a progress
+                    // bar before the line's last text: each is read.
+                    let mut states = text.split('\r');
+                    let last = states.next_back().unwrap_or_default();
+                    for state in states {
+                        if let Some(bar) = parse_bar(state) {
+                            let bar = Line {
+                                bar: Some(bar),
+                                ..Line::default()
+                            };
+                            self.counted(bar, out);
+                        }
+                    }
+                    if last.trim().is_empty() {
+                        continue;
+                    }
+                    parse_with(last, self.pattern.as_ref())
+                }
             };
             self.counted(line, out);
         }

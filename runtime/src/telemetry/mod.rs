@@ -14,6 +14,7 @@
 //! simply absent from the [`Schema`].
 
 pub mod alloc;
+pub mod bars;
 pub mod cgroup;
 pub mod dynamic;
 pub mod gpu;

@@ -16,8 +16,9 @@
 //! - `key=value` and `key: value` pairs on a line that names a step
 //!   (`step 100 loss=2.31 lr=3e-4`);
 //! - torchrun's `[default<rank>]:` prefix is stripped and the rank kept;
-//! - a progress bar redrawn with `\r` (tqdm) is not a step: only the text
-//!   after the last `\r` is read, and a bar (`it/s`, `%|`) says nothing.
+//! - a progress bar (tqdm's, rich's) is read at each draw: its count is the
+//!   step, its rate `progress.it_per_s` (see [`super::bars`] for which bar
+//!   and how); other text overwritten with `\r` is not read.
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
@@ -28,6 +29,8 @@ use std::thread::JoinHandle;
 use crossbeam_channel::{Receiver, Sender, TrySendError};
 use flatline_format::{Event, EventKind};
 
+pub use super::bars::Bars;
+use super::bars::{Bar, parse_bar};
 use super::{ChannelSpec, Clock, Group, GrowHandle, Kind, Unit};
 
 /// What one line said.
@@ -41,12 +44,38 @@ pub struct Line {
     pub marker: Option<String>,
     /// The torchrun rank that printed it.
     pub rank: Option<u32>,
+    /// A progress bar's drawn state (the collector turns it into a step and
+    /// channels: [`super::bars::Bars`]).
+    pub bar: Option<Bar>,
+    /// Channels named whole (`progress.it_per_s`), not under `log.`.
+    pub progress: Vec<(String, f64, Unit)>,
 }
 
 impl Line {
     /// Whether the line said anything at all.
     pub fn is_empty(&self) -> bool {
-        self.step.is_none() && self.values.is_empty() && self.marker.is_none()
+        self.step.is_none()
+            && self.values.is_empty()
+            && self.marker.is_none()
+            && self.bar.is_none()
+            && self.progress.is_empty()
+    }
+
+    /// Replaces the line's bar by what it gives: `steps` says whether the
+    /// bar's count may be the step (not where a log gives the steps).
+    /// Returns the note to record, if any.
+    pub fn read_bar(&mut self, bars: &mut Bars, steps: bool) -> Option<String> {
+        let bar = self.bar.take()?;
+        let r = bars.read(&bar);
+        if steps && self.step.is_none() {
+            self.step = r.step;
+        }
+        self.values.extend(r.values);
+        self.progress.extend(r.progress);
+        if self.marker.is_none() {
+            self.marker = r.marker;
+        }
+        r.note
     }
 }
 
@@ -98,6 +127,15 @@ pub fn cells(line: &Line) -> Vec<Cell> {
                 group: Group::StepLog,
             }),
         }
+    }
+    for (name, v, unit) in &line.progress {
+        out.push(Cell {
+            name: name.clone(),
+            value: *v,
+            unit: *unit,
+            kind: Some(Kind::Gauge),
+            group: Group::StepLog,
+        });
     }
     if let (Some(a), Some(r)) = (allocated, reserved) {
         out.push(Cell {
@@ -369,6 +407,10 @@ pub fn parse_line(raw: &str) -> Line {
         out.rank = rank.parse().ok();
         text = after;
     }
+    if let Some(bar) = parse_bar(text) {
+        out.bar = Some(bar);
+        return out;
+    }
     let text = text.trim();
     if text.is_empty() || raw.contains('\r') && (text.contains("it/s") || text.contains("%|")) {
         return out;
@@ -518,6 +560,8 @@ pub fn pass_through(
         .spawn(move || {
             super::alloc::mark_observer_thread();
             let mut line: Vec<u8> = Vec::with_capacity(4096);
+            // The text before a `\r` that was not a bar: a `\r\n` line's.
+            let mut before_cr: Vec<u8> = Vec::new();
             let mut skip = false;
             let started = std::time::Instant::now();
             let mut spent_ns = 0u64;
@@ -540,17 +584,31 @@ pub fn pass_through(
                     line.clear();
                     skip = true;
                 }
-                for piece in chunk.bytes.split_inclusive(|&b| b == b'\n') {
-                    let ends = piece.last() == Some(&b'\n');
+                // A `\r` ends a drawn state of a progress bar; a `\n` a line.
+                for piece in chunk.bytes.split_inclusive(|&b| b == b'\n' || b == b'\r') {
+                    let end = piece.last().copied();
                     if !skip {
                         let room = MAX_LINE.saturating_sub(line.len());
                         line.extend_from_slice(&piece[..piece.len().min(room)]);
                     }
-                    if ends {
-                        if !skip {
-                            read_line(&line, &to, clock, &stats, pattern.as_ref());
+                    if end == Some(b'\r') {
+                        before_cr.clear();
+                        if !skip && !read_draw(&line, &to, clock, &stats) {
+                            std::mem::swap(&mut line, &mut before_cr);
                         }
                         line.clear();
+                        skip = false;
+                    } else if end == Some(b'\n') {
+                        if !skip {
+                            let whole = if line.as_slice() == b"\n" && !before_cr.is_empty() {
+                                &before_cr
+                            } else {
+                                &line
+                            };
+                            read_line(whole, &to, clock, &stats, pattern.as_ref());
+                        }
+                        line.clear();
+                        before_cr.clear();
                         skip = false;
                     }
                 }
@@ -560,6 +618,29 @@ pub fn pass_through(
                 read_line(&line, &to, clock, &stats, pattern.as_ref());
             }
         })
+}
+
+/// Reads one drawn state (the text before a `\r`): a progress bar's is sent
+/// on, and counted as a line that said something; anything else is text a
+/// terminal would overwrite, and false is returned.
+fn read_draw(bytes: &[u8], to: &Sender<Printed>, clock: Clock, stats: &OutputStats) -> bool {
+    let Some(bar) = parse_bar(&String::from_utf8_lossy(bytes)) else {
+        return false;
+    };
+    stats.lines.fetch_add(1, Relaxed);
+    stats.parsed.fetch_add(1, Relaxed);
+    let p = Printed {
+        t_ns: clock.now_ns(),
+        line: Line {
+            bar: Some(bar),
+            ..Line::default()
+        },
+        from_log: false,
+    };
+    if let Err(TrySendError::Full(_)) = to.try_send(p) {
+        stats.dropped.fetch_add(1, Relaxed);
+    }
+    true
 }
 
 fn read_line(
@@ -620,6 +701,7 @@ pub fn collect(
                 events,
                 output_steps,
                 torch,
+                bars: Bars::default(),
             };
             let mut told: Vec<(u64, u64)> = vec![(0, 0); counts.len()];
             let mut told_ns = 0u64;
@@ -657,10 +739,24 @@ struct Collector {
     /// Where the main rank's reserved bytes go, for the GPU probe's
     /// `gpu.other`.
     torch: Option<super::torch::TorchSeen>,
+    /// The job's progress bars: which gives the steps.
+    bars: Bars,
 }
 
 impl Collector {
-    fn take(&mut self, grow: &GrowHandle, p: Printed) {
+    fn take(&mut self, grow: &GrowHandle, mut p: Printed) {
+        // Bars of the main rank only: another rank's bar would fight it.
+        if p.line.rank.is_none_or(|r| r == 0)
+            && let Some(note) = p
+                .line
+                .read_bar(&mut self.bars, p.from_log || self.output_steps)
+        {
+            let _ = self.events.try_send(Event {
+                t_ns: p.t_ns,
+                kind: EventKind::Note(note),
+            });
+        }
+        p.line.bar = None;
         let positions = &mut self.positions;
         let cells = cells(&p.line);
         grow.with(|ch| {
@@ -807,7 +903,9 @@ mod tests {
         let l = parse_line("[default1]:iter 7: loss 3.0000, time 12.00ms");
         assert_eq!((l.rank, l.step), (Some(1), Some(7)));
         let bar = " 45%|████▌     | 45/100 [00:04<00:05, 10.31it/s]\r 46%|████▋     | 46/100 [00:04<00:05, 10.30it/s]";
-        assert!(parse_line(bar).is_empty());
+        // A bar's last drawn state is read as a bar (the collector makes it steps).
+        let b = parse_line(bar).bar.expect("a bar");
+        assert_eq!((b.n, b.total, b.rate), (46.0, Some(100.0), Some(10.30)));
         // After the last redraw, a real line is read.
         let mixed = " 99%|█████████▉| 99/100 [00:09<00:00, 10.3it/s]\r{'loss': 1.5, 'epoch': 1.0}";
         assert_eq!(keys(&parse_line(mixed)), [("loss", 1.5), ("epoch", 1.0)]);
