@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# CI's check of the wheel, as a user without Rust meets it: build it (dev
+# profile: a quick build; `scripts/build-wheel.sh` defaults to dist), check
+# its manylinux policy with auditwheel, install it into a fresh venv, and
+# with no cargo on PATH run the program (version, a headless soak, a watched
+# job whose tqdm bar gives its steps, a screenshot under Xvfb) and the
+# Python package's tests.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root="$PWD"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
+echo "-- build"
+python3 -m venv "$work/build"
+"$work/build/bin/pip" install --quiet --disable-pip-version-check "maturin>=1.9,<2" auditwheel
+PATH="$work/build/bin:$PATH" bash scripts/build-wheel.sh dev >"$work/build.log" 2>&1 || { tail -40 "$work/build.log"; exit 1; }
+wheel="$(ls "$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')"/wheels/flatline-*.whl)"
+ls -l "$wheel"
+"$work/build/bin/auditwheel" show "$wheel" | tee "$work/audit.txt"
+grep -q 'consistent with' "$work/audit.txt"
+grep -Eq '"manylinux_2_(3[0-5]|[12][0-9])_x86_64"' "$work/audit.txt" || { echo "the wheel needs a newer glibc than manylinux_2_35" >&2; exit 1; }
+
+echo "-- install into a fresh venv"
+python3 -m venv "$work/user"
+"$work/user/bin/pip" install --quiet --disable-pip-version-check "$wheel" pytest pandas
+
+echo "-- use it with no Rust toolchain on PATH"
+clean=(env -i HOME="$work" LANG=C.UTF-8 PATH="$work/user/bin:/usr/bin:/bin")
+if "${clean[@]}" sh -c 'command -v cargo || command -v rustc'; then
+  echo "cargo is still on PATH" >&2; exit 1
+fi
+"${clean[@]}" sh -c 'command -v flatline'
+"${clean[@]}" flatline --version
+"${clean[@]}" python -m flatline --version
+cd "$work"
+"${clean[@]}" flatline soak --seconds 3 --workload idle --out "$work/soak.flr" >"$work/soak.txt"
+grep -q "wrote $work/soak.flr" "$work/soak.txt"
+"${clean[@]}" flatline watch --headless --hz 10 --out "$work/hf.flr" -- python "$root/dashboard/tests/data/printers.py" replay hf >"$work/hf.txt" 2>/dev/null
+grep -q "60 steps" "$work/hf.txt" || { cat "$work/hf.txt"; echo "the bar's 60 steps were not counted" >&2; exit 1; }
+grep -q "progress.it_per_s" "$work/hf.txt"
+"${clean[@]}" xvfb-run -a -s '-screen 0 1920x1200x24' flatline replay "$root/recordings/golden/v1.flr" --screenshot "$work/shot.png"
+python3 -c "import sys; d=open(sys.argv[1],'rb').read(24); assert d[:8]==b'\x89PNG\r\n\x1a\n'; print('screenshot', int.from_bytes(d[16:20],'big'), 'x', int.from_bytes(d[20:24],'big'))" "$work/shot.png"
+cd "$root"
+"${clean[@]}" python -m pytest -q -p no:cacheprovider python/tests
