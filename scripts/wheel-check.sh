@@ -4,7 +4,7 @@
 # its manylinux policy with auditwheel, install it into a fresh venv, and
 # with no cargo on PATH run the program (version, a headless soak, a watched
 # job whose tqdm bar gives its steps, a screenshot under Xvfb) and the
-# Python package's tests.
+# Python package's tests; pipx and `uv tool install` install it as well.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"
@@ -24,6 +24,13 @@ grep -Eq '"manylinux_2_(3[0-5]|[12][0-9])_x86_64"' "$work/audit.txt" || { echo "
 echo "-- install into a fresh venv"
 python3 -m venv "$work/user"
 "$work/user/bin/pip" install --quiet --disable-pip-version-check "$wheel" pytest pandas
+
+echo "-- pipx and uv tool install it too"
+"$work/build/bin/pip" install --quiet --disable-pip-version-check pipx uv
+PIPX_HOME="$work/pipx" PIPX_BIN_DIR="$work/pipx-bin" "$work/build/bin/pipx" install --quiet "$wheel" >/dev/null
+"$work/pipx-bin/flatline" --version
+UV_TOOL_DIR="$work/uv" UV_TOOL_BIN_DIR="$work/uv-bin" "$work/build/bin/uv" tool install --quiet "$wheel" 2>/dev/null
+"$work/uv-bin/flatline" --version
 
 echo "-- use it with no Rust toolchain on PATH"
 clean=(env -i HOME="$work" LANG=C.UTF-8 PATH="$work/user/bin:/usr/bin:/bin")

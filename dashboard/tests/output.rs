@@ -199,6 +199,22 @@ fn a_real_tqdm_bar_counts_the_trainer_s_60_steps_with_its_rate() {
     assert!(lines >= 45 && parsed >= 45, "{lines} {parsed}");
 }
 
+/// A saved console (`python train.py 2> train.log`) keeps every state its
+/// bars drew: `import` reads them as `watch` does, and a first line that
+/// sets no channel (the bar's 0/60) makes no empty sample.
+#[test]
+fn an_imported_console_log_counts_its_bar_s_steps() {
+    let dir = tempfile::tempdir().unwrap();
+    let bars = Path::new(env!("CARGO_MANIFEST_DIR")).join("../runtime/tests/data/bars");
+    let v = import(&bars.join("hf.stderr"), &dir.path().join("hf.flr"));
+    assert_eq!(v["recording"]["truncated"], false, "{}", v["recording"]);
+    assert_eq!(v["channels"]["log.step"]["last"], 60.0);
+    assert!(v["channels"]["progress.it_per_s"]["last"].as_f64().unwrap() > 10.0);
+    let v = import(&bars.join("lightning.stdout"), &dir.path().join("pl.flr"));
+    assert_eq!(v["channels"]["log.step"]["last"], 60.0);
+    assert_eq!(markers(&v), ["Validation DataLoader 0"; 3]);
+}
+
 /// Lightning's bar (reset each epoch, a validation bar nested under it)
 /// counts every epoch's batches as steps, one after another.
 #[test]

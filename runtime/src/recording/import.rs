@@ -135,7 +135,11 @@ pub fn import(
         } else {
             t_ns = i as u64 * 1_000_000_000;
         }
-        w.push_sample(&Sample::from_values(i as u64, t_ns, &row))?;
+        // A line before any channel (a progress bar's first draw at 0, a
+        // marker) has no values: its events are kept, no empty sample.
+        if !row.is_empty() {
+            w.push_sample(&Sample::from_values(i as u64, t_ns, &row))?;
+        }
         if let Some(step) = line.step
             && line.rank.is_none_or(|r| r == 0)
             && last_step != Some(step)
