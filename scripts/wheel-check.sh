@@ -23,7 +23,7 @@ grep -Eq '"manylinux_2_(3[0-5]|[12][0-9])_x86_64"' "$work/audit.txt" || { echo "
 
 echo "-- install into a fresh venv"
 python3 -m venv "$work/user"
-"$work/user/bin/pip" install --quiet --disable-pip-version-check "$wheel" pytest pandas
+"$work/user/bin/pip" install --quiet --disable-pip-version-check "$wheel" pytest pandas polars
 
 echo "-- pipx and uv tool install it too"
 "$work/build/bin/pip" install --quiet --disable-pip-version-check pipx uv

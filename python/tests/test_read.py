@@ -175,3 +175,14 @@ def test_a_week_reads_within_the_stated_memory(tmp_path):
         assert rss_mib - base_mib < 2 * budget + 32, (budget, rss_mib, base_mib)
         if budget == 16:
             assert stride > 1 and held < 604_800
+
+
+def test_polars_when_installed():
+    pl = pytest.importorskip("polars")
+    rec = flatline.read(ROOT / "recordings" / "golden" / "v3.flr")
+    df = rec.to_polars()
+    assert isinstance(df, pl.DataFrame)
+    assert df.columns == ["t_s", *rec.channels]
+    assert df.height == len(rec)
+    name = next(iter(rec.channels))
+    np.testing.assert_array_equal(df[name].to_numpy(), rec.columns[name])
