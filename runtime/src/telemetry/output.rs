@@ -595,6 +595,7 @@ pub fn pass_through(
                         before_cr.clear();
                         if !skip && !read_draw(&line, &to, clock, &stats) {
                             std::mem::swap(&mut line, &mut before_cr);
+                            before_cr.pop();
                         }
                         line.clear();
                         skip = false;
@@ -910,6 +911,54 @@ mod tests {
         let mixed = " 99%|█████████▉| 99/100 [00:09<00:00, 10.3it/s]\r{'loss': 1.5, 'epoch': 1.0}";
         assert_eq!(keys(&parse_line(mixed)), [("loss", 1.5), ("epoch", 1.0)]);
         assert!(parse_line("\u{0}\u{7f}garbage\u{1b}[0m").is_empty());
+    }
+
+    /// What the line reader sends for `bytes` passed through.
+    fn read_through(bytes: &[u8]) -> Vec<Line> {
+        let (tx, rx) = queue();
+        let stats = Arc::new(OutputStats::default());
+        let reader = pass_through(
+            "test",
+            std::io::Cursor::new(bytes.to_vec()),
+            std::io::sink(),
+            tx,
+            Clock::start(),
+            stats,
+            None,
+        )
+        .unwrap();
+        reader.join().unwrap();
+        rx.try_iter().map(|p| p.line).collect()
+    }
+
+    #[test]
+    fn the_reader_reads_each_bar_draw_and_crlf_lines() {
+        let mut bytes = b"iter 1: loss 2.0000, time 1.00ms\r\n".to_vec();
+        bytes.extend(
+            std::fs::read(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/tests/data/bars/hf.stderr"
+            ))
+            .unwrap(),
+        );
+        bytes.extend(b"iter 2: loss 1.0000, time 1.00ms\n");
+        let lines = read_through(&bytes);
+        assert_eq!(
+            lines[0].step,
+            Some(1),
+            "a CRLF line is read: {:?}",
+            lines[0]
+        );
+        let bars: Vec<f64> = lines
+            .iter()
+            .filter_map(|l| l.bar.as_ref())
+            .map(|b| b.n)
+            .collect();
+        // tqdm drew the training bar 32 times (0 to 60 by 2, 60 again at
+        // its close) and the evaluation bars 6.
+        assert_eq!(bars.len(), 38, "{bars:?}");
+        assert_eq!(bars.iter().filter(|&&n| n == 60.0).count(), 2);
+        assert_eq!(lines.last().unwrap().step, Some(2));
     }
 
     #[test]
