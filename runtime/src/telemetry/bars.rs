@@ -324,12 +324,13 @@ impl Bars {
         } else if self.step_bar.is_none() && bar.n > 0.0 || self.step_bar == Some(at) {
             if self.step_bar.is_none() {
                 self.step_bar = Some(at);
+                let which = match bar.desc.as_str() {
+                    "" => "the progress bar with no description".to_owned(),
+                    d => format!("the progress bar {d:?}"),
+                };
                 out.note = Some(match bar.total {
-                    Some(t) => format!(
-                        "steps from the progress bar {:?} ({} a pass; passes add up)",
-                        bar.desc, t
-                    ),
-                    None => format!("steps from the progress bar {:?}", bar.desc),
+                    Some(t) => format!("steps from {which} (total {t}; a restarted bar adds on)"),
+                    None => format!("steps from {which} (no total; a restarted bar adds on)"),
                 });
             }
             let seen = &self.seen[at];
@@ -472,7 +473,7 @@ mod tests {
         let notes: Vec<&String> = r.iter().filter_map(|r| r.note.as_ref()).collect();
         assert_eq!(
             notes,
-            ["steps from the progress bar \"\" (60 a pass; passes add up)"]
+            ["steps from the progress bar with no description (total 60; a restarted bar adds on)"]
         );
     }
 
@@ -504,7 +505,7 @@ mod tests {
         assert!(
             r.iter()
                 .filter_map(|r| r.note.as_ref())
-                .any(|n| n.contains("\"Epoch 0\" (20 a pass"))
+                .any(|n| n.contains("\"Epoch 0\" (total 20;"))
         );
     }
 
