@@ -186,3 +186,11 @@ def test_polars_when_installed():
     assert df.height == len(rec)
     name = next(iter(rec.channels))
     np.testing.assert_array_equal(df[name].to_numpy(), rec.columns[name])
+
+
+def test_a_rank_s_labels(tmp_path):
+    run("synth", "--fleet", 3, "--leak", 1, "--hours", 0.1, "--out", tmp_path / "job")
+    ranks = [flatline.read(p) for p in sorted((tmp_path / "job").glob("*.flr"))]
+    assert [r.labels["rank"] for r in ranks] == ["0", "1", "2"]
+    assert all(r.labels["world_size"] == "3" for r in ranks)
+    assert ranks[1].report()["labels"] == ranks[1].labels
