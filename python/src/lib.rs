@@ -244,7 +244,7 @@ fn read(
     memory_mib: usize,
 ) -> PyResult<Py<PyDict>> {
     let held = if start.is_none() && end.is_none() {
-        py.detach(|| read_whole(&path, memory_mib << 20))
+        py.detach(|| read_whole(&path, memory_mib.saturating_mul(1 << 20)))
             .map_err(py_err)?
     } else {
         let t0 = ns(start.unwrap_or(0.0), "start")?;
