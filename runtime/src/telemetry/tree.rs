@@ -92,7 +92,13 @@ pub struct Counts {
 
 /// `/proc/<pid>/statm`'s resident and shared sizes, in bytes.
 pub fn parse_statm(text: &str, page: u64) -> Option<(u64, u64)> {
-    let mut f = text.split_ascii_whitespace().skip(1);
+    let mut f = text.split_ascii_whitespace();
+    // No address space: a process that has exited and not yet been reaped
+    // (a zombie reads all zeros). That is no reading, not an RSS of 0.
+    let size: u64 = f.next()?.parse().ok()?;
+    if size == 0 {
+        return None;
+    }
     let resident: u64 = f.next()?.parse().ok()?;
     let shared: u64 = f.next()?.parse().ok()?;
     Some((resident * page, shared * page))
@@ -770,8 +776,13 @@ impl Probe for TreeProbe {
             }
         }
         scanned?;
+        // A member listed but whose `statm` no longer reads (world-readable:
+        // it exited, or is a zombie reading all zeros) is leaving: a sum
+        // without it would be a drop that is no reading. The sums wait for
+        // the next listing, which tells its exit.
+        let leaving = self.members.values().any(|m| m.rss.is_none());
         let rss: Vec<f64> = self.members.values().filter_map(|m| m.rss).collect();
-        out[0] = if rss.is_empty() {
+        out[0] = if rss.is_empty() || leaving {
             f64::NAN
         } else {
             rss.iter().sum::<f64>()
@@ -782,7 +793,7 @@ impl Probe for TreeProbe {
         out[7] = (self.cow_gone + self.members.values().map(|m| m.cow).sum::<u64>()) as f64;
         // The sums of the rollups, once each process has been read this round.
         out[1..4].fill(f64::NAN);
-        if !self.members.is_empty() && self.members.values().all(|m| m.in_round) {
+        if !self.members.is_empty() && !leaving && self.members.values().all(|m| m.in_round) {
             let mut sum = Rollup::default();
             let mut read = 0;
             for m in self.members.values_mut() {
@@ -933,6 +944,7 @@ mod tests {
             Some((2500 * 4096, 1000 * 4096))
         );
         assert_eq!(parse_statm("30000\n", 4096), None);
+        assert_eq!(parse_statm("0 0 0 0 0 0 0\n", 4096), None, "a zombie's");
     }
 
     #[test]
@@ -1078,6 +1090,17 @@ mod tests {
             }
         });
         assert_eq!(ended.len(), 4);
+
+        // A member that exited but is listed still (a zombie: its statm
+        // reads zeros, it has no rollup) gives no sums, not smaller ones.
+        let before = reading(&mut p, &mut grown);
+        assert!(before[0] > 0.0 && before[1] > 0.0, "{before:?}");
+        std::fs::write(proc_root.join("13/statm"), "0 0 0 0 0 0 0\n").unwrap();
+        std::fs::write(proc_root.join("13/smaps_rollup"), "").unwrap();
+        // (The fake's files are new files: held ones would read the old.)
+        p.held.clear();
+        let out = reading(&mut p, &mut grown);
+        assert!(out[0].is_nan() && out[1].is_nan(), "{out:?}");
 
         // The root gone: the watch is over.
         fake_proc(proc_root, &[tree[1]]);
