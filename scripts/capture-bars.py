@@ -121,7 +121,7 @@ slow.close()
     "rich": r"""
 import time
 from rich.progress import Progress, BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
-with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.speed:.2f}it/s" if False else ""), TimeRemainingColumn()) as p:
+with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn(""), TimeRemainingColumn()) as p:
     t = p.add_task("Epoch 0", total=30)
     for _ in range(30):
         time.sleep(0.05)

@@ -1113,16 +1113,23 @@ fn thinned_note(rec: &Recording) -> Option<String> {
 
 /// The warning for a recording whose tail is bad, with the samples kept.
 pub fn warn_tail(path: &Path, t: &TailProblem, samples: usize) {
+    eprintln!("flatline: warning: {}", tail_text(path, t, samples));
+}
+
+/// What a bad tail means for a reader: "FILE is truncated at byte N
+/// (why); using the K samples before it" (the CLI's warning, the Python
+/// module's `TruncatedWarning`).
+pub fn tail_text(path: &Path, t: &TailProblem, samples: usize) -> String {
     let what = match t.kind {
         TailProblemKind::Truncated => "is truncated",
         TailProblemKind::Damaged => "is damaged",
     };
-    eprintln!(
-        "flatline: warning: {} {what} at byte {} ({}); using the {samples} samples before it",
+    format!(
+        "{} {what} at byte {} ({}); using the {samples} samples before it",
         path.display(),
         t.offset,
         t.reason,
-    );
+    )
 }
 
 /// What `report` found, for its exit code.

@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 
 use flatline_core::report;
-use flatline_format::{ChannelSpec, Event, Header, Recording, RecordingError, TailProblem, Visit};
+use flatline_format::{ChannelSpec, Event, Header, Recording, RecordingError, Visit};
 use numpy::IntoPyArray;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyFileNotFoundError, PyValueError};
@@ -32,20 +32,6 @@ fn py_err(e: RecordingError) -> PyErr {
         }
         _ => RecordingFileError::new_err(e.to_string()),
     }
-}
-
-/// The warning for a bad tail: what `flatline report` prints.
-fn tail_warning(path: &Path, t: &TailProblem, samples: usize) -> String {
-    format!(
-        "{} is {} at byte {} ({}); using the {samples} samples before it",
-        path.display(),
-        match t.kind {
-            flatline_format::TailProblemKind::Truncated => "truncated",
-            flatline_format::TailProblemKind::Damaged => "damaged",
-        },
-        t.offset,
-        t.reason
-    )
 }
 
 /// An event as a flat JSON object: `t` (seconds), `kind` (`step`,
@@ -102,7 +88,7 @@ fn read_whole(path: &Path, budget: usize) -> Result<Held, RecordingError> {
     let warning = rec
         .tail
         .as_ref()
-        .map(|t| tail_warning(path, t, rec.samples_total()));
+        .map(|t| report::tail_text(path, t, rec.samples_total()));
     Ok(Held {
         lifetimes,
         stride: rec.thinned.as_ref().map_or(1, |t| t.stride),
@@ -209,7 +195,10 @@ fn read_range(path: &Path, t0_ns: u64, t1_ns: u64) -> Result<Held, RecordingErro
         v.columns.push(vec![f64::NAN; v.t_ns.len()]);
     }
     v.lifetimes.resize(channels, (None, None));
-    let warning = s.tail.as_ref().map(|t| tail_warning(path, t, s.samples));
+    let warning = s
+        .tail
+        .as_ref()
+        .map(|t| report::tail_text(path, t, s.samples));
     Ok(Held {
         header: s.header,
         t_ns: v.t_ns,
