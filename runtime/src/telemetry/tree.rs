@@ -207,11 +207,109 @@ struct Member {
     /// Walks still owed, a [`SETTLE_EVERY_NS`] apart, since it last moved:
     /// the readings that show its level held when the copying stopped.
     settle: u8,
-    /// The latest `smaps_rollup`, and whether it was read in the round in
-    /// progress (and in this reading).
-    mem: Option<Rollup>,
-    in_round: bool,
+    /// Its latest page-table walk (what its own channels stand on), its
+    /// walk in the round in progress, and what its part of the tree's sums
+    /// stands on: its walk in the last whole round or, for a process born
+    /// in the watched tree, nothing (a fork adds nothing to the tree's PSS:
+    /// a child's share of a page is taken from its parent's) and its
+    /// counts when first seen.
+    walk: Option<Walk>,
+    round: Option<Walk>,
+    anchor: Option<Walk>,
+    /// What its part of the tree's USS stands on: as `anchor`, but a fork
+    /// is not nothing to its parent's USS (the pages it had to itself are
+    /// shared with the child now): a parent's goes stale at each child it
+    /// forks, and comes back with its next walk, which is due at once.
+    uss_base: Option<Walk>,
+    /// Whether its own walks confirmed that its faults are copies (its USS
+    /// rose by at least [`CONFIRM_SHARE`] of what they read as copies):
+    /// only then do they carry its figures between walks.
+    confirmed: bool,
+    told_unconfirmed: bool,
+    /// Walked in this reading.
     fresh: bool,
+    /// It forked: walked before the round's others, with new processes.
+    stale: bool,
+}
+
+/// A page-table walk, and the cheap counts at its time: the base a
+/// process's figures are carried forward from.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct Walk {
+    /// `None`: unreadable (another user's process), so no part of the sums;
+    /// zeros: the base of a process born in the tree.
+    mem: Option<Rollup>,
+    cow: u64,
+    counts: Counts,
+    at_ns: u64,
+}
+
+impl Member {
+    /// What changed since `base` by the cheap counts, bytes: copies (where
+    /// its walks confirmed its fault counts are copies), resident anonymous
+    /// pages, resident file-backed and shared pages.
+    fn since(&self, base: &Walk) -> (f64, f64, f64) {
+        let now = self.counts.unwrap_or(base.counts);
+        let cow = if self.confirmed {
+            self.cow.saturating_sub(base.cow) as f64
+        } else {
+            0.0
+        };
+        (
+            cow,
+            now.anon as f64 - base.counts.anon as f64,
+            now.shared as f64 - base.counts.shared as f64,
+        )
+    }
+
+    /// Its part of the tree's sums: its anchor, carried forward (`uss`
+    /// NaN while its USS base is stale). Each copy adds a page to the
+    /// tree's PSS (the private copy; the page it copied stays, shared by
+    /// the others), each new resident page one. Never below nothing nor
+    /// above its RSS: memory it shared and freed (a parent's list freed as
+    /// the job ends) leaves less than its anonymous pages say.
+    fn tree_part(&self) -> Option<Rollup> {
+        let base = self.anchor?;
+        let Some(b) = base.mem else {
+            return Some(Rollup::default());
+        };
+        let cap = self.rss.unwrap_or(f64::INFINITY).max(0.0);
+        let (cow, anon, shared) = self.since(&base);
+        let uss = self.uss_base.map_or(f64::NAN, |u| match u.mem {
+            Some(m) => {
+                let (cow, anon, _) = self.since(&u);
+                (m.uss + cow + anon).clamp(0.0, cap)
+            }
+            None => 0.0,
+        });
+        Some(Rollup {
+            rss: 0.0,
+            pss: (b.pss + cow + anon + shared).clamp(0.0, cap),
+            uss,
+            swap_pss: b.swap_pss,
+        })
+    }
+
+    /// Its own PSS and USS now: its latest walk, carried forward. A copy
+    /// adds a whole page to its USS and, to its PSS, what it did not already
+    /// pay of the shared page (its walk's mean share of a shared page).
+    fn estimate(&self) -> Option<Rollup> {
+        let w = self.walk?;
+        let m = w.mem?;
+        let (cow, anon, shared) = self.since(&w);
+        let share = if m.rss > m.uss {
+            ((m.pss - m.uss) / (m.rss - m.uss)).clamp(0.0, 1.0)
+        } else {
+            0.0
+        };
+        let cap = self.rss.unwrap_or(f64::INFINITY).max(0.0);
+        Some(Rollup {
+            rss: m.rss,
+            pss: (m.pss + cow * (1.0 - share) + anon + shared * share).clamp(0.0, cap),
+            uss: (m.uss + cow + anon).clamp(0.0, cap),
+            swap_pss: m.swap_pss,
+        })
+    }
 }
 
 /// What one reading found, applied to the schema in [`Probe::dynamic`].
@@ -250,16 +348,29 @@ pub struct TreeProbe {
     /// it, and one that fails to read (its process gone) is opened anew by
     /// path, so a pid used again is read as the new process it is.
     held: HashMap<(u32, Held), std::fs::File>,
-    /// Share of one core the `smaps_rollup` reads may use, and what they
-    /// have used since `budget_start` (thread CPU time).
+    /// Share of one core the `smaps_rollup` reads may use (thread CPU
+    /// time), in two buckets it fills as time passes: [`ROUND_SHARE`] of it
+    /// for the round (and new processes), the rest for processes that move.
+    /// A walk goes while its bucket is not below zero (a big process's walk
+    /// may take it below: it waits until the bucket refills); a bucket holds
+    /// at most [`BANK_NS`], and what the movers' would hold beyond that goes
+    /// to the round's, so an idle tree's rounds get the whole budget.
     budget: f64,
-    credit_ns: f64,
+    round_ns: f64,
+    mover_ns: f64,
+    budget_at: std::time::Instant,
     /// Whether the note that per-process channels ran out has been sent.
     told_full: bool,
     /// Whether the note that flat processes wait for channels has been sent.
     told_waiting: bool,
-    budget_start: std::time::Instant,
-    spent_ns: u64,
+    /// What left the tree's PSS sum's parts without leaving the tree: a
+    /// process that exits takes its own pages (its USS) with it, while its
+    /// share of the pages it shared stays with the others. Zero again at each
+    /// whole round.
+    residual: Rollup,
+    /// Listings so far: a process seen at the first was not born in the
+    /// watched tree, so its part of the sums waits for its first walk.
+    scans: u64,
     /// The members' pids, told to whoever shares them (the GPU probe sums
     /// the tree's VRAM over them).
     shared: Option<TreePids>,
@@ -301,11 +412,13 @@ impl TreeProbe {
             buf: String::new(),
             held: HashMap::new(),
             budget: ROLLUP_BUDGET,
-            credit_ns: ROLLUP_CREDIT_NS,
+            round_ns: ROLLUP_CREDIT_NS,
+            mover_ns: 0.0,
+            budget_at: std::time::Instant::now(),
             told_full: false,
             told_waiting: false,
-            budget_start: std::time::Instant::now(),
-            spent_ns: 0,
+            residual: Rollup::default(),
+            scans: 0,
             shared: None,
         }
     }
@@ -321,7 +434,7 @@ impl TreeProbe {
     /// 100 ms, so the first round of a big tree is not spread out).
     pub fn with_budget(mut self, share: f64, credit_ns: f64) -> Self {
         self.budget = share;
-        self.credit_ns = credit_ns;
+        self.round_ns = credit_ns;
         self
     }
 
@@ -452,6 +565,12 @@ impl TreeProbe {
             self.held.remove(&(pid, Held::Stat));
             self.held.remove(&(pid, Held::Statm));
             self.cow_gone += m.cow;
+            // Its own pages leave the tree's PSS with it; its share of the
+            // pages it shared stays, paid by the others now.
+            if let Some(part) = m.tree_part() {
+                let own = m.estimate().map_or(part.uss, |e| e.uss);
+                self.residual.pss += part.pss - own.clamp(0.0, part.pss.max(0.0));
+            }
             if !m.announced {
                 self.brief += 1;
             } else {
@@ -499,9 +618,14 @@ impl TreeProbe {
                             cow_at_walk: 0,
                             walked_ns: None,
                             settle: 0,
-                            mem: None,
-                            in_round: false,
+                            walk: None,
+                            round: None,
+                            anchor: None,
+                            uss_base: None,
+                            confirmed: false,
+                            told_unconfirmed: false,
                             fresh: false,
+                            stale: false,
                         },
                     );
                 }
@@ -541,17 +665,35 @@ impl TreeProbe {
                 anon: resident.saturating_sub(shared),
                 shared,
             });
+            let born_here = self.scans > 0;
+            let mut forked_by = None;
             if let Some(m) = self.members.get_mut(&pid) {
                 m.rss = rss;
                 m.fresh = false;
                 if let Some(now) = counts {
                     if let Some(before) = m.counts {
                         m.cow += copied_bytes(before, now, self.page);
+                    } else if born_here && m.anchor.is_none() {
+                        // Born in the watched tree: its part of the sums
+                        // starts from nothing, at its first counts.
+                        m.anchor = Some(Walk {
+                            mem: Some(Rollup::default()),
+                            cow: m.cow,
+                            counts: now,
+                            at_ns: m.first_ns,
+                        });
+                        m.uss_base = m.anchor;
+                        forked_by = Some(m.ppid);
                     }
                     m.counts = Some(now);
                 }
             }
+            if let Some(parent) = forked_by.and_then(|pp| self.members.get_mut(&pp)) {
+                parent.uss_base = None;
+                parent.stale = true;
+            }
         }
+        self.scans += 1;
         self.read_rollups();
         Ok(())
     }
@@ -587,49 +729,74 @@ impl TreeProbe {
     }
 
     /// Reads `smaps_rollup` (PSS, USS, swap) of the processes whose turn it
-    /// is, within the CPU budget: new processes first, then the ones read
-    /// longest ago. Reading it walks the process's page tables (about 14 ms
-    /// for a 1.5 GiB process), so a tree of big processes is read over
-    /// several readings; the tree's sums are published when every process
-    /// has been read once since the last ones (a round).
+    /// is, within the CPU budget. Reading it walks the process's page tables
+    /// (about 16 ms per GiB resident), so a tree of big processes is walked
+    /// over many readings: new processes first, then those whose fast signal
+    /// says pages are being copied (from at most 1 − [`ROUND_SHARE`] of the
+    /// budget), then the round in pid order with what is left, so that
+    /// rounds complete at any tree size.
     fn read_rollups(&mut self) {
-        let elapsed = self.budget_start.elapsed().as_nanos() as f64;
-        let allowed = self.credit_ns + self.budget * elapsed;
+        let now = std::time::Instant::now();
+        let dt = now.duration_since(self.budget_at).as_nanos() as f64;
+        self.budget_at = now;
+        self.mover_ns += (1.0 - ROUND_SHARE) * self.budget * dt;
+        self.round_ns += ROUND_SHARE * self.budget * dt;
+        if self.mover_ns > BANK_NS {
+            self.round_ns += self.mover_ns - BANK_NS;
+            self.mover_ns = BANK_NS;
+        }
+        self.round_ns = self.round_ns.min(BANK_NS.max(ROLLUP_CREDIT_NS));
         let now_ns = self.clock.now_ns();
-        // Whose turn it is: new processes (never read) first; then those
+        // Whose turn it is. From the round's share: new processes (never
+        // read) and parents that have just forked first, then the round in
+        // pid order (a stable round-robin: a round ends only when each has
+        // had its turn). From the movers' share, between the two: those
         // whose fast signal says pages are being copied, most first (read
         // again even when this round has read them, at most once a
-        // [`MOVER_EVERY_NS`]); then those that have just stopped (a few
+        // [`MOVER_EVERY_NS`]), then those that have just stopped (a few
         // walks, [`SETTLE_EVERY_NS`] apart, so that the readings show the
-        // level held, not only that it rose); then the round in pid order,
-        // a stable round-robin, since a round ends only when each has had
-        // its turn.
-        let mut turn: Vec<(u8, std::cmp::Reverse<u64>, u32)> = self
-            .members
-            .iter()
-            .filter_map(|(&p, m)| {
-                let moved = m.cow - m.cow_at_walk;
-                let since = |every: u64| {
-                    m.walked_ns
-                        .is_none_or(|w| now_ns.saturating_sub(w) >= every)
-                };
-                if m.mem.is_none() && !m.in_round {
-                    Some((0, std::cmp::Reverse(0), p))
-                } else if moved >= MOVED_BYTES && since(self.mover_every_ns) {
-                    Some((1, std::cmp::Reverse(moved), p))
+        // level held, not only that it rose). A process that moves keeps
+        // its turn in the round too.
+        let mut first: Vec<u32> = Vec::new();
+        let mut round: Vec<u32> = Vec::new();
+        let mut movers: Vec<(u8, std::cmp::Reverse<u64>, u32)> = Vec::new();
+        for (&p, m) in &self.members {
+            let moved = m.cow - m.cow_at_walk;
+            let since = |every: u64| {
+                m.walked_ns
+                    .is_none_or(|w| now_ns.saturating_sub(w) >= every)
+            };
+            if m.walked_ns.is_none() || m.stale {
+                first.push(p);
+            } else if m.round.is_none() {
+                round.push(p);
+            }
+            if m.walked_ns.is_some() {
+                if moved >= MOVED_BYTES && since(self.mover_every_ns) {
+                    movers.push((1, std::cmp::Reverse(moved), p));
                 } else if m.settle > 0 && since(self.settle_every_ns) {
-                    Some((2, std::cmp::Reverse(0), p))
-                } else if !m.in_round {
-                    Some((3, std::cmp::Reverse(0), p))
-                } else {
-                    None
+                    movers.push((2, std::cmp::Reverse(0), p));
                 }
-            })
+            }
+        }
+        first.sort_unstable();
+        round.sort_unstable();
+        movers.sort_unstable();
+        let turn: Vec<(bool, u32)> = first
+            .into_iter()
+            .map(|p| (false, p))
+            .chain(movers.into_iter().map(|(_, _, p)| (true, p)))
+            .chain(round.into_iter().map(|p| (false, p)))
             .collect();
-        turn.sort_unstable();
-        for (_, _, pid) in turn {
-            if self.spent_ns as f64 > allowed {
-                break;
+        let mut notes = Vec::new();
+        for (mover, pid) in turn {
+            if (if mover { self.mover_ns } else { self.round_ns }) < 0.0
+                || self
+                    .members
+                    .get(&pid)
+                    .is_none_or(|m| m.walked_ns == Some(now_ns))
+            {
+                continue;
             }
             let t0 = crate::sys::thread_cpu_ns();
             let mem = if self.read_to_buf(pid, "smaps_rollup") {
@@ -637,25 +804,119 @@ impl TreeProbe {
             } else {
                 None
             };
-            self.spent_ns += crate::sys::thread_cpu_ns().saturating_sub(t0);
+            let cost = crate::sys::thread_cpu_ns().saturating_sub(t0) as f64;
+            if mover {
+                self.mover_ns -= cost;
+            } else {
+                self.round_ns -= cost;
+            }
             if mem.is_none() {
                 self.skipped += 1;
             }
-            if let Some(m) = self.members.get_mut(&pid) {
-                m.mem = mem;
-                m.in_round = true;
-                m.fresh = mem.is_some();
-                m.settle = if m.cow - m.cow_at_walk >= MOVED_BYTES {
-                    SETTLE_WALKS
-                } else {
-                    m.settle.saturating_sub(1)
-                };
-                m.cow_at_walk = m.cow;
-                m.walked_ns = Some(now_ns);
+            let Some(m) = self.members.get_mut(&pid) else {
+                continue;
+            };
+            let walk = Walk {
+                mem,
+                cow: m.cow,
+                counts: m.counts.unwrap_or_default(),
+                at_ns: now_ns,
+            };
+            // The fast signal checked against the truth: copies raise the
+            // process's own memory page for page.
+            if let (Some(prev), Some(new)) = (m.walk, mem)
+                && let Some(old) = prev.mem
+            {
+                let copies = m.cow.saturating_sub(prev.cow);
+                if copies >= MOVED_BYTES {
+                    let anon = walk.counts.anon as f64 - prev.counts.anon as f64;
+                    let own = new.uss - old.uss - anon;
+                    let confirmed = own >= CONFIRM_SHARE * copies as f64;
+                    if !confirmed && !m.told_unconfirmed {
+                        m.told_unconfirmed = true;
+                        notes.push(format!(
+                            "process {pid} ({}): its faults read as {:.1} MiB of copied pages \
+                             between two page-table walks, but its own memory (USS) moved \
+                             {:+.1} MiB: not copies (memory unmapped and mapped again, buffers \
+                             freed and made anew); its fast signal orders its walks and counts \
+                             in no figure until its walks confirm it",
+                            m.name,
+                            copies as f64 / 1_048_576.0,
+                            own / 1_048_576.0
+                        ));
+                    }
+                    m.confirmed = confirmed;
+                }
             }
+            m.walk = Some(walk);
+            m.round = Some(walk);
+            if m.uss_base.is_none() {
+                m.uss_base = Some(walk);
+            }
+            m.stale = false;
+            m.fresh = mem.is_some();
+            m.settle = if m.cow - m.cow_at_walk >= MOVED_BYTES {
+                SETTLE_WALKS
+            } else {
+                m.settle.saturating_sub(1)
+            };
+            m.cow_at_walk = m.cow;
+            m.walked_ns = Some(now_ns);
+        }
+        for n in notes {
+            self.emit_at(now_ns, EventKind::Note(n));
         }
     }
+
+    /// Whether every member has been walked since the last whole round:
+    /// then the walks become what the sums stand on.
+    fn close_round(&mut self) {
+        if self.members.is_empty() || self.members.values().any(|m| m.round.is_none()) {
+            return;
+        }
+        for m in self.members.values_mut() {
+            m.anchor = m.round.take();
+            m.uss_base = m.anchor;
+        }
+        self.residual = Rollup::default();
+    }
+
+    /// The tree's PSS, USS and swap: every part carried forward from what
+    /// it stands on; `None` while a process's part stands on nothing yet (it
+    /// was there before the watch began and has not been walked).
+    fn sums(&self) -> Option<Rollup> {
+        let mut sum = self.residual;
+        for m in self.members.values() {
+            let p = m.tree_part()?;
+            sum.pss += p.pss;
+            sum.uss += p.uss;
+            sum.swap_pss += p.swap_pss;
+        }
+        Some(sum)
+    }
+
+    /// How old the oldest walk the sums stand on is, seconds.
+    fn sums_age_s(&self, now_ns: u64) -> f64 {
+        self.members
+            .values()
+            .filter_map(|m| m.anchor.map(|a| a.at_ns))
+            .min()
+            .map_or(f64::NAN, |t| now_ns.saturating_sub(t) as f64 / 1e9)
+    }
 }
+
+/// Most CPU time a bucket of the rollup budget holds: about four walks of
+/// a 1.5 GiB process.
+const BANK_NS: f64 = 100e6;
+
+/// Share of the rollup budget kept for the round (processes in pid order),
+/// whatever moves: at least this share goes to completing rounds.
+pub const ROUND_SHARE: f64 = 0.4;
+
+/// A process's fault counts are taken for copies once a walk shows its own
+/// memory (USS, less new anonymous pages) rose by at least this share of
+/// what they counted since its previous walk.
+pub const CONFIRM_SHARE: f64 = 0.5;
 
 /// Copies (by the fast estimate) since a process's last walk that make it a
 /// mover: its page tables are walked before the round's.
@@ -730,7 +991,7 @@ const ROLLUP_CREDIT_NS: f64 = 100e6;
 pub const ROLLUP_BUDGET: f64 = 0.01;
 
 /// The tree's channels, in `read`'s order.
-const TREE_CHANNELS: [(&str, Unit, Kind); 8] = [
+const TREE_CHANNELS: [(&str, Unit, Kind); 9] = [
     ("tree.rss", Unit::Bytes, Kind::Level),
     ("tree.pss", Unit::Bytes, Kind::Level),
     ("tree.uss", Unit::Bytes, Kind::Level),
@@ -739,6 +1000,7 @@ const TREE_CHANNELS: [(&str, Unit, Kind); 8] = [
     ("tree.skipped", Unit::Count, Kind::Counter),
     ("tree.brief", Unit::Count, Kind::Counter),
     ("tree.cow", Unit::Bytes, Kind::Counter),
+    ("tree.age", Unit::Seconds, Kind::Gauge),
 ];
 
 /// The per-process channels' leaves, in position order, with their kinds:
@@ -791,25 +1053,19 @@ impl Probe for TreeProbe {
         out[5] = self.skipped as f64;
         out[6] = self.brief as f64;
         out[7] = (self.cow_gone + self.members.values().map(|m| m.cow).sum::<u64>()) as f64;
-        // The sums of the rollups, once each process has been read this round.
+        // The sums, at every reading: each process's part carried forward
+        // from the walk it stands on (re-based at each whole round).
+        self.close_round();
         out[1..4].fill(f64::NAN);
-        if !self.members.is_empty() && !leaving && self.members.values().all(|m| m.in_round) {
-            let mut sum = Rollup::default();
-            let mut read = 0;
-            for m in self.members.values_mut() {
-                m.in_round = false;
-                if let Some(r) = m.mem {
-                    sum.pss += r.pss;
-                    sum.uss += r.uss;
-                    sum.swap_pss += r.swap_pss;
-                    read += 1;
-                }
-            }
-            if read > 0 {
-                out[1] = sum.pss;
-                out[2] = sum.uss;
-                out[3] = sum.swap_pss;
-            }
+        out[8] = f64::NAN;
+        if !leaving
+            && !self.members.is_empty()
+            && let Some(sum) = self.sums()
+        {
+            out[1] = sum.pss;
+            out[2] = sum.uss;
+            out[3] = sum.swap_pss;
+            out[8] = self.sums_age_s(self.clock.now_ns());
         }
         Ok(())
     }
@@ -890,7 +1146,7 @@ impl Probe for TreeProbe {
                 ch.set(p, rss);
                 ch.set(p + 3, m.cow as f64);
             }
-            if let (true, Some(r)) = (m.fresh, m.mem) {
+            if let Some(r) = m.estimate() {
                 ch.set(p + 1, r.pss);
                 ch.set(p + 2, r.uss);
             }
@@ -989,8 +1245,8 @@ mod tests {
     }
 
     /// Reads once and applies the schema changes the way the sampler does.
-    fn reading(p: &mut TreeProbe, grown: &mut crate::telemetry::dynamic::Grown) -> [f64; 8] {
-        let mut out = [0.0; 8];
+    fn reading(p: &mut TreeProbe, grown: &mut crate::telemetry::dynamic::Grown) -> [f64; 9] {
+        let mut out = [0.0; 9];
         p.read(&mut out).unwrap();
         p.dynamic(&mut DynamicChannels { grown });
         out
@@ -1105,7 +1361,7 @@ mod tests {
         // The root gone: the watch is over.
         fake_proc(proc_root, &[tree[1]]);
         assert!(matches!(
-            p.read(&mut [0.0; 8]),
+            p.read(&mut [0.0; 9]),
             Err(ProbeError::Gone { pid: 10 })
         ));
     }
@@ -1127,7 +1383,7 @@ mod tests {
         let mut p = TreeProbe::with_proc_root(tmp.path(), 10, false, None, Clock::start())
             .with_budget(0.0, 0.0);
         for _ in 0..3 {
-            let mut out = [0.0; 8];
+            let mut out = [0.0; 9];
             p.read(&mut out).unwrap();
             assert_eq!((out[0], out[4]), (2000.0 * 1024.0, 2.0));
             assert!(
@@ -1136,8 +1392,8 @@ mod tests {
             );
         }
         // More budget: the round completes.
-        p.budget = 1.0;
-        let mut out = [0.0; 8];
+        p.round_ns = 1e9;
+        let mut out = [0.0; 9];
         p.read(&mut out).unwrap();
         assert_eq!(out[1], 1100.0 * 1024.0);
     }
@@ -1158,42 +1414,201 @@ mod tests {
         let mut p = TreeProbe::with_proc_root(tmp.path(), 10, false, None, Clock::start())
             .with_budget(0.0, 0.0);
         p.mover_every_ns = 0;
-        let walk = |p: &mut TreeProbe| {
-            p.spent_ns = 0;
-            let mut out = [0.0; 8];
+        // At most one walk from each bucket that has room.
+        let walk_with = |p: &mut TreeProbe, round: bool, mover: bool| {
+            p.round_ns = if round { 0.0 } else { -1e18 };
+            p.mover_ns = if mover { 0.0 } else { -1e18 };
+            let mut out = [0.0; 9];
             p.read(&mut out).unwrap();
-            let walked: Vec<u32> = p
+            let mut walked: Vec<u32> = p
                 .members
                 .iter()
                 .filter(|(_, m)| m.fresh)
                 .map(|(&pid, _)| pid)
                 .collect();
+            walked.sort_unstable();
             (walked, out)
         };
-        assert_eq!(walk(&mut p).0, [10]);
+        let walk = |p: &mut TreeProbe| walk_with(p, true, true);
+        assert_eq!(walk(&mut p).0, [10], "new processes from the round's share");
         assert_eq!(walk(&mut p).0, [11]);
         let (walked, out) = walk(&mut p);
         assert_eq!(walked, [12]);
         assert_eq!(out[1], 1600.0 * 1024.0, "the round is whole");
         assert_eq!(out[7], 0.0);
         // pid 12 faults 1,000 pages with its RSS where it was: copies.
-        let stat = std::fs::read_to_string(tmp.path().join("12/stat")).unwrap();
-        let fields: Vec<&str> = stat.split(' ').collect();
-        let mut bumped = fields.clone();
-        bumped[9] = "1000";
-        std::fs::write(tmp.path().join("12/stat"), bumped.join(" ")).unwrap();
-        let (walked, out) = walk(&mut p);
-        assert_eq!(walked, [12], "the mover before the round's pid 10");
+        set_minflt(tmp.path(), 12, 1000);
+        // With the round's share spent, the movers' still walks it.
+        let (walked, out) = walk_with(&mut p, false, true);
+        assert_eq!(walked, [12], "the mover, from the movers' share");
         assert_eq!(out[7], 1000.0 * p.page as f64);
         // Still: it has not copied since its walk, so the round goes on.
         assert_eq!(walk(&mut p).0, [10]);
         // Once its settling walks are due, it has SETTLE_WALKS of them (its
-        // level seen holding), then the round goes on without it.
+        // level seen holding), then the movers' share walks no one.
         p.settle_every_ns = 0;
         for _ in 0..SETTLE_WALKS {
-            assert_eq!(walk(&mut p).0, [12]);
+            assert_eq!(walk_with(&mut p, false, true).0, [12]);
         }
-        assert_ne!(walk(&mut p).0, [12]);
+        assert_eq!(walk_with(&mut p, false, true).0, Vec::<u32>::new());
+    }
+
+    /// Rewrites a faked process's rollup (kB).
+    fn set_rollup(dir: &Path, pid: u32, rss: u64, pss: u64, uss: u64) {
+        std::fs::write(
+            dir.join(format!("{pid}/smaps_rollup")),
+            format!("Rss: {rss} kB\nPss: {pss} kB\nPrivate_Dirty: {uss} kB\n"),
+        )
+        .unwrap();
+    }
+
+    /// A big tree, walked one process a reading: the sums wait only for the
+    /// first walk of each process that was there when the watch began, then
+    /// come at every reading. A process born in the tree counts from its
+    /// first sighting, unwalked; a worker's copies carry the sums between
+    /// walks once its own walks confirm they are copies, and faults its walks
+    /// contradict move no figure.
+    #[test]
+    fn the_sums_come_at_every_reading_carried_forward_by_confirmed_copies() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        let py = "/usr/bin/python3";
+        let mut tree = vec![
+            (10, 1, "python3", py, "", 1000, 600),
+            (11, 10, "python3", py, "", 10000, 400),
+            (12, 10, "python3", py, "", 10000, 400),
+        ];
+        fake_proc(dir, &tree);
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let mut p = TreeProbe::with_proc_root(dir, 10, false, Some(tx), Clock::start())
+            .with_budget(0.0, 0.0);
+        p.mover_every_ns = 0;
+        let page = p.page as f64;
+        // One walk (`true`) or none at a reading.
+        let read = |p: &mut TreeProbe, walk: bool| {
+            p.held.clear();
+            p.round_ns = if walk { 0.0 } else { -1e18 };
+            p.mover_ns = if walk { 0.0 } else { -1e18 };
+            let mut out = [0.0; 9];
+            p.read(&mut out).unwrap();
+            out
+        };
+        assert!(read(&mut p, true)[1].is_nan(), "11 and 12 not walked yet");
+        assert!(read(&mut p, true)[1].is_nan());
+        let whole = read(&mut p, true);
+        assert_eq!(whole[1], 1400.0 * 1024.0, "the first round");
+        assert_eq!(whole[2], 700.0 * 1024.0);
+        assert!(whole[8] >= 0.0, "its age: {}", whole[8]);
+        // A worker forks: born in the tree, it counts (as nothing, a fork
+        // adds nothing to the PSS) before it is walked.
+        tree.push((13, 10, "python3", py, "", 1000, 0));
+        fake_proc(dir, &tree);
+        // Its parent's USS is stale (what it had to itself it shares now):
+        // the tree's USS waits for the parent's walk, which comes first.
+        let out = read(&mut p, false);
+        assert_eq!(out[1], 1400.0 * 1024.0);
+        assert!(out[2].is_nan(), "{out:?}");
+        let out = read(&mut p, true);
+        assert!(p.members[&10].fresh && !p.members[&13].fresh);
+        assert_eq!((out[1], out[2]), (1400.0 * 1024.0, 700.0 * 1024.0));
+        assert_eq!(read(&mut p, true)[1], 1400.0 * 1024.0, "its first walk");
+        assert!(p.members[&13].fresh);
+        // Worker 12 faults 1,000 pages with its RSS flat: not yet confirmed
+        // as copies, they move no sum.
+        set_minflt(dir, 12, 1000);
+        assert_eq!(read(&mut p, false)[1], 1400.0 * 1024.0);
+        // Its walk (first: it moves) shows its USS rose by those pages:
+        // confirmed, its copies count from the sums' base on.
+        let kb = 1000.0 * page / 1024.0;
+        set_rollup(dir, 12, 10000, 400 + kb as u64, 200 + kb as u64);
+        let out = read(&mut p, true);
+        assert!(p.members[&12].fresh && p.members[&12].confirmed);
+        assert_eq!(out[1], 1400.0 * 1024.0 + 1000.0 * page);
+        // 500 more copies, no walk: the sums follow at the next reading.
+        set_minflt(dir, 12, 1500);
+        let out = read(&mut p, false);
+        assert_eq!(out[1], 1400.0 * 1024.0 + 1500.0 * page);
+        assert_eq!(out[2], 700.0 * 1024.0 + 1500.0 * page);
+        // Worker 11's faults, contradicted by its walk (its USS did not
+        // move: memory unmapped and touched again), move nothing, and it is
+        // told once.
+        set_minflt(dir, 11, 2000);
+        read(&mut p, false);
+        let out = read(&mut p, true);
+        assert!(p.members[&11].fresh && !p.members[&11].confirmed);
+        assert_eq!(out[1], 1400.0 * 1024.0 + 1500.0 * page);
+        let notes: Vec<String> = rx
+            .try_iter()
+            .filter_map(|e| match e.kind {
+                EventKind::Note(n) => Some(n),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(
+            notes[0].starts_with("process 11 (python3): its faults"),
+            "{notes:?}"
+        );
+        // Worker 12 exits: its own pages (its USS) leave the sum, the pages
+        // it shared stay with the others.
+        let uss12 = p.members[&12].estimate().unwrap().uss;
+        let before = read(&mut p, false)[1];
+        tree.retain(|t| t.0 != 12);
+        fake_proc(dir, &tree);
+        let after = read(&mut p, false)[1];
+        assert!(
+            (before - after - uss12).abs() < 1.0,
+            "{before} {after} {uss12}"
+        );
+    }
+
+    /// Processes that move take at most 1 − ROUND_SHARE of the budget: with
+    /// a copier walked as often as it may be, the round still completes and
+    /// the sums are re-based on it.
+    #[test]
+    fn movers_never_starve_the_round() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        let py = "/usr/bin/python3";
+        let tree: Vec<_> = std::iter::once((10, 1, "python3", py, "", 1000, 600))
+            .chain((11..=14).map(|pid| (pid, 10, "python3", py, "", 1000, 400)))
+            .collect();
+        fake_proc(dir, &tree);
+        let mut p =
+            TreeProbe::with_proc_root(dir, 10, false, None, Clock::start()).with_budget(0.01, 0.0);
+        p.mover_every_ns = 0;
+        // The first walks: all of them, on credit.
+        p.round_ns = 1e12;
+        let mut out = [0.0; 9];
+        p.read(&mut out).unwrap();
+        assert_eq!(out[1], 2200.0 * 1024.0);
+        p.round_ns = 0.0;
+        // Worker 11 copies at every reading, so it is always due for a walk;
+        // the budget allows a walk every several readings. Its walks stop at
+        // the movers' share, and the others get their turns from the rest.
+        let mut walked_round = std::collections::HashSet::new();
+        let (mut movers, mut others) = (0, 0);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        let mut i = 0u64;
+        while walked_round.len() < 4 && std::time::Instant::now() < deadline {
+            i += 1;
+            set_minflt(dir, 11, 1000 * i);
+            p.held.clear();
+            p.read(&mut out).unwrap();
+            for (&pid, m) in &p.members {
+                if m.fresh {
+                    if pid == 11 {
+                        movers += 1;
+                    } else {
+                        others += 1;
+                        walked_round.insert(pid);
+                    }
+                }
+            }
+        }
+        assert!(movers > 0, "the mover is walked too");
+        assert!(others > 0);
+        assert_eq!(walked_round.len(), 4, "{walked_round:?}");
     }
 
     /// A member's `stat` and `statm` are read through files held open, and
@@ -1208,7 +1623,7 @@ mod tests {
             .unwrap();
         let pid = child.id();
         let mut p = TreeProbe::new(pid, false, None, Clock::start());
-        let mut out = [0.0; 8];
+        let mut out = [0.0; 9];
         p.read(&mut out).unwrap();
         p.read(&mut out).unwrap();
         assert!(p.held.contains_key(&(pid, Held::Stat)), "{:?}", p.held);
@@ -1286,7 +1701,12 @@ mod tests {
         }
         reading(&mut p, &mut grown);
         assert_eq!(watched(&p), [10, 12, 13, 14, 15, 16]);
-        let evicted = notes(&rx);
+        // (Their faked faults raised no USS: each is also told its faults
+        // are not taken for copies.)
+        let evicted: Vec<String> = notes(&rx)
+            .into_iter()
+            .filter(|n| n.contains("channels end"))
+            .collect();
         assert_eq!(evicted.len(), 1, "{evicted:?}");
         assert!(
             evicted[0].starts_with("process 11's channels end")
