@@ -87,7 +87,10 @@ fn lines_read(rec: &Recording) -> Vec<(&str, u64, u64)> {
 /// The limit the memory channels' time to limit was computed against.
 fn memory_limit(rows: &[Row<'_>]) -> Option<(f64, LimitSource)> {
     rows.iter()
-        .filter(|r| r.limit.is_some_and(|l| l != LimitSource::GpuTotal))
+        .filter(|r| {
+            r.limit
+                .is_some_and(|l| !matches!(l, LimitSource::GpuTotal | LimitSource::Shared))
+        })
         .find_map(|r| Some((r.analysis.limit?, r.limit?)))
 }
 
@@ -282,6 +285,20 @@ fn analyse_part(
             }
         })
         .collect();
+    // A PSS or USS that grows while its RSS holds still copies pages it
+    // shares: it cannot outgrow that RSS.
+    let mut rows = rows;
+    for i in 0..rows.len() {
+        let Some(rss) = analysis::rss_of(&rows[i].spec.name) else {
+            continue;
+        };
+        if let Some(r) = rows.iter().find(|r| r.spec.name == rss) {
+            let r = r.analysis.clone();
+            if analysis::bound_copy(&mut rows[i].analysis, &r) {
+                rows[i].limit = Some(LimitSource::Shared);
+            }
+        }
+    }
     let order = summary::order(
         &rows
             .iter()
@@ -294,7 +311,6 @@ fn analyse_part(
             .collect::<Vec<_>>(),
     );
     // A PSS that rose while its USS did not is shared pages changing hands.
-    let mut rows = rows;
     for i in 0..rows.len() {
         let Some(uss) = analysis::uss_of(&rows[i].spec.name) else {
             continue;
@@ -908,6 +924,13 @@ fn tree_text(t: &TreeSummary, indent: &str) -> String {
         let pids: Vec<String> = t.grew.iter().map(u32::to_string).collect();
         let _ = writeln!(s, "{indent}  grew: {}", pids.join(", "));
     }
+    if let Some([median, most]) = t.sums_age_s {
+        let _ = writeln!(
+            s,
+            "{indent}  the tree's sums stood on page-table walks up to {most:.1} s old (median \
+             {median:.1} s), carried forward between walks by each process's fault and resident counts"
+        );
+    }
     if let Some(f) = &t.finding {
         let _ = writeln!(s, "{indent}  finding: {f}");
     }
@@ -1216,6 +1239,7 @@ mod tests {
             pid,
             name: "python".into(),
             role: "worker".into(),
+            ppid: None,
             started_s: Some(1.0),
             exited_s: None,
             channels: channels.map(str::to_owned),
@@ -1228,6 +1252,8 @@ mod tests {
             brief: 0,
             grew: Vec::new(),
             finding: None,
+            copy: None,
+            sums_age_s: None,
         };
         let text = tree_text(&t, "");
         let lines: Vec<&str> = text.lines().filter(|l| l.contains("no channels")).collect();

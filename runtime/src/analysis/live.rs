@@ -99,6 +99,14 @@ impl LiveAnalysis {
                 if let Some(u) = uss.and_then(|j| self.analyses[j].as_ref()) {
                     super::reconcile_pss(&mut a, u);
                 }
+                // A PSS or USS growing under a still RSS is bounded by it
+                // (see [`super::bound_copy`]).
+                let rss = super::rss_of(&self.channels[i].name)
+                    .and_then(|r| self.channels.iter().position(|c| c.name == r))
+                    .and_then(|j| self.analyses[j].as_ref());
+                if let Some(r) = rss {
+                    super::bound_copy(&mut a, r);
+                }
                 self.analyses[i] = Some(a);
                 self.analysed[i] = Some((Instant::now(), self.trackers[i].seen()));
                 self.next = (i + 1) % n;
@@ -109,7 +117,7 @@ impl LiveAnalysis {
     /// Channel `i`'s analysis from its tracker now (no PSS reconciling).
     fn analyse(&self, i: usize) -> ChannelAnalysis {
         let tr = &self.trackers[i];
-        let limit = self.limit(i).map(|l| l.0);
+        let limit = self.base_limit(i).map(|l| l.0);
         let spec = &self.channels[i];
         let floor = rules::evidence_floor(&spec.name, spec.unit);
         let t0 = tr.points().0.first().copied().unwrap_or(0.0);
@@ -157,6 +165,19 @@ impl LiveAnalysis {
     /// The ceiling of channel `i` where one is known, and what it is (see
     /// [`rules::limit_for`]).
     pub fn limit(&self, i: usize) -> Option<(f64, rules::LimitSource)> {
+        let base = self.base_limit(i);
+        match self.analyses.get(i).and_then(Option::as_ref) {
+            // Bounded by the RSS it is part of, nearer than its base limit.
+            Some(a) if a.limit.is_some() && a.limit != base.map(|b| b.0) => {
+                a.limit.map(|l| (l, rules::LimitSource::Shared))
+            }
+            _ => base,
+        }
+    }
+
+    /// Channel `i`'s ceiling before its own readings are known: its limit
+    /// channel's latest reading, or the host's RAM.
+    fn base_limit(&self, i: usize) -> Option<(f64, rules::LimitSource)> {
         let spec = self.channels.get(i)?;
         rules::limit_for(&spec.name, spec.unit, &self.host, |name| {
             let j = self.channels.iter().position(|c| c.name == name)?;

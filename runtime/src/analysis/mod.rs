@@ -374,6 +374,40 @@ pub fn reconcile_pss(pss: &mut ChannelAnalysis, uss: &ChannelAnalysis) {
     pss.onset_s = None;
 }
 
+/// A level that grows while the RSS it is part of holds still is copying
+/// pages it shares (copy-on-access: a process's PSS or USS, the tree's):
+/// it cannot outgrow that RSS, so it reaches it when every page it shares
+/// is copied. Where that comes before the limit it had, it is its limit;
+/// growth that stops there is still growth, but it reaches no limit: a
+/// warning. True when the bound applies.
+pub fn bound_copy(own: &mut ChannelAnalysis, rss: &ChannelAnalysis) -> bool {
+    let r = own.projection_24h.unwrap_or(0.0) / DAY_S;
+    if !(own.verdict.is_growth() && r > 0.0)
+        || rss.verdict.is_growth()
+        || rss.verdict == Verdict::Insufficient
+        || !rss.final_value.is_finite()
+    {
+        return false;
+    }
+    let ceiling = rss.final_value.max(own.final_value);
+    if own.limit.is_some_and(|l| l <= ceiling) {
+        return false;
+    }
+    own.limit = Some(ceiling);
+    own.time_to_limit_s = Some((ceiling - own.final_value) / r);
+    own.severity = Some(Severity::Warning);
+    true
+}
+
+/// The RSS channel a PSS or USS channel is part of (`pid42.uss` →
+/// `pid42.rss`, `tree.pss` → `tree.rss`), if `name` is one.
+pub fn rss_of(name: &str) -> Option<String> {
+    let stem = name
+        .strip_suffix(".pss")
+        .or_else(|| name.strip_suffix(".uss"))?;
+    (stem == "tree" || stem.starts_with("pid")).then(|| format!("{stem}.rss"))
+}
+
 /// The USS channel read with a PSS channel (`tree.pss` → `tree.uss`,
 /// `pid42.pss` → `pid42.uss`), if `name` is one.
 pub fn uss_of(name: &str) -> Option<String> {

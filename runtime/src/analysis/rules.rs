@@ -114,6 +114,10 @@ pub enum LimitSource {
     HostRam,
     /// A GPU's total memory.
     GpuTotal,
+    /// The RSS a process (or the tree) maps: its own memory grows while
+    /// its RSS holds still, copying the pages it shares, and stops when
+    /// every one is copied ([`super::bound_copy`]).
+    Shared,
 }
 
 impl LimitSource {
@@ -122,6 +126,7 @@ impl LimitSource {
             LimitSource::Cgroup => "the cgroup's memory limit",
             LimitSource::HostRam => "the host's RAM",
             LimitSource::GpuTotal => "the GPU's memory",
+            LimitSource::Shared => "its RSS (every page it shares copied)",
         }
     }
 }

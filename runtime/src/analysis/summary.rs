@@ -144,7 +144,10 @@ pub fn assess<'a>(
         });
     }
     let untold_rows = untold(rows);
-    let headline = headline_of(rows, &growing, &findings, &untold_rows, value, duration);
+    let headline = match tree.and_then(|t| t.copy.as_ref()) {
+        Some(c) => copy_headline(c, &growing, value, duration),
+        None => headline_of(rows, &growing, &findings, &untold_rows, value, duration),
+    };
     let untold = untold_rows.into_iter().map(|r| r.name).collect();
     Assessment {
         headline,
@@ -302,6 +305,56 @@ fn headline_of(
             }
         ));
     }
+    s
+}
+
+/// The headline of workers copying their parent's pages: who copies, how
+/// fast the tree's PSS grows (or what was copied, where it held), and what
+/// bounds it: the pages they still share, not the host's RAM.
+fn copy_headline(
+    c: &super::tree::CopyOnAccess,
+    growing: &[Assessed<'_>],
+    value: &dyn Fn(f64, Unit) -> String,
+    duration: &dyn Fn(f64) -> String,
+) -> String {
+    let one = c.copiers.len() == 1;
+    let (verb, they, share) = if one {
+        ("copies", "it", "shares")
+    } else {
+        ("copy", "they", "share")
+    };
+    let whose = if one { "its" } else { "their" };
+    let mut s = format!(
+        "Copy-on-access: {} {verb} pages {they} {share} with {whose} parent",
+        c.who
+    );
+    let rate = ["tree.pss", "tree.uss"]
+        .iter()
+        .find_map(|n| growing.iter().find(|g| g.name == *n))
+        .map(|g| (g.name, g.analysis.projection_24h.unwrap_or(0.0) / 86_400.0))
+        .filter(|(_, r)| *r > 0.0);
+    match rate {
+        Some((name, r)) if !c.held => {
+            s.push_str(&format!(
+                ": {name} grows {} while every process's RSS stays flat",
+                rate_text(r, Unit::Bytes, value)
+            ));
+            if let Some(room) = c.room {
+                s.push_str(&format!(
+                    "; at most {} more can be copied (the pages {they} still {share}), in {}",
+                    value(room, Unit::Bytes),
+                    duration(room / r)
+                ));
+            }
+        }
+        _ => s.push_str(&format!(
+            ": the tree's PSS rose {} ({:+.0} %){} while every process's RSS stayed flat",
+            value(c.grew, Unit::Bytes),
+            c.share * 100.0,
+            if c.held { " and held" } else { "" }
+        )),
+    }
+    s.push_str(". Keep such data in one numpy array, Arrow table or bytes object.");
     s
 }
 
@@ -509,6 +562,8 @@ mod tests {
             brief: 0,
             grew: Vec::new(),
             finding: Some("copy-on-access: something".into()),
+            copy: None,
+            sums_age_s: None,
         };
         let a = assess(&[row("mem.rss", &flat)], Some(&tree), &value, &duration);
         assert!(a.headline.starts_with("Growth found:"), "{}", a.headline);

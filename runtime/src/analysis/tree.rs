@@ -19,6 +19,8 @@ pub struct ProcessSeen {
     pub pid: u32,
     pub name: String,
     pub role: String,
+    /// Its parent, where the recording says.
+    pub ppid: Option<u32>,
     /// When it joined the tree and left it, seconds since the start.
     pub started_s: Option<f64>,
     pub exited_s: Option<f64>,
@@ -47,6 +49,31 @@ pub struct TreeSummary {
     /// One line for a person, where the tree shows something a single
     /// process's RSS would hide.
     pub finding: Option<String>,
+    /// The copy-on-access finding's figures, where there is one.
+    pub copy: Option<CopyOnAccess>,
+    /// How old the page-table walks the tree's sums stood on were
+    /// (`tree.age`), median and most, seconds; `None` in older recordings.
+    pub sums_age_s: Option<[f64; 2]>,
+}
+
+/// Workers copying pages they share with their parent, in figures: what
+/// the headline says.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CopyOnAccess {
+    /// The processes whose own memory grew by copying (in `grew`).
+    pub copiers: Vec<u32>,
+    /// Who copies, for a person: "worker 16151 and worker 16152 of main
+    /// 16150", or "its 2 workers" where no one process's growth is told.
+    pub who: String,
+    /// How much the tree's PSS grew after its last worker started, and as
+    /// a share of where it was.
+    pub grew: f64,
+    pub share: f64,
+    /// Whether the copying stopped and what was copied stayed.
+    pub held: bool,
+    /// What the copiers can still copy: the pages they share (their RSS
+    /// less their USS) at their last readings. A copy cannot outgrow it.
+    pub room: Option<f64>,
 }
 
 /// Growth below this share of a channel's level is no finding about the
@@ -65,6 +92,31 @@ fn ends(col: &[f64], from: usize) -> Option<(f64, f64)> {
     Some((first, last))
 }
 
+/// The medians of the first and last [`END_READINGS`] readings of a column
+/// from index `from` on: where a level stood, unmoved by one reading (a
+/// process freeing its memory as it begins to exit).
+fn ends_held(col: &[f64], from: usize) -> Option<(f64, f64)> {
+    let v: Vec<f64> = col
+        .get(from..)?
+        .iter()
+        .copied()
+        .filter(|v| !v.is_nan())
+        .collect();
+    let k = END_READINGS.min(v.len());
+    if k == 0 {
+        return None;
+    }
+    let median = |w: &[f64]| {
+        let mut w = w.to_vec();
+        w.sort_by(f64::total_cmp);
+        w[w.len() / 2]
+    };
+    Some((median(&v[..k]), median(&v[v.len() - k..])))
+}
+
+/// Readings at each end whose median says where a still level stood.
+const END_READINGS: usize = 5;
+
 /// When the tree took its shape: the start of its last worker.
 fn settled(seen: &BTreeMap<u32, ProcessSeen>) -> Option<f64> {
     seen.values()
@@ -78,13 +130,15 @@ fn settled(seen: &BTreeMap<u32, ProcessSeen>) -> Option<f64> {
 /// worker started, it grew by at least [`MATERIAL_SHARE`] while
 /// every process's RSS moved by less than [`STILL_SHARE`]. Measured on the
 /// readings, whatever shape the growth had (a DataLoader's workers copy the
-/// pages they touch in their first epoch, then hold them).
+/// pages they touch in their first epoch, then hold them). `grew` names the
+/// copiers.
 fn copy_on_access<'c, F: Fn(&str) -> Option<&'c [f64]>>(
     seen: &BTreeMap<u32, ProcessSeen>,
     data: &Columns<'c, F>,
+    grew_pids: &[u32],
     pss_rose: bool,
     held: bool,
-) -> Option<String> {
+) -> Option<CopyOnAccess> {
     // A finding stands on the same evidence as any channel: the tree's PSS
     // (or a process's own USS) rose by its own readings, to the end or then
     // held (workers that copy what they touch in a first epoch keep it).
@@ -101,7 +155,7 @@ fn copy_on_access<'c, F: Fn(&str) -> Option<&'c [f64]>>(
     }
     let rss_still = |name: &str| {
         (data.column)(name)
-            .and_then(|c| ends(c, from))
+            .and_then(|c| ends_held(c, from))
             .is_none_or(|(a, b)| (b - a).abs() <= STILL_SHARE * a.abs())
     };
     let every = rss_still("mem.rss")
@@ -109,19 +163,93 @@ fn copy_on_access<'c, F: Fn(&str) -> Option<&'c [f64]>>(
             .values()
             .filter_map(|p| p.channels.as_deref())
             .all(|stem| rss_still(&format!("{stem}.rss")));
-    every.then(|| {
+    if !every {
+        return None;
+    }
+    let copiers: Vec<&ProcessSeen> = grew_pids.iter().filter_map(|p| seen.get(p)).collect();
+    let last = |stem: &str, leaf: &str| {
+        (data.column)(&format!("{stem}.{leaf}")).and_then(|c| ends(c, from).map(|e| e.1))
+    };
+    let room = copiers
+        .iter()
+        .map(|p| {
+            let stem = p.channels.as_deref()?;
+            Some((last(stem, "rss")? - last(stem, "uss")?).max(0.0))
+        })
+        .sum::<Option<f64>>()
+        .filter(|_| !copiers.is_empty());
+    let who = if copiers.is_empty() {
         format!(
-            "copy-on-access: after its {workers} worker{} started, the tree's PSS grew \
-             {:+.1} MiB ({:+.0} %){} while every process's RSS stayed within {:.0} %: workers \
-             touch pages they share with their parent (a Python list of objects read by \
-             DataLoader workers); keep such data in one numpy array, Arrow table or bytes object",
-            if workers == 1 { "" } else { "s" },
-            grew / 1_048_576.0,
-            grew / before * 100.0,
-            if held { ", then held," } else { "" },
-            STILL_SHARE * 100.0
+            "its {workers} worker{}",
+            if workers == 1 { "" } else { "s" }
         )
+    } else {
+        who_copies(seen, &copiers)
+    };
+    Some(CopyOnAccess {
+        copiers: copiers.iter().map(|p| p.pid).collect(),
+        who,
+        grew,
+        share: grew / before,
+        held,
+        room,
     })
+}
+
+/// The copiers by role and parent: "worker 11 and worker 12 of main 10",
+/// "worker 21 of rank 20 and worker 31 of rank 30".
+fn who_copies(seen: &BTreeMap<u32, ProcessSeen>, copiers: &[&ProcessSeen]) -> String {
+    let mut groups: Vec<(Option<u32>, Vec<String>)> = Vec::new();
+    for p in copiers {
+        let me = format!("{} {}", p.role, p.pid);
+        match groups.iter_mut().find(|g| g.0 == p.ppid) {
+            Some(g) => g.1.push(me),
+            None => groups.push((p.ppid, vec![me])),
+        }
+    }
+    let and = |v: &[String]| match v {
+        [] => String::new(),
+        [one] => one.clone(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    };
+    let parts: Vec<String> = groups
+        .iter()
+        .map(|(ppid, names)| {
+            let of = ppid
+                .and_then(|pp| seen.get(&pp))
+                .map_or(String::new(), |pp| format!(" of {} {}", pp.role, pp.pid));
+            format!("{}{of}", and(names))
+        })
+        .collect();
+    and(&parts)
+}
+
+/// The finding's line in the receipt.
+fn copy_text(c: &CopyOnAccess) -> String {
+    let one = c.copiers.len() == 1;
+    format!(
+        "copy-on-access: {} cop{} pages {} share{} with {} parent: the tree's PSS grew \
+         {:+.1} MiB ({:+.0} %){} while every process's RSS stayed within {:.0} %{}: reading a \
+         Python list of objects writes their reference counts (DataLoader workers); keep \
+         such data in one numpy array, Arrow table or bytes object",
+        c.who,
+        if one { "ies" } else { "y" },
+        if one { "it" } else { "they" },
+        if one { "s" } else { "" },
+        if one { "its" } else { "their" },
+        c.grew / 1_048_576.0,
+        c.share * 100.0,
+        if c.held { ", then held," } else { "" },
+        STILL_SHARE * 100.0,
+        c.room
+            .filter(|_| !c.held)
+            .map_or(String::new(), |r| format!(
+                "; at most {:.1} MiB more can be copied (the pages {} still share{})",
+                r / 1_048_576.0,
+                if one { "it" } else { "they" },
+                if one { "s" } else { "" },
+            )),
+    )
 }
 
 /// A recording's samples as the tree summary reads them: times (seconds)
@@ -154,7 +282,10 @@ pub fn summarize<'a, 'c, F: Fn(&str) -> Option<&'c [f64]>>(
     for e in events {
         match &e.kind {
             EventKind::ProcessStarted {
-                pid, name, role, ..
+                pid,
+                ppid,
+                name,
+                role,
             } => {
                 // A reused pid is a new process: keep the latest under its pid.
                 seen.insert(
@@ -163,6 +294,7 @@ pub fn summarize<'a, 'c, F: Fn(&str) -> Option<&'c [f64]>>(
                         pid: *pid,
                         name: name.clone(),
                         role: role.clone(),
+                        ppid: Some(*ppid),
                         started_s: Some(t(e)),
                         exited_s: None,
                         channels: None,
@@ -191,6 +323,7 @@ pub fn summarize<'a, 'c, F: Fn(&str) -> Option<&'c [f64]>>(
             pid,
             name: c.labels.get("name").cloned().unwrap_or_default(),
             role: c.labels.get("role").cloned().unwrap_or_default(),
+            ppid: c.labels.get("ppid").and_then(|p| p.parse().ok()),
             started_s: None,
             exited_s: None,
             channels: None,
@@ -232,7 +365,27 @@ pub fn summarize<'a, 'c, F: Fn(&str) -> Option<&'c [f64]>>(
             (Some((a, b)), Some((level, _))) => b - a > 0.0 && b - a >= MATERIAL_SHARE * level,
             _ => false,
         };
-        if called && material {
+        // A USS that rose under a still RSS with no copies of its own (its
+        // fast signal, where recorded, says too few) is pages its sharers
+        // left to it by copying them: a parent whose workers both copied a
+        // page has it to itself now. It allocated nothing.
+        let held_rss = p
+            .channels
+            .as_deref()
+            .and_then(|s| (data.column)(&format!("{s}.rss")))
+            .and_then(|c| ends_held(c, from))
+            .is_some_and(|(a, b)| (b - a).abs() <= STILL_SHARE * a.abs());
+        let own_copies = p
+            .channels
+            .as_deref()
+            .and_then(|s| (data.column)(&format!("{s}.cow")))
+            .and_then(|c| ends(c, from))
+            .map(|(a, b)| b - a);
+        let left_to_it = match (uss, own_copies) {
+            (Some((a, b)), Some(copied)) => held_rss && copied < 0.5 * (b - a),
+            _ => false,
+        };
+        if called && material && !left_to_it {
             grew.push(p.pid);
             grew_held &= own.is_some_and(ChannelAnalysis::rose_and_held);
         }
@@ -246,7 +399,8 @@ pub fn summarize<'a, 'c, F: Fn(&str) -> Option<&'c [f64]>>(
     } else {
         (!grew.is_empty(), grew_held)
     };
-    let finding = copy_on_access(&seen, data, rose, held);
+    let copy = copy_on_access(&seen, data, &grew, rose, held);
+    let finding = copy.as_ref().map(copy_text);
     let peak = (data.column)("tree.procs")
         .map(|c| {
             c.iter()
@@ -256,6 +410,11 @@ pub fn summarize<'a, 'c, F: Fn(&str) -> Option<&'c [f64]>>(
         })
         .filter(|&v| v > 0.0)
         .map_or(seen.len(), |v| v as usize);
+    let sums_age_s = (data.column)("tree.age").and_then(|c| {
+        let mut v: Vec<f64> = c.iter().copied().filter(|v| v.is_finite()).collect();
+        v.sort_by(f64::total_cmp);
+        Some([*v.get(v.len() / 2)?, *v.last()?])
+    });
     let brief = (data.column)("tree.brief")
         .and_then(|c| c.iter().rev().copied().find(|v| v.is_finite()))
         .map_or(0, |v| v as u64);
@@ -265,6 +424,8 @@ pub fn summarize<'a, 'c, F: Fn(&str) -> Option<&'c [f64]>>(
         brief,
         grew,
         finding,
+        copy,
+        sums_age_s,
     })
 }
 
@@ -512,7 +673,7 @@ mod tests {
         assert_eq!(tree.grew, [11]);
         let finding = tree.finding.expect("a copy-on-access finding");
         assert!(
-            finding.starts_with("copy-on-access: after its 2 workers started")
+            finding.starts_with("copy-on-access: worker 11 of rank 10 copies pages it shares")
                 && finding.contains(", then held,"),
             "{finding}"
         );

@@ -14,7 +14,10 @@
 //!   settled line begins, by more than the channel's evidence floor and
 //!   four times the settled part's scatter, and
 //! - the settled part moves by less than a quarter of that over its whole
-//!   length.
+//!   length, and
+//! - the climb leaves the first level at the start: it sat there for no
+//!   longer than half the climb lasted, or a tenth of the series (a rise
+//!   after a stretch of stillness is growth, however it ends).
 //!
 //! So a leak from the start (one line), a leak that starts late (the later
 //! line is the steeper) and a flat run (nothing moved) have no warm-up; a
@@ -140,6 +143,18 @@ pub fn find_warmup(t_s: &[f64], v: &[f64], floor: f64) -> Option<Warmup> {
     if !(explained >= 0.5 && startup > floor.max(4.0 * scatter) && settled < 0.25 * startup) {
         return None;
     }
+    // A start-up is what a process does when it starts: the climb leaves
+    // the first level soon, not after a stretch at it longer than half the
+    // climb and a tenth of the series (workers that sat still for 20 s,
+    // then copied a burst of pages and held them, grew: that is no
+    // start-up; a model loaded 5 s into a minute is).
+    let left = (0..k)
+        .find(|&i| (bv[i] - bv[0]) * rise.signum() >= 0.1 * startup)
+        .unwrap_or(0);
+    let still = bt[left] - bt[0];
+    if still > 0.5 * (bt[k] - bt[left]) && still > 0.1 * (bt[m - 1] - bt[0]) {
+        return None;
+    }
     Some(Warmup {
         at_s: starts[reached(&bv, k, rise)],
         channel: None,
@@ -244,5 +259,24 @@ mod tests {
         assert_eq!(find_warmup(&t, &v, floor), None);
         assert!(find_warmup(&t, &v, 0.0).is_some());
         assert_eq!(find_warmup(&t[..10], &v[..10], 0.0), None, "too short");
+    }
+
+    /// A worker flat for 22 s after its start copies 80 MiB over 25 s and
+    /// holds it to the end (117 s at 2 Hz): it grew, and that is no
+    /// start-up, though a climb then a plateau is start-up's shape.
+    #[test]
+    fn a_rise_after_a_stretch_of_stillness_is_no_start_up() {
+        let mib = 1_048_576.0;
+        let burst = |still: f64| {
+            series(234, 2.0, move |t| {
+                1e9 + 80.0 * mib * ((t - still) / 25.0).clamp(0.0, 1.0) + 2e4 * wiggle(t)
+            })
+        };
+        let (t, v) = burst(22.0);
+        assert_eq!(find_warmup(&t, &v, 65536.0), None);
+        // The same climb from the start is a start-up.
+        let (t, v) = burst(0.0);
+        let w = find_warmup(&t, &v, 65536.0).expect("a start-up");
+        assert!((w.at_s - 25.0).abs() < 2.0, "{w:?}");
     }
 }
