@@ -217,6 +217,9 @@ pub struct Dashboard {
     /// second (they scan the tree's columns): when, and for which store
     /// (samples, channels, first time's bits).
     pub tree_findings: Option<TreeFindings>,
+    /// Channels the banner has called growing, each plotted once when it
+    /// first is (a person who then hides one is not overruled).
+    pub auto_plotted: std::collections::HashSet<String>,
     /// A part of the run being chosen (shift + drag on a plot), in seconds.
     pub selecting: Option<[f64; 2]>,
     /// The receipt of the part last chosen, shown until closed.
@@ -280,6 +283,7 @@ impl Dashboard {
             cards_toggled: BTreeSet::new(),
             processes_unfolded: BTreeSet::new(),
             tree_findings: None,
+            auto_plotted: std::collections::HashSet::new(),
             selecting: None,
             range_receipt: None,
             pixel_s: None,

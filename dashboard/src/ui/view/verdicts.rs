@@ -56,6 +56,12 @@ pub(super) fn banner(d: &mut Dashboard, ui: &mut egui::Ui) {
         .iter()
         .map(|g| g.name.to_string())
         .collect();
+    // What grows is plotted: the most urgent few, once each.
+    for n in names.iter().take(AUTO_PLOTTED) {
+        if d.auto_plotted.insert(n.clone()) {
+            d.settings.selected.insert(n.clone());
+        }
+    }
     let text = assessment.headline.clone();
     let color = match assessment.severity() {
         Some(s) => severity_color(s),
@@ -85,6 +91,10 @@ pub(super) fn banner(d: &mut Dashboard, ui: &mut egui::Ui) {
         d.settings.selected.extend(names);
     }
 }
+
+/// How many of the growing channels, most urgent first, the banner plots
+/// by itself.
+const AUTO_PLOTTED: usize = 4;
 
 /// The analysed channels as the summary reads them, with their indices.
 pub(super) fn assessed(store: &crate::ui::Store) -> (Vec<usize>, Vec<Assessed<'_>>) {
