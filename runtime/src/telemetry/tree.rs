@@ -294,6 +294,11 @@ impl Member {
     /// adds a whole page to its USS and, to its PSS, what it did not already
     /// pay of the shared page (its walk's mean share of a shared page).
     fn estimate(&self) -> Option<Rollup> {
+        // A parent that has just forked shares what it had to itself: its
+        // last walk says nothing of its PSS and USS now.
+        if self.stale {
+            return None;
+        }
         let w = self.walk?;
         let m = w.mem?;
         let (cow, anon, shared) = self.since(&w);
@@ -766,17 +771,20 @@ impl TreeProbe {
                 m.walked_ns
                     .is_none_or(|w| now_ns.saturating_sub(w) >= every)
             };
-            if m.walked_ns.is_none() || m.stale {
+            // What the sums wait for comes first: a parent's walk after it
+            // forked (the tree's USS), a process that was there before the
+            // watch (its part). A process born in the tree has its part
+            // already; its first walk is its turn in the round (forty
+            // workers of a 1.5 GiB rank are a second of walking).
+            if m.stale || (m.walked_ns.is_none() && m.anchor.is_none()) {
                 first.push(p);
             } else if m.round.is_none() {
                 round.push(p);
             }
-            if m.walked_ns.is_some() {
-                if moved >= MOVED_BYTES && since(self.mover_every_ns) {
-                    movers.push((1, std::cmp::Reverse(moved), p));
-                } else if m.settle > 0 && since(self.settle_every_ns) {
-                    movers.push((2, std::cmp::Reverse(0), p));
-                }
+            if moved >= MOVED_BYTES && since(self.mover_every_ns) {
+                movers.push((1, std::cmp::Reverse(moved), p));
+            } else if m.walked_ns.is_some() && m.settle > 0 && since(self.settle_every_ns) {
+                movers.push((2, std::cmp::Reverse(0), p));
             }
         }
         first.sort_unstable();
@@ -1508,11 +1516,18 @@ mod tests {
         let out = read(&mut p, false);
         assert_eq!(out[1], 1400.0 * 1024.0);
         assert!(out[2].is_nan(), "{out:?}");
+        assert!(
+            p.members[&10].estimate().is_none(),
+            "nor its own until walked"
+        );
         let out = read(&mut p, true);
         assert!(p.members[&10].fresh && !p.members[&13].fresh);
         assert_eq!((out[1], out[2]), (1400.0 * 1024.0, 700.0 * 1024.0));
-        assert_eq!(read(&mut p, true)[1], 1400.0 * 1024.0, "its first walk");
-        assert!(p.members[&13].fresh);
+        // Its first walk is its turn in the round, in pid order.
+        for pid in [11, 12, 13] {
+            assert_eq!(read(&mut p, true)[1], 1400.0 * 1024.0);
+            assert!(p.members[&pid].fresh, "{pid}'s turn");
+        }
         // Worker 12 faults 1,000 pages with its RSS flat: not yet confirmed
         // as copies, they move no sum.
         set_minflt(dir, 12, 1000);
