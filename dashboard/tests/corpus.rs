@@ -52,6 +52,8 @@ fn the_corpus_is_large_enough_and_labelled() {
         "replaced workers",
         "copy-on-access",
         "copy-on-access fixed",
+        "DataLoader copy-on-access",
+        "DataLoader fixed",
         "torchrun",
         "gpu stand-in",
     ] {
@@ -136,4 +138,53 @@ fn copy_on_access_is_the_headline_and_its_fix_is_not() {
         }
     }
     assert!(seen >= 4, "{seen} copy-on-access recordings");
+}
+
+/// A real PyTorch DataLoader (recorded by hand with torch on the CPU): its
+/// workers copying a list of 6 M objects are the headline, by role, both in
+/// `grew`, on the receipt as a user gets it and with `--warmup-s 20`; the
+/// same data in a numpy array has no copy finding and no process in `grew`.
+#[test]
+fn a_real_dataloader_s_copying_workers_are_the_headline() {
+    let m = corpus::Manifest::load(&dir()).unwrap();
+    let mut seen = 0;
+    for r in &m.recordings {
+        let list = r.family == "DataLoader copy-on-access";
+        if !list && r.family != "DataLoader fixed" {
+            continue;
+        }
+        seen += 1;
+        let rec = flatline_runtime::recording::Recording::open(&dir().join(&r.file)).unwrap();
+        for warmup in [None, Some(20.0)] {
+            let receipt = flatline_core::report::analyse(&rec, warmup);
+            let a = receipt.assessment();
+            let tree = receipt.tree.as_ref().expect("a process tree");
+            let workers: Vec<u32> = tree
+                .processes
+                .iter()
+                .filter(|p| p.role == "worker")
+                .map(|p| p.pid)
+                .collect();
+            assert_eq!(workers.len(), 2, "{}: {tree:?}", r.file);
+            if list {
+                assert!(
+                    a.headline.starts_with("Copy-on-access: worker"),
+                    "{}: {}",
+                    r.file,
+                    a.headline
+                );
+                let mut grew = tree.grew.clone();
+                grew.sort_unstable();
+                assert_eq!(grew, workers, "{}", r.file);
+            } else {
+                assert!(
+                    tree.copy.is_none() && tree.grew.is_empty(),
+                    "{}: {tree:?}",
+                    r.file
+                );
+                assert!(!a.headline.contains("opy-on-access"), "{}", a.headline);
+            }
+        }
+    }
+    assert_eq!(seen, 2, "the real DataLoader and its fix");
 }

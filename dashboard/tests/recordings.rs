@@ -153,7 +153,7 @@ fn a_node_s_copying_workers_are_named_and_no_flat_one() {
     let r = report(&support::recording("watch-node-65-120s.flr"));
     let headline = r["headline"].as_str().unwrap();
     assert!(
-        headline.starts_with("Growth found: copy-on-access") && headline.contains("then held"),
+        headline.starts_with("Copy-on-access: worker") && headline.contains("and held"),
         "{headline}"
     );
     let tree = &r["process_tree"];

@@ -30,6 +30,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 JOBS = HERE / "jobs.py"
+LOADER = HERE / "loader.py"
 DDP = HERE / "ddp.py"
 COW = ROOT / "dashboard/tests/data/cow_workers.py"
 STUB_C = ROOT / "dashboard/tests/data/nvml_stub.c"
@@ -105,6 +106,11 @@ def cases():
             [py, COW, "list", str(mb), str(steps), str(step_s)], {}, cow="list")
         job(f"cow-bytes-{mb}m-{hz}hz", "copy-on-access fixed", hz, None,
             [py, COW, "bytes", str(mb), str(steps), str(step_s)], {}, cow="bytes")
+    # A real PyTorch DataLoader (torch on the CPU) over 6 M Python objects,
+    # and its fix: it reads on until the 70 s watch ends it, having printed its
+    # truth (the tree's PSS from every process's smaps_rollup).
+    for mode, family in [("list", "DataLoader copy-on-access"), ("numpy", "DataLoader fixed")]:
+        job(f"loader-{mode}-5hz", family, 5, 70, [py, LOADER, mode, "65"], {}, loader=mode)
     for rate, rank, secs in [(256 * KIB, 1, 90), (1 * MIB, 0, 90), (0, -1, 90)]:
         name = f"torchrun-leak-rank{rank}" if rate else "torchrun-flat"
         job(name, "torchrun", 5, secs,
@@ -122,8 +128,8 @@ def run_case(c, flatline, py, torchrun, stub_lib, port):
     argv = [str(a).format(py=py, torchrun=torchrun, port=port) for a in c["argv"]]
     base = [flatline, "watch", "--headless", "--redact-host", "--force", "--hz", str(c["hz"]),
             "--out", str(out)]
-    if "gpu" in c:
-        # Watched by pid: the watch ends the run.
+    if "gpu" in c or "loader" in c:
+        # Watched by pid, or past the job's own end: the watch ends the run.
         base += ["--seconds", str(c["seconds"])]
     env = dict(os.environ)
     proc = None
@@ -184,6 +190,25 @@ def resolve(c, stdout, flatline):
             labels.update(label(["mem.rss", "tree.rss", "tree.pss", "tree.uss"] +
                                 [f"{s}.{k}" for s in stems.values() for k in ("rss", "pss")],
                                 "flat", how="reading a bytes object writes nothing"))
+    if "loader" in c:
+        truth = json.loads([l for l in stdout.splitlines() if l.startswith("{")][-1])
+        workers = [stems[p] for p in stems if roles.get(p) == "worker"]
+        rss = ["mem.rss", "tree.rss"] + [f"{s}.rss" for s in stems.values()]
+        if c["loader"] == "list":
+            rate = truth["pss_per_s"]
+            how = ("two DataLoader workers read a Dataset's list of 6 M objects in order, "
+                   "writing every reference count: the kernel copies each page they touch; "
+                   "rate from every process's smaps_rollup at the first batch and the end")
+            labels.update(label(["tree.pss", "tree.uss"], "growth", rate, how))
+            for stem in workers:
+                labels.update(label([f"{stem}.uss"], "growth", rate / max(1, len(workers)), how))
+            labels.update(label(rss, "flat", how="the pages were mapped before the reading"))
+        else:
+            # Its tree's PSS is not labelled: by its own rollups it rises a
+            # few KiB a second (the interpreter's and torch's allocations a
+            # batch), which a long enough watch can tell; only the copying
+            # is known to be absent.
+            labels.update(label(rss, "flat", how="reading a numpy array writes nothing"))
     if "ddp" in c:
         rate, leaking = c["ddp"]
         ranks = {int(p): int(r) for r, p in

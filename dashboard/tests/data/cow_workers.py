@@ -6,7 +6,7 @@ usage: cow_workers.py list|bytes [MB] [STEPS] [STEP_S]
        cow_workers.py storm RATE SECONDS
        cow_workers.py stop PAUSE_S
        cow_workers.py copy|touch|refault MB
-       cow_workers.py node PARENTS WORKERS OBJECTS COPY_AFTER_S COPY_S SECONDS
+       cow_workers.py node PARENTS WORKERS OBJECTS COPY_AFTER_S COPY_S SECONDS [int|pair]
 
 list:  the parent builds a Python list of int objects (about MB megabytes),
        forks two workers, and each worker reads 1/STEPS of the list per
@@ -38,8 +38,12 @@ node:    a training node: a launcher starts PARENTS "ranks", each builds a
          it. COPY_AFTER_S seconds after the start, worker 0 of ranks 0 and 2
          read their rank's list over COPY_S seconds (copying it at a known
          rate); the others only sleep. The launcher prints, as JSON, the
-         copying workers' pids and when they start copying (wall clock).
-         Everything ends after SECONDS.
+         copying workers' pids and when they start copying (wall clock),
+         then the truth: the whole tree's PSS summed from every process's
+         smaps_rollup 2 s into the copying and 2 s before its end, and the
+         slope between. Everything ends after SECONDS. Objects are ints
+         (36 bytes each with their slot) or, with `pair`, `[i, str(i)]`
+         lists (about 230 bytes: 6 M of them are a real job's 1.3 GiB).
 hold:  PROCESSES processes (the parent and its children), each with MB
        megabytes of its own written memory, idle for SECONDS: the load of
        the watcher cost benchmark (scripts/bench-tree.sh).
@@ -265,13 +269,34 @@ def faults(mode, mb):
     os._exit(0)
 
 
-def node(parents, workers, objects, copy_after, copy_s, seconds):
+def descendants(root):
+    """The pids under `root` (and itself), from every process's parent."""
+    parent = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    parent[int(d)] = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                pass
+    tree, todo = [], [root]
+    while todo:
+        p = todo.pop()
+        tree.append(p)
+        todo.extend(c for c, pp in parent.items() if pp == p)
+    return tree
+
+
+def node(parents, workers, objects, copy_after, copy_s, seconds, kind="int"):
     t_copy = time.time() - (time.monotonic() - T0) + copy_after
     r, w = os.pipe()
     for rank in range(parents):
         if os.fork() == 0:
             os.close(r)
-            data = list(range(10**6, 10**6 + objects))
+            if kind == "pair":
+                data = [[i, str(i)] for i in range(objects)]
+            else:
+                data = list(range(10**6, 10**6 + objects))
             for k in range(workers):
                 pid = os.fork()
                 if pid == 0:
@@ -296,6 +321,14 @@ def node(parents, workers, objects, copy_after, copy_s, seconds):
             if len(copiers) == 2:
                 break
     print(json.dumps({"copiers": copiers, "copy_unix": t_copy, "copy_s": copy_s}), flush=True)
+    if copy_s > 6 and copy_after + copy_s < seconds:
+        marks = []
+        for at in (t_copy + 2.0, t_copy + copy_s - 2.0):
+            time.sleep(max(0.0, at - time.time()))
+            marks.append((time.time(), tree_pss(descendants(os.getpid()))))
+        (t1, p1), (t2, p2) = marks
+        print(json.dumps({"truth_pss_per_s": (p2 - p1) / (t2 - t1), "from_unix": t1,
+                          "to_unix": t2}), flush=True)
     while True:
         try:
             os.wait()
@@ -325,7 +358,8 @@ if __name__ == "__main__":
         stop(float(sys.argv[2]))
     elif mode == "node":
         a = sys.argv[2:8]
-        node(int(a[0]), int(a[1]), int(a[2]), float(a[3]), float(a[4]), float(a[5]))
+        kind = sys.argv[8] if len(sys.argv) > 8 else "int"
+        node(int(a[0]), int(a[1]), int(a[2]), float(a[3]), float(a[4]), float(a[5]), kind)
     elif mode in ("copy", "touch", "refault"):
         faults(mode, int(sys.argv[2]))
     elif mode == "churn":

@@ -382,7 +382,10 @@ pub fn reconcile_pss(pss: &mut ChannelAnalysis, uss: &ChannelAnalysis) {
 /// warning. True when the bound applies.
 pub fn bound_copy(own: &mut ChannelAnalysis, rss: &ChannelAnalysis) -> bool {
     let r = own.projection_24h.unwrap_or(0.0) / DAY_S;
+    // Growth within the band its RSS is still in could be the RSS's own: a
+    // copy is told by rising past it.
     if !(own.verdict.is_growth() && r > 0.0)
+        || own.drift < tree::STILL_SHARE * rss.final_value.abs()
         || rss.verdict.is_growth()
         || rss.verdict == Verdict::Insufficient
         || !rss.final_value.is_finite()
