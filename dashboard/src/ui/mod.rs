@@ -165,7 +165,7 @@ pub struct Other {
 /// The banner's tree findings (see [`Dashboard::tree_findings`]).
 pub type TreeFindings = (
     std::time::Instant,
-    (usize, usize, u64),
+    (usize, usize, u64, usize),
     Option<flatline_runtime::analysis::tree::TreeSummary>,
 );
 

@@ -16,8 +16,16 @@
 //! - the settled part moves by less than a quarter of that over its whole
 //!   length, and
 //! - the climb leaves the first level at the start: it sat there for no
-//!   longer than half the climb lasted, or a tenth of the series (a rise
-//!   after a stretch of stillness is growth, however it ends).
+//!   longer than a tenth of the series (a rise after a stretch of
+//!   stillness is growth, however it ends).
+//!
+//! A climb that settles on a plateau (held within a tenth of the climb for
+//! a tenth of the series) ends there, even when the level moves again
+//! later: what comes after is the run. When the settled part moves by more
+//! than the quarter, that plateau is the only start-up there is, and only
+//! if the climb to it is at least as large as all the series moves after
+//! it (a dataset build, then a smaller burst of copies; never the first
+//! step of a staircase).
 //!
 //! So a leak from the start (one line), a leak that starts late (the later
 //! line is the steeper) and a flat run (nothing moved) have no warm-up; a
@@ -140,24 +148,87 @@ pub fn find_warmup(t_s: &[f64], v: &[f64], floor: f64) -> Option<Warmup> {
     let startup = rise.abs();
     let settled = (b.slope * (bt[m - 1] - bt[k])).abs();
     let scatter = (b.sse / (m - k) as f64).sqrt();
-    if !(explained >= 0.5 && startup > floor.max(4.0 * scatter) && settled < 0.25 * startup) {
+    if !(explained >= 0.5 && startup > floor.max(4.0 * scatter)) {
         return None;
     }
     // A start-up is what a process does when it starts: the climb leaves
-    // the first level soon, not after a stretch at it longer than half the
-    // climb and a tenth of the series (workers that sat still for 20 s,
-    // then copied a burst of pages and held them, grew: that is no
-    // start-up; a model loaded 5 s into a minute is).
+    // the first level soon, not after a stretch at it longer than a tenth
+    // of the series (workers that sat still for 20 s of 2 minutes, then
+    // copied pages for a minute or in a burst of 25 s and held them, grew:
+    // that is no start-up; a model loaded 5 s into a minute is).
     let left = (0..k)
         .find(|&i| (bv[i] - bv[0]) * rise.signum() >= 0.1 * startup)
         .unwrap_or(0);
     let still = bt[left] - bt[0];
-    if still > 0.5 * (bt[k] - bt[left]) && still > 0.1 * (bt[m - 1] - bt[0]) {
+    let span = bt[m - 1] - bt[0];
+    if still > 0.1 * span {
         return None;
+    }
+    // Nor does a start-up sit still in the middle of its climb: a level
+    // that settled (held within a tenth of the climb for a tenth of the
+    // series) and then rose again settled there, and what came after is
+    // the run (a node's ranks built their lists, then two workers copied a
+    // burst of pages 15 s later).
+    let band = 0.1 * startup;
+    if settled >= 0.25 * startup {
+        // The second line still moves, so two lines are no start-up and
+        // a plateau is the only sign of one: the climb to it must be
+        // material and at least as large as all the series does after it
+        // (a build, then a smaller burst; not the first step of a
+        // staircase). Only a climb: a level that dropped and came back
+        // part way is read whole.
+        if rise <= 0.0 {
+            return None;
+        }
+        let i = first_plateau(&bt, &bv, left, m, 0.1 * span, band)?;
+        let climb = (bv[i] - bv[0]).abs();
+        let (lo, hi) = bv[i..]
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &v| {
+                (l.min(v), h.max(v))
+            });
+        return (climb > floor.max(4.0 * scatter) && climb >= hi - lo).then(|| Warmup {
+            at_s: starts[i],
+            channel: None,
+        });
+    }
+    if let Some(i) = first_plateau(&bt, &bv, left, k, 0.1 * span, band)
+        && (bv[i] - bv[0]).abs() > floor.max(4.0 * scatter)
+    {
+        return Some(Warmup {
+            at_s: starts[i],
+            channel: None,
+        });
     }
     Some(Warmup {
         at_s: starts[reached(&bv, k, rise)],
         channel: None,
+    })
+}
+
+/// The first bucket from `from` before `to` where the level holds within
+/// `band` for at least `long` seconds.
+fn first_plateau(
+    bt: &[f64],
+    bv: &[f64],
+    from: usize,
+    to: usize,
+    long: f64,
+    band: f64,
+) -> Option<usize> {
+    (from..to).find(|&i| {
+        let (mut lo, mut hi) = (bv[i], bv[i]);
+        for j in i..bv.len() {
+            lo = lo.min(bv[j]);
+            hi = hi.max(bv[j]);
+            if hi - lo > band {
+                return false;
+            }
+            if bt[j] - bt[i] >= long {
+                return j < to;
+            }
+        }
+        false
     })
 }
 
@@ -186,7 +257,7 @@ fn reached(bv: &[f64], k: usize, rise: f64) -> usize {
 }
 
 /// The warm-up of a whole recording: the latest start-up found among its
-/// memory levels (host memory, the allocator's live bytes, GPU memory in
+/// memory levels other than a tree's per-process channels (host memory, the allocator's live bytes, GPU memory in
 /// use), or `None` when none has one. Every channel is then analysed after
 /// it, so one receipt has one warm-up.
 pub fn recording_warmup<'a>(
@@ -199,7 +270,13 @@ pub fn recording_warmup<'a>(
         .iter()
         .enumerate()
         .filter(|(_, c)| {
+            // Not a process's own channels: their readings start with its
+            // first page-table walk, which at a big tree can come long after
+            // the process started (a worker first walked when it begins to
+            // copy would read its copying as its start-up). The job's
+            // start-up shows in its own and the tree's sums.
             c.kind == Kind::Level
+                && !c.labels.contains_key("pid")
                 && (rules::is_host_memory(&c.name, c.unit)
                     || c.name == "alloc.live"
                     || (c.name.starts_with("gpu") && c.name.ends_with(".used")))
@@ -274,6 +351,20 @@ mod tests {
         };
         let (t, v) = burst(22.0);
         assert_eq!(find_warmup(&t, &v, 65536.0), None);
+        // Nor is a slow copy of a minute after the same stillness.
+        let (t, v) = series(234, 2.0, |t| {
+            1e9 + 80.0 * 1_048_576.0 * ((t - 22.0) / 60.0).clamp(0.0, 1.0) + 2e4 * wiggle(t)
+        });
+        assert_eq!(find_warmup(&t, &v, 65536.0), None);
+        // A start-up (a build in the first 10 s), 15 s still, then the
+        // burst: the start-up ends where the build settled.
+        let (t, v) = series(234, 2.0, |t| {
+            1e9 + 200.0 * 1_048_576.0 * (t / 10.0).min(1.0)
+                + 80.0 * 1_048_576.0 * ((t - 25.0) / 25.0).clamp(0.0, 1.0)
+                + 2e4 * wiggle(t)
+        });
+        let w = find_warmup(&t, &v, 65536.0).expect("the build's start-up");
+        assert!((w.at_s - 10.0).abs() < 1.5, "{w:?}");
         // The same climb from the start is a start-up.
         let (t, v) = burst(0.0);
         let w = find_warmup(&t, &v, 65536.0).expect("a start-up");

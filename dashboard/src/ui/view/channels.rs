@@ -161,6 +161,14 @@ pub fn process_rows(d: &Dashboard, visible: usize) -> Vec<ProcessRow> {
     let pss = store.process_pss();
     let leaves = store.process_leaves();
     let grew = |i: Option<usize>| i.and_then(|i| store.analysis(i)).is_some_and(|a| a.rose());
+    // Who grew is the tree summary's word, the receipt's (a parent whose
+    // pages its workers copied rose in USS, and grew nothing), where the
+    // banner has made it.
+    let tree_grew = d
+        .tree_findings
+        .as_ref()
+        .and_then(|(.., t)| t.as_ref())
+        .map(|t| &t.grew);
     // Each process's latest reading before `visible`, found through its
     // PSS pyramid: a few steps per process however long ago it exited
     // (walking back sample by sample cost a week's replay most of its time).
@@ -189,7 +197,7 @@ pub fn process_rows(d: &Dashboard, visible: usize) -> Vec<ProcessRow> {
                 // A process whose pid came back later: only the newest exit counts.
                 exited_s: exits.get(&pid).copied().filter(|_| last.is_some()),
                 stem: c.name.trim_end_matches(".pss").to_owned(),
-                grew: grew(Some(i)) || grew(uss),
+                grew: tree_grew.map_or_else(|| grew(Some(i)) || grew(uss), |g| g.contains(&pid)),
             }
         })
         .collect();

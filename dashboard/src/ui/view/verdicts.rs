@@ -27,15 +27,23 @@ pub(super) fn banner(d: &mut Dashboard, ui: &mut egui::Ui) {
     }
     // The process tree's findings, as the receipt makes them, from what
     // the store holds: at most once a second, and only when it grew.
-    // Which store and how much of it: a recording opened in its place is a
-    // new key, and made at once.
+    // Which store, how much of it and how much of it is analysed: a
+    // recording opened in its place is a new key, and made at once, and so
+    // is the first key with every channel analysed (a replay's analyses
+    // arrive over its first frames, and its length never changes after:
+    // findings made before them would stand for good).
     let key = (
         d.store.len(),
         d.store.schema().len(),
         d.store.time_range().0.to_bits(),
+        d.store.unanalysed(),
     );
     let stale = d.tree_findings.as_ref().is_none_or(|(at, k, _)| {
-        *k != key && (k.1 != key.1 || k.2 != key.2 || at.elapsed().as_secs_f64() >= 1.0)
+        *k != key
+            && (k.1 != key.1
+                || k.2 != key.2
+                || (key.3 == 0 && k.3 != 0)
+                || at.elapsed().as_secs_f64() >= 1.0)
     });
     if stale {
         let store = &d.store;
