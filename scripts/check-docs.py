@@ -74,7 +74,9 @@ LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
 
 
 def check_links(page, problems):
+    """Checks each relative link of the page; returns how many it checked."""
     text = open(page, encoding="utf-8").read()
+    checked = 0
     for n, line, fence in prose_lines(text):
         if fence:
             continue
@@ -83,6 +85,7 @@ def check_links(page, problems):
         for target in LINK.findall(line):
             if re.match(r"[a-z]+:", target):
                 continue
+            checked += 1
             path, _, anchor = target.partition("#")
             dest = os.path.normpath(os.path.join(os.path.dirname(page), path)) if path else page
             if not os.path.exists(dest):
@@ -90,6 +93,7 @@ def check_links(page, problems):
                 continue
             if anchor and dest.endswith(".md") and anchor not in anchors(dest):
                 problems.append(f"{rel(page)}:{n}: no heading #{anchor} in {rel(dest)}")
+    return checked
 
 
 def command_lines(page):
@@ -188,16 +192,25 @@ def check_command(binary, page, n, cmd, problems):
 def main():
     problems = []
     binary = sys.argv[1] if len(sys.argv) > 1 else None
-    checked = 0
+    if binary and help_text(binary, []) is None:
+        problems.append(f"`{binary} --help` fails: no command line can be checked")
+        binary = None
+    checked = links = 0
     for page in pages():
-        check_links(page, problems)
+        links += check_links(page, problems)
         if binary:
             for n, cmd in command_lines(page):
                 check_command(binary, page, n, cmd, problems)
                 checked += 1
+    # A check that checked nothing did not pass: the pages moved, or the
+    # patterns no longer match them.
+    if links == 0:
+        problems.append("no link was found to check")
+    if binary and checked == 0:
+        problems.append("no `flatline` command line was found to check")
     for p in problems:
         print(p, file=sys.stderr)
-    print(f"docs: {len(pages())} pages, {checked} command lines checked, {len(problems)} problems")
+    print(f"docs: {len(pages())} pages, {links} links and {checked} command lines checked, {len(problems)} problems")
     sys.exit(1 if problems else 0)
 
 

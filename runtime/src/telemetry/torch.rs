@@ -136,11 +136,16 @@ impl TorchSeen {
 
     /// The reserved bytes logged within [`FRESH_FOR`], if any.
     pub fn reserved(&self) -> Option<f64> {
+        self.reserved_at(Instant::now())
+    }
+
+    /// The reserved bytes logged within [`FRESH_FOR`] before `now`.
+    fn reserved_at(&self, now: Instant) -> Option<f64> {
         let l = *self
             .latest
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        l.filter(|(at, _)| at.elapsed() <= FRESH_FOR)
+        l.filter(|(at, _)| now.saturating_duration_since(*at) <= FRESH_FOR)
             .map(|(_, b)| b)
     }
 }
@@ -202,9 +207,11 @@ mod tests {
         assert_eq!(seen.reserved(), None);
         seen.set_reserved(3e9);
         assert_eq!(seen.reserved(), Some(3e9));
-        if let Some(long_ago) = Instant::now().checked_sub(FRESH_FOR * 2) {
-            *seen.latest.lock().unwrap() = Some((long_ago, 3e9));
-            assert_eq!(seen.reserved(), None);
-        }
+        // Asked later (a clock moved forward, which works on any machine,
+        // where one moved back cannot before the machine has been up that
+        // long): fresh until FRESH_FOR, stale after.
+        let at = seen.latest.lock().unwrap().unwrap().0;
+        assert_eq!(seen.reserved_at(at + FRESH_FOR), Some(3e9));
+        assert_eq!(seen.reserved_at(at + FRESH_FOR * 2), None);
     }
 }
