@@ -751,7 +751,7 @@ fn level(p: &Prepared, ctx: &Context<'_>, out: &mut ChannelAnalysis) {
             Verdict::Flat,
             (1.0 - spread / tolerance).clamp(0.0, 1.0).max(0.5),
         )
-    } else if settled_later(t, x, out.duration_s, tolerance, evidence) {
+    } else if settled_later(t, x, out.duration_s, tolerance, evidence, out.drift) {
         out.note = Some(Note::NotSustained);
         (Verdict::Flat, 0.5)
     } else if ev.detectable_per_s.is_none() {
@@ -942,17 +942,35 @@ fn held(since: &[f64], tolerance: f64) -> Verdict {
 
 /// A level that moved, then held: the later half of the run within a flat
 /// level's band (`tolerance`) and moving by less than the evidence (steps
-/// early in the run, a start-up the warm-up missed).
-fn settled_later(t: &[f64], x: &[f64], duration_s: f64, tolerance: f64, evidence: f64) -> bool {
+/// early in the run, a start-up the warm-up missed). A move within the band
+/// (`drift`, over the whole run) has held too when its later half moved
+/// by less than [`SUSTAINED_SHARE`] of what the run's rate predicts for it,
+/// the rule growth verdicts are held to: a start-up's tail that slows to a
+/// stop (workers' first batches, +0.25 % and then 67 KB in half a minute)
+/// is no trend that adds up. A larger move keeps the strict rule: a level
+/// that stepped by more than the band is never read flat on its later half
+/// alone.
+fn settled_later(
+    t: &[f64],
+    x: &[f64],
+    duration_s: f64,
+    tolerance: f64,
+    evidence: f64,
+    drift: f64,
+) -> bool {
     let from = t.partition_point(|&ti| ti < t[0] + duration_s / 2.0);
     let late = &x[from..];
-    if late.len() < 2 {
+    if late.len() < 2 || duration_s <= 0.0 {
         return false;
     }
     let lw = (late.len() / 10).max(3).min(late.len() / 2).max(1);
     let mut l = late.to_vec();
     let moved = median(&mut late[late.len() - lw..].to_vec()) - median(&mut late[..lw].to_vec());
-    quantile(&mut l, 0.95) - quantile(&mut l, 0.05) <= tolerance && moved.abs() <= evidence
+    let late_span = t[t.len() - 1] - t[from];
+    let predicted = (drift / duration_s * late_span).abs();
+    let stopped = moved.abs() <= evidence
+        || (drift.abs() <= tolerance && moved.abs() <= SUSTAINED_SHARE * predicted);
+    quantile(&mut l, 0.95) - quantile(&mut l, 0.05) <= tolerance && stopped
 }
 
 /// Growth found in the last part of a run.

@@ -185,6 +185,10 @@ fn untold<'r, 'a>(rows: &'r [Assessed<'a>]) -> Vec<&'r Assessed<'a>> {
         .collect()
 }
 
+/// The least rise, as a share of its level, that "grew, then held" names in
+/// a headline: a flat level's band.
+pub const HELD_SHARE: f64 = 0.01;
+
 fn headline_of(
     rows: &[Assessed<'_>],
     growing: &[Assessed<'_>],
@@ -215,14 +219,22 @@ fn headline_of(
             };
         }
         // Memory that grew beyond its noise and then held is not growth at
-        // the end, but neither is it flat: say what was gained and kept.
+        // the end, but neither is it flat: say what was gained and kept,
+        // where it matters. A rise that stopped adds up to nothing more, so
+        // it is a headline only at a size that matters: beyond a flat
+        // level's band, 1 % of its level (80 KiB of a 260 MB tree's USS,
+        // "+0 %", is noise to a person, and a false alarm).
+        let material = |r: &&&&Assessed<'_>| {
+            let a = r.analysis;
+            a.rose_and_held() && a.drift > HELD_SHARE * a.baseline.abs()
+        };
         let held = told
             .iter()
-            .filter(|r| r.analysis.rose_and_held())
+            .filter(material)
             .max_by(|a, b| a.analysis.drift.total_cmp(&b.analysis.drift));
         if let Some(h) = held {
             let a = h.analysis;
-            let more = match told.iter().filter(|r| r.analysis.rose_and_held()).count() {
+            let more = match told.iter().filter(material).count() {
                 1 => String::new(),
                 n => format!(" (and {} more)", n - 1),
             };
@@ -609,6 +621,21 @@ mod tests {
             "{}",
             a.headline
         );
+        // The same shape, +0.25 % of its level: it rose beyond its noise
+        // and held, and is too small to be a headline.
+        let small: Vec<f64> = t
+            .iter()
+            .map(|&s| 4e8 + 1e6 * ((s - 100.0) / 200.0).clamp(0.0, 1.0) + 5e2 * (s * 1.3).sin())
+            .collect();
+        let small = analyze(&t, &small, &ctx);
+        assert!(small.rose_and_held(), "{small:?}");
+        let a = assess(
+            &[row("mem.rss", &flat), row("tree.uss", &small)],
+            None,
+            &value,
+            &duration,
+        );
+        assert_eq!(a.headline, "Memory is flat.");
     }
 
     #[test]

@@ -768,3 +768,31 @@ fn a_gauge_never_drifts_up_with_a_negative_drift() {
     assert!(a.drift < 0.0, "{a:?}");
     assert_ne!(a.verdict, Verdict::DriftingUp, "{a:?}");
 }
+
+/// A start-up's tail that slows to a stop within the flat band (a fixed
+/// DataLoader's workers: +0.25 % of 266 MB in page-sized steps, most of it
+/// in the first half, 64 s at 2 Hz) held: flat, not "cannot be told". The
+/// same rise kept up to the end is no such thing.
+#[test]
+fn a_small_rise_that_slowed_to_a_stop_held_and_one_that_goes_on_did_not() {
+    let page = 4096.0;
+    let ctx = Context {
+        warmup_s: Some(0.0),
+        min_growth: 65536.0,
+        ..Context::default()
+    };
+    // 160 pages over the run, the rate falling with a time constant of 8 s.
+    let (t, slowing) = series(128, 2.0, |_, t| {
+        266e6 + page * (160.0 * (1.0 - (-t / 8.0).exp())).floor()
+    });
+    let a = analyze(&t, &slowing, &ctx);
+    assert_eq!(
+        (a.verdict, a.note),
+        (Verdict::Flat, Some(Note::NotSustained)),
+        "{a:?}"
+    );
+    // 160 pages at an even rate: its later half moves as much as its first.
+    let (t, going) = series(128, 2.0, |_, t| 266e6 + page * (160.0 * t / 64.0).floor());
+    let b = analyze(&t, &going, &ctx);
+    assert_ne!(b.verdict, Verdict::Flat, "{b:?}");
+}
