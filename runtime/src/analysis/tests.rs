@@ -796,3 +796,28 @@ fn a_small_rise_that_slowed_to_a_stop_held_and_one_that_goes_on_did_not() {
     let b = analyze(&t, &going, &ctx);
     assert_ne!(b.verdict, Verdict::Flat, "{b:?}");
 }
+
+/// A steady climb the data make certain is growth however small against
+/// its level (64 KiB/s on a 20 GiB GPU: 0.03 % over two minutes, under the
+/// 0.1 % materiality floor, and 5.3 GiB a day); host memory keeps its floor
+/// of 16 pages, below which a steady few pages are the allocator's.
+#[test]
+fn a_certain_climb_is_growth_however_small_against_its_level() {
+    let (t, v) = series(235, 2.0, |i, t| {
+        21.5e9 + 65536.0 * t + 4096.0 * ((i % 3) as f64 - 1.0)
+    });
+    let a = analyze(&t, &v, &Context::default());
+    assert_eq!(a.verdict, Verdict::Linear, "{a:?}");
+    let per_day = a.projection_24h.unwrap();
+    assert!((per_day / (65536.0 * 86_400.0) - 1.0).abs() < 0.05, "{a:?}");
+    // The same shape without a trend is flat.
+    let (t, v) = series(235, 2.0, |i, _| 21.5e9 + 4096.0 * ((i % 3) as f64 - 1.0));
+    assert_eq!(analyze(&t, &v, &Context::default()).verdict, Verdict::Flat);
+    // Host memory: 12 pages over two minutes in steady steps stay under its floor.
+    let (t, v) = series(240, 2.0, |_, t| 1e9 + 4096.0 * (t / 10.0).floor());
+    let host = Context {
+        min_growth: 65536.0,
+        ..Context::default()
+    };
+    assert!(!analyze(&t, &v, &host).verdict.is_growth());
+}
