@@ -113,12 +113,35 @@ mod tests {
     }
 
     #[test]
-    fn this_process_s_own_environment_is_read_from_proc() {
-        // The test's own environment as it started: no job variables are
-        // expected, but the file must be readable and parse.
-        let own = of_process(std::process::id()).unwrap();
-        let want = from_env(std::env::vars());
-        assert_eq!(own, want);
+    fn a_process_s_environment_is_read_from_proc() {
+        // A child started with a launcher's variables and nothing else: its
+        // labels, read from /proc/<pid>/environ, are those, and no more.
+        let mut child = std::process::Command::new("/bin/sleep")
+            .arg("30")
+            .env_clear()
+            .env("RANK", "3")
+            .env("WORLD_SIZE", "4")
+            .env("HOME", "/nowhere")
+            .spawn()
+            .unwrap();
+        // Its environment appears once its exec has set it up, which can be
+        // just after spawn returns (a vfork'd parent resumes as the exec
+        // begins): wait for it (the deadline only ends a hang).
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        let got = loop {
+            let got = of_process(child.id());
+            if got.as_ref().is_ok_and(|g| !g.is_empty()) || std::time::Instant::now() > deadline {
+                break got;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        };
+        let _ = child.kill();
+        let _ = child.wait();
+        let want: BTreeMap<String, String> = [("rank", "3"), ("world_size", "4")]
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect();
+        assert_eq!(got.unwrap(), want);
     }
 
     #[test]

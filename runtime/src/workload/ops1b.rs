@@ -420,7 +420,11 @@ mod tests {
     fn the_hot_field_layout_gives_the_known_answer() {
         let r = bench_layout(Layout::Soa, 1_000_000_000, None).unwrap();
         assert_eq!(r.checksum, 25_689_187_392);
-        assert_eq!(r.heap_allocs.unwrap_or(0), 0);
+        assert_eq!(
+            r.heap_allocs,
+            Some(0),
+            "counted (the tests install the counting allocator), and none"
+        );
     }
 
     #[test]
