@@ -330,7 +330,28 @@ pub fn compare(members: &[Member]) -> (BTreeMap<String, ChannelSummary>, Vec<Out
             },
         );
     }
-    outliers.sort_by(|a, b| b.mads.total_cmp(&a.mads));
+    // The headline names the growth that matters most, not the one
+    // furthest from the others in MADs: a rank whose RSS grows 28 GiB/h
+    // leads with that, not with its page tables' 52 MiB/h, however far
+    // they stand out. Bytes first, by how fast they grow; then the rest,
+    // by how far they stand out.
+    let bytes = |o: &Outlier| {
+        channels
+            .get(&o.channel)
+            .is_some_and(|c: &ChannelSummary| c.unit.is_bytes())
+    };
+    outliers.sort_by(|a, b| {
+        bytes(b)
+            .cmp(&bytes(a))
+            .then_with(|| {
+                if bytes(a) && bytes(b) {
+                    b.rate_per_s.total_cmp(&a.rate_per_s)
+                } else {
+                    std::cmp::Ordering::Equal
+                }
+            })
+            .then_with(|| b.mads.total_cmp(&a.mads))
+    });
     (channels, outliers)
 }
 
@@ -721,6 +742,49 @@ mod tests {
         assert_eq!(
             h,
             "rank 5 of 16 (node-0) grows 41.01 MiB/h in tree.pss; the other 15 do not."
+        );
+    }
+
+    /// Of a rank's outlying channels the headline leads with the one whose
+    /// bytes grow fastest (its RSS, 28 GiB/h), not the one furthest from
+    /// the other ranks in MADs (its page tables, 52 MiB/h, which scatter
+    /// less).
+    #[test]
+    fn the_headline_leads_with_the_growth_that_matters_most() {
+        let per_h = |mib: f64| mib * 1_048_576.0 / 3600.0;
+        let rate = |slope_per_s: f64, grows| Rate {
+            unit: Unit::Bytes,
+            slope_per_s,
+            slope_per_step: None,
+            grows,
+        };
+        let members: Vec<Member> = (0..4)
+            .map(|r| {
+                let mut m = member(r, 0.0, false);
+                let leak = r == 2;
+                // RSS: the others scatter by a few MiB/h; page tables, by bytes.
+                let jitter = (r as f64 - 1.5) * per_h(4.0);
+                m.channels.insert(
+                    "mem.rss".into(),
+                    rate(if leak { per_h(28.0 * 1024.0) } else { jitter }, leak),
+                );
+                m.channels.insert(
+                    "mem.vm_pte".into(),
+                    rate(if leak { per_h(52.0) } else { r as f64 }, leak),
+                );
+                m
+            })
+            .collect();
+        let (outliers, h) = fleet(members);
+        let pte = outliers.iter().find(|o| o.channel == "mem.vm_pte").unwrap();
+        let rss = outliers.iter().find(|o| o.channel == "mem.rss").unwrap();
+        assert!(
+            pte.mads > rss.mads,
+            "the page tables stand out further: {outliers:?}"
+        );
+        assert!(
+            h.starts_with("rank 2 of 4 (node-0) grows 28.00 GiB/h in mem.rss"),
+            "{h}"
         );
     }
 
