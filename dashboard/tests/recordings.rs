@@ -158,13 +158,7 @@ fn a_node_s_copying_workers_are_named_and_no_flat_one() {
     );
     let tree = &r["process_tree"];
     assert_eq!(tree["processes"].as_array().map(Vec::len), Some(65));
-    let mut grew: Vec<u64> = tree["grew"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p.as_u64().unwrap())
-        .collect();
-    grew.sort_unstable();
+    let grew = support::pids(&tree["grew"]);
     let mut copied: Vec<u64> = r["channels"]
         .as_object()
         .unwrap()

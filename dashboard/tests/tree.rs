@@ -109,12 +109,7 @@ fn workers_copying_a_shared_list_grow_pss_while_every_rss_is_flat() {
     let (out, truth) = watch_fixture(dir.path(), "list", &["list", "96", "24", "0.4"]);
     let v = after_warmup(&out, &truth);
     let tree = &v["process_tree"];
-    let workers: Vec<&serde_json::Value> = tree["processes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|p| p["role"] == "worker")
-        .collect();
+    let workers = support::with_role(tree, "worker");
     assert_eq!(workers.len(), 2, "{tree}");
     let rss: Vec<String> = v["channels"]
         .as_object()
@@ -207,24 +202,12 @@ fn a_real_size_parent_and_two_copying_workers() {
     let (out, truth) = watch_fixture(dir.path(), "big", &["list", "1536", "96", "0.3"]);
     let whole = support::report(&out);
     let tree = &whole["process_tree"];
-    let workers: Vec<&serde_json::Value> = tree["processes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|p| p["role"] == "worker")
-        .collect();
+    let workers = support::with_role(tree, "worker");
     assert_eq!(workers.len(), 2, "{tree}");
     copy_headline_names(whole["headline"].as_str().unwrap(), &workers);
-    let mut grew: Vec<u64> = tree["grew"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p.as_u64().unwrap())
-        .collect();
-    grew.sort_unstable();
     let mut pids: Vec<u64> = workers.iter().map(|w| w["pid"].as_u64().unwrap()).collect();
     pids.sort_unstable();
-    assert_eq!(grew, pids, "{tree}");
+    assert_eq!(support::pids(&tree["grew"]), pids, "{tree}");
     // tree.pss read throughout the copying: at least one reading a second
     // on average, no gap over 5 s (the probe reads at 2 Hz).
     let rec = Recording::open(&out).unwrap();

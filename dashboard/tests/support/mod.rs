@@ -89,6 +89,28 @@ pub fn report(path: &Path) -> serde_json::Value {
 }
 
 /// Asserts exit 1 with one line on stderr that contains `needle`.
+/// The processes of a receipt's `process_tree` that have this role.
+pub fn with_role<'a>(tree: &'a serde_json::Value, role: &str) -> Vec<&'a serde_json::Value> {
+    tree["processes"]
+        .as_array()
+        .expect("a process tree's processes")
+        .iter()
+        .filter(|p| p["role"] == role)
+        .collect()
+}
+
+/// A JSON array of pids, sorted (a process tree's `grew`).
+pub fn pids(v: &serde_json::Value) -> Vec<u64> {
+    let mut p: Vec<u64> = v
+        .as_array()
+        .expect("an array of pids")
+        .iter()
+        .map(|p| p.as_u64().expect("a pid"))
+        .collect();
+    p.sort_unstable();
+    p
+}
+
 pub fn fails(out: &Output, needle: &str) {
     assert_eq!(
         out.status.code(),

@@ -64,8 +64,12 @@ pub(super) fn banner(d: &mut Dashboard, ui: &mut egui::Ui) {
         .iter()
         .map(|g| g.name.to_string())
         .collect();
-    // What grows is plotted: the most urgent few, once each.
-    for n in names.iter().take(AUTO_PLOTTED) {
+    // What grows is plotted: the most urgent few, once each, once every
+    // channel is analysed (a replay's analyses arrive over its first
+    // frames, as fast as the machine allows: a channel urgent only among
+    // the first few analysed is not what grows most).
+    let ready = d.store.unanalysed() == 0;
+    for n in names.iter().take(if ready { AUTO_PLOTTED } else { 0 }) {
         if d.auto_plotted.insert(n.clone()) {
             d.settings.selected.insert(n.clone());
         }
