@@ -355,7 +355,10 @@ fn a_trainer_state_gives_the_steps_and_evals_once() {
     // What it printed on stdout: 6 metric dicts, the eval dict and the
     // checkpoint line, all read; on stderr, the bar (its own reader).
     let (lines, parsed, _) = lines_read(&v, "output");
-    assert!(parsed >= 8 && lines >= parsed, "{lines} lines, {parsed} parsed");
+    assert!(
+        parsed >= 8 && lines >= parsed,
+        "{lines} lines, {parsed} parsed"
+    );
 }
 
 fn import(file: &Path, out: &Path) -> serde_json::Value {
