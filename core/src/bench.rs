@@ -425,11 +425,20 @@ fn run_corpus(args: &AnalysisBenchArgs) -> Result<()> {
     use flatline_runtime::analysis::corpus::{self, LEVEL_VERDICTS};
     use flatline_runtime::analysis::{Context, analyze};
     let mut results: Vec<(String, Verdict, Verdict, usize, Option<f64>)> = Vec::new();
+    // Per family: growing series their truth makes clear, and those found.
+    let mut clear: std::collections::BTreeMap<&str, (usize, usize)> = Default::default();
     for c in corpus::generate() {
         let a = c.analyze();
+        if c.clear() == Some(true) {
+            let e = clear.entry(c.family).or_default();
+            e.0 += 1;
+            e.1 += usize::from(a.verdict.is_growth() && a.slope_per_s > 0.0);
+        }
         let err = c
             .slope
-            .filter(|_| a.verdict == Verdict::Linear && c.family != "ambiguous")
+            .filter(|_| {
+                a.verdict == Verdict::Linear && !matches!(c.family, "ambiguous" | "threshold")
+            })
             .map(|s| (a.slope_per_s / s - 1.0).abs());
         results.push((c.name, c.expected, a.verdict, c.t.len(), err));
     }
@@ -490,6 +499,9 @@ fn run_corpus(args: &AnalysisBenchArgs) -> Result<()> {
             "slope_error_p90": pick(0.9),
             "slope_error_max": errs.last(),
             "hour_at_100hz_median_ns": median_ns,
+            "clear_by_family": clear.iter().map(|(f, (n, k))| serde_json::json!({
+                "family": f, "clear": n, "found": k,
+            })).collect::<Vec<_>>(),
             "wrong": results.iter().filter(|r| r.1 != r.2).map(|r| format!("{}: {:?} as {:?}", r.0, r.1, r.2)).collect::<Vec<_>>(),
         });
         println!("{v}");
@@ -541,6 +553,17 @@ fn run_corpus(args: &AnalysisBenchArgs) -> Result<()> {
             x * 100.0
         );
     }
+    println!(
+        "\n  recall against the truth: growing series whose true rate is at least {} standard errors\n  \
+         of its own slope (from the construction) and whose rise passes the evidence floor",
+        corpus::CLEAR_Z
+    );
+    for (family, (n, k)) in &clear {
+        println!(
+            "    {family:<18}{k:>5} of {n:<5} found ({:.1} %)",
+            100.0 * *k as f64 / (*n).max(1) as f64
+        );
+    }
     for r in results.iter().filter(|r| r.1 != r.2) {
         println!(
             "  wrong: {} is {}, given {}",
@@ -571,6 +594,8 @@ fn run_real(args: &AnalysisBenchArgs) -> Result<()> {
                     "not_growing": s.not_growing, "false_alarms": s.false_alarms,
                     "growing": s.growing, "detectable": s.detectable,
                     "found": s.found, "missed": s.missed,
+                    "clear": s.clear, "clear_found": s.clear_found,
+                    "clear_recall": s.clear_recall(),
                 })
             })
             .collect();
@@ -579,6 +604,12 @@ fn run_real(args: &AnalysisBenchArgs) -> Result<()> {
             "recordings": outcomes.iter().map(|o| &o.file).collect::<std::collections::BTreeSet<_>>().len(),
             "channels": outcomes.len(),
             "families": families,
+            "labelled": outcomes.iter().map(|o| serde_json::json!({
+                "file": o.file, "channel": o.channel, "class": format!("{:?}", o.class).to_lowercase(),
+                "rate_per_s": o.rate_per_s, "verdict": o.verdict, "called_growth": o.called_growth,
+                "detectable_per_s": o.detectable_per_s,
+                "truth_z": o.truth_z.map(|z| if z.is_finite() { serde_json::json!(z) } else { serde_json::json!("inf") }),
+            })).collect::<Vec<_>>(),
         });
         println!("{v}");
         return Ok(());
@@ -591,42 +622,57 @@ fn run_real(args: &AnalysisBenchArgs) -> Result<()> {
         args.dir.display()
     );
     println!(
-        "\n  {:<24}{:<9}{:>9}{:>13}{:>14}{:>9}{:>12}{:>8}{:>8}",
+        "\n  {:<26}{:<7}{:>9}{:>13}{:>7}{:>9}{:>12}{:>7}{:>8}{:>12}{:>7}{:>8}",
         "family",
         "kind",
         "channels",
         "flat/falling",
-        "false alarms",
+        "false",
         "growing",
         "detectable",
         "found",
-        "missed"
+        "missed",
+        "clear z≥10",
+        "found",
+        "recall"
     );
     let mut total = crate::corpus::Score::default();
-    for ((family, kind), s) in &scores {
+    let line = |family: &str, kind: &str, s: &crate::corpus::Score| {
         println!(
-            "  {family:<24}{kind:<9}{:>9}{:>13}{:>14}{:>9}{:>12}{:>8}{:>8}",
-            s.channels, s.not_growing, s.false_alarms, s.growing, s.detectable, s.found, s.missed
+            "  {family:<26}{kind:<7}{:>9}{:>13}{:>7}{:>9}{:>12}{:>7}{:>8}{:>12}{:>7}{:>7.1}%",
+            s.channels,
+            s.not_growing,
+            s.false_alarms,
+            s.growing,
+            s.detectable,
+            s.found,
+            s.missed,
+            s.clear,
+            s.clear_found,
+            100.0 * s.clear_recall()
         );
-        total.channels += s.channels;
-        total.not_growing += s.not_growing;
-        total.false_alarms += s.false_alarms;
-        total.growing += s.growing;
-        total.detectable += s.detectable;
-        total.found += s.found;
-        total.missed += s.missed;
+    };
+    for ((family, kind), s) in &scores {
+        line(family, kind, s);
+        total.add(s);
     }
+    line("all", "", &total);
     println!(
-        "  {:<33}{:>9}{:>13}{:>14}{:>9}{:>12}{:>8}{:>8}",
-        "all",
-        total.channels,
-        total.not_growing,
-        total.false_alarms,
-        total.growing,
-        total.detectable,
-        total.found,
-        total.missed
+        "\n  detectable: growth at least the rate its receipt says it could show; clear: growth whose\n  \
+         true rate is at least {} standard errors of its own slope over the analysed span, from the\n  \
+         recording's construction (the residuals around the true line, their lag-1 autocorrelation)",
+        flatline_runtime::analysis::corpus::CLEAR_Z
     );
+    for o in outcomes.iter().filter(|o| o.clear() && !o.called_growth) {
+        println!(
+            "  clear, not found: {} {} at {}/s (z {:.1}), given {}",
+            o.file,
+            o.channel,
+            o.rate_per_s.map_or("–".into(), |r| format!("{r:.0}")),
+            o.truth_z.unwrap_or(0.0),
+            o.verdict
+        );
+    }
     for o in outcomes.iter().filter(|o| o.false_alarm() || o.missed()) {
         println!(
             "  {}: {} {} is {:?} at {}/s, given {} (slope {:.0}/s, detectable {})",

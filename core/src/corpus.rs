@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result};
-use flatline_runtime::analysis::{Kind, MATERIAL_SHARE, evidence, rules};
+use flatline_runtime::analysis::{Kind, MATERIAL_SHARE, corpus, evidence, rules};
 use flatline_runtime::recording::Recording;
 use serde::Deserialize;
 
@@ -69,6 +69,10 @@ pub struct Outcome {
     /// The smallest rate the receipt says this channel could show.
     pub detectable_per_s: Option<f64>,
     pub slope_per_s: f64,
+    /// Growth: how clearly its true rate stands out of its own noise over
+    /// the analysed span, from the recording's construction
+    /// ([`corpus::truth_z`]), not from any rule of the analysis.
+    pub truth_z: Option<f64>,
 }
 
 impl Outcome {
@@ -87,6 +91,12 @@ impl Outcome {
     pub fn missed(&self) -> bool {
         self.detectable() && !self.called_growth
     }
+
+    /// Growth its truth makes clear (`truth_z ≥ CLEAR_Z`), whatever the
+    /// analysis says it could see.
+    pub fn clear(&self) -> bool {
+        self.class == Class::Growth && self.truth_z.is_some_and(|z| z >= corpus::CLEAR_Z)
+    }
 }
 
 /// Every labelled channel of the corpus in `dir`, judged by its receipt.
@@ -98,6 +108,9 @@ pub fn evaluate(dir: &Path) -> Result<Vec<Outcome>> {
         let rec = Recording::open(&path)?;
         let receipt = report::analyse(&rec, None);
         let growing = receipt.growing();
+        let t0 = rec.t_ns.first().copied().unwrap_or(0);
+        let t: Vec<f64> = rec.t_ns.iter().map(|&t| (t - t0) as f64 / 1e9).collect();
+        let end = receipt.teardown_s.unwrap_or(f64::INFINITY);
         for (name, label) in &e.channels {
             let row = receipt
                 .rows
@@ -105,6 +118,19 @@ pub fn evaluate(dir: &Path) -> Result<Vec<Outcome>> {
                 .find(|r| &r.spec.name == name)
                 .with_context(|| format!("{}: no channel {name}", e.file))?;
             let a = &row.analysis;
+            // The analysed span: after this channel's warm-up, before the
+            // job's teardown.
+            let truth_z = label
+                .rate_per_s
+                .filter(|_| label.class == Class::Growth)
+                .map(|rate| {
+                    let (a0, b0) = (
+                        t.partition_point(|&x| x < a.warmup_s),
+                        t.partition_point(|&x| x < end),
+                    );
+                    let b0 = b0.max(a0);
+                    corpus::truth_z(&t[a0..b0], &rec.columns[row.index][a0..b0], rate)
+                });
             out.push(Outcome {
                 file: e.file.clone(),
                 family: e.family.clone(),
@@ -116,6 +142,7 @@ pub fn evaluate(dir: &Path) -> Result<Vec<Outcome>> {
                 called_growth: growing.contains(&name.as_str()),
                 detectable_per_s: a.evidence.and_then(|ev| ev.detectable_per_s),
                 slope_per_s: a.slope_per_s,
+                truth_z,
             });
         }
     }
@@ -135,6 +162,34 @@ pub struct Score {
     pub detectable: usize,
     pub found: usize,
     pub missed: usize,
+    /// Growing channels whose truth makes them clear (`truth_z ≥ CLEAR_Z`),
+    /// and those of them called growth.
+    pub clear: usize,
+    pub clear_found: usize,
+}
+
+impl Score {
+    /// Adds another score's counts to this one.
+    pub fn add(&mut self, o: &Score) {
+        self.channels += o.channels;
+        self.not_growing += o.not_growing;
+        self.false_alarms += o.false_alarms;
+        self.growing += o.growing;
+        self.detectable += o.detectable;
+        self.found += o.found;
+        self.missed += o.missed;
+        self.clear += o.clear;
+        self.clear_found += o.clear_found;
+    }
+
+    /// Recall among the channels the truth makes clear (1 when none).
+    pub fn clear_recall(&self) -> f64 {
+        if self.clear == 0 {
+            1.0
+        } else {
+            self.clear_found as f64 / self.clear as f64
+        }
+    }
 }
 
 /// Scores by (family, kind).
@@ -150,6 +205,8 @@ pub fn score(outcomes: &[Outcome]) -> BTreeMap<(String, &'static str), Score> {
             s.detectable += usize::from(o.detectable());
             s.found += usize::from(o.called_growth);
             s.missed += usize::from(o.missed());
+            s.clear += usize::from(o.clear());
+            s.clear_found += usize::from(o.clear() && o.called_growth);
         } else {
             s.not_growing += 1;
             s.false_alarms += usize::from(o.false_alarm());

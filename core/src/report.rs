@@ -223,7 +223,15 @@ fn analyse_part(
     // A job's teardown (its processes exiting at the end) is no part of how
     // it ran: the analysis ends where it began.
     let teardown = tree_analysis::teardown_s(&rec.events, t_all.last().copied().unwrap_or(0.0))
-        .filter(|&td| td > t0 && !prefix);
+        .filter(|&td| td > t0 && !prefix)
+        .map(|td| {
+            ["tree.rss", "mem.rss"]
+                .iter()
+                .find_map(|n| rec.channel(n))
+                .and_then(|rss| tree_analysis::freed_before(&t_all, rss, td))
+                .filter(|&at| at > t0)
+                .unwrap_or(td)
+        });
     let b = match teardown {
         Some(td) => b.min(t_all.partition_point(|&t| t < td)),
         None => b,
@@ -765,7 +773,9 @@ pub fn text_report(rec: &Recording, receipt: &Receipt<'_>) -> String {
     if let Some(td) = receipt.teardown_s {
         line(
             &mut d,
-            format!("  analysis up to {td:.1} s, where the job's processes began to exit"),
+            format!(
+                "  analysis up to {td:.1} s, where the job began to exit (its memory given back, its processes ending)"
+            ),
         );
     }
     if let Some(note) = thinned_note(rec) {

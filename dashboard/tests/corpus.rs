@@ -64,9 +64,12 @@ fn the_corpus_is_large_enough_and_labelled() {
     }
 }
 
-/// No flat or falling channel is called growing, in any family or kind;
-/// at most 2 % of the growing channels are missed where the receipt itself
-/// says it could see their rate.
+/// No flat or falling channel is called growing, in any family or kind.
+/// Recall is judged against the truth of each recording's construction:
+/// every family finds at least 99 % of its growing channels whose true rate
+/// stands 10 standard errors out of their own noise (`Outcome::clear`),
+/// whatever the analysis says it could see; and, by the analysis's own
+/// statement, at most 2 % of the growth it says it could see is missed.
 #[test]
 fn receipts_tell_the_truth_of_the_corpus() {
     let outcomes = corpus::evaluate(&dir()).unwrap();
@@ -79,7 +82,27 @@ fn receipts_tell_the_truth_of_the_corpus() {
         alarms.is_empty(),
         "flat or falling called growing: {alarms:#?}"
     );
+    let unclear: Vec<String> = outcomes
+        .iter()
+        .filter(|o| o.clear() && !o.called_growth)
+        .map(|o| {
+            format!(
+                "{} {} at {:?}/s (z {:.1}): {}",
+                o.file,
+                o.channel,
+                o.rate_per_s,
+                o.truth_z.unwrap_or(0.0),
+                o.verdict
+            )
+        })
+        .collect();
+    let clear = outcomes.iter().filter(|o| o.clear()).count();
+    assert!(clear >= 120, "{clear} clearly growing channels");
     let detectable = outcomes.iter().filter(|o| o.detectable()).count();
+    assert!(
+        detectable >= 100,
+        "{detectable} detectable growing channels"
+    );
     let missed: Vec<String> = outcomes
         .iter()
         .filter(|o| o.missed())
@@ -90,11 +113,13 @@ fn receipts_tell_the_truth_of_the_corpus() {
             )
         })
         .collect();
-    assert!(
-        detectable >= 100,
-        "{detectable} detectable growing channels"
-    );
     for ((family, kind), s) in corpus::score(&outcomes) {
+        assert!(
+            s.clear_recall() >= 0.99,
+            "{family} ({kind}): {} of {} clearly growing channels found: {unclear:#?}",
+            s.clear_found,
+            s.clear
+        );
         assert!(
             s.missed as f64 <= 0.02 * s.detectable as f64 + 1e-9,
             "{family} ({kind}): {} of {} missed: {missed:#?}",
@@ -102,11 +127,12 @@ fn receipts_tell_the_truth_of_the_corpus() {
             s.detectable
         );
     }
-    assert!(
-        missed.len() as f64 <= 0.02 * detectable as f64,
-        "{} of {detectable} detectable growing channels missed: {missed:#?}",
-        missed.len()
-    );
+    // The noise-free stand-in GPU leaks are certain, however small.
+    for o in outcomes.iter().filter(|o| o.file == "gpu-leak-64k.flr") {
+        if o.class == Class::Growth {
+            assert!(o.clear() && o.called_growth, "{o:?}");
+        }
+    }
 }
 
 /// The copy-on-access recordings: growth in the headline, in `growing` and

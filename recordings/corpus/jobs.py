@@ -122,15 +122,23 @@ def torch_loop(seconds, rate):
     # that trains does, so the paced part is the steady state.
     for _ in range(WARM_STEPS):
         step()
-    kept, total = [], 0
+    # What it keeps lives in one tensor over private anonymous memory mapped up
+    # front (resident only once written), written at the rate: its resident
+    # size grows by exactly the bytes kept. (Small tensors kept one by one
+    # between a step's temporaries fragment glibc's heap instead: at 256 KiB
+    # a second the resident size grew 1.3 MiB a second, measured, a truth no
+    # label can state.)
     rate = float(rate)
+    room = int(rate * (seconds + 5)) // mmap.PAGESIZE * mmap.PAGESIZE + mmap.PAGESIZE
+    region = mmap.mmap(-1, room, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    kept = torch.frombuffer(region, dtype=torch.float32)
+    total = 0
     for _, el in steps(seconds):
         step()
-        want = int(rate * el)
+        want = min(int(rate * el) // 4 * 4, room)
         if want - total >= 1024:
-            n = (want - total) // 4
-            kept.append(torch.full((n,), 1.0))
-            total += n * 4
+            kept[total // 4 : want // 4].fill_(1.0)
+            total = want
     return {"kept_bytes": total}
 
 

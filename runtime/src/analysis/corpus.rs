@@ -31,6 +31,9 @@ pub struct Case {
     pub v: Vec<f64>,
     /// For linear series: the true slope per second.
     pub slope: Option<f64>,
+    /// Growth with one long-run rate (linear series, staircases): that rate
+    /// per second, the truth [`truth_z`] is measured against.
+    pub true_rate: Option<f64>,
     /// The evidence floor the channel would have (64 KiB for host memory).
     pub min_growth: f64,
 }
@@ -48,10 +51,24 @@ impl Case {
     /// The truth of the series, by its family's construction.
     pub fn truth(&self) -> Truth {
         match self.family {
-            "linear" | "staircase" | "late leak" | "sawtooth leak" | "ambiguous" => Truth::Growth,
+            "linear" | "staircase" | "late leak" | "sawtooth leak" | "ambiguous" | "threshold"
+            | "faint staircase" => Truth::Growth,
             "falling" => Truth::Falling,
             _ => Truth::Flat,
         }
+    }
+
+    /// Growth whose truth makes it clear: its [`truth_z`] at least
+    /// [`CLEAR_Z`] and its rise over the run at least its evidence floor
+    /// (the reading's resolution: under it nothing is certain, however
+    /// smooth). `None`: no one long-run rate to measure against.
+    pub fn clear(&self) -> Option<bool> {
+        let rate = self.true_rate.filter(|_| self.truth() == Truth::Growth)?;
+        let span = match (self.t.first(), self.t.last()) {
+            (Some(a), Some(b)) => b - a,
+            _ => 0.0,
+        };
+        Some(rate * span >= self.min_growth && truth_z(&self.t, &self.v, rate) >= CLEAR_Z)
     }
 
     /// The analysis of this series, as a level with its evidence floor.
@@ -65,6 +82,51 @@ impl Case {
             },
         )
     }
+}
+
+/// The truth's limit: a growth channel whose [`truth_z`] is at least this
+/// is clearly detectable, and the analysis must find it.
+pub const CLEAR_Z: f64 = 10.0;
+
+/// How clearly a series' true rate stands out of its own noise, from its
+/// construction, not from any rule of the analysis: the residuals after
+/// removing the true slope (`v − rate·t`, about their mean), their lag-1
+/// autocorrelation `ρ` (0 when negative), the effective number of readings
+/// `n (1 − ρ) / (1 + ρ)`, the slope's standard error over the span
+/// `σ / √Σ(t − t̄)² · √(n / n_eff)`, and `z = rate / that error`. A series
+/// with no residual at all (a noise-free climb) is infinitely clear; fewer
+/// than three readings are not clear at all (0). Readings that are `NaN`
+/// are not readings.
+pub fn truth_z(t: &[f64], v: &[f64], rate_per_s: f64) -> f64 {
+    let (ts, rs): (Vec<f64>, Vec<f64>) = t
+        .iter()
+        .zip(v)
+        .filter(|(t, v)| t.is_finite() && v.is_finite())
+        .map(|(&t, &v)| (t, v - rate_per_s * t))
+        .unzip();
+    let n = ts.len();
+    if n < 3 {
+        return 0.0;
+    }
+    let nf = n as f64;
+    let t_mean = ts.iter().sum::<f64>() / nf;
+    let r_mean = rs.iter().sum::<f64>() / nf;
+    let e: Vec<f64> = rs.iter().map(|r| r - r_mean).collect();
+    let sxx: f64 = ts.iter().map(|t| (t - t_mean).powi(2)).sum();
+    let see: f64 = e.iter().map(|e| e * e).sum();
+    if sxx <= 0.0 {
+        return 0.0;
+    }
+    // Residuals within rounding of none: the climb is exact.
+    let scale = rs.iter().fold(0.0f64, |m, r| m.max(r.abs())).max(1.0);
+    if see.sqrt() <= 1e-12 * scale * nf.sqrt() {
+        return f64::INFINITY;
+    }
+    let rho = (e.windows(2).map(|w| w[0] * w[1]).sum::<f64>() / see).clamp(0.0, 0.999);
+    let n_eff = (nf * (1.0 - rho) / (1.0 + rho)).max(2.0);
+    let sigma = (see / (nf - 1.0)).sqrt();
+    let se = sigma / sxx.sqrt() * (nf / n_eff).sqrt();
+    rate_per_s / se
 }
 
 /// Approximately normal noise (sum of 12 uniforms), reproducible.
@@ -118,6 +180,7 @@ pub fn generate() -> Vec<Case> {
                     t,
                     v,
                     slope,
+                    true_rate: slope,
                     min_growth: FLOOR,
                 }
             };
@@ -157,14 +220,16 @@ pub fn generate() -> Vec<Case> {
                 (32.0 * MIB, duration / 5.0),
             ] {
                 if q >= 10.0 * sigma && 5.0 * q > 1e-3 * level {
-                    out.push(shape(
+                    let mut c = shape(
                         &|_, t| level + q * (t / period_s).floor(),
                         &mut seed,
                         format!("staircase {q} every {period_s:.1}s"),
                         "staircase",
                         Verdict::Staircase,
                         None,
-                    ));
+                    );
+                    c.true_rate = Some(q / period_s);
+                    out.push(c);
                 }
             }
             // A collector's sawtooth: grows 5 % over a tenth of the run, drops back.
@@ -228,6 +293,72 @@ pub fn generate() -> Vec<Case> {
                         format!("linear at {k}× noise"),
                         "ambiguous",
                         Verdict::Linear,
+                        Some(per_s),
+                    ));
+                }
+            }
+            // Across the thresholds, not only outside them: trends of 8 to
+            // 40 times the noise over the run (the analysis's own growth
+            // rule asks 10×), and, without noise, rises of half to four
+            // times the evidence floor and of a tenth to three times the
+            // material share of the level. Growth by construction; the
+            // truth's z says which of them any analysis could see.
+            if sigma > 0.0 {
+                for k in [8.0, 12.0, 20.0, 40.0] {
+                    let per_s = k * sigma / duration;
+                    out.push(shape(
+                        &|_, t| level + per_s * t,
+                        &mut later_seed,
+                        format!("linear at {k}× noise"),
+                        "threshold",
+                        Verdict::Linear,
+                        Some(per_s),
+                    ));
+                }
+                // A staircase whose steps are 2 to 8 times the noise: under
+                // the jumps the analysis sees between single readings (six
+                // times the noise of their differences), clear between the
+                // treads' means. A blind spot of the analysis, reported
+                // apart (see the test below and docs/drift-analysis.md).
+                for k in [2.0, 4.0, 8.0] {
+                    let (q, period_s) = (k * sigma, duration / 8.0);
+                    let mut c = shape(
+                        &|_, t| level + q * (t / period_s).floor(),
+                        &mut later_seed,
+                        format!("staircase of {k}× noise"),
+                        "faint staircase",
+                        // Steps no single reading resolves: a line at best.
+                        Verdict::Linear,
+                        None,
+                    );
+                    c.true_rate = Some(q / period_s);
+                    out.push(c);
+                }
+            } else {
+                for rise in [
+                    0.5 * FLOOR,
+                    FLOOR,
+                    2.0 * FLOOR,
+                    4.0 * FLOOR,
+                    0.1e-3 * level,
+                    0.3e-3 * level,
+                    1e-3 * level,
+                    3e-3 * level,
+                ] {
+                    let per_s = rise / duration;
+                    // At the floor or under it: within the reading's
+                    // resolution, read flat.
+                    let expected = if rise <= FLOOR {
+                        Verdict::Flat
+                    } else {
+                        Verdict::Linear
+                    };
+                    out.push(shape(
+                        &|_, t| level + per_s * t,
+                        &mut later_seed,
+                        format!("rise of {rise:.0} B"),
+                        "threshold",
+                        expected,
                         Some(per_s),
                     ));
                 }
@@ -332,6 +463,7 @@ pub fn generate() -> Vec<Case> {
             t,
             v,
             slope: None,
+            true_rate: None,
             min_growth: FLOOR,
         });
     }
@@ -375,6 +507,8 @@ mod tests {
             "settled",
             "sawtooth leak",
             "ambiguous",
+            "threshold",
+            "faint staircase",
             "falling",
         ] {
             assert!(a.iter().any(|c| c.family == fam), "{fam}");
@@ -397,6 +531,8 @@ mod tests {
                 Truth::Flat | Truth::Falling => {
                     assert!(!called, "false growth: {} {a:?}", c.name);
                 }
+                // The blind spot held apart (see the test below).
+                Truth::Growth if c.family == "faint staircase" => {}
                 Truth::Growth => {
                     let can = match (c.slope, a.evidence.and_then(|e| e.detectable_per_s)) {
                         (Some(s), Some(d)) => s >= d,
@@ -414,8 +550,10 @@ mod tests {
                     }
                 }
             }
-            if let (Some(s), Verdict::Linear, false) = (c.slope, a.verdict, c.family == "ambiguous")
-            {
+            // The slope is held where the trend is 10× the noise; the
+            // families across that line are not.
+            let across = matches!(c.family, "ambiguous" | "threshold");
+            if let (Some(s), Verdict::Linear, false) = (c.slope, a.verdict, across) {
                 assert!(
                     (a.slope_per_s / s - 1.0).abs() <= 0.05,
                     "{}: slope {} vs {s}",
@@ -437,5 +575,68 @@ mod tests {
             .filter(|c| c.analyze().verdict.is_growth())
             .count();
         assert!(found > 0);
+    }
+    /// Recall judged against the truth, not the analysis's own statement:
+    /// every series its construction makes clear ([`Case::clear`]) is
+    /// called growth, at least 99 % of them in each family. One family is
+    /// a blind spot the analysis has today and is held apart: staircases
+    /// whose steps are under the jumps it sees between single readings
+    /// (`faint staircase`; `flatline bench analysis --corpus` reports its
+    /// recall, docs/drift-analysis.md states it).
+    #[test]
+    fn clear_growth_is_found_in_every_family() {
+        let mut by: std::collections::BTreeMap<&str, (usize, Vec<String>)> = Default::default();
+        for c in generate() {
+            if c.clear() != Some(true) || c.family == "faint staircase" {
+                continue;
+            }
+            let a = c.analyze();
+            let e = by.entry(c.family).or_default();
+            e.0 += 1;
+            if !(a.verdict.is_growth() && a.slope_per_s > 0.0) {
+                let z = truth_z(&c.t, &c.v, c.true_rate.unwrap());
+                e.1.push(format!("{} (z {z:.1}): {:?}", c.name, a.verdict));
+            }
+        }
+        assert!(
+            by.contains_key("threshold") && by.contains_key("ambiguous"),
+            "{by:?}"
+        );
+        let all: usize = by.values().map(|v| v.0).sum();
+        assert!(all > 80, "{all} clear series");
+        for (family, (clear, missed)) in &by {
+            assert!(
+                missed.len() as f64 <= 0.01 * *clear as f64,
+                "{family}: {} of {clear} clear growing series missed: {missed:#?}",
+                missed.len()
+            );
+        }
+    }
+
+    /// The truth's measure itself: white noise around a known slope gives
+    /// z near `trend/σ · √(n/12)`; an exact climb is infinitely clear; a
+    /// random walk's few effective readings make it unclear.
+    #[test]
+    fn truth_z_measures_the_noise_around_the_true_line() {
+        let n = 1200;
+        let t: Vec<f64> = (0..n).map(|i| i as f64).collect();
+        let mut noise = Noise(SplitMix64::new(7));
+        let (sigma, rate) = (100.0, 0.5);
+        let v: Vec<f64> = t.iter().map(|&t| rate * t + noise.next(sigma)).collect();
+        let z = truth_z(&t, &v, rate);
+        let expect = rate * n as f64 / sigma * (n as f64 / 12.0).sqrt();
+        assert!((z / expect - 1.0).abs() < 0.1, "{z} vs {expect}");
+        let exact: Vec<f64> = t.iter().map(|&t| 3.0 + rate * t).collect();
+        assert_eq!(truth_z(&t, &exact, rate), f64::INFINITY);
+        let mut walk = 0.0;
+        let w: Vec<f64> = t
+            .iter()
+            .map(|&t| {
+                walk += noise.next(sigma);
+                rate * t + walk
+            })
+            .collect();
+        assert!(truth_z(&t, &w, rate) < z / 5.0, "{}", truth_z(&t, &w, rate));
+        assert_eq!(truth_z(&t[..2], &v[..2], rate), 0.0);
     }
 }

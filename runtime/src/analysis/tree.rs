@@ -471,9 +471,50 @@ pub fn teardown_s(events: &[Event], end_s: f64) -> Option<f64> {
     (from > last_start).then_some(from)
 }
 
+/// A job frees what it holds as it exits (an interpreter's finalisation,
+/// a mapping closed) before the exit is seen: where its memory's last fall
+/// began, within [`TEARDOWN_GAP_S`] before `teardown` (seconds, on the
+/// clock of `t`), when its readings there end more than 1 % (and 16 pages)
+/// below their highest. `rss` is the tree's (or the process's) resident
+/// size; `NaN` is no reading. The analysis then stops at that highest
+/// reading's successor: a leak's receipt is not read "noisy" because its
+/// process gave everything back in its last second.
+pub fn freed_before(t: &[f64], rss: &[f64], teardown: f64) -> Option<f64> {
+    let from = t.partition_point(|&x| x < teardown - TEARDOWN_GAP_S);
+    let to = t.partition_point(|&x| x < teardown);
+    let window: Vec<(usize, f64)> = (from..to)
+        .filter(|&i| rss[i].is_finite())
+        .map(|i| (i, rss[i]))
+        .collect();
+    let &(peak_i, peak) = window.iter().max_by(|a, b| a.1.total_cmp(&b.1))?;
+    let &(_, last) = window.last()?;
+    let fell = peak - last;
+    (fell > (0.01 * peak).max(16.0 * 4096.0) && peak_i + 1 < to).then(|| t[peak_i + 1])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn memory_freed_just_before_the_exit_is_teardown() {
+        let t: Vec<f64> = (0..100).map(|i| i as f64 * 0.5).collect();
+        // Grows 1 MiB a reading, then gives 100 MiB back in its last second.
+        let mut rss: Vec<f64> = (0..100).map(|i| 1e9 + i as f64 * 1048576.0).collect();
+        rss[98] = 1e9;
+        rss[99] = 1e9;
+        assert_eq!(freed_before(&t, &rss, 50.0), Some(49.0));
+        // Nothing given back, or less than 1 %: the teardown stays where it was.
+        let flat: Vec<f64> = (0..100).map(|i| 1e9 + i as f64 * 1048576.0).collect();
+        assert_eq!(freed_before(&t, &flat, 50.0), None);
+        let mut small = flat.clone();
+        small[99] = small[98] - 4.0 * 1048576.0;
+        assert_eq!(freed_before(&t, &small, 50.0), None);
+        // A fall long before the exit is no part of it.
+        let mut early = flat;
+        early[10] = 1e8;
+        assert_eq!(freed_before(&t, &early, 50.0), None);
+    }
 
     fn ev(t_s: f64, kind: EventKind) -> Event {
         Event {
