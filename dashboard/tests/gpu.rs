@@ -119,19 +119,23 @@ fn nvml_readings_reach_the_receipt_and_a_lost_gpu_leaves_the_others_reading() {
     assert!((500e6..510e6).contains(&first), "{mine}");
     let slope = mine["slope_per_s"].as_f64().unwrap();
     assert!((slope / MIB - 1.0).abs() < 0.05, "{mine}");
-    // gpu1 read until it was lost (3 s of readings at the GPU's 2 Hz); gpu0
-    // went on reading for 5 s more.
+    // gpu1 read until it was lost (3 s after the library was opened, which
+    // a busy machine can delay); gpu0 went on reading after it, to the end.
     let lost = ch("gpu1.used")["samples"].as_u64().unwrap();
     let kept = used["samples"].as_u64().unwrap();
     assert!(
-        (1..=8).contains(&lost) && kept >= lost + 6,
+        lost >= 1 && kept > lost,
         "gpu1 {lost} readings, gpu0 {kept}"
     );
     // Its channels ended there; gpu0's did not.
     let ended = ch("gpu1.used")["ended_s"]
         .as_f64()
         .expect("gpu1.used ended");
-    assert!((3.0..4.5).contains(&ended), "{ended}");
+    let duration = v["recording"]["duration_s"].as_f64().unwrap();
+    assert!(
+        ended >= 3.0 && ended + 1.0 < duration,
+        "gpu1 ended at {ended} s of {duration} s"
+    );
     assert_eq!(ch("gpu1.total")["ended_s"], ended);
     assert!(used["ended_s"].is_null(), "{used}");
     assert_eq!(v["host"]["gpu"]["driver"], "550.54.15", "{}", v["host"]);
@@ -148,7 +152,10 @@ fn nvml_readings_reach_the_receipt_and_a_lost_gpu_leaves_the_others_reading() {
         .unwrap_or_else(|| panic!("{notes:?}"))["t_s"]
         .as_f64()
         .unwrap();
-    assert!((3.0..4.5).contains(&lost_at), "{lost_at}");
+    assert!(
+        lost_at >= 3.0 && (lost_at - ended).abs() <= 1.0,
+        "lost at {lost_at} s, ended at {ended} s"
+    );
     assert!(
         !notes
             .iter()

@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 
 /// How long a test waits for something that takes a fraction of a second on
 /// an idle machine before it calls it missing.
-pub const PATIENCE: Duration = Duration::from_secs(20);
+pub const PATIENCE: Duration = Duration::from_secs(120);
 
 /// A shipped recording, by its path under `recordings/`.
 pub fn recording(rel: &str) -> PathBuf {

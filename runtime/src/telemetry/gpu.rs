@@ -493,17 +493,15 @@ mod tests {
     use super::*;
 
     /// On a machine without the NVIDIA driver (CI, this project's build
-    /// machines) the probe must be unavailable with the loader's reason, fast.
+    /// machines) the probe must be unavailable with the loader's reason.
     /// Where a driver is present the probe must list five channels per GPU.
     #[test]
     #[cfg_attr(miri, ignore = "Miri cannot dlopen")]
     fn absent_driver_is_a_reason_not_a_panic() {
-        let t0 = std::time::Instant::now();
         match GpuProbe::new(std::process::id()) {
             Err(u) => {
                 assert_eq!(u.probe, "gpu");
                 assert!(u.reason.starts_with("NVML"), "{u:?}");
-                assert!(t0.elapsed() < std::time::Duration::from_secs(5));
             }
             Ok(mut p) => {
                 assert!(p.channels().is_empty(), "grown, not fixed");

@@ -337,7 +337,7 @@ mod tests {
             .unwrap();
         // Steps at 0, 10, …, 100 ms: 11 on an idle machine, fewer when the scheduler
         // is late. Never more: unpaced, the slice would take thousands of batches.
-        assert!((2..=12).contains(&seen.len()), "{} steps", seen.len());
+        assert!((1..=12).contains(&seen.len()), "{} steps", seen.len());
         assert_eq!(seen[0], (1, 256));
         assert_eq!(progress.batches(), seen.len() as u64);
         assert_eq!(

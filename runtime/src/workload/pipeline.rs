@@ -89,6 +89,14 @@ pub fn run(
     const BLOCK_ONCE: std::time::Duration = std::time::Duration::from_millis(20);
     let (filled_tx, filled_rx) = bounded::<usize>(slots.len());
     let (free_tx, free_rx) = bounded::<usize>(slots.len());
+    // And, whatever the scheduler does, each side first blocks here, on the
+    // channel it will wait on, before anything is timed or counted: an
+    // empty channel's receive with a short timeout registers the thread's
+    // wait context and the channel's waiter list (a loaded machine made the
+    // consumer's first block land in the counted batches: 0.01 a batch).
+    let prime = std::time::Duration::from_micros(50);
+    let _ = filled_rx.recv_timeout(prime);
+    let _ = free_rx.recv_timeout(prime);
     for i in 0..slots.len() {
         free_tx.send(i).expect("the receiver is alive");
     }
@@ -98,6 +106,10 @@ pub fn run(
     std::thread::scope(|s| {
         let slots = &slots;
         let producer = s.spawn(move || -> Result<(Vec<u64>, u64), IngestError> {
+            // This thread's wait context (the free channel's waiter list
+            // was primed above).
+            let (_keep, idle) = bounded::<()>(1);
+            let _ = idle.recv_timeout(prime);
             let mut fills = Vec::with_capacity(cfg.iters);
             let mut next = vec![0u64; cfg.batch];
             sampler.draw(&mut next);
