@@ -284,33 +284,20 @@ pub fn generate() -> Vec<Case> {
             // The ambiguous middle: trends of 1, 2, 3 and 5 times the noise
             // over the run. Growth by construction; whether a run this long
             // can show it is the analysis's to state (its detectable rate).
+            // And across the thresholds, not only outside them: trends of 8
+            // to 40 times the noise (the analysis's own growth rule asks
+            // 10×), and, without noise, rises of half to four times the
+            // evidence floor and of a tenth to three times the material
+            // share of the level. The truth's z says which of them any
+            // analysis could see.
             if sigma > 0.0 {
-                for k in [1.0, 2.0, 3.0, 5.0] {
+                for k in [1.0, 2.0, 3.0, 5.0, 8.0, 12.0, 20.0, 40.0] {
                     let per_s = k * sigma / duration;
                     out.push(shape(
                         &|_, t| level + per_s * t,
                         &mut later_seed,
                         format!("linear at {k}× noise"),
-                        "ambiguous",
-                        Verdict::Linear,
-                        Some(per_s),
-                    ));
-                }
-            }
-            // Across the thresholds, not only outside them: trends of 8 to
-            // 40 times the noise over the run (the analysis's own growth
-            // rule asks 10×), and, without noise, rises of half to four
-            // times the evidence floor and of a tenth to three times the
-            // material share of the level. Growth by construction; the
-            // truth's z says which of them any analysis could see.
-            if sigma > 0.0 {
-                for k in [8.0, 12.0, 20.0, 40.0] {
-                    let per_s = k * sigma / duration;
-                    out.push(shape(
-                        &|_, t| level + per_s * t,
-                        &mut later_seed,
-                        format!("linear at {k}× noise"),
-                        "threshold",
+                        if k < 8.0 { "ambiguous" } else { "threshold" },
                         Verdict::Linear,
                         Some(per_s),
                     ));
