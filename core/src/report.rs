@@ -307,6 +307,23 @@ fn analyse_part(
             }
         }
     }
+    // A job watched from its launch that ended in less time than a start-up
+    // can take: its whole life may be its start-up, and no leak can be told
+    // from one. Its growth is said as that, not projected. Pages copied
+    // while their RSS held (bounded by what can be copied) are no leak to
+    // tell from a start-up: that finding stands on its own evidence.
+    if !prefix && range.is_none() && ended_in_start_up(rec, &t_all[..b], &warmup) {
+        for r in rows.iter_mut() {
+            let a = &mut r.analysis;
+            if a.kind == analysis::Kind::Level
+                && a.verdict.is_growth()
+                && a.slope_per_s > 0.0
+                && r.limit != Some(LimitSource::Shared)
+            {
+                analysis::in_start_up(a);
+            }
+        }
+    }
     let order = summary::order(
         &rows
             .iter()
@@ -344,6 +361,37 @@ fn analyse_part(
     }
 }
 
+/// The longest run of a job watched from its launch that is read as its
+/// start-up when it never settled: a framework's import and a model's load
+/// take seconds to tens of seconds.
+pub const START_UP_ONLY_S: f64 = 30.0;
+
+/// The job was launched by the watch (its `command`), ended by itself, and
+/// lived under [`START_UP_ONLY_S`] (`t`: the readings' times up to its
+/// teardown). Nothing in so short a life tells a leak from a start-up: an
+/// import slows as it ends, and then building the model and its first
+/// steps climb steeply again just before the exit (a real PyTorch job
+/// under load: 480 to 675 MiB over 17 s of imports, flat, then 675 to
+/// 763 MiB in its last 1.3 s); a dataset read into memory climbs at a
+/// steady pace like a leak. A found warm-up is no proof the start-up ended
+/// (that import settled for a second at 5 s), so only a warm-up given by
+/// hand (`--warmup-s`, the user's word that it ended there) keeps the
+/// verdicts as they are.
+fn ended_in_start_up(rec: &Recording, t: &[f64], warmup: &WarmupChoice) -> bool {
+    let ended = rec
+        .events
+        .iter()
+        .any(|e| matches!(e.kind, EventKind::TargetExited { .. }));
+    let life = match (t.first(), t.last()) {
+        (Some(&t0), Some(&end)) => end - t0,
+        _ => return false,
+    };
+    rec.header.config.contains_key("command")
+        && ended
+        && life < START_UP_ONLY_S
+        && !matches!(warmup, WarmupChoice::Given(_))
+}
+
 /// A verdict as a person reads it: a flat channel that moved says by how
 /// much; one whose growth stopped says so.
 pub fn verdict_text(a: &ChannelAnalysis, u: Unit) -> String {
@@ -353,6 +401,7 @@ pub fn verdict_text(a: &ChannelAnalysis, u: Unit) -> String {
         }
         (v, Some(Note::NotSustained)) => format!("{} (settled)", v.as_str()),
         (v, Some(Note::SharedPages)) => format!("{} (USS flat)", v.as_str()),
+        (v, Some(Note::StartUp)) => format!("{} (start-up)", v.as_str()),
         (v, _) => match a.onset_s {
             Some(t) => format!("{} since {}", v.as_str(), duration(t)),
             None => v.as_str().into(),
@@ -363,6 +412,14 @@ pub fn verdict_text(a: &ChannelAnalysis, u: Unit) -> String {
 /// The sensitivity of the run, said of its main memory channel: how long a
 /// reference leak takes to show at this run's noise.
 fn sensitivity(receipt: &Receipt<'_>) -> Option<String> {
+    // A job that ended during its start-up had no run to be sensitive in.
+    if receipt
+        .rows
+        .iter()
+        .any(|r| r.analysis.note == Some(Note::StartUp))
+    {
+        return None;
+    }
     let r = receipt.rows.iter().find(|r| {
         r.analysis.kind == analysis::Kind::Level
             && rules::is_host_memory(&r.spec.name, r.spec.unit)
@@ -405,6 +462,13 @@ fn untold(receipt: &Receipt<'_>) -> Vec<String> {
         .filter(|r| r.analysis.verdict == Verdict::Insufficient)
         .map(|r| {
             let a = &r.analysis;
+            if a.note == Some(Note::StartUp) {
+                return format!(
+                    "{} grew {} until the job ended, during its start-up: a leak cannot be told from a start-up",
+                    r.spec.name,
+                    change(a.final_value - a.baseline, r.spec.unit)
+                );
+            }
             let why = match a.evidence {
                 Some(e) if e.readings >= 2 => format!(
                     "{} readings over {} (worth {:.1} independent ones, {} needed to show any trend at {} %)",

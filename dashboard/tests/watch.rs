@@ -28,8 +28,10 @@ while time.time() - t0 < secs:
         step += 1; log.write("%d,%d,%.3f\n" % (step, step * 16384, 3.0 / step)); log.flush()
 "#;
 
-/// Watches the helper in `mode` for `secs` at 20 Hz and returns the JSON receipt.
-fn watch(dir: &Path, mode: &str, secs: &str, log: bool) -> serde_json::Value {
+/// Watches the helper in `mode` for `secs` at 20 Hz and returns the JSON
+/// receipt, reported with `extra` (a job of a few seconds ends during its
+/// start-up unless `--warmup-s` says where that ended).
+fn watch(dir: &Path, mode: &str, secs: &str, log: bool, extra: &[&str]) -> serde_json::Value {
     let out = dir.join(format!("{mode}.flr"));
     let log_path = dir.join(format!("{mode}.csv"));
     let mut args = vec![
@@ -58,15 +60,21 @@ fn watch(dir: &Path, mode: &str, secs: &str, log: bool) -> serde_json::Value {
         text.contains("exited"),
         "the receipt notes the exit: {text}"
     );
-    let r = flatline(&["report", out.to_str().unwrap(), "--format", "json"]);
+    let mut args = vec!["report", out.to_str().unwrap(), "--format", "json"];
+    args.extend(extra);
+    let r = flatline(&args);
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
     serde_json::from_slice(&r.stdout).unwrap()
 }
 
+/// The helper's start-up (the interpreter's) ends well within this: the
+/// user's word, as `--warmup-s`, that what follows is the run.
+const STARTED: [&str; 2] = ["--warmup-s", "0.5"];
+
 #[test]
 fn steady_growth_is_linear_with_the_true_slope() {
     let dir = tempfile::tempdir().unwrap();
-    let v = watch(dir.path(), "linear", "4", false);
+    let v = watch(dir.path(), "linear", "4", false, &STARTED);
     let rss = &v["channels"]["mem.rss"];
     assert_eq!(rss["verdict"], "linear", "{rss}");
     let slope = rss["slope_per_s"].as_f64().unwrap();
@@ -81,7 +89,7 @@ fn steady_growth_is_linear_with_the_true_slope() {
 #[test]
 fn equal_steps_are_a_staircase_with_their_quantum() {
     let dir = tempfile::tempdir().unwrap();
-    let v = watch(dir.path(), "steps", "5.5", false);
+    let v = watch(dir.path(), "steps", "5.5", false, &STARTED);
     let rss = &v["channels"]["mem.rss"];
     assert_eq!(rss["verdict"], "staircase", "{rss}");
     let q = rss["quantum"].as_f64().unwrap();
@@ -92,7 +100,7 @@ fn equal_steps_are_a_staircase_with_their_quantum() {
 #[test]
 fn a_process_that_does_not_grow_is_flat_and_its_log_is_tailed() {
     let dir = tempfile::tempdir().unwrap();
-    let v = watch(dir.path(), "flat", "3", true);
+    let v = watch(dir.path(), "flat", "3", true, &[]);
     assert_eq!(
         v["channels"]["mem.rss"]["verdict"], "flat",
         "{}",
@@ -300,5 +308,75 @@ fn a_rank_is_labelled_from_its_environment_and_by_hand() {
         String::from_utf8_lossy(&bad.stderr).contains("\"job\" is taken"),
         "{}",
         String::from_utf8_lossy(&bad.stderr)
+    );
+}
+
+/// A job that lives a few seconds, climbing fast and then ever more slowly
+/// until it exits (an import, a model's build, a second of training): its
+/// whole life is its start-up. The receipt says so instead of projecting
+/// it, `--fail-on linear,staircase` passes and `--fail-on insufficient`
+/// fails; a leak of the same length that keeps its pace stays growth
+/// (`steady_growth_is_linear_with_the_true_slope`).
+#[test]
+fn a_job_that_ends_during_its_start_up_is_not_projected() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("short.flr");
+    let script = r#"
+import time
+keep, t0 = [], time.time()
+# 96 MiB in the first second, then 1 MiB every half second: slowing.
+for _ in range(96):
+    keep.append(b"\x01" * (1 << 20)); time.sleep(0.01)
+while time.time() - t0 < 4.0:
+    keep.append(b"\x01" * (1 << 20)); time.sleep(0.5)
+"#;
+    let o = flatline(&[
+        "watch",
+        "--headless",
+        "--hz",
+        "20",
+        "--out",
+        out.to_str().unwrap(),
+        "--",
+        "python3",
+        "-c",
+        script,
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v = support::report(&out);
+    let headline = v["headline"].as_str().unwrap();
+    assert!(
+        headline.starts_with("The job ended during its start-up: "),
+        "{headline}"
+    );
+    assert!(!headline.contains("reached in"), "{headline}");
+    assert!(
+        v["growing"].as_array().unwrap().is_empty(),
+        "{}",
+        v["growing"]
+    );
+    let rss = &v["channels"]["mem.rss"];
+    assert_eq!(rss["verdict"], "insufficient", "{rss}");
+    assert_eq!(rss["note"]["why"], "start_up", "{rss}");
+    let gate = |verdicts: &str| {
+        flatline(&["report", out.to_str().unwrap(), "--fail-on", verdicts])
+            .status
+            .code()
+    };
+    assert_eq!(gate("linear,staircase"), Some(0));
+    assert_eq!(gate("insufficient"), Some(3));
+    // Told where the start-up ended, the report judges what follows.
+    let told = support::json(&flatline(&[
+        "report",
+        out.to_str().unwrap(),
+        "--format",
+        "json",
+        "--warmup-s",
+        "1.5",
+    ]));
+    let rss = &told["channels"]["mem.rss"];
+    assert!(
+        matches!(rss["verdict"].as_str(), Some("linear" | "staircase")),
+        "{rss}"
     );
 }

@@ -343,6 +343,25 @@ pub enum Note {
     /// its USS, did not: pages it shares were left to fewer processes (a
     /// sharer exited), which moves PSS without a byte allocated.
     SharedPages,
+    /// The job ended during its start-up: it grew from its launch to its
+    /// end without settling, in less time than a start-up can take, so its
+    /// growth cannot be told from a start-up ([`in_start_up`]).
+    StartUp,
+}
+
+/// Re-reads a growth verdict as `insufficient` with [`Note::StartUp`]: the
+/// job ended before its start-up could be told from a leak. Nothing is
+/// projected; what it rose stays in `drift`.
+pub fn in_start_up(a: &mut ChannelAnalysis) {
+    a.verdict = Verdict::Insufficient;
+    a.note = Some(Note::StartUp);
+    a.confidence = 0.0;
+    a.severity = None;
+    a.time_to_limit_s = None;
+    a.projection_24h = Some(0.0);
+    a.rate_per_s = None;
+    a.pct_per_hour = None;
+    a.onset_s = None;
 }
 
 /// A PSS channel's growth stands only where its USS (read with it, from

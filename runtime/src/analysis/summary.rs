@@ -251,6 +251,39 @@ fn headline_of(
         }
         // A channel that moved but whose readings cannot tell growth from
         // noise is not flat: say so, with what it had.
+        // A job that ended during its start-up: what rose most says so,
+        // whether its readings were too few or it was re-read as start-up.
+        let start_up = untold
+            .iter()
+            .any(|u| u.analysis.note == Some(super::Note::StartUp));
+        // Resident memory before address space (a `vm_size` of reserved,
+        // untouched pages), the job's or tree's before one process's, then
+        // by how much it rose.
+        let resident = |u: &&Assessed<'_>| {
+            let leaf = u.name.rsplit('.').next().unwrap_or_default();
+            let whole = !u.name.starts_with("pid");
+            (
+                matches!(leaf, "rss" | "pss" | "uss" | "current" | "used"),
+                whole,
+            )
+        };
+        if let Some(u) = untold
+            .iter()
+            .filter(|u| start_up && u.unit.is_bytes() && u.analysis.drift > 0.0)
+            .max_by(|a, b| {
+                (resident(a), a.analysis.drift)
+                    .partial_cmp(&(resident(b), b.analysis.drift))
+                    .unwrap_or(std::cmp::Ordering::Equal)
+            })
+        {
+            let a = u.analysis;
+            return format!(
+                "The job ended during its start-up: {} grew {} over its last {}, and so short a run cannot tell a leak from a start-up; watch a longer one to judge it.",
+                u.name,
+                value(a.drift, u.unit),
+                duration(a.duration_s)
+            );
+        }
         if let Some(u) = untold.first() {
             let a = u.analysis;
             let more = match untold.len() {
