@@ -312,7 +312,10 @@ fn analyse_part(
     // from one. Its growth is said as that, not projected. Pages copied
     // while their RSS held (bounded by what can be copied) are no leak to
     // tell from a start-up: that finding stands on its own evidence.
-    if !prefix && range.is_none() && ended_in_start_up(rec, &t_all[..b], &warmup) {
+    // A prefix (a live window, a replay's playhead) knows of the exit only
+    // once its readings reach it.
+    let seen_until = prefix.then(|| t_all[..b].last().copied()).flatten();
+    if range.is_none() && ended_in_start_up(rec, &t_all[..b], &warmup, seen_until) {
         for r in rows.iter_mut() {
             let a = &mut r.analysis;
             if a.kind == analysis::Kind::Level
@@ -366,9 +369,9 @@ fn analyse_part(
 /// take seconds to tens of seconds.
 pub const START_UP_ONLY_S: f64 = 30.0;
 
-/// The job was launched by the watch (its `command`), ended by itself, and
-/// lived under [`START_UP_ONLY_S`] (`t`: the readings' times up to its
-/// teardown). Nothing in so short a life tells a leak from a start-up: an
+/// The job was launched by the watch (its `command`) and exited by itself
+/// within [`START_UP_ONLY_S`] of its first reading (`t`: the readings'
+/// times). Nothing in so short a life tells a leak from a start-up: an
 /// import slows as it ends, and then building the model and its first
 /// steps climb steeply again just before the exit (a real PyTorch job
 /// under load: 480 to 675 MiB over 17 s of imports, flat, then 675 to
@@ -377,19 +380,28 @@ pub const START_UP_ONLY_S: f64 = 30.0;
 /// (that import settled for a second at 5 s), so only a warm-up given by
 /// hand (`--warmup-s`, the user's word that it ended there) keeps the
 /// verdicts as they are.
-fn ended_in_start_up(rec: &Recording, t: &[f64], warmup: &WarmupChoice) -> bool {
-    let ended = rec
-        .events
-        .iter()
-        .any(|e| matches!(e.kind, EventKind::TargetExited { .. }));
-    let life = match (t.first(), t.last()) {
-        (Some(&t0), Some(&end)) => end - t0,
-        _ => return false,
+///
+/// `seen_until`: for a prefix, the time of its last reading; an exit more
+/// than a second after it (the sampler's grace after an exit) is still to
+/// come.
+fn ended_in_start_up(
+    rec: &Recording,
+    t: &[f64],
+    warmup: &WarmupChoice,
+    seen_until: Option<f64>,
+) -> bool {
+    let Some(&t0) = t.first() else {
+        return false;
     };
-    rec.header.config.contains_key("command")
-        && ended
-        && life < START_UP_ONLY_S
-        && !matches!(warmup, WarmupChoice::Given(_))
+    // Its exit within the bound of its first reading (the live window's
+    // store reads it the same way).
+    let ended = rec.events.iter().any(|e| {
+        let at = e.t_ns as f64 / 1e9;
+        matches!(e.kind, EventKind::TargetExited { .. })
+            && at - t0 < START_UP_ONLY_S
+            && seen_until.is_none_or(|s| at <= s + 1.0)
+    });
+    rec.header.config.contains_key("command") && ended && !matches!(warmup, WarmupChoice::Given(_))
 }
 
 /// A verdict as a person reads it: a flat channel that moved says by how

@@ -834,6 +834,7 @@ impl ReplaySource {
         let (follower, header) = Follower::open(path)?;
         let mut store = Store::new(header.schema.clone(), LIVE_CAP);
         store.set_host(&header.host);
+        store.set_launched(&header.config);
         let mut src = Self {
             path: path.to_owned(),
             digest: String::new(),
@@ -966,6 +967,7 @@ impl WatchSource {
         };
         let mut store = Store::new(tel.schema.clone(), LIVE_CAP);
         store.set_host(&setup.host);
+        store.set_launched(&setup.config);
         let road = Road {
             out: Fanout::new(writer, tap),
             pending: None,

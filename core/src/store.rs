@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use flatline_runtime::analysis::{ChannelAnalysis, LiveAnalysis, rules};
 use flatline_runtime::recording::Slots;
-use flatline_runtime::recording::{Event, HostFacts, Recording};
+use flatline_runtime::recording::{Event, EventKind, HostFacts, Recording};
 use flatline_runtime::telemetry::{STEP_CHANNELS, Sample, Schema, TOKEN_CHANNELS};
 
 /// Points per bucket from one pyramid level to the next.
@@ -230,6 +230,8 @@ pub struct Store {
     events: Vec<Event>,
     /// Each channel's tracker and analysis, and the warm-up.
     live: LiveAnalysis,
+    /// A job the watch launched ([`Store::set_launched`]).
+    launched: bool,
     steps_idx: Option<usize>,
     tokens_idx: Option<usize>,
     /// Most samples kept in memory; beyond it the older part is thinned.
@@ -271,6 +273,7 @@ impl Store {
             process_rows: Vec::new(),
             steps_advance: false,
             steps_first: None,
+            launched: false,
             schema,
         }
     }
@@ -304,6 +307,26 @@ impl Store {
     /// Adds an event (a live source's step, phase or exit).
     pub fn push_event(&mut self, e: Event) {
         self.events.push(e);
+        self.check_start_up();
+    }
+
+    /// The stream is of a job the watch launched (its `command` in the
+    /// setup): one that exits within [`crate::report::START_UP_ONLY_S`] of
+    /// its first reading ended during its start-up, as its receipt says.
+    pub fn set_launched(&mut self, config: &std::collections::BTreeMap<String, String>) {
+        self.launched = config.contains_key("command");
+        self.check_start_up();
+    }
+
+    fn check_start_up(&mut self) {
+        let first = self.t.first().copied().unwrap_or(0.0);
+        let exited = self.events.iter().any(|e| {
+            matches!(e.kind, EventKind::TargetExited { .. })
+                && (e.t_ns as f64 / 1e9 - first) < crate::report::START_UP_ONLY_S
+        });
+        if self.launched && exited {
+            self.live.ended_during_start_up();
+        }
     }
 
     /// The ceiling of channel `i` where one is known, and what it is (see
@@ -379,6 +402,7 @@ impl Store {
         s.steps_idx = rules::step_axis(&s.schema, |i| s.series[i].values());
         s.steps_advance = s.steps_idx.is_some();
         s.set_host(&rec.header.host);
+        s.set_launched(&rec.header.config);
         s.find_process_rows();
         s.feed_trackers(0);
         s
@@ -728,6 +752,49 @@ mod tests {
         assert_eq!(a.verdict, Verdict::Flat, "{a:?}");
         assert!(a.drift.abs() < 65536.0, "drift and verdict agree: {a:?}");
         assert_eq!(a.severity, None);
+    }
+
+    /// A launched job that exits 8 s after its first reading ended during
+    /// its start-up: its climb stops being projected once the exit is seen,
+    /// as its receipt reads it. Not launched (`--pid`), the climb stays a
+    /// leak.
+    #[test]
+    fn a_launched_job_that_exits_early_ended_during_its_start_up() {
+        use flatline_runtime::analysis::{Note, Verdict};
+        use flatline_runtime::telemetry::{ChannelSpec, Group, Unit};
+        let verdicts = |launched: bool| {
+            let schema = Schema {
+                channels: vec![ChannelSpec::new("mem.rss", Unit::Bytes, Group::Memory)],
+            };
+            let mut store = Store::new(schema, 10_000);
+            let config: std::collections::BTreeMap<String, String> = if launched {
+                [("command".to_string(), "python3 train.py".to_string())].into()
+            } else {
+                [("pid".to_string(), "4242".to_string())].into()
+            };
+            store.set_launched(&config);
+            for i in 0..80u64 {
+                let rss = 200e6 + 10e6 * i as f64 / 10.0 + 4096.0 * (i % 3) as f64;
+                store.push(&Sample::from_values(i, i * 100_000_000, &[rss]));
+            }
+            store.begin_frame(None);
+            let before = store.analysis(0).unwrap().clone();
+            store.push_event(Event {
+                t_ns: 8_000_000_000,
+                kind: EventKind::TargetExited { pid: 4242 },
+            });
+            store.begin_frame(None);
+            (before, store.analysis(0).unwrap().clone())
+        };
+        let (before, after) = verdicts(true);
+        assert_eq!(before.verdict, Verdict::Linear, "{before:?}");
+        assert_eq!(
+            (after.verdict, after.note, after.time_to_limit_s),
+            (Verdict::Insufficient, Some(Note::StartUp), None),
+            "{after:?}"
+        );
+        let (_, watched) = verdicts(false);
+        assert_eq!(watched.verdict, Verdict::Linear, "{watched:?}");
     }
 
     #[test]

@@ -27,6 +27,8 @@ pub struct LiveAnalysis {
     warmup_at: Option<Instant>,
     /// Where the next refresh starts (round-robin).
     next: usize,
+    /// The job ended during its start-up ([`Self::ended_during_start_up`]).
+    start_up_only: bool,
 }
 
 impl LiveAnalysis {
@@ -49,6 +51,16 @@ impl LiveAnalysis {
     /// The host the stream comes from (its RAM bounds host memory).
     pub fn set_host(&mut self, host: &HostFacts) {
         self.host = host.clone();
+    }
+
+    /// The job ended during its start-up (a launched job that exited
+    /// within the receipt's bound, as its receipt reads it): growth is read
+    /// as [`super::in_start_up`] from now on, every channel analysed again.
+    pub fn ended_during_start_up(&mut self) {
+        if !self.start_up_only {
+            self.start_up_only = true;
+            self.analysed.iter_mut().for_each(|a| *a = None);
+        }
     }
 
     /// One sample: `value(i)` is channel `i`'s reading (`NaN`: none), `steps`
@@ -104,8 +116,16 @@ impl LiveAnalysis {
                 let rss = super::rss_of(&self.channels[i].name)
                     .and_then(|r| self.channels.iter().position(|c| c.name == r))
                     .and_then(|j| self.analyses[j].as_ref());
-                if let Some(r) = rss {
-                    super::bound_copy(&mut a, r);
+                let copied = rss.is_some_and(|r| super::bound_copy(&mut a, r));
+                // As the receipt reads a job that ended during its start-up
+                // (pages copied under a still RSS keep their finding).
+                if self.start_up_only
+                    && a.kind == Kind::Level
+                    && a.verdict.is_growth()
+                    && a.slope_per_s > 0.0
+                    && !copied
+                {
+                    super::in_start_up(&mut a);
                 }
                 self.analyses[i] = Some(a);
                 self.analysed[i] = Some((Instant::now(), self.trackers[i].seen()));
