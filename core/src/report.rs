@@ -309,22 +309,13 @@ fn analyse_part(
     }
     // A job watched from its launch that ended in less time than a start-up
     // can take: its whole life may be its start-up, and no leak can be told
-    // from one. Its growth is said as that, not projected. Pages copied
-    // while their RSS held (bounded by what can be copied) are no leak to
-    // tell from a start-up: that finding stands on its own evidence.
-    // A prefix (a live window, a replay's playhead) knows of the exit only
-    // once its readings reach it.
+    // from one. Its growth is said as that, not projected. A prefix (a live
+    // window, a replay's playhead) knows of the exit only once its readings
+    // reach it.
     let seen_until = prefix.then(|| t_all[..b].last().copied()).flatten();
     if range.is_none() && ended_in_start_up(rec, &t_all[..b], &warmup, seen_until) {
         for r in rows.iter_mut() {
-            let a = &mut r.analysis;
-            if a.kind == analysis::Kind::Level
-                && a.verdict.is_growth()
-                && a.slope_per_s > 0.0
-                && r.limit != Some(LimitSource::Shared)
-            {
-                analysis::in_start_up(a);
-            }
+            analysis::in_start_up(&mut r.analysis, r.limit == Some(LimitSource::Shared));
         }
     }
     let order = summary::order(
@@ -364,13 +355,8 @@ fn analyse_part(
     }
 }
 
-/// The longest run of a job watched from its launch that is read as its
-/// start-up when it never settled: a framework's import and a model's load
-/// take seconds to tens of seconds.
-pub const START_UP_ONLY_S: f64 = 30.0;
-
 /// The job was launched by the watch (its `command`) and exited by itself
-/// within [`START_UP_ONLY_S`] of its first reading (`t`: the readings'
+/// within [`analysis::START_UP_ONLY_S`] of its first reading (`t`: the readings'
 /// times). Nothing in so short a life tells a leak from a start-up: an
 /// import slows as it ends, and then building the model and its first
 /// steps climb steeply again just before the exit (a real PyTorch job
@@ -396,10 +382,8 @@ fn ended_in_start_up(
     // Its exit within the bound of its first reading (the live window's
     // store reads it the same way).
     let ended = rec.events.iter().any(|e| {
-        let at = e.t_ns as f64 / 1e9;
-        matches!(e.kind, EventKind::TargetExited { .. })
-            && at - t0 < START_UP_ONLY_S
-            && seen_until.is_none_or(|s| at <= s + 1.0)
+        analysis::exit_in_start_up(e, t0)
+            && seen_until.is_none_or(|s| e.t_ns as f64 / 1e9 <= s + 1.0)
     });
     rec.header.config.contains_key("command") && ended && !matches!(warmup, WarmupChoice::Given(_))
 }

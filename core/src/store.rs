@@ -4,9 +4,9 @@
 
 use std::time::Duration;
 
-use flatline_runtime::analysis::{ChannelAnalysis, LiveAnalysis, rules};
+use flatline_runtime::analysis::{self, ChannelAnalysis, LiveAnalysis, rules};
 use flatline_runtime::recording::Slots;
-use flatline_runtime::recording::{Event, EventKind, HostFacts, Recording};
+use flatline_runtime::recording::{Event, HostFacts, Recording};
 use flatline_runtime::telemetry::{STEP_CHANNELS, Sample, Schema, TOKEN_CHANNELS};
 
 /// Points per bucket from one pyramid level to the next.
@@ -306,25 +306,24 @@ impl Store {
 
     /// Adds an event (a live source's step, phase or exit).
     pub fn push_event(&mut self, e: Event) {
+        self.check_start_up(&e);
         self.events.push(e);
-        self.check_start_up();
     }
 
     /// The stream is of a job the watch launched (its `command` in the
-    /// setup): one that exits within [`crate::report::START_UP_ONLY_S`] of
-    /// its first reading ended during its start-up, as its receipt says.
+    /// setup): one that exits within [`analysis::START_UP_ONLY_S`] of its
+    /// first reading ended during its start-up, as its receipt says.
     pub fn set_launched(&mut self, config: &std::collections::BTreeMap<String, String>) {
         self.launched = config.contains_key("command");
-        self.check_start_up();
+        for i in 0..self.events.len() {
+            let e = self.events[i].clone();
+            self.check_start_up(&e);
+        }
     }
 
-    fn check_start_up(&mut self) {
+    fn check_start_up(&mut self, e: &Event) {
         let first = self.t.first().copied().unwrap_or(0.0);
-        let exited = self.events.iter().any(|e| {
-            matches!(e.kind, EventKind::TargetExited { .. })
-                && (e.t_ns as f64 / 1e9 - first) < crate::report::START_UP_ONLY_S
-        });
-        if self.launched && exited {
+        if self.launched && analysis::exit_in_start_up(e, first) {
             self.live.ended_during_start_up();
         }
     }
@@ -761,6 +760,7 @@ mod tests {
     #[test]
     fn a_launched_job_that_exits_early_ended_during_its_start_up() {
         use flatline_runtime::analysis::{Note, Verdict};
+        use flatline_runtime::recording::EventKind;
         use flatline_runtime::telemetry::{ChannelSpec, Group, Unit};
         let verdicts = |launched: bool| {
             let schema = Schema {

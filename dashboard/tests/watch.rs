@@ -20,6 +20,8 @@ while time.time() - t0 < secs:
         while len(keep) < int((time.time() - t0) / 0.025) + 1:
             keep.append(b"\x01" * (256 << 10))
         time.sleep(0.025)
+    elif mode == "startup":  # 96 MiB in its first second, then 1 MiB every half second
+        keep.append(b"\x01" * (1 << 20)); time.sleep(0.01 if len(keep) < 96 else 0.5)
     elif mode == "steps":
         keep.append(b"\x01" * (4 << 20)); time.sleep(1.0)    # 4 MiB, then flat
     else:
@@ -320,30 +322,8 @@ fn a_rank_is_labelled_from_its_environment_and_by_hand() {
 #[test]
 fn a_job_that_ends_during_its_start_up_is_not_projected() {
     let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("short.flr");
-    let script = r#"
-import time
-keep, t0 = [], time.time()
-# 96 MiB in the first second, then 1 MiB every half second: slowing.
-for _ in range(96):
-    keep.append(b"\x01" * (1 << 20)); time.sleep(0.01)
-while time.time() - t0 < 4.0:
-    keep.append(b"\x01" * (1 << 20)); time.sleep(0.5)
-"#;
-    let o = flatline(&[
-        "watch",
-        "--headless",
-        "--hz",
-        "20",
-        "--out",
-        out.to_str().unwrap(),
-        "--",
-        "python3",
-        "-c",
-        script,
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let v = support::report(&out);
+    let out = dir.path().join("startup.flr");
+    let v = watch(dir.path(), "startup", "4", false, &[]);
     let headline = v["headline"].as_str().unwrap();
     assert!(
         headline.starts_with("The job ended during its start-up: "),

@@ -117,15 +117,9 @@ impl LiveAnalysis {
                     .and_then(|r| self.channels.iter().position(|c| c.name == r))
                     .and_then(|j| self.analyses[j].as_ref());
                 let copied = rss.is_some_and(|r| super::bound_copy(&mut a, r));
-                // As the receipt reads a job that ended during its start-up
-                // (pages copied under a still RSS keep their finding).
-                if self.start_up_only
-                    && a.kind == Kind::Level
-                    && a.verdict.is_growth()
-                    && a.slope_per_s > 0.0
-                    && !copied
-                {
-                    super::in_start_up(&mut a);
+                // As the receipt reads a job that ended during its start-up.
+                if self.start_up_only {
+                    super::in_start_up(&mut a, copied);
                 }
                 self.analyses[i] = Some(a);
                 self.analysed[i] = Some((Instant::now(), self.trackers[i].seen()));

@@ -349,10 +349,27 @@ pub enum Note {
     StartUp,
 }
 
-/// Re-reads a growth verdict as `insufficient` with [`Note::StartUp`]: the
+/// The longest life of a job watched from its launch that is read as its
+/// start-up: a framework's import and a model's load take seconds to tens
+/// of seconds.
+pub const START_UP_ONLY_S: f64 = 30.0;
+
+/// Whether `e` is the watched job's exit within [`START_UP_ONLY_S`] of the
+/// first reading (`first_s`, on the events' clock).
+pub fn exit_in_start_up(e: &crate::recording::Event, first_s: f64) -> bool {
+    matches!(e.kind, crate::recording::EventKind::TargetExited { .. })
+        && e.t_ns as f64 / 1e9 - first_s < START_UP_ONLY_S
+}
+
+/// Re-reads a growing level as `insufficient` with [`Note::StartUp`]: the
 /// job ended before its start-up could be told from a leak. Nothing is
-/// projected; what it rose stays in `drift`.
-pub fn in_start_up(a: &mut ChannelAnalysis) {
+/// projected; what it rose stays in `drift`. Pages copied under a still RSS
+/// (`copied`, [`bound_copy`]) keep their finding: it stands on its own
+/// evidence. Anything else is left as it is.
+pub fn in_start_up(a: &mut ChannelAnalysis, copied: bool) {
+    if a.kind != Kind::Level || !a.verdict.is_growth() || a.slope_per_s <= 0.0 || copied {
+        return;
+    }
     a.verdict = Verdict::Insufficient;
     a.note = Some(Note::StartUp);
     a.confidence = 0.0;
