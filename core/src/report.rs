@@ -318,6 +318,16 @@ fn analyse_part(
             analysis::in_start_up(&mut r.analysis, r.limit == Some(LimitSource::Shared));
         }
     }
+    // Growth soon after a found start-up, still small beside what the
+    // start-up rose, may be its tail (see [`analysis::settling`]); a
+    // warm-up given by hand is the user's word that the start-up ended.
+    if let WarmupChoice::Found { s, .. } = &warmup {
+        for r in rows.iter_mut() {
+            if let Some(rise) = analysis::start_up_rise(&t_all[..seen], whole(r.index), t0 + s) {
+                analysis::settling(&mut r.analysis, rise, r.limit == Some(LimitSource::Shared));
+            }
+        }
+    }
     let order = summary::order(
         &rows
             .iter()
@@ -398,6 +408,7 @@ pub fn verdict_text(a: &ChannelAnalysis, u: Unit) -> String {
         (v, Some(Note::NotSustained)) => format!("{} (settled)", v.as_str()),
         (v, Some(Note::SharedPages)) => format!("{} (USS flat)", v.as_str()),
         (v, Some(Note::StartUp)) => format!("{} (start-up)", v.as_str()),
+        (v, Some(Note::Settling { .. })) => format!("{} (settling)", v.as_str()),
         (v, _) => match a.onset_s {
             Some(t) => format!("{} since {}", v.as_str(), duration(t)),
             None => v.as_str().into(),
@@ -463,6 +474,16 @@ fn untold(receipt: &Receipt<'_>) -> Vec<String> {
                     "{} grew {} until the job ended, during its start-up: a leak cannot be told from a start-up",
                     r.spec.name,
                     change(a.final_value - a.baseline, r.spec.unit)
+                );
+            }
+            if let Some(Note::Settling { rise }) = a.note {
+                return format!(
+                    "{} grows {} since its start-up ended, under {:.0} % of the {} its start-up rose: a leak cannot be told from a start-up settling until {} after it",
+                    r.spec.name,
+                    analysis::summary::rate_text(a.slope_per_s, r.spec.unit, &|v, u| value(v, u)),
+                    100.0 * analysis::SETTLE_SHARE,
+                    value(rise, r.spec.unit),
+                    duration(analysis::settling_for_s(a.warmup_s))
                 );
             }
             let why = match a.evidence {

@@ -797,6 +797,50 @@ mod tests {
         assert_eq!(watched.verdict, Verdict::Linear, "{watched:?}");
     }
 
+    /// A start-up's tail: after a 700 MiB start-up, two pages a second for
+    /// 10 s is still starting, not a leak; the same two pages a second
+    /// kept up past the settling time is growth, and so is a leak of
+    /// 2 MiB/s at once (it outgrows the tail in seconds).
+    #[test]
+    fn growth_just_after_a_start_up_is_its_tail_until_it_outgrows_it() {
+        use flatline_runtime::analysis::{Note, Verdict};
+        use flatline_runtime::telemetry::{ChannelSpec, Group, Unit};
+        const MIB: f64 = 1_048_576.0;
+        let read = |seconds: u64, after: f64| {
+            let schema = Schema {
+                channels: vec![ChannelSpec::new("mem.rss", Unit::Bytes, Group::Memory)],
+            };
+            let mut store = Store::new(schema, 10_000);
+            for i in 0..seconds * 10 {
+                let t = i as f64 / 10.0;
+                let rss =
+                    100.0 * MIB + 700.0 * MIB * (t / 12.0).min(1.0) + after * (t - 12.0).max(0.0);
+                let rss = (rss / 4096.0).floor() * 4096.0;
+                store.push(&Sample::from_values(i, i * 100_000_000, &[rss]));
+            }
+            store.begin_frame(None);
+            (
+                store.warmup().map(|w| w.0),
+                store.analysis(0).unwrap().clone(),
+            )
+        };
+        let (at, tail) = read(24, 8192.0);
+        assert!(at.is_some_and(|at| (at - 12.0).abs() < 1.0), "{at:?}");
+        assert_eq!(tail.verdict, Verdict::Insufficient, "{tail:?}");
+        assert!(
+            matches!(tail.note, Some(Note::Settling { rise }) if (rise / (700.0 * MIB) - 1.0).abs() < 0.05),
+            "{tail:?}"
+        );
+        assert!(tail.slope_per_s > 4096.0, "its trend is kept: {tail:?}");
+        let (_, kept_up) = read(60, 8192.0);
+        assert!(
+            kept_up.verdict.is_growth() && kept_up.note.is_none(),
+            "{kept_up:?}"
+        );
+        let (_, leak) = read(24, 2.0 * MIB);
+        assert_eq!(leak.verdict, Verdict::Linear, "{leak:?}");
+    }
+
     #[test]
     fn gpu_memory_is_bounded_by_the_gpus_latest_total() {
         use flatline_runtime::telemetry::{ChannelSpec, Group, Unit};

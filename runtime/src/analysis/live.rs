@@ -121,11 +121,23 @@ impl LiveAnalysis {
                 if self.start_up_only {
                     super::in_start_up(&mut a, copied);
                 }
+                // As the receipt reads a start-up's tail.
+                if let Some(rise) = self.start_up_rise(i) {
+                    super::settling(&mut a, rise, copied);
+                }
                 self.analyses[i] = Some(a);
                 self.analysed[i] = Some((Instant::now(), self.trackers[i].seen()));
                 self.next = (i + 1) % n;
             }
         }
+    }
+
+    /// What channel `i` rose during the stream's start-up, where one was
+    /// found (see [`super::start_up_rise`]).
+    fn start_up_rise(&self, i: usize) -> Option<f64> {
+        let (at, _) = self.warmup.as_ref()?;
+        let (t, v) = self.trackers[i].points();
+        super::start_up_rise(t, v, *at)
     }
 
     /// Channel `i`'s analysis from its tracker now (no PSS reconciling).

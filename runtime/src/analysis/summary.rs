@@ -3,7 +3,7 @@
 //! here, so they never disagree.
 
 use super::rules::LimitSource;
-use super::{ChannelAnalysis, Kind, Severity, Verdict};
+use super::{ChannelAnalysis, Kind, Note, Severity, Verdict};
 use crate::telemetry::Unit;
 
 /// One analysed channel, as the summary needs it.
@@ -185,6 +185,64 @@ fn untold<'r, 'a>(rows: &'r [Assessed<'a>]) -> Vec<&'r Assessed<'a>> {
         .collect()
 }
 
+/// The headline of growth that cannot be told from a start-up ([`Note::StartUp`],
+/// [`Note::Settling`]), said of the resident memory that rose most: the job's
+/// or tree's before one process's, then by how much.
+fn start_up_headline(
+    untold: &[&Assessed<'_>],
+    value: &dyn Fn(f64, Unit) -> String,
+    duration: &dyn Fn(f64) -> String,
+) -> Option<String> {
+    // A job that ended during its start-up: whatever rose, whether its
+    // readings were too few or it was re-read as start-up. Else a
+    // start-up's tail: what was re-read as one.
+    let ended = untold
+        .iter()
+        .any(|u| u.analysis.note == Some(Note::StartUp));
+    let noted = |u: &&&Assessed<'_>| {
+        u.unit.is_bytes()
+            && if ended {
+                u.analysis.drift > 0.0
+            } else {
+                matches!(u.analysis.note, Some(Note::Settling { .. }))
+            }
+    };
+    // Resident memory before address space (a `vm_size` of reserved,
+    // untouched pages), the job's or tree's before one process's, then by
+    // how much it rose.
+    let resident = |u: &&Assessed<'_>| {
+        let leaf = u.name.rsplit('.').next().unwrap_or_default();
+        let whole = !u.name.starts_with("pid");
+        (
+            matches!(leaf, "rss" | "pss" | "uss" | "current" | "used"),
+            whole,
+        )
+    };
+    let u = untold.iter().filter(noted).max_by(|a, b| {
+        (resident(a), a.analysis.drift)
+            .partial_cmp(&(resident(b), b.analysis.drift))
+            .unwrap_or(std::cmp::Ordering::Equal)
+    })?;
+    let a = u.analysis;
+    Some(match a.note {
+        Some(Note::Settling { rise }) if !ended => format!(
+            "Still starting: {} has grown {} in the {} since its start-up ended, under {:.0} % of the {} its start-up rose; a leak cannot be told from a start-up settling until {} after it.",
+            u.name,
+            rate_text(a.slope_per_s, u.unit, value),
+            duration(a.duration_s),
+            100.0 * super::SETTLE_SHARE,
+            value(rise, u.unit),
+            duration(super::settling_for_s(a.warmup_s))
+        ),
+        _ => format!(
+            "The job ended during its start-up: {} grew {} over its last {}, and so short a run cannot tell a leak from a start-up; watch a longer one to judge it.",
+            u.name,
+            value(a.drift, u.unit),
+            duration(a.duration_s)
+        ),
+    })
+}
+
 /// The least rise, as a share of its level, that "grew, then held" names in
 /// a headline: a flat level's band.
 pub const HELD_SHARE: f64 = 0.01;
@@ -206,6 +264,13 @@ fn headline_of(
         // it is still never hidden behind "flat".
         if let Some(f) = findings.first() {
             return format!("Growth found: {}.", f.text);
+        }
+        // Growth that cannot be told from a start-up, whatever else held:
+        // the job ended during its start-up, or its start-up's tail is
+        // still small beside it (see [`super::settling`]). What rose most
+        // says so.
+        if let Some(h) = start_up_headline(untold, value, duration) {
+            return h;
         }
         let told: Vec<&&Assessed<'_>> = memory
             .iter()
@@ -251,39 +316,6 @@ fn headline_of(
         }
         // A channel that moved but whose readings cannot tell growth from
         // noise is not flat: say so, with what it had.
-        // A job that ended during its start-up: what rose most says so,
-        // whether its readings were too few or it was re-read as start-up.
-        let start_up = untold
-            .iter()
-            .any(|u| u.analysis.note == Some(super::Note::StartUp));
-        // Resident memory before address space (a `vm_size` of reserved,
-        // untouched pages), the job's or tree's before one process's, then
-        // by how much it rose.
-        let resident = |u: &&Assessed<'_>| {
-            let leaf = u.name.rsplit('.').next().unwrap_or_default();
-            let whole = !u.name.starts_with("pid");
-            (
-                matches!(leaf, "rss" | "pss" | "uss" | "current" | "used"),
-                whole,
-            )
-        };
-        if let Some(u) = untold
-            .iter()
-            .filter(|u| start_up && u.unit.is_bytes() && u.analysis.drift > 0.0)
-            .max_by(|a, b| {
-                (resident(a), a.analysis.drift)
-                    .partial_cmp(&(resident(b), b.analysis.drift))
-                    .unwrap_or(std::cmp::Ordering::Equal)
-            })
-        {
-            let a = u.analysis;
-            return format!(
-                "The job ended during its start-up: {} grew {} over its last {}, and so short a run cannot tell a leak from a start-up; watch a longer one to judge it.",
-                u.name,
-                value(a.drift, u.unit),
-                duration(a.duration_s)
-            );
-        }
         if let Some(u) = untold.first() {
             let a = u.analysis;
             let more = match untold.len() {
