@@ -12,8 +12,8 @@ use std::time::Duration;
 use anyhow::{Context as _, Result};
 use crossbeam_channel::{Receiver, Sender};
 use flatline_runtime::recording::{
-    Event, EventKind, Fanout, Frame, FrameReader, Header, Item, Recording, RecordingSetup,
-    RecordingWriter, SampleIndex, Slots, TailProblemKind,
+    Event, EventKind, Fanout, Header, Item, Recording, RecordingSetup, RecordingWriter,
+    SampleIndex, Scanner, TailProblemKind, Visit,
 };
 use flatline_runtime::telemetry::alloc::mark_observer_thread;
 use flatline_runtime::telemetry::{self, Sample, SamplerConfig, SchemaFeed};
@@ -576,7 +576,7 @@ impl Source for LiveSource {
 
     fn poll(&mut self, store: &mut Store) {
         mark_observer_thread();
-        self.follower.read_new(|item| store.push_item(&item));
+        self.follower.read_new(store);
         let notes = {
             let mut f = self
                 .faults
@@ -683,29 +683,50 @@ impl Source for LiveSource {
     }
 }
 
-/// Reads a recording that another process is still writing, frame by frame,
-/// as the stream's items.
+/// Reads a recording that another process is still writing, through the
+/// format's own incremental reader (its checks, its fuzzing), and hands what
+/// was written since the last read to a store: rows by position, as the
+/// file holds them.
 #[derive(Debug)]
 struct Follower {
-    reader: Option<FrameReader<BufReader<File>>>,
+    scanner: Option<Scanner<BufReader<File>>>,
+    /// The header as written.
     header: Header,
-    /// The header's channels and every one added since.
-    schema: telemetry::Schema,
-    /// Where each live channel's value goes in a sample.
-    slots: Slots,
     digest: String,
     status: String,
+}
+
+/// A [`Visit`] that takes a pass's rows, schema changes and events into a
+/// store.
+struct IntoStore<'a>(&'a mut Store);
+
+impl Visit for IntoStore<'_> {
+    fn channels(&mut self, _at: usize, specs: &[telemetry::ChannelSpec]) {
+        self.0.add_channels(specs);
+    }
+    fn ended(&mut self, _at: usize, positions: &[u32]) {
+        let positions: Vec<usize> = positions.iter().map(|&c| c as usize).collect();
+        self.0.end_channels(&positions);
+    }
+    fn rows(&mut self, _first: usize, t_ns: &[u64], values: &[f64]) {
+        let width = values.len() / t_ns.len().max(1);
+        for (i, &t) in t_ns.iter().enumerate() {
+            self.0.push_row(t, &values[i * width..(i + 1) * width]);
+        }
+    }
+    fn event(&mut self, e: Event) {
+        self.0.push_event(e);
+    }
 }
 
 impl Follower {
     fn open(path: &Path) -> Result<(Self, Header)> {
         let file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
-        let (reader, header) = FrameReader::open(BufReader::new(file), path)?;
+        let scanner = Scanner::open(BufReader::new(file), path)?;
+        let header = scanner.header().clone();
         Ok((
             Self {
-                reader: Some(reader),
-                schema: header.schema.clone(),
-                slots: Slots::new(header.schema.len()),
+                scanner: Some(scanner),
                 header: header.clone(),
                 digest: String::new(),
                 status: "following".into(),
@@ -715,56 +736,27 @@ impl Follower {
     }
 
     fn is_open(&self) -> bool {
-        self.reader.is_some()
+        self.scanner.is_some()
     }
 
-    /// Hands `to` every item the writer has finished since the last call.
-    fn read_new(&mut self, mut to: impl FnMut(Item)) {
-        let Some(reader) = self.reader.as_mut() else {
+    /// Takes into `store` everything the writer has finished since the last
+    /// call; at the footer or at damage the follower closes and says which.
+    fn read_new(&mut self, store: &mut Store) {
+        let Some(scanner) = self.scanner.as_mut() else {
             return;
         };
-        loop {
-            match reader.next_frame() {
-                Ok(Some(Frame::Samples(block))) => {
-                    let slots = &self.slots;
-                    let _ = block.decode(|seq, t, v| to(Item::Sample(slots.sample(seq, t, v))));
-                }
-                Ok(Some(Frame::Block(block))) => {
-                    let slots = &self.slots;
-                    let _ = block.decode(|seq, t, v| to(Item::Sample(slots.sample(seq, t, v))));
-                }
-                Ok(Some(Frame::Channels(ext))) => {
-                    self.schema.channels.extend(ext.channels.iter().cloned());
-                    let item = Item::Add(ext.channels);
-                    self.slots.apply(&item);
-                    to(item);
-                }
-                Ok(Some(Frame::Ended(end))) => {
-                    let item = Item::End(end.channels.iter().map(|&c| c as usize).collect());
-                    self.slots.apply(&item);
-                    to(item);
-                }
-                Ok(Some(Frame::Event(e))) => to(Item::Event(e)),
-                Ok(Some(Frame::Footer(f))) => {
-                    self.status = format!("ended: {}", f.end);
-                    self.digest = f.digest;
-                    self.reader = None;
-                    break;
-                }
-                Ok(Some(_)) => {}
-                // The writer has not finished the next frame yet: ask again later.
-                Ok(None) => break,
-                Err(p) if p.kind == TailProblemKind::Truncated => break,
-                Err(p) => {
-                    self.status = format!("damaged at byte {}", p.offset);
-                    self.reader = None;
-                    break;
-                }
-            }
+        if scanner.read_new(&mut IntoStore(store)) {
+            self.digest = scanner.digest_so_far();
+            return;
         }
-        if let Some(r) = &self.reader {
-            self.digest = r.digest_hex();
-        }
+        let s = scanner.scanned();
+        self.status = match (&s.tail, &s.footer) {
+            (Some(p), _) => format!("damaged at byte {}", p.offset),
+            (None, Some(f)) => format!("ended: {}", f.end),
+            (None, None) => "ended".into(),
+        };
+        self.digest = s.digest.clone();
+        self.scanner = None;
     }
 }
 
@@ -873,7 +865,7 @@ impl Source for ReplaySource {
     fn poll(&mut self, store: &mut Store) {
         if let Some(f) = self.follow.as_mut() {
             // Followed data goes to the store only (a replay never records).
-            f.read_new(|item| store.push_item(&item));
+            f.read_new(store);
             self.status = f.status.clone();
             self.digest = f.digest.clone();
             if !f.is_open() {

@@ -448,9 +448,22 @@ impl Store {
         }
     }
 
-    /// Appends live samples.
+    /// Appends a live sample (values by slot, as a sampler makes them).
     pub fn push(&mut self, sample: &Sample) {
-        let t = sample.t_s();
+        let slots = std::mem::take(&mut self.slots);
+        self.push_values(sample.t_s(), |i| slots.value(sample, i));
+        self.slots = slots;
+    }
+
+    /// Appends a row of a file: one value per channel position (`NaN`: no
+    /// reading, or an ended channel), as a recording holds it.
+    pub fn push_row(&mut self, t_ns: u64, row: &[f64]) {
+        self.push_values(t_ns as f64 / 1e9, |i| {
+            row.get(i).copied().unwrap_or(f64::NAN)
+        });
+    }
+
+    fn push_values(&mut self, t: f64, value: impl Fn(usize) -> f64) {
         if self.t.last().is_some_and(|&last| t < last) {
             return; // out of order: never happens with one sampler, but never corrupt the axis
         }
@@ -462,7 +475,7 @@ impl Store {
         self.n.push(self.pushed);
         self.pushed += 1;
         for (i, s) in self.series.iter_mut().enumerate() {
-            s.push(self.slots.value(sample, i));
+            s.push(value(i));
         }
         let from = self.t.len() - 1;
         if self.has_process_reading(from) {

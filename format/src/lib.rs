@@ -95,8 +95,8 @@ pub use header::{
 };
 pub use item::Item;
 pub use reader::{
-    ColumnStats, FrameReader, Lifetime, Recording, Scanned, TailProblem, TailProblemKind, Thinned,
-    Visit, scan,
+    ColumnStats, FrameReader, Lifetime, Recording, Scanned, Scanner, TailProblem, TailProblemKind,
+    Thinned, Visit, scan,
 };
 pub use sample::{MAX_CHANNELS, Sample};
 pub use schema::{

@@ -296,6 +296,7 @@ pub struct Scanned {
 
 /// Where a frame reader stood after a frame: what a pass that stops there
 /// reports (its offset, frames read, digest so far).
+#[derive(Debug)]
 struct ReaderState {
     offset: u64,
     frames: u64,
@@ -372,51 +373,216 @@ pub fn scan(
     path: &Path,
     visit: &mut dyn Visit,
 ) -> Result<Scanned, RecordingError> {
-    let (reader, header) = FrameReader::open(r, path)?;
-    let version = reader.version();
-    visit.start(&header);
-    let channels = header.schema.len();
-    let mut s = Scanned {
-        lifetimes: vec![
-            Lifetime {
-                from: 0,
-                until: None
-            };
-            channels
-        ],
-        header,
-        samples: 0,
-        footer: None,
-        digest: String::new(),
-        tail: None,
-        bytes: 0,
-        frames: 0,
-        seeks: Vec::new(),
-    };
-    let mut state = reader.state();
-    // A block's rows, decoded before any is handed on.
-    let (mut seq, mut t_buf, mut v_buf) = (Vec::new(), Vec::new(), Vec::new());
-    // Applies one frame; false once the pass is over.
-    let mut apply = |read: ReadAhead| -> bool {
-        state = read.after;
+    let Scanner {
+        reader, mut pass, ..
+    } = Scanner::open(r, path)?;
+    visit.start(&pass.s.header);
+    if cfg!(fuzzing) {
+        // One thread under the fuzzer: its runs stay deterministic, and the
+        // thread-locals of a helper thread that is just finishing do not
+        // look like leaks to LeakSanitizer.
+        let mut reader = reader;
+        while pass.apply(next_read(&mut reader), visit, Mode::Whole) == Applied::More {}
+    } else {
+        std::thread::scope(|scope| {
+            let (tx, rx) = std::sync::mpsc::sync_channel(4);
+            scope.spawn(move || read_ahead(reader, tx));
+            for read in rx {
+                if pass.apply(read, visit, Mode::Whole) != Applied::More {
+                    break;
+                }
+            }
+            // Leaving the scope drops `rx`: a reader still ahead stops.
+        });
+    }
+    pass.finish();
+    Ok(pass.s)
+}
+
+/// A pass over a recording that another process may still be writing: each
+/// [`Scanner::read_new`] hands on what was written since the last, through
+/// the same checks as [`scan`] (the file's version rules, schema changes at
+/// their sample, a second header, data after the footer, the digest), and
+/// stops at the end of what is there, or inside a frame the writer has not
+/// finished, to go on from there when asked again. A scanner that reads a
+/// finished file through to its end finds what [`scan`] finds.
+#[derive(Debug)]
+pub struct Scanner<R> {
+    reader: FrameReader<R>,
+    pass: Pass,
+    /// The footer and the end after it were read, or a bad tail.
+    over: bool,
+}
+
+/// What one frame did to a pass.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Applied {
+    /// Taken; read on.
+    More,
+    /// The end of what is written so far, before the footer: a follower
+    /// asks again later.
+    Waiting,
+    /// The pass is over: the footer and the end after it, or a bad tail.
+    Over,
+}
+
+/// Whether a pass reads a finished file or follows a growing one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Whole,
+    Follow,
+}
+
+/// A visitor that keeps nothing.
+struct NoVisit;
+
+impl Visit for NoVisit {}
+
+/// One pass's state: what it found so far, where its reader stood after the
+/// last frame it took, and the buffers a block's rows are decoded into.
+#[derive(Debug)]
+struct Pass {
+    s: Scanned,
+    state: ReaderState,
+    version: u32,
+    /// A block's rows, decoded before any is handed on.
+    seq: Vec<u64>,
+    t_buf: Vec<u64>,
+    v_buf: Vec<f64>,
+}
+
+impl<R: Read + Seek> Scanner<R> {
+    /// Checks the magic, the version and the header, as [`scan`] does.
+    pub fn open(r: R, path: &Path) -> Result<Self, RecordingError> {
+        let (reader, header) = FrameReader::open(r, path)?;
+        let channels = header.schema.len();
+        let pass = Pass {
+            s: Scanned {
+                lifetimes: vec![
+                    Lifetime {
+                        from: 0,
+                        until: None
+                    };
+                    channels
+                ],
+                header,
+                samples: 0,
+                footer: None,
+                digest: String::new(),
+                tail: None,
+                bytes: 0,
+                frames: 0,
+                seeks: Vec::new(),
+            },
+            state: reader.state(),
+            version: reader.version(),
+            seq: Vec::new(),
+            t_buf: Vec::new(),
+            v_buf: Vec::new(),
+        };
+        Ok(Self {
+            reader,
+            pass,
+            over: false,
+        })
+    }
+
+    /// Hands `visit` every frame written since the last call (never
+    /// [`Visit::start`]: the header is [`Self::header`]). True while the
+    /// writer may add more; false once the pass is over, at the footer or at
+    /// a damaged frame ([`Self::scanned`] says which). A frame the writer is
+    /// still writing is left for the next call.
+    pub fn read_new(&mut self, visit: &mut dyn Visit) -> bool {
+        if self.over {
+            return false;
+        }
+        loop {
+            match self
+                .pass
+                .apply(next_read(&mut self.reader), visit, Mode::Follow)
+            {
+                Applied::More => {}
+                Applied::Waiting => return true,
+                Applied::Over => {
+                    self.pass.finish();
+                    self.over = true;
+                    return false;
+                }
+            }
+        }
+    }
+
+    /// The header, its schema holding every channel added so far.
+    pub fn header(&self) -> &Header {
+        &self.pass.s.header
+    }
+
+    /// What the pass has found so far; once it is over, all of it, as
+    /// [`scan`] reports it.
+    pub fn scanned(&self) -> &Scanned {
+        &self.pass.s
+    }
+
+    /// Whether the pass is over (the footer read, or a bad tail).
+    pub fn is_over(&self) -> bool {
+        self.over
+    }
+
+    /// SHA-256 (hex) of the payloads taken so far, footer excluded.
+    pub fn digest_so_far(&self) -> String {
+        hex(&self.pass.state.hash.clone().finalize())
+    }
+
+    /// Ends the pass: reads what is left as a finished file, and reports
+    /// what [`scan`] reports of it (one without its footer is truncated,
+    /// where its last frame stops). Frames it reads now reach no visitor.
+    pub fn into_scanned(mut self) -> Scanned {
+        if !self.over {
+            let mut none = NoVisit;
+            while self
+                .pass
+                .apply(next_read(&mut self.reader), &mut none, Mode::Whole)
+                == Applied::More
+            {}
+            self.pass.finish();
+        }
+        self.pass.s
+    }
+}
+
+impl Pass {
+    /// Takes one frame as read.
+    fn apply(&mut self, read: ReadAhead, visit: &mut dyn Visit, mode: Mode) -> Applied {
+        self.state = read.after;
         let at = read.at;
+        let s = &mut self.s;
+        let version = self.version;
         let damaged = |reason: String| TailProblem {
             kind: TailProblemKind::Damaged,
             offset: at,
             reason,
         };
+        // A follower waits at the end of what is written, before the
+        // footer, and inside a frame not finished yet (even after the
+        // footer: what follows it is judged once it is whole).
+        let follows = mode == Mode::Follow;
         let frame = match read.item {
-            ReadItem::End => return false,
+            ReadItem::End if follows && s.footer.is_none() => return Applied::Waiting,
+            ReadItem::End => return Applied::Over,
+            ReadItem::Tail(p) if follows && p.kind == TailProblemKind::Truncated => {
+                return Applied::Waiting;
+            }
             ReadItem::Tail(p) => {
                 s.tail = Some(p);
-                return false;
+                return Applied::Over;
             }
             _ if s.footer.is_some() => {
                 s.tail = Some(damaged("data after the footer".into()));
-                return false;
+                return Applied::Over;
             }
             ReadItem::Frame(f) => f,
         };
+        let (seq, t_buf, v_buf) = (&mut self.seq, &mut self.t_buf, &mut self.v_buf);
         seq.clear();
         t_buf.clear();
         v_buf.clear();
@@ -428,25 +594,24 @@ pub fn scan(
                     v_buf.extend_from_slice(v);
                 }),
             )),
-            Frame::Block(b) if version >= 2 => Some((
-                b.channels(),
-                b.decode_into(&mut seq, &mut t_buf, &mut v_buf),
-            )),
+            Frame::Block(b) if version >= 2 => {
+                Some((b.channels(), b.decode_into(seq, t_buf, v_buf)))
+            }
             _ => None,
         };
         if let Some((width, decoded)) = decoded {
-            match decoded
-                .and_then(|()| s.apply_rows(width, &t_buf, &mut v_buf, read.stored_at, visit))
+            return match decoded
+                .and_then(|()| s.apply_rows(width, t_buf, v_buf, read.stored_at, visit))
             {
                 Ok(()) => {
-                    s.bytes = state.offset;
-                    return true;
+                    s.bytes = self.state.offset;
+                    Applied::More
                 }
                 Err(e) => {
                     s.tail = Some(damaged(e));
-                    return false;
+                    Applied::Over
                 }
-            }
+            };
         }
         let applied = match frame {
             Frame::Samples(_) | Frame::Block(_) => Err(format!(
@@ -472,58 +637,46 @@ pub fn scan(
         };
         if let Err(e) = applied {
             s.tail = Some(damaged(e));
-            return false;
+            return Applied::Over;
         }
-        s.bytes = state.offset;
-        true
-    };
-    if cfg!(fuzzing) {
-        // One thread under the fuzzer: its runs stay deterministic, and the
-        // thread-locals of a helper thread that is just finishing do not
-        // look like leaks to LeakSanitizer.
-        let mut reader = reader;
-        while apply(next_read(&mut reader)) {}
-    } else {
-        std::thread::scope(|scope| {
-            let (tx, rx) = std::sync::mpsc::sync_channel(4);
-            scope.spawn(move || read_ahead(reader, tx));
-            for read in rx {
-                if !apply(read) {
-                    break;
+        s.bytes = self.state.offset;
+        Applied::More
+    }
+
+    /// Closes the pass where its reader stands: the digest, and the tail of a
+    /// file without its footer or with a footer whose digest differs.
+    fn finish(&mut self) {
+        let (s, state) = (&mut self.s, &self.state);
+        s.frames = state.frames;
+        s.digest = hex(&state.hash.clone().finalize());
+        if s.bytes == 0 {
+            s.bytes = state.offset;
+        }
+        if s.tail.is_none() {
+            match &s.footer {
+                None => {
+                    s.tail = Some(TailProblem {
+                        kind: TailProblemKind::Truncated,
+                        offset: state.offset,
+                        reason:
+                            "the recording ends without a footer: the run did not finish cleanly"
+                                .into(),
+                    });
                 }
+                Some(f) if f.digest != s.digest => {
+                    s.tail = Some(TailProblem {
+                        kind: TailProblemKind::Damaged,
+                        offset: state.offset,
+                        reason: format!(
+                            "the footer's digest {} does not match the frames' {}",
+                            f.digest, s.digest
+                        ),
+                    });
+                }
+                Some(_) => {}
             }
-            // Leaving the scope drops `rx`: a reader still ahead stops.
-        });
-    }
-    s.frames = state.frames;
-    s.digest = hex(&state.hash.finalize());
-    if s.bytes == 0 {
-        s.bytes = state.offset;
-    }
-    if s.tail.is_none() {
-        match &s.footer {
-            None => {
-                s.tail = Some(TailProblem {
-                    kind: TailProblemKind::Truncated,
-                    offset: state.offset,
-                    reason: "the recording ends without a footer: the run did not finish cleanly"
-                        .into(),
-                });
-            }
-            Some(f) if f.digest != s.digest => {
-                s.tail = Some(TailProblem {
-                    kind: TailProblemKind::Damaged,
-                    offset: state.offset,
-                    reason: format!(
-                        "the footer's digest {} does not match the frames' {}",
-                        f.digest, s.digest
-                    ),
-                });
-            }
-            Some(_) => {}
         }
     }
-    Ok(s)
 }
 
 impl Scanned {

@@ -920,3 +920,194 @@ fn a_host_line_says_what_is_unknown_instead_of_empty_punctuation() {
     h.host = full.clone();
     assert_eq!(h.host_line(), full.summary());
 }
+
+/// Everything a pass hands on, as text (values by their bits).
+#[derive(Default)]
+struct Log(Vec<String>);
+
+impl Visit for Log {
+    fn channels(&mut self, at: usize, specs: &[ChannelSpec]) {
+        let names: Vec<_> = specs.iter().map(|s| s.name.as_str()).collect();
+        self.0.push(format!("add {at} {names:?}"));
+    }
+    fn ended(&mut self, at: usize, positions: &[u32]) {
+        self.0.push(format!("end {at} {positions:?}"));
+    }
+    fn rows(&mut self, first: usize, t_ns: &[u64], values: &[f64]) {
+        let width = values.len() / t_ns.len().max(1);
+        for (i, (t, row)) in t_ns.iter().zip(values.chunks(width.max(1))).enumerate() {
+            let bits: Vec<_> = row.iter().map(|v| v.to_bits()).collect();
+            self.0.push(format!("row {} {t} {bits:?}", first + i));
+        }
+    }
+    fn event(&mut self, e: Event) {
+        self.0.push(format!("event {e:?}"));
+    }
+}
+
+/// A file another process is still writing: reads see only its first
+/// `shown` bytes.
+struct Growing {
+    bytes: std::rc::Rc<Vec<u8>>,
+    shown: std::rc::Rc<std::cell::Cell<usize>>,
+    at: u64,
+}
+
+impl std::io::Read for Growing {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let end = self.shown.get();
+        let from = (self.at as usize).min(end);
+        let n = buf.len().min(end - from);
+        buf[..n].copy_from_slice(&self.bytes[from..from + n]);
+        self.at += n as u64;
+        Ok(n)
+    }
+}
+
+impl std::io::Seek for Growing {
+    fn seek(&mut self, pos: std::io::SeekFrom) -> std::io::Result<u64> {
+        let std::io::SeekFrom::Start(at) = pos else {
+            unreachable!("the frame reader seeks only from the start")
+        };
+        self.at = at;
+        Ok(at)
+    }
+}
+
+/// A follower of `bytes` shown `step` bytes more at each read: its log and
+/// what it found at the end.
+fn follow_in_steps(bytes: &[u8], step: usize) -> (Vec<String>, Scanned) {
+    let bytes = std::rc::Rc::new(bytes.to_vec());
+    let shown = std::rc::Rc::new(std::cell::Cell::new(0));
+    let growing = |at| Growing {
+        bytes: bytes.clone(),
+        shown: shown.clone(),
+        at,
+    };
+    // Open once the header is there, as the watch window does.
+    let mut scanner = loop {
+        shown.set((shown.get() + step).min(bytes.len()));
+        match Scanner::open(growing(0), Path::new("mem.flr")) {
+            Ok(s) => break s,
+            Err(_) if shown.get() < bytes.len() => {}
+            Err(e) => panic!("{e}"),
+        }
+    };
+    let mut log = Log::default();
+    while scanner.read_new(&mut log) {
+        if shown.get() == bytes.len() {
+            // The writer stopped without a footer: the follower gives up.
+            break;
+        }
+        shown.set((shown.get() + step).min(bytes.len()));
+    }
+    (log.0, scanner.into_scanned())
+}
+
+fn scan_whole(bytes: &[u8]) -> (Vec<String>, Scanned) {
+    let mut log = Log::default();
+    let s = scan(std::io::Cursor::new(bytes), Path::new("mem.flr"), &mut log).unwrap();
+    (log.0, s)
+}
+
+fn same_scan(a: &Scanned, b: &Scanned, what: &str) {
+    assert_eq!(
+        (
+            a.samples,
+            a.bytes,
+            a.frames,
+            &a.digest,
+            &a.tail,
+            &a.lifetimes
+        ),
+        (
+            b.samples,
+            b.bytes,
+            b.frames,
+            &b.digest,
+            &b.tail,
+            &b.lifetimes
+        ),
+        "{what}"
+    );
+    assert_eq!(a.footer.is_some(), b.footer.is_some(), "{what}");
+    assert_eq!(a.header.schema.len(), b.header.schema.len(), "{what}");
+}
+
+#[test]
+fn a_file_followed_as_it_is_written_reads_as_the_finished_file_scans() {
+    let dir = tempfile::tempdir().unwrap();
+    // Samples, events and packs, and channels that join and end.
+    let path = dir.path().join("grow.flr");
+    let mut w = RecordingWriter::create(&path, &header(2), true).unwrap();
+    for i in 0..400 {
+        if i == 100 {
+            w.add_channels(&[ChannelSpec::new("pid7.rss", Unit::Bytes, Group::Memory)])
+                .unwrap();
+        }
+        if i == 300 {
+            w.end_channels(&[2]).unwrap();
+        }
+        let width = if (100..300).contains(&i) { 3 } else { 2 };
+        let mut s = sample(i, width);
+        if i >= 300 {
+            s = Sample::from_values(i, i * 10_000_000, &[1.0, 2.0, 9.0]);
+        }
+        w.push_sample(&s).unwrap();
+        if i % 50 == 49 {
+            w.push_event(Event {
+                t_ns: i * 10_000_000,
+                kind: EventKind::Step {
+                    step: i / 50,
+                    tokens: None,
+                },
+            })
+            .unwrap();
+        }
+    }
+    w.finish("completed").unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    let (whole_log, whole) = scan_whole(&bytes);
+    assert!(whole.tail.is_none() && whole.footer.is_some());
+    assert!(whole_log.iter().any(|l| l.starts_with("add 100")));
+    assert!(whole_log.iter().any(|l| l.starts_with("end 300")));
+    for step in [1, 7, 64, 1000, bytes.len()] {
+        let (log, s) = follow_in_steps(&bytes, step);
+        assert_eq!(log, whole_log, "shown {step} bytes at a time");
+        same_scan(&s, &whole, &format!("shown {step} bytes at a time"));
+    }
+    // A writer that stopped without its footer: truncated, as scan says.
+    let cut = &bytes[..bytes.len() - 40];
+    let (whole_log, whole) = scan_whole(cut);
+    assert_eq!(
+        whole.tail.as_ref().unwrap().kind,
+        TailProblemKind::Truncated
+    );
+    let (log, s) = follow_in_steps(cut, 97);
+    assert_eq!(log, whole_log);
+    same_scan(&s, &whole, "a cut file");
+}
+
+#[test]
+fn a_follower_keeps_the_checks_of_a_whole_scan() {
+    let dir = tempfile::tempdir().unwrap();
+    let (bytes, _) = recording_bytes(dir.path(), 300, 3);
+    // Damage in the middle, data after the footer: each ends the follower
+    // where it ends a scan, and says why.
+    let mut flipped = bytes.clone();
+    flipped[bytes.len() / 2] ^= 0x40;
+    let mut doubled = bytes.clone();
+    doubled.extend_from_slice(&bytes[12..]);
+    for (what, file) in [
+        ("a flipped bit", flipped),
+        ("data after the footer", doubled),
+    ] {
+        let (whole_log, whole) = scan_whole(&file);
+        assert!(whole.tail.is_some(), "{what}");
+        for step in [13, 500] {
+            let (log, s) = follow_in_steps(&file, step);
+            assert_eq!(log, whole_log, "{what}");
+            same_scan(&s, &whole, what);
+        }
+    }
+}

@@ -18,8 +18,9 @@ pub use flatline_format::{
     ChannelsEnded, ColumnBlock, ColumnStats, DigestMark, EXTENSION, Event, EventKind,
     FORMAT_VERSION, Footer, Frame, FrameReader, Header, HostFacts, Item, Lifetime, MAGIC,
     MAX_FRAME_BYTES, READABLE_VERSIONS, Recording, RecordingError, RecordingWriter, SEEK_EVERY,
-    SampleBlock, SampleIndex, Samples, Scanned, SchemaExtension, SeekPoint, Slots, TailProblem,
-    TailProblemKind, Thinned, Visit, WRITE_RETRY, WriteFault, WriteSummary, scan, with_labels,
+    SampleBlock, SampleIndex, Samples, Scanned, Scanner, SchemaExtension, SeekPoint, Slots,
+    TailProblem, TailProblemKind, Thinned, Visit, WRITE_RETRY, WriteFault, WriteSummary, scan,
+    with_labels,
 };
 pub use recorder::{
     EVENT_CAPACITY, FAULT_NOTE, Fanout, FaultNews, Faults, RESUMED_NOTE, Recorder, RecorderStats,
