@@ -18,7 +18,7 @@ use serde_json::{Map, Value, json};
 use crate::cli::{AlignArg, CompareArgs, ReportFormat};
 use crate::fmt::{bytes, value};
 use crate::render::{Block, Col, Doc, Table, num, opt};
-use crate::report::{self, Receipt, Row, change, kind_name, verdict_text};
+use crate::report::{self, Receipt, Row, change, verdict_text};
 
 /// One recording of a comparison, analysed.
 #[derive(Debug)]
@@ -519,7 +519,7 @@ fn compare_rows(c: &Comparison<'_>, table: &mut Table, text: bool) {
         table.row(r);
     };
     for p in c.pairs() {
-        let kind = kind_name(p.kind);
+        let kind = p.kind.name();
         let name = if text {
             p.name.to_owned()
         } else {

@@ -196,9 +196,7 @@ impl Score {
 pub fn score(outcomes: &[Outcome]) -> BTreeMap<(String, &'static str), Score> {
     let mut out: BTreeMap<(String, &'static str), Score> = BTreeMap::new();
     for o in outcomes {
-        let s = out
-            .entry((o.family.clone(), report::kind_name(o.kind)))
-            .or_default();
+        let s = out.entry((o.family.clone(), o.kind.name())).or_default();
         s.channels += 1;
         if o.class == Class::Growth {
             s.growing += 1;

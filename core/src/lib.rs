@@ -7,6 +7,8 @@
 //! [`Viewer`] and hands it to [`run`]. Tests, benchmarks and (later) Python
 //! bindings use this crate without a display.
 
+pub use flatline_receipt::{fmt, render};
+
 pub mod alert;
 pub mod bench;
 pub mod cli;
@@ -15,11 +17,9 @@ pub mod convert;
 pub mod corpus;
 pub mod detail;
 pub mod fleet;
-pub mod fmt;
 pub mod http;
 pub mod mark;
 pub mod prom;
-pub mod render;
 pub mod report;
 pub mod session;
 pub mod soak;

@@ -8,8 +8,8 @@
 
 use std::path::{Path, PathBuf};
 
-use flatline_core::report;
 use flatline_format::{ChannelSpec, Event, Header, Recording, RecordingError, Visit};
+use flatline_receipt::report;
 use numpy::IntoPyArray;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyFileNotFoundError, PyValueError};
