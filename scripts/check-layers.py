@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """The runtime's layers point down: probes, workloads and the arena import
-nothing from the analysis or the recording.
+nothing from the analysis or the recording. No two files of a crate import
+each other, directly or round a longer circle. Below core's command layer
+(core/src/stream, core/src/export) nothing names the CLI's types or clap.
 
     python3 scripts/check-layers.py
 
@@ -118,6 +120,121 @@ def violations(path):
     return found
 
 
+CRATES = ["format", "runtime", "receipt", "core", "dashboard", "python"]
+# core's folders below its command layer: plain settings in, no clap.
+BELOW_CLI = [os.path.join("core", "src", "stream"), os.path.join("core", "src", "export")]
+
+
+def modules(src):
+    """Module path (`a::b`) → file, for every .rs file under a crate's src."""
+    out = {}
+    for dirpath, _, names in os.walk(src):
+        for name in names:
+            if name.endswith(".rs"):
+                rel = os.path.relpath(os.path.join(dirpath, name), src)[:-3].split(os.sep)
+                if rel[-1] == "mod" or rel == ["lib"] or rel == ["main"]:
+                    rel = rel[:-1]
+                out["::".join(rel)] = os.path.join(dirpath, name)
+    return out
+
+
+def without_tests(text):
+    """The code before a file's `#[cfg(test)] mod tests` (tests may import anything)."""
+    m = re.search(r"#\[cfg\(test\)\]\s*(pub\s+)?mod\s+tests\b", text)
+    return text[: m.start()] if m else text
+
+
+def paths_named(text, module):
+    """Every absolute module path this file's code names through `crate::`,
+    `self::` or `super::` (from a/b.rs and from a/b/mod.rs alike, `super` is a)."""
+    here = module.split("::") if module else []
+    out = []
+    for m in re.finditer(r"(?<![\w:])((?:crate|self|super)(?:\s*::\s*super)*)\s*::\s*", text):
+        head = re.sub(r"\s", "", m.group(1)).split("::")
+        if head[0] == "crate":
+            base = []
+        else:
+            ups = head.count("super")
+            base = here[: len(here) - ups] if ups <= len(here) else []
+        after = text[m.end():]
+        if after.startswith("{"):
+            group = brace_groups(text, m.end())
+            names = [n for n in re.findall(r"(?:^|,)\s*([\w:]+)", re.sub(r"\{[^{}]*\}", "", group))]
+        else:
+            names = [re.match(r"[\w:]*", after).group(0)]
+        for n in names:
+            out.append(base + [x for x in n.split("::") if x])
+    return out
+
+
+def circles():
+    """(crate, [modules]) for each set of a crate's files that import one another."""
+    found = []
+    for crate in CRATES:
+        src = os.path.join(ROOT, crate, "src")
+        if not os.path.isdir(src):
+            found.append((crate, None))
+            continue
+        mods = modules(src)
+        edges = {m: set() for m in mods}
+        for m, path in mods.items():
+            text = without_tests(code(open(path, encoding="utf-8").read()))
+            for p in paths_named(text, m):
+                for k in range(len(p), 0, -1):
+                    target = "::".join(p[:k])
+                    if target in mods:
+                        # A file's own module and its ancestors' mod.rs (re-exports) are no import.
+                        if target != m and not m.startswith(target + "::") and target != "":
+                            edges[m].add(target)
+                        break
+        index, low, stack, on, counter = {}, {}, [], set(), [0]
+
+        def visit(v):
+            index[v] = low[v] = counter[0]
+            counter[0] += 1
+            stack.append(v)
+            on.add(v)
+            for w in sorted(edges[v]):
+                if w not in index:
+                    visit(w)
+                    low[v] = min(low[v], low[w])
+                elif w in on:
+                    low[v] = min(low[v], index[w])
+            if low[v] == index[v]:
+                scc = []
+                while True:
+                    w = stack.pop()
+                    on.discard(w)
+                    scc.append(w)
+                    if w == v:
+                        break
+                if len(scc) > 1:
+                    found.append((crate, sorted(scc)))
+
+        sys.setrecursionlimit(10000)
+        for v in sorted(mods):
+            if v not in index:
+                visit(v)
+    return found
+
+
+def below_cli():
+    """(file, line, what) where core's stream/ or export/ names the CLI or clap."""
+    out = []
+    for folder in BELOW_CLI:
+        path = os.path.join(ROOT, folder)
+        if not os.path.isdir(path):
+            out.append((folder, 0, None))
+            continue
+        for name in sorted(os.listdir(path)):
+            if name.endswith(".rs"):
+                f = os.path.join(path, name)
+                text = without_tests(code(open(f, encoding="utf-8").read()))
+                for m in re.finditer(r"\bcrate\s*::\s*cli\b|\bclap\b|\bsuper\s*::\s*super\s*::\s*cli\b", text):
+                    out.append((os.path.relpath(f, ROOT), text.count("\n", 0, m.start()) + 1, m.group(0)))
+    return out
+
+
 def main():
     problems = []
     files = 0
@@ -135,9 +252,23 @@ def main():
                         problems.append(f"{os.path.relpath(path, ROOT)}:{line}: {what}")
     if files == 0:
         problems.append("no source file was read")
+    rings = circles()
+    for crate, ring in rings:
+        if ring is None:
+            problems.append(f"{crate}/src: missing (renamed? update this check)")
+        else:
+            problems.append(f"{crate}: these files import one another: {', '.join(ring)}")
+    for f, line, what in below_cli():
+        if what is None:
+            problems.append(f"{f}: missing (renamed? update this check)")
+            continue
+        problems.append(f"{f}:{line}: {what} below the command layer (take plain settings)")
     for p in problems:
         print(p, file=sys.stderr)
-    print(f"layers: {files} files of {', '.join(LAYERS)} read, {len(problems)} problems")
+    print(
+        f"layers: {files} files of {', '.join(LAYERS)} read; import circles looked for in "
+        f"{len(CRATES)} crates; {len(problems)} problems"
+    )
     sys.exit(1 if problems else 0)
 
 

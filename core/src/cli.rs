@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+
+pub use crate::stream::session::OnWriteError;
 use flatline_runtime::workload::ingest::DEFAULT_CORPUS_TOKENS;
 
 #[derive(Debug, Parser)]
@@ -122,8 +124,8 @@ pub struct PrometheusArgs {
     /// e.g. `tree.pss > 20GiB`, `mem.rss slope > 10MiB/min`,
     /// `gpu0.used time_to_limit < 2h`, `any severity >= warning`. A firing
     /// prints a line on stderr and marks the recording.
-    #[arg(long, value_name = "EXPR", value_parser = crate::alert::parse)]
-    pub alert: Vec<crate::alert::Alert>,
+    #[arg(long, value_name = "EXPR", value_parser = crate::export::alert::parse)]
+    pub alert: Vec<crate::export::alert::Alert>,
     /// Run CMD (with `sh -c`) once per firing, the alert in its environment:
     /// FLATLINE_ALERT, FLATLINE_ALERT_CHANNEL, FLATLINE_ALERT_MEASURE,
     /// FLATLINE_ALERT_VALUE, FLATLINE_ALERT_HOST, FLATLINE_ALERT_PID.
@@ -164,13 +166,15 @@ impl LabelArgs {
 impl PrometheusArgs {
     /// What to follow the stream for, if anything (`pid`: the `pid` label
     /// of channels that are not one process's).
-    pub fn export(&self, pid: u32) -> Option<crate::session::Export> {
-        (self.prometheus.is_some() || !self.alert.is_empty()).then(|| crate::session::Export {
-            addr: self.prometheus,
-            web_config: self.web_config.clone(),
-            pid,
-            alerts: self.alert.clone(),
-            on_alert: self.on_alert.clone(),
+    pub fn export(&self, pid: u32) -> Option<crate::stream::session::Export> {
+        (self.prometheus.is_some() || !self.alert.is_empty()).then(|| {
+            crate::stream::session::Export {
+                addr: self.prometheus,
+                web_config: self.web_config.clone(),
+                pid,
+                alerts: self.alert.clone(),
+                on_alert: self.on_alert.clone(),
+            }
         })
     }
 
@@ -410,19 +414,27 @@ pub struct SoakArgs {
     pub on_write_error: OnWriteError,
 }
 
-/// What a run does when its recording cannot be written (a full disk, a
-/// quota, a file system turned read-only).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
-pub enum OnWriteError {
-    /// End the run at once (a watched command is left running), with the
-    /// receipt of what was recorded.
-    Stop,
-    /// Keep sampling, analysing and serving /metrics, and retry the writes
-    /// every few seconds; the file goes on, with a note of the gap, when
-    /// space returns. The default: a day-long job should not lose its watch
-    /// because its disk filled for a while.
-    #[default]
-    KeepSampling,
+/// `--on-write-error`'s values, from the docs of the plain type below the CLI.
+impl ValueEnum for OnWriteError {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[OnWriteError::Stop, OnWriteError::KeepSampling]
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        use clap::builder::PossibleValue;
+        Some(match self {
+            OnWriteError::Stop => PossibleValue::new("stop").help(
+                "End the run at once (a watched command is left running), with the receipt of \
+                 what was recorded",
+            ),
+            OnWriteError::KeepSampling => PossibleValue::new("keep-sampling").help(
+                "Keep sampling, analysing and serving /metrics, and retry the writes every few \
+                 seconds; the file goes on, with a note of the gap, when space returns. The \
+                 default: a day-long job should not lose its watch because its disk filled for \
+                 a while",
+            ),
+        })
+    }
 }
 
 #[derive(Debug, Clone, Args)]

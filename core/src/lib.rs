@@ -9,24 +9,14 @@
 
 pub use flatline_receipt::{fmt, render};
 
-pub mod alert;
-pub mod bench;
 pub mod cli;
-pub mod compare;
-pub mod convert;
-pub mod corpus;
-pub mod detail;
-pub mod fleet;
-pub mod http;
-pub mod mark;
-pub mod prom;
-pub mod report;
-pub mod session;
-pub mod soak;
-pub mod source;
-pub mod store;
-pub mod watch;
-pub mod web;
+pub mod commands;
+pub mod export;
+pub mod stream;
+
+use commands::{bench, compare, convert, fleet, report, soak, watch};
+use export::web;
+use stream::{mark, source, store};
 
 use std::process::ExitCode;
 
@@ -161,8 +151,8 @@ pub fn run(cli: cli::Cli, viewer: &dyn Viewer) -> ExitCode {
         Some(cli::Command::Import(args)) => convert::import(&args),
         Some(cli::Command::Export(args)) => convert::export(&args),
         Some(cli::Command::Synth(args)) => convert::synth(&args),
-        Some(cli::Command::Mark(args)) => mark::run(&args),
-        Some(cli::Command::HashPassword(args)) => web::hash_password_command(&args),
+        Some(cli::Command::Mark(args)) => mark::run(&args.text, args.to.as_deref()),
+        Some(cli::Command::HashPassword(args)) => web::hash_password_command(args.cost),
         Some(cli::Command::Watch(_)) => unreachable!("handled above"),
     };
     match result {

@@ -7,7 +7,7 @@ use anyhow::{Context, Result, bail};
 use flatline_runtime::recording::{FrameReader, Recording};
 
 use flatline_core::cli::{AlignArg, BenchCommand, CompareArgs, LiveArgs, ReplayArgs, WindowArgs};
-use flatline_core::store::Store;
+use flatline_core::stream::store::Store;
 use flatline_core::{Closed, Viewer};
 
 use crate::ui::{self, Dashboard, LiveSource, ReplaySource, Settings, Source, WatchSource};
@@ -47,7 +47,7 @@ impl Viewer for Window {
     fn fleet(
         &self,
         args: &flatline_core::cli::FleetArgs,
-        fleet: flatline_core::fleet::Fleet,
+        fleet: flatline_core::commands::fleet::Fleet,
     ) -> Result<()> {
         ui::fleet::run(args, fleet)
     }

@@ -374,9 +374,10 @@ fn shift_dragging_a_plot_gives_the_receipt_of_that_part() {
     h.get_by_label_contains("Receipt: ");
     h.get_by_label("Copy as Markdown");
     // The same part through the command line's analysis of the file.
-    let rec = flatline_core::report::open(&golden_v1()).unwrap();
+    let rec = flatline_core::commands::report::open(&golden_v1()).unwrap();
     let t0 = rec.t_ns[0] as f64 / 1e9;
-    let cli = flatline_core::report::analyse_range(&rec, None, Some([r.from - t0, r.to - t0]));
+    let cli =
+        flatline_core::commands::report::analyse_range(&rec, None, Some([r.from - t0, r.to - t0]));
     let rss = cli
         .rows
         .iter()
@@ -385,7 +386,7 @@ fn shift_dragging_a_plot_gives_the_receipt_of_that_part() {
     let ours = r.rows.iter().find(|row| row[0] == "mem.rss").unwrap();
     assert_eq!(
         ours[1],
-        flatline_core::report::verdict_text(&rss.analysis, rss.spec.unit)
+        flatline_core::commands::report::verdict_text(&rss.analysis, rss.spec.unit)
     );
     assert!(r.markdown.contains("| `mem.rss` |"), "{}", r.markdown);
     h.snapshot("replay_golden_receipt");

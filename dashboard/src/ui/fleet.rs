@@ -11,7 +11,7 @@ use anyhow::{Context, Result};
 use eframe::egui::{self, Color32, RichText};
 use egui_plot::{Line, Plot, PlotPoints};
 use flatline_core::cli::FleetArgs;
-use flatline_core::fleet::{Fleet, set_digest};
+use flatline_core::commands::fleet::{Fleet, set_digest};
 use flatline_core::fmt::value;
 use flatline_runtime::telemetry::Unit;
 
@@ -204,7 +204,11 @@ impl FleetView {
 /// A member's readings of a channel after its start-up, as the change since
 /// then: ranks whose levels differ by gigabytes share one axis, and a leak
 /// of megabytes an hour is seen.
-fn drift(m: &flatline_core::fleet::Member, name: &str, scale: f64) -> Option<Vec<[f64; 2]>> {
+fn drift(
+    m: &flatline_core::commands::fleet::Member,
+    name: &str,
+    scale: f64,
+) -> Option<Vec<[f64; 2]>> {
     let points = m.series.get(name)?;
     let from = points.partition_point(|p| p[0] < m.warmup_s);
     let base = points.get(from)?[1];

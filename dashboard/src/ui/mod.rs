@@ -24,11 +24,11 @@ use eframe::egui;
 use flatline_core::cli::{AlignArg, RendererArg, WindowArgs};
 
 pub use flatline_core::Closed;
-use flatline_core::detail;
-pub use flatline_core::source::{
+use flatline_core::stream::detail;
+pub use flatline_core::stream::source::{
     Activity, LIVE_CAP, LiveSource, Meta, Opening, ReplaySource, Source, SourceKind, WatchSource,
 };
-pub use flatline_core::store::{Series, Store};
+pub use flatline_core::stream::store::{Series, Store};
 pub use timeline::Timeline;
 pub use view::{Action, ProcessRow, RangeReceipt, marker_lines, process_rows, push_column, rates};
 
@@ -450,7 +450,7 @@ impl Dashboard {
             match action {
                 Action::SetWorkload(on) => self.source.set_workload_running(on),
                 Action::StartRecording => {
-                    let msg = match flatline_core::soak::default_path("live")
+                    let msg = match flatline_core::commands::soak::default_path("live")
                         .and_then(|p| self.source.start_recording(&p).map(|()| p))
                     {
                         Ok(p) => format!("recording to {}", p.display()),
@@ -913,7 +913,7 @@ pub fn run_window(
     // does, so a recording in progress gets its footer instead of being cut off.
     // The waker thread sees the flag within a frame period (at most 1 s)
     // and asks for the frame whose `App::logic` closes the window.
-    let interrupted = flatline_core::soak::interrupt_flag()?;
+    let interrupted = flatline_core::commands::soak::interrupt_flag()?;
     let flag = interrupted.clone();
     let options = eframe::NativeOptions {
         viewport: egui::ViewportBuilder::default()

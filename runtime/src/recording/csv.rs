@@ -12,7 +12,7 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use super::{Event, EventKind, RecordingError, RecordingSetup, RecordingWriter, WriteSummary};
-use crate::telemetry::output::{leaf, unit_of};
+use crate::telemetry::keys::{leaf, unit_of};
 use crate::telemetry::{ChannelSpec, Group, MAX_CHANNELS, Sample, Schema};
 
 /// Why a CSV could not be imported or exported.

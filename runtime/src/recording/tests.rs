@@ -27,7 +27,7 @@ fn header(channels: usize) -> Header {
 mod csv_import {
     use super::*;
     use crate::recording::csv::{CsvError, export, import};
-    use crate::telemetry::output::unit_of;
+    use crate::telemetry::keys::unit_of;
 
     const SEED_LIKE: &str = "step,elapsed_s,loss,feeder_us,vram_alloc_mb,rss_delta_mb,fnv1a_hash\n\
 0,0.00,2.8973,52.28,204.27,+0.00,0x805651DA\n\

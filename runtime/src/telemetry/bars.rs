@@ -36,7 +36,7 @@ use std::sync::LazyLock;
 use flatline_format::Unit;
 use regex::Regex;
 
-use super::output::leaf;
+use super::keys::{leaf, unit_of};
 
 /// One drawn state of a progress bar.
 #[derive(Debug, Clone, PartialEq)]
@@ -346,7 +346,7 @@ impl Bars {
             }
             for (k, v) in &bar.postfix {
                 if !NOT_METRICS.contains(&k.as_str()) {
-                    out.values.push((k.clone(), *v, super::output::unit_of(k)));
+                    out.values.push((k.clone(), *v, unit_of(k)));
                 }
             }
         } else if self.step_bar.is_some() {

@@ -18,6 +18,7 @@ pub mod bars;
 pub mod cgroup;
 pub mod dynamic;
 pub mod gpu;
+pub mod keys;
 pub mod logfile;
 pub mod malloc;
 pub mod output;

@@ -31,6 +31,7 @@ use flatline_format::{Event, EventKind};
 
 pub use super::bars::Bars;
 use super::bars::{Bar, parse_bar};
+use super::keys::{leaf, unit_of};
 use super::{ChannelSpec, Clock, Group, GrowHandle, Kind, Unit};
 
 /// What one line said.
@@ -158,32 +159,6 @@ pub fn cells(line: &Line) -> Vec<Cell> {
     out
 }
 
-/// The unit a column name's suffix implies.
-pub fn unit_of(column: &str) -> Unit {
-    let c = column.to_ascii_lowercase();
-    if c == "step" || c == "steps" || c == "tokens" || c.ends_with("_count") {
-        Unit::Count
-    } else if c.ends_with("_mb") || c.ends_with("_mib") {
-        Unit::Mebibytes
-    } else if c.ends_with("_bytes") {
-        Unit::Bytes
-    } else if c.ends_with("_per_sec") || c.ends_with("_per_s") {
-        Unit::PerSecond
-    } else if c.ends_with("_us") {
-        Unit::Microseconds
-    } else if c.ends_with("_ms") {
-        Unit::Milliseconds
-    } else if c.ends_with("_ns") {
-        Unit::Nanoseconds
-    } else if c.ends_with("_s") {
-        Unit::Seconds
-    } else if c.ends_with("_pct") || c.ends_with("_percent") {
-        Unit::Percent
-    } else {
-        Unit::Number
-    }
-}
-
 /// Keys that give the step.
 fn is_step_key(k: &str) -> bool {
     matches!(
@@ -213,23 +188,6 @@ pub fn pairs_line<'a>(pairs: impl IntoIterator<Item = (&'a str, f64)>) -> Line {
             out.marker = Some("eval".into());
         }
         out.values.push((l, v, unit_of(k)));
-    }
-    out
-}
-
-/// A channel leaf from a printed key: lower case, runs of anything but
-/// letters and digits as one `_`.
-pub fn leaf(key: &str) -> String {
-    let mut out = String::with_capacity(key.len());
-    for c in key.trim().chars() {
-        if c.is_ascii_alphanumeric() {
-            out.push(c.to_ascii_lowercase());
-        } else if !out.ends_with('_') && !out.is_empty() {
-            out.push('_');
-        }
-    }
-    while out.ends_with('_') {
-        out.pop();
     }
     out
 }

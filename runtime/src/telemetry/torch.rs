@@ -153,7 +153,7 @@ impl TorchSeen {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::telemetry::output::leaf;
+    use crate::telemetry::keys::leaf;
 
     fn r(key: &str) -> Option<(Stat, f64)> {
         recognise(&leaf(key))

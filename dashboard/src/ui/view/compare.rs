@@ -206,7 +206,7 @@ fn side_row(ui: &mut egui::Ui, letter: &str, color: Color32, u: Unit, a: Option<
             return;
         };
         badge(ui, Some(a));
-        let signed = |v: f64| flatline_core::report::change(v, u);
+        let signed = |v: f64| flatline_core::commands::report::change(v, u);
         let text = match a.kind {
             Kind::Level => format!(
                 "drift {}, slope {}/s",

@@ -76,7 +76,7 @@ pub fn receipt(d: &Dashboard, from: f64, to: f64) -> RangeReceipt {
         if v == 0.0 || !v.is_finite() {
             "0".to_string()
         } else {
-            flatline_core::report::change(v, u)
+            flatline_core::commands::report::change(v, u)
         }
     };
     let rows: Vec<[String; 4]> = order
@@ -86,7 +86,7 @@ pub fn receipt(d: &Dashboard, from: f64, to: f64) -> RangeReceipt {
             let u = schema.channels[*i].unit;
             [
                 schema.channels[*i].name.clone(),
-                flatline_core::report::verdict_text(a, u),
+                flatline_core::commands::report::verdict_text(a, u),
                 signed(a.drift, u),
                 format!("{}/s", signed(a.slope_per_s, u)),
             ]

@@ -66,7 +66,7 @@ pub fn decimate(
 /// column over the view, which is half the span.
 pub(super) fn decimate_span(
     times: &[f64],
-    series: &flatline_core::store::Series,
+    series: &flatline_core::stream::store::Series,
     span: [f64; 2],
     columns: usize,
     baseline: f64,

@@ -203,11 +203,11 @@ pub(super) fn card_line(ui: &mut egui::Ui, name: &str, u: Unit, a: &ChannelAnaly
         badge(ui, Some(a));
         let what = match a.kind {
             Kind::Level | Kind::Peak if a.drift != 0.0 && a.drift.is_finite() => {
-                flatline_core::report::change(a.drift, u)
+                flatline_core::commands::report::change(a.drift, u)
             }
             Kind::Level | Kind::Peak => "0".into(),
             Kind::Counter => format!("{}/s", value(a.rate_per_s.unwrap_or(0.0), u)),
-            Kind::Gauge => flatline_core::report::trend_text(a).unwrap_or_default(),
+            Kind::Gauge => flatline_core::commands::report::trend_text(a).unwrap_or_default(),
         };
         ui.label(RichText::new(what).small());
         if let Some(s) = a.time_to_limit_s {
@@ -236,11 +236,11 @@ pub(super) fn card(ui: &mut egui::Ui, name: &str, u: Unit, a: &ChannelAnalysis) 
             format!("{}{}", if v > 0.0 { "+" } else { "-" }, value(v.abs(), u))
         }
     };
-    let pct =
-        flatline_core::report::trend_text(a).map_or(String::new(), |t| format!("   trend {t}"));
+    let pct = flatline_core::commands::report::trend_text(a)
+        .map_or(String::new(), |t| format!("   trend {t}"));
     match a.kind {
         Kind::Level => {
-            let text = flatline_core::report::verdict_text(a, u);
+            let text = flatline_core::commands::report::verdict_text(a, u);
             if text != a.verdict.as_str() {
                 ui.label(RichText::new(text).small().italics());
             }

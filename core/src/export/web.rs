@@ -335,7 +335,7 @@ fn same(a: &[u8], b: &[u8]) -> bool {
 
 /// `flatline hash-password`: the first line of standard input (what a
 /// pipe or a typed password gives) hashed for `basic_auth_users`.
-pub fn hash_password_command(args: &crate::cli::HashPasswordArgs) -> Result<()> {
+pub fn hash_password_command(cost: u32) -> Result<()> {
     let mut line = String::new();
     std::io::stdin()
         .read_line(&mut line)
@@ -347,8 +347,7 @@ pub fn hash_password_command(args: &crate::cli::HashPasswordArgs) -> Result<()> 
             "no password on standard input (e.g. `read -rs P; echo \"$P\" | flatline hash-password`)"
         );
     }
-    let hash =
-        bcrypt::hash(password, args.cost).map_err(|e| anyhow!("hashing the password: {e}"))?;
+    let hash = bcrypt::hash(password, cost).map_err(|e| anyhow!("hashing the password: {e}"))?;
     println!("{hash}");
     Ok(())
 }

@@ -17,7 +17,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::cli::{ServeArgs, SoakArgs, WorkloadArg};
 use crate::fmt::bytes;
-use crate::session::{Session, SessionEnd};
+use crate::stream::session::{Session, SessionEnd};
 
 impl From<WorkloadArg> for Workload {
     fn from(w: WorkloadArg) -> Self {
@@ -70,10 +70,10 @@ struct WorkloadRun<'a> {
     labels: std::collections::BTreeMap<String, String>,
     /// Serve the stream to Prometheus, check alerts.
     export: &'a crate::cli::PrometheusArgs,
-    on_write_error: crate::cli::OnWriteError,
+    on_write_error: crate::stream::session::OnWriteError,
     /// `serve`'s: what to do when the window's recording (the copy) cannot
     /// be written; faults are also told to the window on standard output.
-    window: Option<crate::cli::OnWriteError>,
+    window: Option<crate::stream::session::OnWriteError>,
 }
 
 /// How the run went.
@@ -105,7 +105,7 @@ fn answer(result: Result<String>) {
         Ok(s) => s,
         Err(e) => format!("error {:#}", e),
     };
-    crate::session::tell_window(&line);
+    crate::stream::session::tell_window(&line);
 }
 
 fn record_workload(
@@ -158,10 +158,10 @@ fn record_workload(
     // Set when the recording cannot be written and the policy is to stop.
     let halt = AtomicBool::new(false);
     let mut faults = match run.window {
-        Some(_) => crate::session::FaultWatch::telling_window("stream"),
-        None => crate::session::FaultWatch::default(),
+        Some(_) => crate::stream::session::FaultWatch::telling_window("stream"),
+        None => crate::stream::session::FaultWatch::default(),
     };
-    let mut copy_faults = crate::session::FaultWatch::telling_window("copy");
+    let mut copy_faults = crate::stream::session::FaultWatch::telling_window("copy");
     let result = std::thread::scope(|scope| -> Result<&'static str> {
         let work = std::thread::Builder::new()
             .name("flatline-workload".into())
@@ -214,7 +214,7 @@ fn record_workload(
                     Ok(None) => "recording stopped (--on-write-error stop)".to_owned(),
                     Err(e) => format!("{e:#}"),
                 };
-                crate::session::tell_window(&format!("stopped copy {said}"));
+                crate::stream::session::tell_window(&format!("stopped copy {said}"));
             }
             match requests.recv_timeout(Duration::from_millis(200)) {
                 Ok(Request::Mark(text)) => {
@@ -319,7 +319,7 @@ pub fn serve(args: &ServeArgs) -> Result<()> {
         export: &args.export,
         // The window's own stream keeps going; the policy is for the
         // recording the window asked for.
-        on_write_error: crate::cli::OnWriteError::KeepSampling,
+        on_write_error: crate::stream::session::OnWriteError::KeepSampling,
         window: Some(args.on_write_error),
     };
     let done = record_workload(&run, &stop, &paused, &ProgressBar::hidden(), &marks)?;
@@ -355,7 +355,7 @@ pub fn run(args: &SoakArgs) -> Result<()> {
     let stop = interrupt_flag()?;
     // `flatline mark TEXT` reaches this soak while it runs.
     let (marks_tx, marks) = crossbeam_channel::unbounded();
-    let listening = crate::mark::listen("soak", None, Some(&out), move |text| {
+    let listening = crate::stream::mark::listen("soak", None, Some(&out), move |text| {
         let _ = marks_tx.send(Request::Mark(text));
     });
     let total = Duration::from_secs_f64(args.seconds);
@@ -383,9 +383,9 @@ pub fn run(args: &SoakArgs) -> Result<()> {
     if ended_by == "interrupted" {
         eprintln!("flatline: interrupted; the recording is complete up to now");
     }
-    let rec = crate::report::open(&out)?;
-    let receipt = crate::report::analyse(&rec, None);
-    print!("{}", crate::report::text_report(&rec, &receipt));
+    let rec = crate::commands::report::open(&out)?;
+    let receipt = crate::commands::report::analyse(&rec, None);
+    print!("{}", crate::commands::report::text_report(&rec, &receipt));
     let w = &end.recorder.write;
     let per_hour = w.bytes as f64 * 3600.0 / wall.as_secs_f64().max(1e-3);
     println!(
@@ -404,5 +404,5 @@ pub fn run(args: &SoakArgs) -> Result<()> {
             100.0 * end.recorder.cpu_ns as f64 / wall.as_nanos() as f64
         );
     }
-    crate::session::fault_outcome(&end.recorder.faults)
+    crate::stream::session::fault_outcome(&end.recorder.faults)
 }

@@ -19,7 +19,7 @@ use flatline_runtime::telemetry::alloc::mark_observer_thread;
 use flatline_runtime::telemetry::{self, Sample, SamplerConfig, SchemaFeed};
 use flatline_runtime::workload::driver::Workload;
 
-use crate::store::Store;
+use crate::stream::store::Store;
 
 /// What a caption and a top bar say about a source.
 #[derive(Debug, Clone, Default)]
@@ -47,7 +47,7 @@ struct Road {
     /// The first write error of the poll in progress.
     pending: Option<String>,
     error: Option<String>,
-    policy: crate::cli::OnWriteError,
+    policy: crate::stream::session::OnWriteError,
     /// The write fault in progress, or the one that stopped the recording.
     fault: Option<String>,
 }
@@ -91,12 +91,12 @@ impl Road {
             return;
         };
         self.fault = Some(match self.policy {
-            crate::cli::OnWriteError::KeepSampling => format!(
+            crate::stream::session::OnWriteError::KeepSampling => format!(
                 "cannot write {}; retrying every {} s",
                 f.describe(),
                 flatline_runtime::recording::WRITE_RETRY.as_secs()
             ),
-            crate::cli::OnWriteError::Stop => {
+            crate::stream::session::OnWriteError::Stop => {
                 self.out.writer = None; // whole up to the fault, no footer
                 format!(
                     "cannot write {}; recording stopped (--on-write-error stop)",
@@ -268,7 +268,7 @@ pub struct LiveSource {
     /// Shared with the marker socket's thread.
     control: Arc<Mutex<Option<ChildStdin>>>,
     /// `flatline mark` reaches the workload through this.
-    _marks: Option<crate::mark::MarkServer>,
+    _marks: Option<crate::stream::mark::MarkServer>,
     running: bool,
     follower: Follower,
     dropped_idx: Option<usize>,
@@ -355,7 +355,7 @@ impl LiveSource {
         let control = Arc::new(Mutex::new(child.stdin.take()));
         let marks = {
             let control = control.clone();
-            crate::mark::listen("live", Some(child.id()), None, move |text| {
+            crate::stream::mark::listen("live", Some(child.id()), None, move |text| {
                 tell(&control, &format!("mark {text}"));
             })
         };
@@ -677,7 +677,8 @@ impl Source for LiveSource {
 
     /// Recorded by the workload process, in its stream, on its clock.
     fn mark(&mut self, text: &str) -> Result<()> {
-        let text = crate::mark::check_message(text.as_bytes()).map_err(anyhow::Error::msg)?;
+        let text =
+            crate::stream::mark::check_message(text.as_bytes()).map_err(anyhow::Error::msg)?;
         self.tell(&format!("mark {text}"));
         Ok(())
     }
@@ -913,7 +914,7 @@ pub struct WatchSource {
     /// When sampling began (its clock's 0), in ms since 1970.
     started_unix_ms: u64,
     /// Serves the stream to Prometheus while the window is open.
-    _exporter: Option<crate::prom::Exporter>,
+    _exporter: Option<crate::export::prom::Exporter>,
 }
 
 impl std::fmt::Debug for WatchSource {
@@ -936,8 +937,8 @@ impl WatchSource {
         mut setup: RecordingSetup,
         out: Option<&Path>,
         force: bool,
-        on_write_error: crate::cli::OnWriteError,
-        export: Option<(crate::session::Export, Sender<Event>)>,
+        on_write_error: crate::stream::session::OnWriteError,
+        export: Option<(crate::stream::session::Export, Sender<Event>)>,
     ) -> Result<(Self, Store)> {
         let hz = cfg.hz;
         let started_unix_ms = std::time::SystemTime::now()
@@ -947,8 +948,13 @@ impl WatchSource {
         setup.collect_host(tel.gpu.clone());
         let (tap, exporter) = match export {
             Some((e, events)) => {
-                let (tap, exporter) =
-                    crate::session::start_exporter(e, &tel.schema, &setup, &tel.sampler, events)?;
+                let (tap, exporter) = crate::stream::session::start_exporter(
+                    e,
+                    &tel.schema,
+                    &setup,
+                    &tel.sampler,
+                    events,
+                )?;
                 (Some(tap), Some(exporter))
             }
             None => (None, None),
@@ -1089,7 +1095,8 @@ impl Source for WatchSource {
     }
 
     fn mark(&mut self, text: &str) -> Result<()> {
-        let text = crate::mark::check_message(text.as_bytes()).map_err(anyhow::Error::msg)?;
+        let text =
+            crate::stream::mark::check_message(text.as_bytes()).map_err(anyhow::Error::msg)?;
         self.marks.push(Event {
             t_ns: self.sampler.elapsed_ns(),
             kind: EventKind::Marker(text),

@@ -15,7 +15,7 @@ use serde::Serialize;
 
 use crate::cli::{AnalysisBenchArgs, BenchCommand, IngestArgs, Ops1bArgs};
 use crate::fmt::{nanos, thousands};
-use crate::session::Session;
+use crate::stream::session::Session;
 
 /// Checksums of `ops1b` from a fresh ring, known independently (C reference).
 const KNOWN_OPS1B: [(u64, u64); 2] = [
@@ -450,7 +450,7 @@ fn run_corpus(args: &AnalysisBenchArgs) -> Result<()> {
             missing.push(file);
             continue;
         };
-        let receipt = crate::report::analyse(&rec, None);
+        let receipt = crate::commands::report::analyse(&rec, None);
         if let Some(r) = receipt.rows.iter().find(|r| r.spec.name == channel) {
             results.push((
                 format!("{file}: {channel}"),
@@ -583,8 +583,8 @@ fn run_corpus(args: &AnalysisBenchArgs) -> Result<()> {
 /// `bench analysis --real`: the receipts of the corpus of real recordings
 /// against their manifest's truth, per family and kind of channel.
 fn run_real(args: &AnalysisBenchArgs) -> Result<()> {
-    let outcomes = crate::corpus::evaluate(&args.dir)?;
-    let scores = crate::corpus::score(&outcomes);
+    let outcomes = crate::commands::corpus::evaluate(&args.dir)?;
+    let scores = crate::commands::corpus::score(&outcomes);
     if args.json {
         let families: Vec<serde_json::Value> = scores
             .iter()
@@ -636,8 +636,8 @@ fn run_real(args: &AnalysisBenchArgs) -> Result<()> {
         "found",
         "recall"
     );
-    let mut total = crate::corpus::Score::default();
-    let line = |family: &str, kind: &str, s: &crate::corpus::Score| {
+    let mut total = crate::commands::corpus::Score::default();
+    let line = |family: &str, kind: &str, s: &crate::commands::corpus::Score| {
         println!(
             "  {family:<26}{kind:<7}{:>9}{:>13}{:>7}{:>9}{:>12}{:>7}{:>8}{:>12}{:>7}{:>7.1}%",
             s.channels,
@@ -698,8 +698,8 @@ fn run_real(args: &AnalysisBenchArgs) -> Result<()> {
 /// family, the time to the first growth verdict against the statistical
 /// limit, and false alarms on the way.
 fn run_delay(args: &AnalysisBenchArgs) -> Result<()> {
-    let (delays, alarms) = crate::corpus::replay(&args.dir, args.step_s)?;
-    let mut families: std::collections::BTreeMap<&str, Vec<&crate::corpus::Delay>> =
+    let (delays, alarms) = crate::commands::corpus::replay(&args.dir, args.step_s)?;
+    let mut families: std::collections::BTreeMap<&str, Vec<&crate::commands::corpus::Delay>> =
         std::collections::BTreeMap::new();
     for d in &delays {
         families.entry(d.family.as_str()).or_default().push(d);
@@ -744,7 +744,7 @@ fn run_delay(args: &AnalysisBenchArgs) -> Result<()> {
         "delay/bound"
     );
     for (family, ds) in &families {
-        let found: Vec<&&crate::corpus::Delay> =
+        let found: Vec<&&crate::commands::corpus::Delay> =
             ds.iter().filter(|d| d.found_after_s.is_some()).collect();
         let delay = med(found.iter().filter_map(|d| d.found_after_s).collect());
         let limit = med(ds.iter().map(|d| d.limit_s).collect());

@@ -12,8 +12,7 @@ use flatline_runtime::recording::{
 };
 use flatline_runtime::telemetry::{self, Probe, SamplerConfig, SamplerExit, Schema, Unavailable};
 
-use crate::cli::OnWriteError;
-use crate::prom::{ExportSetup, Exporter};
+use crate::export::prom::{ExportSetup, Exporter};
 
 #[derive(Debug)]
 pub struct Session {
@@ -34,8 +33,23 @@ pub struct Export {
     /// `--web-config`: TLS and basic auth for `addr`.
     pub web_config: Option<std::path::PathBuf>,
     pub pid: u32,
-    pub alerts: Vec<crate::alert::Alert>,
+    pub alerts: Vec<crate::export::alert::Alert>,
     pub on_alert: Option<String>,
+}
+
+/// What a run does when its recording cannot be written (a full disk, a
+/// quota, a file system turned read-only): `--on-write-error`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OnWriteError {
+    /// End the run at once (a watched command is left running), with the
+    /// receipt of what was recorded.
+    Stop,
+    /// Keep sampling, analysing and serving /metrics, and retry the writes
+    /// every few seconds; the file goes on, with a note of the gap, when
+    /// space returns. The default: a day-long job should not lose its watch
+    /// because its disk filled for a while.
+    #[default]
+    KeepSampling,
 }
 
 /// How a session ended.
@@ -196,7 +210,7 @@ pub fn start_exporter(
     let door = e
         .web_config
         .as_deref()
-        .map(crate::web::Door::load)
+        .map(crate::export::web::Door::load)
         .transpose()?;
     let (tap, rx, stats) = Tap::new();
     let progress = sampler.progress();
@@ -218,16 +232,18 @@ pub fn start_exporter(
         Box::new(move || progress.dropped()),
     )?;
     if let Some(addr) = exporter.addr() {
-        let scheme = door.as_ref().map_or("http", crate::web::Door::scheme);
+        let scheme = door
+            .as_ref()
+            .map_or("http", crate::export::web::Door::scheme);
         let door_says = door.as_ref().map_or_else(
             || "no TLS, no password".to_owned(),
-            crate::web::Door::describe,
+            crate::export::web::Door::describe,
         );
         eprintln!(
             "flatline: serving Prometheus metrics at {scheme}://{addr}/metrics ({door_says})"
         );
         let open = door.as_ref().is_none_or(|d| d.tls.is_none());
-        if open && !crate::web::is_loopback(addr) {
+        if open && !crate::export::web::is_loopback(addr) {
             eprintln!(
                 "flatline: warning: /metrics on {addr} is reachable from other machines {}: it shows this host's name, PIDs and the watched command's processes (give --web-config; see docs/prometheus.md#the-exporters-door)",
                 if door.as_ref().is_some_and(|d| d.auth.is_some()) {

@@ -171,19 +171,19 @@ fn member(path: &Path, budget: usize) -> Member {
         warmup_s: 0.0,
         series: BTreeMap::new(),
     };
-    let rec = match crate::report::open_within(path, budget) {
+    let rec = match crate::commands::report::open_within(path, budget) {
         Ok(r) => r,
         Err(e) => {
             m.error = Some(format!("{e:#}"));
             return m;
         }
     };
-    let receipt = crate::report::analyse(&rec, None);
+    let receipt = crate::commands::report::analyse(&rec, None);
     m.headline = receipt.assessment().headline;
     m.labels = rec.header.labels.clone();
     m.host = rec.header.host.hostname.clone();
     m.duration_s = rec.duration_s();
-    m.training = crate::report::training_axes(&rec);
+    m.training = crate::commands::report::training_axes(&rec);
     m.truncated = rec.is_truncated();
     m.digest = rec.digest.clone();
     m.warmup_s = receipt.warmup.seconds();

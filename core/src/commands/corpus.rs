@@ -12,7 +12,7 @@ use flatline_runtime::analysis::{Kind, MATERIAL_SHARE, corpus, evidence, rules};
 use flatline_runtime::recording::Recording;
 use serde::Deserialize;
 
-use crate::report;
+use crate::commands::report;
 
 /// What a channel truly does, as its job was written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize)]

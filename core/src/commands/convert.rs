@@ -14,7 +14,7 @@ pub fn import(args: &ImportArgs) -> Result<()> {
         args.step_pattern.clone(),
     )
     .context("importing")?;
-    let rec = crate::report::open(&args.out)?;
+    let rec = crate::commands::report::open(&args.out)?;
     for n in &rec.header.notes {
         eprintln!("flatline: note: {n}");
     }
@@ -43,7 +43,7 @@ pub fn export(args: &ExportArgs) -> Result<()> {
     };
     let done = csv::export(&args.file, &args.csv, args.force, range).context("exporting")?;
     if let Some(t) = &done.scanned.tail {
-        crate::report::warn_tail(&args.file, t, done.scanned.samples);
+        crate::commands::report::warn_tail(&args.file, t, done.scanned.samples);
     }
     println!(
         "wrote {} rows of {} channels to {}",

@@ -353,12 +353,13 @@ pub fn send(to: &Listening, text: &str) -> Result<()> {
     }
 }
 
-/// `flatline mark TEXT [--to PID|FILE]`.
-pub fn run(args: &crate::cli::MarkArgs) -> Result<()> {
+/// `flatline mark TEXT [--to PID|FILE]`: `text` to the session `to` names
+/// (the only one running when `None`).
+pub fn run(text: &str, to: Option<&str>) -> Result<()> {
     let text =
-        check_message(args.text.as_bytes()).map_err(|why| anyhow::anyhow!("the marker: {why}"))?;
+        check_message(text.as_bytes()).map_err(|why| anyhow::anyhow!("the marker: {why}"))?;
     let dir = socket_dir()?;
-    let to = choose(listening(&dir)?, args.to.as_deref())?;
+    let to = choose(listening(&dir)?, to)?;
     send(&to, &text)?;
     println!("marked {:?} in {}", text, to.describe());
     Ok(())

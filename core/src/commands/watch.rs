@@ -20,7 +20,7 @@ use flatline_runtime::telemetry::{Clock, SamplerConfig, SamplerExit, Target};
 
 use crate::cli::{StepsFrom, WatchArgs};
 use crate::fmt::bytes;
-use crate::session::Session;
+use crate::stream::session::Session;
 
 /// How long a started command has to end after SIGTERM before it gets SIGKILL.
 const STOP_GRACE: Duration = Duration::from_secs(5);
@@ -404,7 +404,7 @@ pub fn run(args: &WatchArgs, viewer: &dyn crate::Viewer) -> Result<Option<i32>> 
     // `flatline mark TEXT` reaches this watch while it runs.
     let mark = |recording: Option<&std::path::Path>| {
         let to = events.0.clone();
-        crate::mark::listen("watch", Some(target.pid), recording, move |text| {
+        crate::stream::mark::listen("watch", Some(target.pid), recording, move |text| {
             let _ = to.try_send(Event {
                 t_ns: clock.now_ns(),
                 kind: EventKind::Marker(text),
@@ -413,7 +413,7 @@ pub fn run(args: &WatchArgs, viewer: &dyn crate::Viewer) -> Result<Option<i32>> 
     };
     if !args.headless {
         let _marks = mark(args.out.as_deref());
-        let (src, store) = crate::source::WatchSource::start(
+        let (src, store) = crate::stream::source::WatchSource::start(
             target.pid,
             sampler_config(args, &target, clock, events.0.clone()),
             Vec::new(),
@@ -452,7 +452,7 @@ pub fn run(args: &WatchArgs, viewer: &dyn crate::Viewer) -> Result<Option<i32>> 
 
     let out = match &args.out {
         Some(p) => p.clone(),
-        None => crate::soak::default_path(&format!("watch-{}", target.pid))?,
+        None => crate::commands::soak::default_path(&format!("watch-{}", target.pid))?,
     };
     let marks = mark(Some(&out));
     let session = Session::start_with(
@@ -468,10 +468,10 @@ pub fn run(args: &WatchArgs, viewer: &dyn crate::Viewer) -> Result<Option<i32>> 
         o.collect(session.grow(), printed_events, clock)?;
     }
     flatline_runtime::telemetry::alloc::mark_observer_thread();
-    let stop = crate::soak::interrupt_flag()?;
+    let stop = crate::commands::soak::interrupt_flag()?;
     let start = Instant::now();
     let limit = args.seconds.map(Duration::from_secs_f64);
-    let mut faults = crate::session::FaultWatch::default();
+    let mut faults = crate::stream::session::FaultWatch::default();
     let ended_by = loop {
         std::thread::sleep(Duration::from_millis(100));
         if faults.check(&session, args.on_write_error) {
@@ -512,9 +512,9 @@ pub fn run(args: &WatchArgs, viewer: &dyn crate::Viewer) -> Result<Option<i32>> 
     }
     drop(marks);
     let end = session.finish_with(ended_by, ended_by == "target exited")?;
-    let rec = crate::report::open(&out)?;
-    let receipt = crate::report::analyse(&rec, None);
-    print!("{}", crate::report::text_report(&rec, &receipt));
+    let rec = crate::commands::report::open(&out)?;
+    let receipt = crate::commands::report::analyse(&rec, None);
+    print!("{}", crate::commands::report::text_report(&rec, &receipt));
     if let Some(o) = &target.output {
         for line in o.summary() {
             println!("  {line}");
@@ -543,10 +543,10 @@ pub fn run(args: &WatchArgs, viewer: &dyn crate::Viewer) -> Result<Option<i32>> 
         // The job runs on, its output still passed through, until it ends.
         println!("  the recording stopped (--on-write-error stop); the command runs on");
         let code = target.exit_code();
-        crate::session::fault_outcome(&end.recorder.faults)?;
+        crate::stream::session::fault_outcome(&end.recorder.faults)?;
         return Ok(code);
     }
-    crate::session::fault_outcome(&end.recorder.faults)?;
+    crate::stream::session::fault_outcome(&end.recorder.faults)?;
     if stopped.is_some() {
         // Stopped by us: the watch did what was asked (130: as interrupted).
         return Ok(Some(if interrupted { 130 } else { 0 }));

@@ -16,9 +16,9 @@ use flatline_runtime::telemetry::{Group, TOKEN_CHANNELS, Unit};
 use serde_json::{Map, Value, json};
 
 use crate::cli::{AlignArg, CompareArgs, ReportFormat};
+use crate::commands::report::{self, Receipt, Row, change, verdict_text};
 use crate::fmt::{bytes, value};
 use crate::render::{Block, Col, Doc, Table, num, opt};
-use crate::report::{self, Receipt, Row, change, verdict_text};
 
 /// One recording of a comparison, analysed.
 #[derive(Debug)]
