@@ -232,6 +232,22 @@ pub struct LiveArgs {
     pub labels: LabelArgs,
 }
 
+impl LiveArgs {
+    /// What its workload process (`serve`) runs: the one way from `live`'s
+    /// flags to the child's.
+    pub fn serve_config(&self) -> crate::stream::source::ServeConfig {
+        let mut extra = self.export.to_args();
+        extra.extend(self.labels.to_args());
+        crate::stream::source::ServeConfig {
+            workload: self.workload.into(),
+            hz: self.hz,
+            layout: self.layout.into(),
+            on_write_error: self.on_write_error,
+            extra,
+        }
+    }
+}
+
 impl Default for LiveArgs {
     fn default() -> Self {
         Self {
@@ -423,11 +439,11 @@ impl ValueEnum for OnWriteError {
     fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
         use clap::builder::PossibleValue;
         Some(match self {
-            OnWriteError::Stop => PossibleValue::new("stop").help(
+            OnWriteError::Stop => PossibleValue::new(self.name()).help(
                 "End the run at once (a watched command is left running), with the receipt of \
                  what was recorded",
             ),
-            OnWriteError::KeepSampling => PossibleValue::new("keep-sampling").help(
+            OnWriteError::KeepSampling => PossibleValue::new(self.name()).help(
                 "Keep sampling, analysing and serving /metrics, and retry the writes every few \
                  seconds; the file goes on, with a note of the gap, when space returns. The \
                  default: a day-long job should not lose its watch because its disk filled for \
@@ -878,6 +894,58 @@ mod tests {
     #[test]
     fn the_grammar_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn a_live_windows_child_parses_back_to_the_settings_it_was_given() {
+        let cli = Cli::try_parse_from([
+            "flatline",
+            "live",
+            "--workload=ingest",
+            "--hz=37.5",
+            "--layout=soa",
+            "--on-write-error=stop",
+            "--prometheus=127.0.0.1:9184",
+            "--alert=mem.rss > 1GiB",
+            "--label=rank=3",
+        ])
+        .unwrap();
+        let Some(Command::Live(live)) = cli.command else {
+            panic!("parsed as {cli:?}")
+        };
+        let out = std::path::Path::new("/tmp/a stream.flr");
+        let mut argv = vec![std::ffi::OsString::from("flatline")];
+        argv.extend(live.serve_config().argv(out));
+        let cli = Cli::try_parse_from(argv).unwrap();
+        let Some(Command::Serve(s)) = cli.command else {
+            panic!("parsed as {cli:?}")
+        };
+        assert_eq!(s.run.workload, live.workload);
+        assert_eq!(s.run.hz, 37.5);
+        assert_eq!(s.run.layout, LayoutArg::Soa);
+        assert_eq!(s.on_write_error, OnWriteError::Stop);
+        assert_eq!(s.out, out);
+        assert_eq!(s.export.prometheus, live.export.prometheus);
+        assert_eq!(
+            s.export.alert.iter().map(|a| &a.text).collect::<Vec<_>>(),
+            ["mem.rss > 1GiB"]
+        );
+        assert_eq!(s.labels.labels, [("rank".to_owned(), "3".to_owned())]);
+        // The defaults travel as defaults.
+        let plain = crate::stream::source::ServeConfig::new(
+            flatline_runtime::workload::driver::Workload::Idle,
+            10.0,
+        );
+        let mut argv = vec![std::ffi::OsString::from("flatline")];
+        argv.extend(plain.argv(out));
+        let Some(Command::Serve(s)) = Cli::try_parse_from(argv).unwrap().command else {
+            panic!("not serve")
+        };
+        assert_eq!((s.run.workload, s.run.hz), (WorkloadArg::Idle, 10.0));
+        assert_eq!(
+            (s.run.layout, s.on_write_error),
+            (LayoutArg::Aos, OnWriteError::KeepSampling)
+        );
     }
 
     #[test]

@@ -63,8 +63,7 @@ impl Viewer for Window {
 pub fn live(args: &LiveArgs) -> Result<()> {
     ui::check_display()?;
     let exe = std::env::current_exe().context("finding flatline's own executable")?;
-    let (mut src, store) =
-        LiveSource::start_with(&exe, args.workload.into(), args.hz, &child_args(args))?;
+    let (mut src, store) = LiveSource::start_with(&exe, args.serve_config())?;
     if let Some(path) = &args.record {
         src.start_recording(path)?;
     }
@@ -76,21 +75,6 @@ pub fn live(args: &LiveArgs) -> Result<()> {
         move |settings| Dashboard::new(Box::new(src), store, settings),
     )?;
     Ok(())
-}
-
-/// The flags `live` hands on to the workload process it starts (`serve`).
-fn child_args(args: &LiveArgs) -> Vec<String> {
-    let layout = flatline_runtime::workload::ops1b::Layout::from(args.layout);
-    let on_write_error = clap::ValueEnum::to_possible_value(&args.on_write_error)
-        .map(|v| v.get_name().to_owned())
-        .unwrap_or_default();
-    let mut out = vec![
-        format!("--layout={}", layout.name()),
-        format!("--on-write-error={on_write_error}"),
-    ];
-    out.extend(args.export.to_args());
-    out.extend(args.labels.to_args());
-    out
 }
 
 pub fn replay(args: &ReplayArgs) -> Result<()> {

@@ -498,10 +498,11 @@ fn on_the_step_axis_a_jump_is_read_out_with_its_own_step() {
 
 #[test]
 fn live_data_streams_in_and_recording_switches_on_and_off() {
-    use flatline_dashboard::ui::{LiveSource, Source};
+    use flatline_dashboard::ui::{LiveSource, ServeConfig, Source};
     use flatline_runtime::workload::driver::Workload;
     let flatline = std::path::Path::new(env!("CARGO_BIN_EXE_flatline"));
-    let (mut src, store) = LiveSource::start_with(flatline, Workload::Ops1b, 50.0, &[]).unwrap();
+    let (mut src, store) =
+        LiveSource::start_with(flatline, ServeConfig::new(Workload::Ops1b, 50.0)).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("live.flr");
     src.start_recording(&path).unwrap();
@@ -683,11 +684,11 @@ fn a_followed_recording_takes_channels_that_join_and_end() {
 /// the workload's memory must not grow with what the window itself keeps.
 #[test]
 fn the_live_source_measures_the_workload_not_the_viewer() {
-    use flatline_dashboard::ui::{LiveSource, Source};
+    use flatline_dashboard::ui::{LiveSource, ServeConfig, Source};
     use flatline_runtime::workload::driver::Workload;
     let flatline = std::path::Path::new(env!("CARGO_BIN_EXE_flatline"));
     let (mut src, mut store) =
-        LiveSource::start_with(flatline, Workload::Idle, 1000.0, &[]).unwrap();
+        LiveSource::start_with(flatline, ServeConfig::new(Workload::Idle, 1000.0)).unwrap();
     assert_ne!(src.pid(), std::process::id());
     let rss = store.schema().index_of("mem.rss").unwrap();
     let mut poll_until = |n: usize| {
@@ -1268,10 +1269,11 @@ fn a_window_opening_a_recording_is_up_before_the_recording_is_read() {
 /// process is.
 #[test]
 fn closing_a_recording_live_window_finishes_its_file() {
-    use flatline_dashboard::ui::{LiveSource, Source};
+    use flatline_dashboard::ui::{LiveSource, ServeConfig, Source};
     use flatline_runtime::workload::driver::Workload;
     let flatline = std::path::Path::new(env!("CARGO_BIN_EXE_flatline"));
-    let (mut src, mut store) = LiveSource::start_with(flatline, Workload::Both, 50.0, &[]).unwrap();
+    let (mut src, mut store) =
+        LiveSource::start_with(flatline, ServeConfig::new(Workload::Both, 50.0)).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("closed.flr");
     src.start_recording(&path).unwrap();

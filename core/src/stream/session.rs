@@ -52,6 +52,16 @@ pub enum OnWriteError {
     KeepSampling,
 }
 
+impl OnWriteError {
+    /// Its name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            OnWriteError::Stop => "stop",
+            OnWriteError::KeepSampling => "keep-sampling",
+        }
+    }
+}
+
 /// How a session ended.
 #[derive(Debug)]
 pub struct SessionEnd {

@@ -297,34 +297,70 @@ impl std::fmt::Debug for LiveSource {
 /// How long the window waits for its child's stream to start.
 const SERVE_START: Duration = Duration::from_secs(30);
 
-impl LiveSource {
-    /// Starts the workloads in a child process (this executable, `serve`).
-    pub fn start(workload: Workload, hz: f64) -> Result<(Self, Store)> {
-        let exe = std::env::current_exe().context("finding flatline's own executable")?;
-        Self::start_with(&exe, workload, hz, &[])
+/// What a live window's workload process (`flatline serve`) runs, as plain
+/// values: built once from `live`'s arguments (`LiveArgs::serve_config`) and
+/// handed on in one form, [`ServeConfig::argv`], which `serve` parses back
+/// to the same values (a test in `cli.rs` checks it).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServeConfig {
+    pub workload: Workload,
+    /// Telemetry samples per second.
+    pub hz: f64,
+    pub layout: flatline_runtime::workload::ops1b::Layout,
+    /// What the child does when the window's recording cannot be written.
+    pub on_write_error: crate::stream::session::OnWriteError,
+    /// The exporter's and the labels' flags, `--flag=value` each, as the
+    /// CLI writes them (`PrometheusArgs::to_args`, `LabelArgs::to_args`).
+    pub extra: Vec<String>,
+}
+
+impl ServeConfig {
+    /// `workload` at `hz`, every other setting at its default.
+    pub fn new(workload: Workload, hz: f64) -> Self {
+        Self {
+            workload,
+            hz,
+            layout: flatline_runtime::workload::ops1b::Layout::Aos,
+            on_write_error: crate::stream::session::OnWriteError::default(),
+            extra: Vec::new(),
+        }
     }
 
-    /// As [`LiveSource::start`], with `program` as the flatline to run, and
-    /// `extra` flags for it (`--layout`; `--prometheus`, `--alert`: see
-    /// [`crate::cli::PrometheusArgs::to_args`]); the child serves and
-    /// alerts, and says so on stderr.
-    pub fn start_with(
-        program: &Path,
-        workload: Workload,
-        hz: f64,
-        extra: &[String],
-    ) -> Result<(Self, Store)> {
+    /// The child's arguments after the program's name, its stream to `out`:
+    /// the one place a live window's settings become a command line.
+    pub fn argv(&self, out: &Path) -> Vec<std::ffi::OsString> {
+        let mut a: Vec<std::ffi::OsString> = vec![
+            "serve".into(),
+            format!("--workload={}", self.workload.name()).into(),
+            format!("--hz={}", self.hz).into(),
+            format!("--layout={}", self.layout.name()).into(),
+            format!("--on-write-error={}", self.on_write_error.name()).into(),
+            "--out".into(),
+            out.as_os_str().to_owned(),
+        ];
+        a.extend(self.extra.iter().map(Into::into));
+        a
+    }
+}
+
+impl LiveSource {
+    /// Starts the workloads in a child process (this executable, `serve`).
+    pub fn start(config: ServeConfig) -> Result<(Self, Store)> {
+        let exe = std::env::current_exe().context("finding flatline's own executable")?;
+        Self::start_with(&exe, config)
+    }
+
+    /// As [`LiveSource::start`], with `program` as the flatline to run; the
+    /// child serves and alerts as `config.extra` says, and says so on stderr.
+    pub fn start_with(program: &Path, config: ServeConfig) -> Result<(Self, Store)> {
+        let workload = config.workload;
         let dir = tempfile::Builder::new()
             .prefix("flatline-live-")
             .tempdir()
             .context("creating a folder for the live stream")?;
         let path = dir.path().join("stream.flr");
         let mut cmd = Command::new(program);
-        cmd.args(["serve", "--workload", workload.name(), "--hz"])
-            .arg(hz.to_string())
-            .arg("--out")
-            .arg(&path)
-            .args(extra)
+        cmd.args(config.argv(&path))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped());
         flatline_runtime::sys::end_with_this_process(&mut cmd);

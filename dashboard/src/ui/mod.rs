@@ -26,7 +26,8 @@ use flatline_core::cli::{AlignArg, RendererArg, WindowArgs};
 pub use flatline_core::Closed;
 use flatline_core::stream::detail;
 pub use flatline_core::stream::source::{
-    Activity, LIVE_CAP, LiveSource, Meta, Opening, ReplaySource, Source, SourceKind, WatchSource,
+    Activity, LIVE_CAP, LiveSource, Meta, Opening, ReplaySource, ServeConfig, Source, SourceKind,
+    WatchSource,
 };
 pub use flatline_core::stream::store::{Series, Store};
 pub use timeline::Timeline;

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, Result, bail};
 use flatline_runtime::workload::driver::Workload;
 
-use super::{Dashboard, LiveSource, ReplaySource, Settings, WindowOptions};
+use super::{Dashboard, LiveSource, ReplaySource, ServeConfig, Settings, WindowOptions};
 use flatline_core::cli::WindowBenchArgs;
 
 /// Left out at the start of each case.
@@ -52,7 +52,7 @@ fn run_case(args: &WindowBenchArgs, case: &str) -> Result<()> {
     let dir = tempfile::tempdir().context("creating a temporary folder")?;
     let (dash, fps): (Dashboard, f64) = match case {
         "live" => {
-            let (src, store) = LiveSource::start(Workload::Idle, args.hz)?;
+            let (src, store) = LiveSource::start(ServeConfig::new(Workload::Idle, args.hz))?;
             (
                 Dashboard::new(Box::new(src), store, Settings::default()),
                 args.hz,
