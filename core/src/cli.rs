@@ -437,19 +437,7 @@ impl ValueEnum for OnWriteError {
     }
 
     fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
-        use clap::builder::PossibleValue;
-        Some(match self {
-            OnWriteError::Stop => PossibleValue::new(self.name()).help(
-                "End the run at once (a watched command is left running), with the receipt of \
-                 what was recorded",
-            ),
-            OnWriteError::KeepSampling => PossibleValue::new(self.name()).help(
-                "Keep sampling, analysing and serving /metrics, and retry the writes every few \
-                 seconds; the file goes on, with a note of the gap, when space returns. The \
-                 default: a day-long job should not lose its watch because its disk filled for \
-                 a while",
-            ),
-        })
+        Some(clap::builder::PossibleValue::new(self.name()).help(self.help()))
     }
 }
 

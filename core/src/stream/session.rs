@@ -38,16 +38,11 @@ pub struct Export {
 }
 
 /// What a run does when its recording cannot be written (a full disk, a
-/// quota, a file system turned read-only): `--on-write-error`.
+/// quota, a file system turned read-only): `--on-write-error`. What each
+/// does: [`OnWriteError::help`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum OnWriteError {
-    /// End the run at once (a watched command is left running), with the
-    /// receipt of what was recorded.
     Stop,
-    /// Keep sampling, analysing and serving /metrics, and retry the writes
-    /// every few seconds; the file goes on, with a note of the gap, when
-    /// space returns. The default: a day-long job should not lose its watch
-    /// because its disk filled for a while.
     #[default]
     KeepSampling,
 }
@@ -58,6 +53,22 @@ impl OnWriteError {
         match self {
             OnWriteError::Stop => "stop",
             OnWriteError::KeepSampling => "keep-sampling",
+        }
+    }
+
+    /// What it does, in one sentence (`--help` shows it).
+    pub fn help(self) -> &'static str {
+        match self {
+            OnWriteError::Stop => {
+                "End the run at once (a watched command is left running), with the receipt of \
+                 what was recorded"
+            }
+            OnWriteError::KeepSampling => {
+                "Keep sampling, analysing and serving /metrics, and retry the writes every few \
+                 seconds; the file goes on, with a note of the gap, when space returns. The \
+                 default: a day-long job should not lose its watch because its disk filled for \
+                 a while"
+            }
         }
     }
 }
