@@ -163,7 +163,12 @@ fn workers_copying_a_shared_list_grow_pss_while_every_rss_is_flat() {
     );
     for w in &workers {
         let stem = w["channels"].as_str().unwrap();
-        assert!(is_growth(&verdict(&v, &format!("{stem}.pss"))));
+        let pss = format!("{stem}.pss");
+        assert!(
+            is_growth(&verdict(&v, &pss)),
+            "{pss}: {}",
+            v["channels"][&pss]
+        );
     }
     let text = ok(&flatline(&["report", out.to_str().unwrap()]));
     assert!(text.contains("process tree: 3 processes seen"), "{text}");

@@ -10,7 +10,7 @@ usage: cow_workers.py list|bytes [MB] [STEPS] [STEP_S]
 
 list:  the parent builds a Python list of int objects (about MB megabytes),
        forks two workers, and each worker reads 1/STEPS of the list per
-       step. Reading an object writes its reference count, so the kernel
+       step, a step every STEP_S seconds on one clock for both. Reading an object writes its reference count, so the kernel
        copies every page it touches into the worker: each RSS stays flat
        (the pages were mapped already) while the tree's PSS climbs.
 bytes: the same data in one bytes object: reading it writes nothing, and
@@ -136,6 +136,13 @@ def stop(pause_s):
     print(json.dumps({"stopped_s": stopped_at, "continued_s": continued_at, "steps": step}), flush=True)
 
 
+def until(t):
+    """Sleeps until the monotonic clock (one clock for every process) reads t."""
+    left = t - time.monotonic()
+    if left > 0:
+        time.sleep(left)
+
+
 def cow(mode, mb, steps, step_s):
     n = mb * (1 << 20) // 36  # an int object is 28 bytes, its list slot 8
     if mode == "list":
@@ -145,13 +152,18 @@ def cow(mode, mb, steps, step_s):
     chunk = len(data) // steps
     workers = []
     parent = os.getpid()
+    # Both workers read on one clock: step k starts at `begin + k * step_s`
+    # whenever each got to run, so a worker the scheduler held back catches
+    # up instead of copying its last pages alone after the other has
+    # finished (a curve that grows then rests, seen once under CI's load).
+    begin = time.monotonic() + SETTLE_S
     for w in range(2):
         r, wr = os.pipe()
         pid = os.fork()
         if pid == 0:
             os.close(r)
-            time.sleep(SETTLE_S)
             for k in range(steps):
+                until(begin + k * step_s)
                 if mode == "list":
                     for i in range(k * chunk, (k + 1) * chunk):
                         x = data[i]
@@ -159,7 +171,7 @@ def cow(mode, mb, steps, step_s):
                     # Every byte of the chunk is read (in C: the loop itself
                     # makes no objects whose pages would be copied).
                     data.count(b"\x02", k * chunk, (k + 1) * chunk)
-                time.sleep(step_s)
+            until(begin + steps * step_s)
             try:
                 os.write(wr, b"x")
             except OSError:
@@ -171,7 +183,7 @@ def cow(mode, mb, steps, step_s):
         os.close(wr)
         workers.append((pid, r))
     tree = [os.getpid()] + [p for p, _ in workers]
-    time.sleep(SETTLE_S)
+    until(begin)
     start = (time.monotonic(), sum(pss(p) for p in tree))
     start_unix = time.time()
     for _, r in workers:
