@@ -733,20 +733,20 @@ fn a_watched_tree_fills_the_processes_panel() {
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let (tx, rx) = event_channel();
+    let events = event_channel();
     let cfg = SamplerConfig {
         hz: 20.0,
         target: Target::Pid(child.id()),
         tree: true,
         gpu: false,
-        events: Some(tx),
+        events: Some(events.0.clone()),
         ..SamplerConfig::default()
     };
     let (src, store) = WatchSource::start(
         child.id(),
         cfg,
         Vec::new(),
-        rx,
+        events,
         RecordingSetup::new("watch"),
         None,
         false,
@@ -1304,20 +1304,20 @@ fn a_full_disk_turns_the_watch_windows_banner_red() {
         return;
     };
     let out = disk.path("w.flr");
-    let (tx, rx) = event_channel();
+    let events = event_channel();
     let cfg = SamplerConfig {
         hz: 1000.0,
         target: Target::Pid(std::process::id()),
         tree: false,
         gpu: false,
-        events: Some(tx),
+        events: Some(events.0.clone()),
         ..SamplerConfig::default()
     };
     let (src, store) = WatchSource::start(
         std::process::id(),
         cfg,
         Vec::new(),
-        rx,
+        events,
         RecordingSetup::new("watch"),
         Some(&out),
         false,

@@ -417,14 +417,12 @@ pub fn run(args: &WatchArgs, viewer: &dyn crate::Viewer) -> Result<Option<i32>> 
             target.pid,
             sampler_config(args, &target, clock, events.0.clone()),
             Vec::new(),
-            events.1,
+            events,
             setup(args, target.pid),
             args.out.as_deref(),
             args.force,
             args.on_write_error,
-            args.export
-                .export(target.pid)
-                .map(|e| (e, events.0.clone())),
+            args.export.export(target.pid),
         )?;
         if let Some(o) = target.output.as_mut() {
             o.collect(src.grow(), printed_events, clock)?;

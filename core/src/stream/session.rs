@@ -8,7 +8,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use crossbeam_channel::{Receiver, Sender};
 use flatline_runtime::recording::{
-    Event, EventKind, Recorder, RecorderSummary, RecordingSetup, Tap, event_channel,
+    Event, EventKind, OnFault, Recorder, RecorderSummary, RecordingSetup, Tap, event_channel,
 };
 use flatline_runtime::telemetry::{self, Probe, SamplerConfig, SamplerExit, Schema, Unavailable};
 
@@ -56,6 +56,15 @@ impl OnWriteError {
         }
     }
 
+    /// What a watch window's recorder does on a fault: `stop` lets the
+    /// recording go (the window goes on watching), `keep-sampling` retries.
+    pub fn for_window(self) -> OnFault {
+        match self {
+            OnWriteError::Stop => OnFault::Abandon,
+            OnWriteError::KeepSampling => OnFault::Retry,
+        }
+    }
+
     /// What it does, in one sentence (`--help` shows it).
     pub fn help(self) -> &'static str {
         match self {
@@ -96,7 +105,7 @@ impl Session {
     /// the event queue they already send to (see [`event_channel`]), and
     /// metrics served to Prometheus if asked.
     pub fn start_with(
-        mut setup: RecordingSetup,
+        setup: RecordingSetup,
         cfg: SamplerConfig,
         extra: Vec<Box<dyn Probe>>,
         events: (Sender<Event>, Receiver<Event>),
@@ -104,26 +113,16 @@ impl Session {
         force: bool,
         export: Option<Export>,
     ) -> Result<Self> {
-        let tel = telemetry::start_with(cfg, extra).context("starting telemetry")?;
-        setup.collect_host(tel.gpu.clone());
-        // The port first: a busy one must not leave an empty recording.
-        let (tap, exporter) = match export {
-            Some(e) => {
-                let (tap, exporter) =
-                    start_exporter(e, &tel.schema, &setup, &tel.sampler, events.0.clone())?;
-                (Some(tap), Some(exporter))
-            }
-            None => (None, None),
-        };
-        let writer = setup.create(out, force, &tel.schema, &tel.unavailable)?;
-        let recorder = Recorder::spawn_tapped(writer, tel.samples, tel.changes, events, tap)
+        let s = Stream::start(setup, cfg, extra, &events.0, Some(out), force, export)?;
+        let writer = s.writer.expect("a file was given");
+        let recorder = Recorder::spawn_tapped(writer, s.tel.samples, s.tel.changes, events, s.tap)
             .context("starting the recorder")?;
         Ok(Self {
-            schema: tel.schema,
-            unavailable: tel.unavailable,
-            sampler: tel.sampler,
+            schema: s.tel.schema,
+            unavailable: s.tel.unavailable,
+            sampler: s.tel.sampler,
             recorder,
-            exporter,
+            exporter: s.exporter,
         })
     }
 
@@ -214,6 +213,53 @@ impl Session {
             recorder,
             exit,
             dropped,
+        })
+    }
+}
+
+/// What every recorded stream starts with, a headless one's or a window's:
+/// its telemetry, the exporter if asked (its port taken first, so that a
+/// busy one leaves no empty recording), and the file if one is given.
+/// [`Session`] and the watch window (`WatchSource`) then hand it to a
+/// [`Recorder`].
+pub(crate) struct Stream {
+    pub tel: telemetry::Telemetry,
+    pub setup: RecordingSetup,
+    pub tap: Option<Tap>,
+    pub exporter: Option<Exporter>,
+    pub writer: Option<flatline_runtime::recording::RecordingWriter>,
+}
+
+impl Stream {
+    pub(crate) fn start(
+        mut setup: RecordingSetup,
+        cfg: SamplerConfig,
+        extra: Vec<Box<dyn Probe>>,
+        events: &Sender<Event>,
+        out: Option<&Path>,
+        force: bool,
+        export: Option<Export>,
+    ) -> Result<Self> {
+        let tel = telemetry::start_with(cfg, extra).context("starting telemetry")?;
+        setup.collect_host(tel.gpu.clone());
+        let (tap, exporter) = match export {
+            Some(e) => {
+                let (tap, exporter) =
+                    start_exporter(e, &tel.schema, &setup, &tel.sampler, events.clone())?;
+                (Some(tap), Some(exporter))
+            }
+            None => (None, None),
+        };
+        let writer = match out {
+            Some(path) => Some(setup.create(path, force, &tel.schema, &tel.unavailable)?),
+            None => None,
+        };
+        Ok(Self {
+            tel,
+            setup,
+            tap,
+            exporter,
+            writer,
         })
     }
 }

@@ -12,11 +12,11 @@ use std::time::Duration;
 use anyhow::{Context as _, Result};
 use crossbeam_channel::{Receiver, Sender};
 use flatline_runtime::recording::{
-    Event, EventKind, Fanout, Header, Item, Recording, RecordingSetup, RecordingWriter,
-    SampleIndex, Scanner, TailProblemKind, Visit,
+    Event, EventKind, Feed, Header, Item, Recorder, Recording, RecordingSetup, SampleIndex,
+    Scanner, TailProblemKind, Visit,
 };
 use flatline_runtime::telemetry::alloc::mark_observer_thread;
-use flatline_runtime::telemetry::{self, Sample, SamplerConfig, SchemaFeed};
+use flatline_runtime::telemetry::{self, SamplerConfig};
 use flatline_runtime::workload::driver::Workload;
 
 use crate::stream::store::Store;
@@ -31,112 +31,6 @@ pub struct Meta {
     pub digest: Option<String>,
     /// When its clock's 0 was, in ms since 1970 (for a wall-clock axis).
     pub started_unix_ms: Option<u64>,
-}
-
-/// A watched stream's road in the window: each item into the store, then
-/// through the one [`Fanout`] (the recording, the exporter's tap). Each poll
-/// keeps its first write error; the newest poll that had one sets
-/// [`Road::error`]. A write fault (a full disk) is not an error: the window
-/// says it in red ([`Road::fault`]), the store gets a note of it, and the
-/// policy decides: stop recording (the file is kept whole up to the fault)
-/// or retry until writes work again. A recording still open when the road
-/// is dropped (the window closed) is finished.
-#[derive(Debug, Default)]
-struct Road {
-    out: Fanout,
-    /// The first write error of the poll in progress.
-    pending: Option<String>,
-    error: Option<String>,
-    policy: crate::stream::session::OnWriteError,
-    /// The write fault in progress, or the one that stopped the recording.
-    fault: Option<String>,
-}
-
-impl Road {
-    fn note(&mut self, e: impl std::fmt::Display) {
-        self.pending.get_or_insert_with(|| e.to_string());
-    }
-
-    fn push(&mut self, item: Item, store: &mut Store) {
-        store.push_item(&item);
-        let r = self.out.push(&item);
-        self.weather(r);
-    }
-
-    /// Notes an error that is not the write fault the writer weathers.
-    fn weather(&mut self, r: Result<(), flatline_runtime::recording::RecordingError>) {
-        if let Err(e) = r
-            && self.writer().is_none_or(|w| w.fault().is_none())
-        {
-            self.note(e);
-        }
-    }
-
-    /// Ends a poll: lets the writer flush what is due (or retry), and shows
-    /// its error or fault.
-    fn end_poll(&mut self, store: &mut Store) {
-        let r = self.out.tick();
-        self.weather(r);
-        if let Some(e) = self.pending.take() {
-            self.error = Some(e);
-        }
-        let news = self.out.fault_news();
-        for e in news.notes {
-            store.push_item(&Item::Event(e));
-        }
-        if news.resumed.is_some() {
-            self.fault = None;
-        }
-        let Some(f) = self.out.writer.as_ref().and_then(|w| w.fault().cloned()) else {
-            return;
-        };
-        self.fault = Some(match self.policy {
-            crate::stream::session::OnWriteError::KeepSampling => format!(
-                "cannot write {}; retrying every {} s",
-                f.describe(),
-                flatline_runtime::recording::WRITE_RETRY.as_secs()
-            ),
-            crate::stream::session::OnWriteError::Stop => {
-                self.out.writer = None; // whole up to the fault, no footer
-                format!(
-                    "cannot write {}; recording stopped (--on-write-error stop)",
-                    f.describe()
-                )
-            }
-        });
-    }
-
-    /// Finishes the recording, if one is being written, and returns its
-    /// path; one whose writes still fail is left whole up to its fault.
-    fn finish(&mut self, end: &str) -> Result<Option<PathBuf>> {
-        match self.out.writer.take() {
-            Some(mut w) => {
-                if w.fault().is_some() {
-                    w.retry_now();
-                }
-                if w.fault().is_some() {
-                    return Ok(Some(w.kept().path));
-                }
-                match w.close(end) {
-                    Ok(s) => Ok(Some(s.path)),
-                    // The footer did not fit: whole up to the fault.
-                    Err(_) if w.fault().is_some() => Ok(Some(w.kept().path)),
-                    Err(e) => Err(e.into()),
-                }
-            }
-            None => Ok(None),
-        }
-    }
-
-    fn writer(&self) -> Option<&RecordingWriter> {
-        self.out.writer.as_ref()
-    }
-}
-
-impl Drop for Road {
-    fn drop(&mut self) {
-        let _ = self.finish("window closed");
-    }
 }
 
 /// Samples a live session keeps at full resolution before thinning its older
@@ -934,18 +828,31 @@ fn file_growth(path: PathBuf) -> Activity {
     })
 }
 
-/// Another process, watched by PID, with its step log if it has one.
+/// Another process, watched by PID, with its step log if it has one. Its
+/// stream takes the headless watch's road (sampler → recorder thread →
+/// fanout: the file, the exporter's tap) and reaches the window last, as a
+/// [`Feed`] that each poll moves into the store: the UI thread writes no
+/// file. A write fault (a full disk) is not an error: the window says it in
+/// red ([`Source::write_fault`]), the stream notes it, and the policy
+/// decides: let the recording go (whole up to the fault) or retry until
+/// writes work again. The recording is finished when the target exits or
+/// the window closes.
 pub struct WatchSource {
     pid: u32,
     hz: f64,
     host: String,
-    samples: Receiver<Sample>,
-    changes: SchemaFeed,
-    steps: Receiver<Event>,
-    /// Markers added in the window, stamped when added, recorded at the next poll.
-    marks: Vec<Event>,
+    feed: Feed,
     sampler: telemetry::Sampler,
-    road: Road,
+    /// `None` once the target exited and the recording was finished.
+    recorder: Option<Recorder>,
+    /// The recording being written and its digest; `None` when none is
+    /// (never asked for, finished, or let go at a fault).
+    file: Option<(PathBuf, String)>,
+    policy: crate::stream::session::OnWriteError,
+    /// The write fault in progress, or the one that stopped the recording.
+    fault: Option<String>,
+    /// The newest recording error that was not a write fault.
+    error: Option<String>,
     exited: bool,
     /// When sampling began (its clock's 0), in ms since 1970.
     started_unix_ms: u64,
@@ -962,70 +869,104 @@ impl std::fmt::Debug for WatchSource {
 }
 
 impl WatchSource {
-    /// Starts sampling `pid` (with `extra` probes, e.g. its step log, whose
-    /// step events arrive on `steps`), and records to `out` as `setup` says.
+    /// Starts sampling `pid` (with `extra` probes, e.g. its step log), with
+    /// the event queue its probes already send to (see [`event_channel`]),
+    /// and records to `out` as `setup` says.
+    ///
+    /// [`event_channel`]: flatline_runtime::recording::event_channel
     #[allow(clippy::too_many_arguments)]
     pub fn start(
         pid: u32,
         cfg: SamplerConfig,
         extra: Vec<Box<dyn telemetry::Probe>>,
-        steps: Receiver<Event>,
-        mut setup: RecordingSetup,
+        events: (Sender<Event>, Receiver<Event>),
+        setup: RecordingSetup,
         out: Option<&Path>,
         force: bool,
         on_write_error: crate::stream::session::OnWriteError,
-        export: Option<(crate::stream::session::Export, Sender<Event>)>,
+        export: Option<crate::stream::session::Export>,
     ) -> Result<(Self, Store)> {
         let hz = cfg.hz;
         let started_unix_ms = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as u64);
-        let tel = telemetry::start_with(cfg, extra).context("starting telemetry")?;
-        setup.collect_host(tel.gpu.clone());
-        let (tap, exporter) = match export {
-            Some((e, events)) => {
-                let (tap, exporter) = crate::stream::session::start_exporter(
-                    e,
-                    &tel.schema,
-                    &setup,
-                    &tel.sampler,
-                    events,
-                )?;
-                (Some(tap), Some(exporter))
-            }
-            None => (None, None),
-        };
-        let writer = match out {
-            Some(path) => Some(setup.create(path, force, &tel.schema, &tel.unavailable)?),
-            None => None,
-        };
-        let mut store = Store::new(tel.schema.clone(), LIVE_CAP);
-        store.set_host(&setup.host);
-        store.set_launched(&setup.config);
-        let road = Road {
-            out: Fanout::new(writer, tap),
-            pending: None,
-            error: None,
-            policy: on_write_error,
-            fault: None,
-        };
+        let s = crate::stream::session::Stream::start(
+            setup, cfg, extra, &events.0, out, force, export,
+        )?;
+        let file = s
+            .writer
+            .as_ref()
+            .map(|w| (w.path().to_owned(), w.digest_hex()));
+        let mut store = Store::new(s.tel.schema.clone(), LIVE_CAP);
+        store.set_host(&s.setup.host);
+        store.set_launched(&s.setup.config);
+        let (recorder, feed) = Recorder::spawn_for_window(
+            s.writer,
+            s.tel.samples,
+            s.tel.changes,
+            events,
+            s.tap,
+            on_write_error.for_window(),
+        )
+        .context("starting the recorder")?;
         Ok((
             Self {
                 pid,
                 hz,
-                host: flatline_runtime::recording::with_labels(setup.host.summary(), &setup.labels),
-                samples: tel.samples,
-                changes: tel.changes,
-                steps,
-                marks: Vec::new(),
-                sampler: tel.sampler,
-                road,
+                host: flatline_runtime::recording::with_labels(
+                    s.setup.host.summary(),
+                    &s.setup.labels,
+                ),
+                feed,
+                sampler: s.tel.sampler,
+                recorder: Some(recorder),
+                file,
+                policy: on_write_error,
+                fault: None,
+                error: None,
                 exited: false,
                 started_unix_ms,
-                _exporter: exporter,
+                _exporter: s.exporter,
             },
             store,
         ))
+    }
+
+    /// Reads the recorder's fault and error into what the window says.
+    fn read_faults(&mut self) {
+        let Some(r) = &self.recorder else {
+            return;
+        };
+        if let Some(e) = r.error() {
+            self.error = Some(e);
+        }
+        let Some(f) = r.faults().now else {
+            self.fault = None;
+            return;
+        };
+        self.fault = Some(match self.policy {
+            crate::stream::session::OnWriteError::KeepSampling => format!(
+                "cannot write {}; retrying every {} s",
+                f.describe(),
+                flatline_runtime::recording::WRITE_RETRY.as_secs()
+            ),
+            crate::stream::session::OnWriteError::Stop => {
+                // The recorder let it go, whole up to the fault.
+                self.file = None;
+                format!(
+                    "cannot write {}; recording stopped (--on-write-error stop)",
+                    f.describe()
+                )
+            }
+        });
+    }
+}
+
+impl Drop for WatchSource {
+    fn drop(&mut self) {
+        if let Some(r) = self.recorder.take() {
+            let _ = r.finish_window("window closed");
+        }
     }
 }
 
@@ -1046,18 +987,18 @@ impl Source for WatchSource {
         Meta {
             label: format!("watch: pid {} at {} Hz", self.pid, self.hz),
             host: self.host.clone(),
-            file: self.road.writer().map(|w| w.path().to_owned()),
-            digest: self.road.writer().map(RecordingWriter::digest_hex),
+            file: self.file.as_ref().map(|f| f.0.clone()),
+            digest: self.file.as_ref().map(|f| f.1.clone()),
             started_unix_ms: Some(self.started_unix_ms),
         }
     }
 
     fn write_fault(&self) -> Option<String> {
-        self.road.fault.clone()
+        self.fault.clone()
     }
 
     fn status(&self) -> String {
-        if let Some(e) = &self.road.error {
+        if let Some(e) = &self.error {
             return format!("recording error: {e}");
         }
         if self.exited {
@@ -1070,33 +1011,27 @@ impl Source for WatchSource {
 
     fn poll(&mut self, store: &mut Store) {
         mark_observer_thread();
-        let road = &mut self.road;
-        for s in self.samples.try_iter() {
-            self.changes.items(s, |item| road.push(item, store));
-        }
-        // Step events come stamped with the time their row was read.
-        for e in self.steps.try_iter() {
-            road.push(Item::Event(e), store);
-        }
-        for e in self.marks.drain(..) {
-            road.push(Item::Event(e), store);
-        }
+        self.feed.drain(|item| store.push_item(&item));
+        self.read_faults();
         if !self.exited && self.sampler.is_finished() {
             self.exited = true;
-            let e = Event {
-                t_ns: self.sampler.elapsed_ns(),
-                kind: EventKind::TargetExited { pid: self.pid },
-            };
-            self.road.push(Item::Event(e), store);
-            if let Err(e) = self.road.finish("target exited") {
-                self.road.note(format!("{e:#}"));
+            if let Some(r) = self.recorder.take() {
+                r.event(Event {
+                    t_ns: self.sampler.elapsed_ns(),
+                    kind: EventKind::TargetExited { pid: self.pid },
+                });
+                if let Err(e) = r.finish_window("target exited") {
+                    self.error = Some(format!("{e:#}"));
+                }
             }
+            self.file = None;
+            // What the recorder passed on before it ended.
+            self.feed.drain(|item| store.push_item(&item));
         }
-        self.road.end_poll(store);
     }
 
     fn dropped(&self) -> u64 {
-        self.sampler.dropped()
+        self.sampler.dropped() + self.feed.dropped()
     }
 
     fn growing(&self) -> bool {
@@ -1104,26 +1039,23 @@ impl Source for WatchSource {
     }
 
     fn activity(&self) -> Option<Activity> {
-        let (samples, steps, progress) = (
-            self.samples.clone(),
-            self.steps.clone(),
-            self.sampler.progress(),
-        );
+        let (feed, progress) = (self.feed.clone(), self.sampler.progress());
         let mut told = (u64::MAX, false);
         Some(Box::new(move || {
             // Only lengths and counters are read: nothing is taken from the
-            // queues, which the window's own poll drains.
+            // feed, which the window's own poll drains.
             let now = (progress.produced(), progress.ended());
-            let fresh = now != told || !samples.is_empty() || !steps.is_empty();
+            let fresh = now != told || !feed.is_empty();
             told = now;
             fresh
         }))
     }
 
     fn recording(&self) -> Option<(PathBuf, u64)> {
-        self.road
-            .writer()
-            .map(|w| (w.path().to_owned(), w.bytes_written()))
+        let bytes = self.recorder.as_ref().map_or(0, |r| {
+            r.stats().bytes.load(std::sync::atomic::Ordering::Relaxed)
+        });
+        self.file.as_ref().map(|f| (f.0.clone(), bytes))
     }
 
     fn can_mark(&self) -> bool {
@@ -1133,7 +1065,10 @@ impl Source for WatchSource {
     fn mark(&mut self, text: &str) -> Result<()> {
         let text =
             crate::stream::mark::check_message(text.as_bytes()).map_err(anyhow::Error::msg)?;
-        self.marks.push(Event {
+        let Some(r) = &self.recorder else {
+            anyhow::bail!("the watched process has exited");
+        };
+        r.event(Event {
             t_ns: self.sampler.elapsed_ns(),
             kind: EventKind::Marker(text),
         });

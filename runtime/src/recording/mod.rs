@@ -23,8 +23,9 @@ pub use flatline_format::{
     with_labels,
 };
 pub use recorder::{
-    EVENT_CAPACITY, FAULT_NOTE, Fanout, FaultNews, Faults, RESUMED_NOTE, Recorder, RecorderStats,
-    RecorderSummary, TAP_CAPACITY, Tap, TapStats, event_channel, is_recording_note,
+    EVENT_CAPACITY, FAULT_NOTE, Fanout, FaultNews, Faults, Feed, OnFault, RESUMED_NOTE, Recorder,
+    RecorderStats, RecorderSummary, TAP_CAPACITY, Tap, TapStats, WINDOW_BACKLOG, WindowTap,
+    event_channel, is_recording_note,
 };
 pub use setup::RecordingSetup;
 

@@ -25,6 +25,10 @@ pub struct RecorderStats {
     pub faults: std::sync::Mutex<Faults>,
     /// The same, for the second recording ([`Fanout::copy`]) while one runs.
     pub copy_faults: std::sync::Mutex<Faults>,
+    /// A window's recorder ([`Recorder::spawn_for_window`]): the newest
+    /// error of its recording that is not a write fault. It does not end
+    /// the recorder (the window's stream goes on).
+    pub error: std::sync::Mutex<Option<String>>,
 }
 
 /// A recorder's write faults so far.
@@ -77,6 +81,9 @@ pub struct Fanout {
     /// without touching the first.
     pub copy: Option<RecordingWriter>,
     pub tap: Option<Tap>,
+    /// A window's copy of every item, and of the notes of the recording's
+    /// faults ([`Recorder::spawn_for_window`]).
+    pub window: Option<WindowTap>,
     /// The error that ended `copy`, until taken.
     pub copy_error: Option<RecordingError>,
     /// A fault of `writer` has been told ([`Fanout::fault_news`]) and has
@@ -165,6 +172,11 @@ impl Fanout {
                 tap.send(Item::Event(e.clone()));
             }
         }
+        if let Some(w) = &self.window {
+            for e in &news.notes {
+                w.send(Item::Event(e.clone()));
+            }
+        }
         news
     }
 
@@ -174,6 +186,9 @@ impl Fanout {
     pub fn push(&mut self, item: &Item) -> Result<(), RecordingError> {
         if let Some(tap) = &self.tap {
             tap.send(item.clone());
+        }
+        if let Some(w) = &self.window {
+            w.send(item.clone());
         }
         if let Some(c) = self.copy.as_mut() {
             let r = c.push(item);
@@ -305,6 +320,99 @@ impl Tap {
     }
 }
 
+/// Most samples a window's [`Feed`] holds unread (the sampler's own queue,
+/// [`crate::telemetry::SamplerConfig::capacity`]'s default): a window that is
+/// not drawn for a while (minimized) misses the rest, counted, while the
+/// recording gets every one.
+pub const WINDOW_BACKLOG: usize = 4096;
+
+/// The recorder's end of a window's copy of the stream: every schema change
+/// and event, and the samples while fewer than [`WINDOW_BACKLOG`] wait.
+/// Unlike a [`Tap`] it never loses a schema change, so the window's store
+/// always knows its channels.
+#[derive(Debug, Clone)]
+pub struct WindowTap {
+    tx: Sender<Item>,
+    waiting: Arc<AtomicU64>,
+    dropped: Arc<AtomicU64>,
+}
+
+/// The window's end of a [`WindowTap`].
+#[derive(Debug, Clone)]
+pub struct Feed {
+    rx: Receiver<Item>,
+    waiting: Arc<AtomicU64>,
+    dropped: Arc<AtomicU64>,
+}
+
+impl WindowTap {
+    /// A window's copy of a stream, and the end the window reads.
+    pub fn new() -> (Self, Feed) {
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let (waiting, dropped) = (Arc::default(), Arc::default());
+        (
+            Self {
+                tx,
+                waiting: Arc::clone(&waiting),
+                dropped: Arc::clone(&dropped),
+            },
+            Feed {
+                rx,
+                waiting,
+                dropped,
+            },
+        )
+    }
+
+    /// Passes an item on; a sample is dropped, and counted, when
+    /// [`WINDOW_BACKLOG`] samples wait already. Never blocks.
+    pub fn send(&self, item: Item) {
+        let sample = matches!(item, Item::Sample(_));
+        if sample {
+            if self.waiting.load(Relaxed) >= WINDOW_BACKLOG as u64 {
+                self.dropped.fetch_add(1, Relaxed);
+                return;
+            }
+            self.waiting.fetch_add(1, Relaxed);
+        }
+        // The window gone, nobody reads: nothing to do.
+        let _ = self.tx.send(item);
+    }
+}
+
+impl Feed {
+    /// Hands each waiting item to `f`, in order.
+    pub fn drain(&self, mut f: impl FnMut(Item)) {
+        for item in self.rx.try_iter() {
+            if matches!(item, Item::Sample(_)) {
+                self.waiting.fetch_sub(1, Relaxed);
+            }
+            f(item);
+        }
+    }
+
+    /// Whether items wait.
+    pub fn is_empty(&self) -> bool {
+        self.rx.is_empty()
+    }
+
+    /// Samples the window missed because it did not read them in time.
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(Relaxed)
+    }
+}
+
+/// What a window's recorder does when its recording's writes fail (a full
+/// disk): the window's `--on-write-error`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnFault {
+    /// Keep the writer, which retries now and then.
+    Retry,
+    /// Let the recording go, whole up to the fault and without a footer;
+    /// the window's stream goes on.
+    Abandon,
+}
+
 /// What a [`Recorder`]'s owner asks of its thread.
 #[derive(Debug)]
 enum Control {
@@ -323,7 +431,8 @@ enum Control {
 pub struct Recorder {
     events: Sender<Event>,
     control: Sender<Control>,
-    thread: JoinHandle<Result<RecorderSummary, RecordingError>>,
+    /// `None`: nothing was being recorded at the end (a window's).
+    thread: JoinHandle<Result<Option<RecorderSummary>, RecordingError>>,
     stats: Arc<RecorderStats>,
 }
 
@@ -351,8 +460,46 @@ impl Recorder {
         writer: RecordingWriter,
         samples: Receiver<Sample>,
         changes: SchemaFeed,
+        events: (Sender<Event>, Receiver<Event>),
+        tap: Option<Tap>,
+    ) -> std::io::Result<Self> {
+        Self::spawn_inner(Some(writer), samples, changes, events, tap, None)
+    }
+
+    /// A watch window's recorder: the same road as a headless watch's
+    /// (sampler → recorder → fanout), with the window's copy of every item
+    /// as a last way out, read from the returned [`Feed`] (the UI thread
+    /// reads a store; it writes no file). `writer` may be `None` (a window
+    /// that records nothing). An error of the recording that is not a
+    /// write fault does not end it: it is kept in
+    /// [`RecorderStats::error`], and the stream goes on.
+    pub fn spawn_for_window(
+        writer: Option<RecordingWriter>,
+        samples: Receiver<Sample>,
+        changes: SchemaFeed,
+        events: (Sender<Event>, Receiver<Event>),
+        tap: Option<Tap>,
+        on_fault: OnFault,
+    ) -> std::io::Result<(Self, Feed)> {
+        let (window, feed) = WindowTap::new();
+        let r = Self::spawn_inner(
+            writer,
+            samples,
+            changes,
+            events,
+            tap,
+            Some((window, on_fault)),
+        )?;
+        Ok((r, feed))
+    }
+
+    fn spawn_inner(
+        writer: Option<RecordingWriter>,
+        samples: Receiver<Sample>,
+        changes: SchemaFeed,
         (events, event_rx): (Sender<Event>, Receiver<Event>),
         tap: Option<Tap>,
+        window: Option<(WindowTap, OnFault)>,
     ) -> std::io::Result<Self> {
         let (control, control_rx) = crossbeam_channel::bounded::<Control>(4);
         let stats = Arc::new(RecorderStats::default());
@@ -363,17 +510,27 @@ impl Recorder {
                 mark_observer_thread();
                 let cpu0 = crate::sys::thread_cpu_ns();
                 let tick = crossbeam_channel::tick(Duration::from_millis(100));
-                let mut out = Fanout::new(Some(writer), tap);
+                let on_fault = window.as_ref().map(|w| w.1);
+                let mut out = Fanout::new(writer, tap);
+                out.window = window.map(|w| w.0);
                 let mut samples_open = true;
                 // A write fault (a full disk) is not the end: the writer keeps
                 // the file whole, drops what it cannot write and retries; the
                 // owner reads the fault from the stats and decides.
-                // Anything else (a bad schema change) ends the recorder.
+                // Anything else (a bad schema change) ends the recorder, or,
+                // for a window, is kept for it to say.
                 let keep = |out: &mut Fanout,
                             r: Result<(), RecordingError>|
                  -> Result<(), RecordingError> {
                     match r {
                         Err(_) if out.writer.as_ref().is_some_and(|w| w.fault().is_some()) => {
+                            Ok(())
+                        }
+                        Err(e) if on_fault.is_some() => {
+                            *st.error
+                                .lock()
+                                .unwrap_or_else(std::sync::PoisonError::into_inner) =
+                                Some(e.to_string());
                             Ok(())
                         }
                         other => other,
@@ -398,6 +555,7 @@ impl Recorder {
                     let resumed = out.fault_news().resumed;
                     if let Some(w) = out.writer.as_mut() {
                         let now = w.fault().cloned();
+                        let abandon = now.is_some() && on_fault == Some(OnFault::Abandon);
                         let mut f = st
                             .faults
                             .lock()
@@ -408,6 +566,11 @@ impl Recorder {
                         f.now = now;
                         st.samples.store(w.samples(), Relaxed);
                         st.bytes.store(w.bytes_written(), Relaxed);
+                        if abandon {
+                            // Whole up to the fault, no footer; `f.now`
+                            // keeps saying why.
+                            out.writer = None;
+                        }
                     }
                 };
                 // The owner's requests; `Some(end)` once it asks to finish.
@@ -473,7 +636,11 @@ impl Recorder {
                     keep(&mut out, r)?;
                 }
                 let _ = out.finish_copy(&end);
-                let mut writer = out.writer.take().expect("the recorder's writer");
+                let Some(mut writer) = out.writer.take() else {
+                    // A window that recorded nothing, or whose recording
+                    // was let go at a fault.
+                    return Ok(None);
+                };
                 if writer.fault().is_some() {
                     writer.retry_now();
                 }
@@ -503,11 +670,11 @@ impl Recorder {
                 st.samples.store(write.samples, Relaxed);
                 st.bytes.store(write.bytes, Relaxed);
                 let cpu_ns = crate::sys::thread_cpu_ns().saturating_sub(cpu0);
-                Ok(RecorderSummary {
+                Ok(Some(RecorderSummary {
                     write,
                     cpu_ns,
                     faults,
-                })
+                }))
             })?;
         Ok(Self {
             events,
@@ -571,6 +738,13 @@ impl Recorder {
     /// returns what was written. Stop the sampler first, so that every sample
     /// it produced is in the channel.
     pub fn finish(self, end: &str) -> Result<RecorderSummary, RecordingError> {
+        self.finish_window(end)?
+            .ok_or_else(|| RecordingError::Encode("the recorder had no recording".into()))
+    }
+
+    /// [`Recorder::finish`] for a window's recorder: `None` when nothing
+    /// was being recorded at the end.
+    pub fn finish_window(self, end: &str) -> Result<Option<RecorderSummary>, RecordingError> {
         let _ = self.control.send(Control::Finish(end.to_owned()));
         match self.thread.join() {
             Ok(r) => r,
@@ -578,6 +752,16 @@ impl Recorder {
                 "the recorder thread panicked".into(),
             )),
         }
+    }
+
+    /// A window's recorder: the newest error of its recording that was not
+    /// a write fault, if any.
+    pub fn error(&self) -> Option<String> {
+        self.stats
+            .error
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
     }
 }
 

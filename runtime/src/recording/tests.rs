@@ -215,6 +215,102 @@ fn the_recorder_keeps_every_sample_the_sampler_sent() {
     assert!(back.channel("mem.rss").unwrap().iter().all(|v| *v > 1e6));
 }
 
+/// A window's recorder: samples sent straight into its queue (no sampler),
+/// and an event; returns the recorder's feed and what it ended with.
+fn window_run(
+    writer: Option<RecordingWriter>,
+    n: u64,
+) -> (
+    Feed,
+    Option<RecorderSummary>,
+    crossbeam_channel::Sender<Sample>,
+) {
+    let (tx, rx) = crossbeam_channel::bounded(4096);
+    let (rec, feed) = Recorder::spawn_for_window(
+        writer,
+        rx,
+        crate::telemetry::SchemaFeed::default(),
+        event_channel(),
+        None,
+        OnFault::Retry,
+    )
+    .unwrap();
+    for i in 0..n {
+        tx.send(Sample::from_values(i, i * 1_000_000, &[i as f64, 2.0, 3.0]))
+            .unwrap();
+    }
+    rec.event(Event {
+        t_ns: n * 1_000_000,
+        kind: EventKind::Marker("here".into()),
+    });
+    let end = rec.finish_window("window closed").unwrap();
+    (feed, end, tx)
+}
+
+#[test]
+fn a_windows_recorder_writes_the_file_and_hands_the_window_the_same_items() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("w.flr");
+    let w = RecordingWriter::create(&path, &header(3), false).unwrap();
+    let (feed, end, _tx) = window_run(Some(w), 500);
+    let end = end.expect("a recording was written");
+    assert_eq!(end.write.samples, 500);
+    let mut shown = Vec::new();
+    feed.drain(|item| shown.push(item));
+    let samples: Vec<&Sample> = shown
+        .iter()
+        .filter_map(|i| match i {
+            Item::Sample(s) => Some(s),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(samples.len(), 500);
+    let back = Recording::open(&path).unwrap();
+    assert_eq!(back.footer.as_ref().unwrap().end, "window closed");
+    let c0 = back.channel("c0").unwrap();
+    assert_eq!(c0.len(), 500);
+    assert!(samples.iter().zip(c0).all(|(s, v)| s.values()[0] == *v));
+    assert!(
+        shown.iter().any(
+            |i| matches!(i, Item::Event(Event { kind: EventKind::Marker(m), .. }) if m == "here")
+        ),
+        "the window gets the event the file got"
+    );
+    assert_eq!(back.events.len(), 1);
+    assert_eq!(feed.dropped(), 0);
+}
+
+#[test]
+fn a_window_that_records_nothing_still_gets_its_stream() {
+    let (feed, end, _tx) = window_run(None, 50);
+    assert!(end.is_none(), "nothing was recorded");
+    let mut n = 0;
+    feed.drain(|item| n += usize::from(matches!(item, Item::Sample(_))));
+    assert_eq!(n, 50);
+}
+
+#[test]
+fn a_window_that_does_not_read_misses_samples_past_its_backlog_but_no_schema_change() {
+    let (tap, feed) = WindowTap::new();
+    let extra = 25;
+    for i in 0..(WINDOW_BACKLOG + extra) as u64 {
+        tap.send(Item::Sample(Sample::from_values(i, i, &[1.0])));
+    }
+    let spec = header(1).schema.channels[0].clone();
+    tap.send(Item::Add(vec![spec]));
+    tap.send(Item::End(vec![0]));
+    assert_eq!(feed.dropped(), extra as u64);
+    let (mut samples, mut changes) = (0, 0);
+    feed.drain(|item| match item {
+        Item::Sample(_) => samples += 1,
+        _ => changes += 1,
+    });
+    assert_eq!((samples, changes), (WINDOW_BACKLOG, 2));
+    // Read, the backlog is free again.
+    tap.send(Item::Sample(Sample::from_values(0, 0, &[1.0])));
+    assert_eq!(feed.dropped(), extra as u64);
+}
+
 #[test]
 fn the_writer_allocates_nothing_per_block_once_warm() {
     use crate::telemetry::alloc::count_thread_allocs;
