@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 pub use crate::stream::session::OnWriteError;
+use flatline_runtime::workload::driver::Workload;
 use flatline_runtime::workload::ingest::DEFAULT_CORPUS_TOKENS;
 
 #[derive(Debug, Parser)]
@@ -153,47 +154,22 @@ impl LabelArgs {
         out.extend(self.labels.iter().cloned());
         out
     }
-
-    /// The same flags, for a child process (`live`'s workload).
-    pub fn to_args(&self) -> Vec<String> {
-        self.labels
-            .iter()
-            .map(|(k, v)| format!("--label={k}={v}"))
-            .collect()
-    }
 }
 
 impl PrometheusArgs {
-    /// What to follow the stream for, if anything (`pid`: the `pid` label
-    /// of channels that are not one process's).
-    pub fn export(&self, pid: u32) -> Option<crate::stream::session::Export> {
-        (self.prometheus.is_some() || !self.alert.is_empty()).then(|| {
-            crate::stream::session::Export {
-                addr: self.prometheus,
-                web_config: self.web_config.clone(),
-                pid,
-                alerts: self.alert.clone(),
-                on_alert: self.on_alert.clone(),
-            }
-        })
+    /// The flags as plain values.
+    pub fn config(&self) -> crate::stream::session::ExportConfig {
+        crate::stream::session::ExportConfig {
+            addr: self.prometheus,
+            web_config: self.web_config.clone(),
+            alerts: self.alert.clone(),
+            on_alert: self.on_alert.clone(),
+        }
     }
 
-    /// The same flags, for a child process (`live`'s workload).
-    pub fn to_args(&self) -> Vec<String> {
-        let mut args = Vec::new();
-        if let Some(a) = self.prometheus {
-            args.push(format!("--prometheus={a}"));
-        }
-        if let Some(w) = &self.web_config {
-            args.push(format!("--web-config={}", w.display()));
-        }
-        for a in &self.alert {
-            args.push(format!("--alert={}", a.text));
-        }
-        if let Some(c) = &self.on_alert {
-            args.push(format!("--on-alert={c}"));
-        }
-        args
+    /// What to follow the stream of `pid` for, if anything.
+    pub fn export(&self, pid: u32) -> Option<crate::stream::session::Export> {
+        self.config().for_pid(pid)
     }
 }
 
@@ -236,14 +212,13 @@ impl LiveArgs {
     /// What its workload process (`serve`) runs: the one way from `live`'s
     /// flags to the child's.
     pub fn serve_config(&self) -> crate::stream::source::ServeConfig {
-        let mut extra = self.export.to_args();
-        extra.extend(self.labels.to_args());
         crate::stream::source::ServeConfig {
             workload: self.workload.into(),
             hz: self.hz,
             layout: self.layout.into(),
             on_write_error: self.on_write_error,
-            extra,
+            export: self.export.config(),
+            labels: self.labels.labels.clone(),
         }
     }
 }
@@ -382,6 +357,18 @@ pub enum WorkloadArg {
     Idle,
     /// The allocating per-sample loader ingest replaces, paced like ingest.
     IngestBaseline,
+}
+
+impl From<WorkloadArg> for Workload {
+    fn from(w: WorkloadArg) -> Self {
+        match w {
+            WorkloadArg::Ops1b => Workload::Ops1b,
+            WorkloadArg::Ingest => Workload::Ingest,
+            WorkloadArg::Both => Workload::Both,
+            WorkloadArg::Idle => Workload::Idle,
+            WorkloadArg::IngestBaseline => Workload::IngestBaseline,
+        }
+    }
 }
 
 /// The built-in workloads as `soak` and the live window's `serve` run them.
@@ -894,8 +881,11 @@ mod tests {
             "--layout=soa",
             "--on-write-error=stop",
             "--prometheus=127.0.0.1:9184",
+            "--web-config=/etc/flatline/web config.yml",
             "--alert=mem.rss > 1GiB",
+            "--on-alert=echo fired",
             "--label=rank=3",
+            "--label=node_rank=1",
         ])
         .unwrap();
         let Some(Command::Live(live)) = cli.command else {
@@ -915,15 +905,18 @@ mod tests {
         assert_eq!(s.out, out);
         assert_eq!(s.export.prometheus, live.export.prometheus);
         assert_eq!(
+            s.export.web_config.as_deref(),
+            Some(std::path::Path::new("/etc/flatline/web config.yml"))
+        );
+        assert_eq!(
             s.export.alert.iter().map(|a| &a.text).collect::<Vec<_>>(),
             ["mem.rss > 1GiB"]
         );
-        assert_eq!(s.labels.labels, [("rank".to_owned(), "3".to_owned())]);
+        assert_eq!(s.export.on_alert.as_deref(), Some("echo fired"));
+        assert_eq!(s.labels.labels, live.labels.labels);
+        assert_eq!(s.labels.labels.len(), 2);
         // The defaults travel as defaults.
-        let plain = crate::stream::source::ServeConfig::new(
-            flatline_runtime::workload::driver::Workload::Idle,
-            10.0,
-        );
+        let plain = crate::stream::source::ServeConfig::new(Workload::Idle, 10.0);
         let mut argv = vec![std::ffi::OsString::from("flatline")];
         argv.extend(plain.argv(out));
         let Some(Command::Serve(s)) = Cli::try_parse_from(argv).unwrap().command else {

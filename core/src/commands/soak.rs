@@ -15,21 +15,9 @@ use flatline_runtime::telemetry::work::WorkProgress;
 use flatline_runtime::workload::driver::{Driver, DriverConfig, Workload};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::cli::{ServeArgs, SoakArgs, WorkloadArg};
+use crate::cli::{ServeArgs, SoakArgs};
 use crate::fmt::bytes;
 use crate::stream::session::{Session, SessionEnd};
-
-impl From<WorkloadArg> for Workload {
-    fn from(w: WorkloadArg) -> Self {
-        match w {
-            WorkloadArg::Ops1b => Workload::Ops1b,
-            WorkloadArg::Ingest => Workload::Ingest,
-            WorkloadArg::Both => Workload::Both,
-            WorkloadArg::Idle => Workload::Idle,
-            WorkloadArg::IngestBaseline => Workload::IngestBaseline,
-        }
-    }
-}
 
 /// `recordings/<prefix>-<UTC time>.flr`, creating `recordings/` if needed.
 pub fn default_path(prefix: &str) -> Result<PathBuf> {

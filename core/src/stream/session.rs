@@ -37,6 +37,31 @@ pub struct Export {
     pub on_alert: Option<String>,
 }
 
+/// What a stream is followed for, before the process it watches is known:
+/// `--prometheus`, `--web-config`, `--alert` and `--on-alert` as plain
+/// values (a live window hands them to its workload process).
+#[derive(Debug, Clone, Default)]
+pub struct ExportConfig {
+    pub addr: Option<SocketAddr>,
+    pub web_config: Option<std::path::PathBuf>,
+    pub alerts: Vec<crate::export::alert::Alert>,
+    pub on_alert: Option<String>,
+}
+
+impl ExportConfig {
+    /// What to follow the stream of `pid` for, if anything (`pid`: the
+    /// `pid` label of channels that are not one process's).
+    pub fn for_pid(&self, pid: u32) -> Option<Export> {
+        (self.addr.is_some() || !self.alerts.is_empty()).then(|| Export {
+            addr: self.addr,
+            web_config: self.web_config.clone(),
+            pid,
+            alerts: self.alerts.clone(),
+            on_alert: self.on_alert.clone(),
+        })
+    }
+}
+
 /// What a run does when its recording cannot be written (a full disk, a
 /// quota, a file system turned read-only): `--on-write-error`. What each
 /// does: [`OnWriteError::help`].

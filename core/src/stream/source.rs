@@ -195,7 +195,7 @@ const SERVE_START: Duration = Duration::from_secs(30);
 /// values: built once from `live`'s arguments (`LiveArgs::serve_config`) and
 /// handed on in one form, [`ServeConfig::argv`], which `serve` parses back
 /// to the same values (a test in `cli.rs` checks it).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct ServeConfig {
     pub workload: Workload,
     /// Telemetry samples per second.
@@ -203,9 +203,10 @@ pub struct ServeConfig {
     pub layout: flatline_runtime::workload::ops1b::Layout,
     /// What the child does when the window's recording cannot be written.
     pub on_write_error: crate::stream::session::OnWriteError,
-    /// The exporter's and the labels' flags, `--flag=value` each, as the
-    /// CLI writes them (`PrometheusArgs::to_args`, `LabelArgs::to_args`).
-    pub extra: Vec<String>,
+    /// Whether the child serves /metrics, and what it alerts on.
+    pub export: crate::stream::session::ExportConfig,
+    /// The run's labels (`--label`), key and value.
+    pub labels: Vec<(String, String)>,
 }
 
 impl ServeConfig {
@@ -216,7 +217,8 @@ impl ServeConfig {
             hz,
             layout: flatline_runtime::workload::ops1b::Layout::Aos,
             on_write_error: crate::stream::session::OnWriteError::default(),
-            extra: Vec::new(),
+            export: crate::stream::session::ExportConfig::default(),
+            labels: Vec::new(),
         }
     }
 
@@ -232,7 +234,24 @@ impl ServeConfig {
             "--out".into(),
             out.as_os_str().to_owned(),
         ];
-        a.extend(self.extra.iter().map(Into::into));
+        let e = &self.export;
+        if let Some(addr) = e.addr {
+            a.push(format!("--prometheus={addr}").into());
+        }
+        if let Some(w) = &e.web_config {
+            let mut flag = std::ffi::OsString::from("--web-config=");
+            flag.push(w);
+            a.push(flag);
+        }
+        for alert in &e.alerts {
+            a.push(format!("--alert={}", alert.text).into());
+        }
+        if let Some(c) = &e.on_alert {
+            a.push(format!("--on-alert={c}").into());
+        }
+        for (k, v) in &self.labels {
+            a.push(format!("--label={k}={v}").into());
+        }
         a
     }
 }
@@ -245,7 +264,7 @@ impl LiveSource {
     }
 
     /// As [`LiveSource::start`], with `program` as the flatline to run; the
-    /// child serves and alerts as `config.extra` says, and says so on stderr.
+    /// child serves and alerts as `config.export` says, and says so on stderr.
     pub fn start_with(program: &Path, config: ServeConfig) -> Result<(Self, Store)> {
         let workload = config.workload;
         let dir = tempfile::Builder::new()
