@@ -3,6 +3,8 @@
 nothing from the analysis or the recording. No two files of a crate import
 each other, directly or round a longer circle. Below core's command layer
 (core/src/stream, core/src/export) nothing names the CLI's types or clap.
+The dashboard's views (dashboard/src/ui/view.rs and view/) never call the
+source: they read what the frame loop read of it (`Dashboard::seen`).
 
     python3 scripts/check-layers.py
 
@@ -235,6 +237,29 @@ def below_cli():
     return out
 
 
+# The dashboard's views: they read `d.seen`, never `d.source`.
+VIEWS = [os.path.join("dashboard", "src", "ui", "view.rs"), os.path.join("dashboard", "src", "ui", "view")]
+
+
+def views_asking_the_source():
+    """(file, line, what) where a view names the dashboard's source."""
+    out = []
+    for entry in VIEWS:
+        path = os.path.join(ROOT, entry)
+        if os.path.isfile(path):
+            files = [path]
+        elif os.path.isdir(path):
+            files = [os.path.join(path, n) for n in sorted(os.listdir(path)) if n.endswith(".rs")]
+        else:
+            out.append((entry, 0, None))
+            continue
+        for f in files:
+            text = without_tests(code(open(f, encoding="utf-8").read()))
+            for m in re.finditer(r"\.\s*source\b(?!_)", text):
+                out.append((os.path.relpath(f, ROOT), text.count("\n", 0, m.start()) + 1, m.group(0)))
+    return out
+
+
 def main():
     problems = []
     files = 0
@@ -263,6 +288,11 @@ def main():
             problems.append(f"{f}: missing (renamed? update this check)")
             continue
         problems.append(f"{f}:{line}: {what} below the command layer (take plain settings)")
+    for f, line, what in views_asking_the_source():
+        if what is None:
+            problems.append(f"{f}: missing (renamed? update this check)")
+            continue
+        problems.append(f"{f}:{line}: a view asks the source (read `d.seen`, filled by the frame loop)")
     for p in problems:
         print(p, file=sys.stderr)
     print(

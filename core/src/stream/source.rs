@@ -149,6 +149,38 @@ pub trait Source {
     }
 }
 
+/// What a frame shows of its source, read from it once a frame by the
+/// dashboard's frame loop ([`SourceFacts::read`]): the views read these
+/// values and never call the source.
+#[derive(Debug, Clone)]
+pub struct SourceFacts {
+    pub kind: SourceKind,
+    pub meta: Meta,
+    pub status: String,
+    pub write_fault: Option<String>,
+    pub dropped: u64,
+    pub workload_running: Option<bool>,
+    pub recording: Option<(PathBuf, u64)>,
+    pub can_record: bool,
+    pub can_mark: bool,
+}
+
+impl SourceFacts {
+    pub fn read(source: &dyn Source) -> Self {
+        Self {
+            kind: source.kind(),
+            meta: source.meta(),
+            status: source.status(),
+            write_fault: source.write_fault(),
+            dropped: source.dropped(),
+            workload_running: source.workload_running(),
+            recording: source.recording(),
+            can_record: source.can_record(),
+            can_mark: source.can_mark(),
+        }
+    }
+}
+
 /// The built-in workloads, run by a child process (`flatline serve`) whose
 /// stream this window follows: the process-level channels (`mem.*`,
 /// `malloc.*`, `alloc.*`) describe the workload and its sampler, never the

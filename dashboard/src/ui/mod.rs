@@ -1,7 +1,8 @@
 //! The desktop dashboard: eframe window, egui_plot plots.
 //!
 //! State ([`Dashboard`]: source, store, settings) is kept apart from drawing
-//! (`view`), and drawing only reads the [`Store`], never the source. The
+//! (`view`), and drawing only reads the [`Store`] and what the frame loop
+//! read of the source this frame ([`Dashboard::seen`]), never the source. The
 //! whole UI is drawn into one `egui::Ui`, so the tests drive exactly the code
 //! the window runs (`egui_kittest`).
 
@@ -26,8 +27,8 @@ use flatline_core::cli::{AlignArg, RendererArg, WindowArgs};
 pub use flatline_core::Closed;
 use flatline_core::stream::detail;
 pub use flatline_core::stream::source::{
-    Activity, LIVE_CAP, LiveSource, Meta, Opening, ReplaySource, ServeConfig, Source, SourceKind,
-    WatchSource,
+    Activity, LIVE_CAP, LiveSource, Meta, Opening, ReplaySource, ServeConfig, Source, SourceFacts,
+    SourceKind, WatchSource,
 };
 pub use flatline_core::stream::store::{Series, Store};
 pub use timeline::Timeline;
@@ -174,7 +175,11 @@ pub type TreeFindings = (
 /// person chose, and the play position. Views draw it and return
 /// [`Action`]s; [`Dashboard::apply`] carries them out after the frame.
 pub struct Dashboard {
+    /// Asked by the frame loop only ([`Dashboard::tick`], [`Dashboard::show`],
+    /// [`Dashboard::apply`]); the views read [`Dashboard::seen`].
     pub source: Box<dyn Source>,
+    /// What this frame shows of the source, read once before it is drawn.
+    pub seen: SourceFacts,
     pub store: Store,
     pub settings: Settings,
     /// Play position, for a replay.
@@ -261,6 +266,7 @@ impl Dashboard {
             Timeline::new(start, end)
         });
         let mut d = Self {
+            seen: SourceFacts::read(&*source),
             source,
             store,
             settings,
@@ -594,6 +600,7 @@ impl Dashboard {
             o.store.begin_frame(budget);
         }
         self.run_capture(&ctx);
+        self.seen = SourceFacts::read(&*self.source);
         let actions = view::draw(self, ui);
         self.apply(actions);
     }

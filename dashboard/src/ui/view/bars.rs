@@ -105,7 +105,7 @@ pub(super) fn keys(d: &mut Dashboard, ui: &mut egui::Ui, actions: &mut Vec<Actio
     if pressed(egui::Key::T) {
         d.settings.wall_clock = !d.settings.wall_clock;
     }
-    if pressed(egui::Key::M) && d.source.can_mark() {
+    if pressed(egui::Key::M) && d.seen.can_mark {
         d.keys.focus_mark = true;
     }
     if pressed(egui::Key::S) {
@@ -139,7 +139,7 @@ pub(super) fn keys(d: &mut Dashboard, ui: &mut egui::Ui, actions: &mut Vec<Actio
 pub(super) fn top_bar(d: &mut Dashboard, ui: &mut egui::Ui, actions: &mut Vec<Action>) {
     egui::Panel::top("top").show(ui, |ui| {
         ui.horizontal_wrapped(|ui| {
-            let meta = d.source.meta();
+            let meta = d.seen.meta.clone();
             ui.label(RichText::new("flatline").strong());
             ui.separator();
             if let Some(o) = &d.other {
@@ -150,7 +150,7 @@ pub(super) fn top_bar(d: &mut Dashboard, ui: &mut egui::Ui, actions: &mut Vec<Ac
             }
             let mut status = match &d.timeline {
                 Some(tl) if tl.playing => format!("playing at {}×", tl.speed),
-                _ => d.source.status(),
+                _ => d.seen.status.clone(),
             };
             if let (Some(z), Some(dt)) = (d.zoom, &d.detail) {
                 status.push_str(if dt.covering(z).is_some() {
@@ -172,9 +172,9 @@ pub(super) fn top_bar(d: &mut Dashboard, ui: &mut egui::Ui, actions: &mut Vec<Ac
                 "{} samples",
                 flatline_core::fmt::thousands(d.store.len() as u64)
             ));
-            ui.label(format!("{} dropped", d.source.dropped()));
+            ui.label(format!("{} dropped", d.seen.dropped));
             // The window's own memory, apart from the measured process's.
-            if d.source.kind() != crate::ui::SourceKind::Replay
+            if d.seen.kind != crate::ui::SourceKind::Replay
                 && let Some(rss) = d.window_rss
             {
                 ui.label(
@@ -186,7 +186,7 @@ pub(super) fn top_bar(d: &mut Dashboard, ui: &mut egui::Ui, actions: &mut Vec<Ac
                     "this window's own resident memory; the plotted channels describe the measured process",
                 );
             }
-            let recording = d.source.recording();
+            let recording = d.seen.recording.clone();
             if let Some((path, size)) = &recording {
                 let name = path
                     .file_name()
@@ -198,7 +198,7 @@ pub(super) fn top_bar(d: &mut Dashboard, ui: &mut egui::Ui, actions: &mut Vec<Ac
                 );
             }
             ui.separator();
-            if let Some(running) = d.source.workload_running() {
+            if let Some(running) = d.seen.workload_running {
                 let label = if running {
                     "Stop workload"
                 } else {
@@ -208,7 +208,7 @@ pub(super) fn top_bar(d: &mut Dashboard, ui: &mut egui::Ui, actions: &mut Vec<Ac
                     actions.push(Action::SetWorkload(!running));
                 }
             }
-            if d.source.can_record() {
+            if d.seen.can_record {
                 if recording.is_some() {
                     if ui.button("Stop recording").clicked() {
                         actions.push(Action::StopRecording);
@@ -217,7 +217,7 @@ pub(super) fn top_bar(d: &mut Dashboard, ui: &mut egui::Ui, actions: &mut Vec<Ac
                     actions.push(Action::StartRecording);
                 }
             }
-            if d.source.can_mark() {
+            if d.seen.can_mark {
                 let field = ui.add(
                     egui::TextEdit::singleline(&mut d.mark_text)
                         .hint_text("marker text (m)")
@@ -249,7 +249,7 @@ pub(super) fn top_bar(d: &mut Dashboard, ui: &mut egui::Ui, actions: &mut Vec<Ac
                 if ui.button("Stop comparing").clicked() {
                     actions.push(Action::StopComparing);
                 }
-            } else if d.source.kind() == crate::ui::SourceKind::Replay
+            } else if d.seen.kind == crate::ui::SourceKind::Replay
                 && ui
                     .button("Compare with…")
                     .on_hover_text("draw a second recording beside this one")
@@ -281,7 +281,7 @@ pub(super) fn top_bar(d: &mut Dashboard, ui: &mut egui::Ui, actions: &mut Vec<Ac
 
 /// The strip that ties a picture to its recording.
 pub(super) fn caption(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
-    let meta = d.source.meta();
+    let meta = d.seen.meta.clone();
     let (t0, _) = d.store.time_range();
     let t1 = visible
         .checked_sub(1)

@@ -17,15 +17,59 @@ pub(super) fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
         });
         return;
     }
-    // Plots of the chosen channels, in schema order: each memory channel a
-    // row of its own (small multiples on one time axis); other channels of a
-    // group and unit share a plot while within MAGNITUDES× of each other, so
-    // a 2.5 MiB page table never lies flat on the zero of a 750 MiB RSS.
-    // "Grouped" puts a group and unit on one plot whatever the magnitudes.
-    // Counters are drawn as rates (per second, or per step on a step axis)
-    // unless the person asked for counts: a panel of their own.
+    let (tree, panels) = panels(d);
+    let count = panels.len() + usize::from(tree.is_some());
+    if count == 0 {
+        ui.centered_and_justified(|ui| ui.label("Choose channels on the left to plot them."));
+        return;
+    }
+    let f = frame_of(d, ui, visible, count);
+    if let (Some(z), Some(dt)) = (d.zoom, d.detail.as_mut()) {
+        dt.poll();
+        let times = &d.store.times()[..visible.min(d.store.times().len())];
+        let held = times.partition_point(|&t| t <= z[1]) - times.partition_point(|&t| t < z[0]);
+        let ctx = ui.ctx().clone();
+        dt.want(z, held, f.rows.columns, move || ctx.request_repaint());
+    }
+    let mut seen_x: Option<[f64; 2]> = None;
+    let mut plot_w = 0.0_f32;
+    // The rows scroll; the time axis they share stays in view under them.
+    let rows_height = (ui.available_height() - X_AXIS - 8.0 - f.lane_h).max(80.0);
+    egui::ScrollArea::vertical()
+        .max_height(rows_height)
+        .show(ui, |ui| {
+            if let Some(tree) = tree {
+                tree_plot(d, ui, tree, visible, f.rows, false);
+            }
+            for (key, chans) in panels {
+                if let Some((x, w)) = panel(d, ui, &f, key, &chans) {
+                    seen_x = Some(x);
+                    plot_w = w;
+                }
+            }
+        });
+    shared_axis(d, ui, &f);
+    let times = &d.store.times()[..visible.min(d.store.times().len())];
+    d.pixel_s = seen_x.and_then(|v| pixel_seconds(v, f.rows.data_x, times, plot_w, f.x_steps));
+    // Zoomed in when the plots show less than 90 % of the data's time.
+    let data_x = f.rows.data_x;
+    d.zoom = seen_x.filter(|v| !f.x_steps && v[1] - v[0] < 0.9 * (data_x[1] - data_x[0]));
+    if std::mem::take(&mut d.keys.fit) {
+        d.zoom = None;
+    }
+}
+
+/// Which plots the chosen channels make, in schema order: `tree.pss`'s
+/// own (its processes stacked under it), if chosen, and the panels. Each
+/// memory channel a row of its own (small multiples on one time axis);
+/// other channels of a group and unit share a plot while within
+/// MAGNITUDES× of each other, so a 2.5 MiB page table never lies flat on
+/// the zero of a 750 MiB RSS. "Grouped" puts a group and unit on one plot
+/// whatever the magnitudes. Counters are drawn as rates (per second, or per
+/// step on a step axis) unless the person asked for counts: a panel of
+/// their own.
+pub(super) fn panels(d: &Dashboard) -> (Option<usize>, Vec<(PanelKey, Vec<usize>)>) {
     let mut panels: Vec<(PanelKey, Vec<usize>)> = Vec::new();
-    // tree.pss gets a plot of its own, the processes' PSS stacked under it.
     let tree = d
         .store
         .schema()
@@ -55,11 +99,30 @@ pub(super) fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
             None => panels.push(((c.group, c.unit, rate, own_row.then_some(i)), vec![i])),
         }
     }
-    let count = panels.len() + usize::from(tree.is_some());
-    if count == 0 {
-        ui.centered_and_justified(|ui| ui.label("Choose channels on the left to plot them."));
-        return;
-    }
+    (tree, panels)
+}
+
+/// What every plot of a frame shares: where the rows go, the x axis drawn
+/// and its clock, the markers, and the part of the run being chosen.
+pub(super) struct PlotFrame {
+    pub(super) rows: Rows,
+    pub(super) visible: usize,
+    pub(super) capturing: bool,
+    /// Shift + drag chooses a part of the run (on the time axis) instead of
+    /// panning: its receipt opens when the drag ends.
+    pub(super) choosing: bool,
+    pub(super) chosen: Option<[f64; 2]>,
+    pub(super) x_steps: bool,
+    pub(super) x_label: &'static str,
+    pub(super) wall: Option<Wall>,
+    pub(super) lane_marks: Vec<Mark>,
+    /// The markers' lane's height with its spacing; 0 without markers.
+    pub(super) lane_h: f32,
+    pub(super) zoomed: bool,
+}
+
+/// This frame's [`PlotFrame`], for `count` plots.
+fn frame_of(d: &mut Dashboard, ui: &egui::Ui, visible: usize, count: usize) -> PlotFrame {
     let link = egui::Id::unique("flatline-x");
     // Each plot has a title line and spacing above it.
     // The last plot also holds the shared time axis.
@@ -67,29 +130,47 @@ pub(super) fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
         / count as f32)
         .max(80.0);
     let columns = ui.available_width().max(100.0) as usize;
-    let capturing = d.capturing();
-    // Shift + drag chooses a part of the run (on the time axis) instead of
-    // panning: its receipt opens when the drag ends.
-    let choosing = ui.input(|i| i.modifiers.shift) || d.selecting.is_some();
-    let chosen = d.selecting;
     let x_steps = d.settings.x_steps && d.store.step_axis().is_some();
-    let wall = wall_origin(d, x_steps);
-    let x_label = if x_steps {
-        "step"
-    } else {
-        "time since the start"
-    };
     let lane_marks = marks(d, visible, x_steps);
     let lane_h = if lane_marks.is_empty() {
         0.0
     } else {
         LANE + ui.spacing().item_spacing.y
     };
+    let data_x = data_extent(d, visible, x_steps);
+    if x_steps {
+        d.zoom = None;
+    }
+    PlotFrame {
+        rows: Rows {
+            columns,
+            height,
+            link,
+            data_x,
+        },
+        visible,
+        capturing: d.capturing(),
+        choosing: ui.input(|i| i.modifiers.shift) || d.selecting.is_some(),
+        chosen: d.selecting,
+        x_steps,
+        x_label: if x_steps {
+            "step"
+        } else {
+            "time since the start"
+        },
+        wall: wall_origin(d, x_steps),
+        lane_marks,
+        lane_h,
+        zoomed: d.zoom.is_some(),
+    }
+}
+
+/// The data's extent on the axis drawn: every row and the shared axis
+/// include it, so their x ranges agree (each plot fitting its own data
+/// would set rows that start later apart from the rest).
+fn data_extent(d: &Dashboard, visible: usize, x_steps: bool) -> [f64; 2] {
     let times = &d.store.times()[..visible.min(d.store.times().len())];
-    // The data's extent on the axis drawn: every row and the shared axis
-    // include it, so their x ranges agree (each plot fitting its own data
-    // would set rows that start later apart from the rest).
-    let data_x = match d.store.step_axis().filter(|_| x_steps) {
+    match d.store.step_axis().filter(|_| x_steps) {
         Some(i) => {
             let steps = d.store.series(i).values();
             let (lo, hi) = steps[..times.len().min(steps.len())]
@@ -104,231 +185,270 @@ pub(super) fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
             times.first().copied().unwrap_or(0.0),
             times.last().copied().unwrap_or(0.0),
         ],
+    }
+}
+
+/// A line to draw: its channel's name, its points, and the jumps marked on it.
+type PanelLine = (String, Vec<PlotPoint>, Vec<[f64; 2]>);
+
+/// The lines of a panel's channels, in each channel's own unit (less its
+/// baseline when drift is shown; as rates when `rate`).
+fn panel_lines(d: &Dashboard, f: &PlotFrame, chans: &[usize], rate: bool) -> Vec<PanelLine> {
+    let (visible, columns) = (f.visible, f.rows.columns);
+    // Values are drawn in the channel's unit, then scaled to the unit
+    // that fits what this plot shows (in `panel`).
+    let scale = 1.0;
+    let mut lines = Vec::new();
+    for &ch in chans {
+        let name = d.store.schema().channels[ch].name.clone();
+        let analysis = d.store.analysis(ch);
+        let baseline = if d.settings.drift {
+            analysis
+                .as_ref()
+                .map(|a| a.baseline)
+                .filter(|b| b.is_finite())
+                .unwrap_or(0.0)
+        } else {
+            0.0
+        };
+        let pts = if rate {
+            rates(&decimate(d, ch, visible, columns, 0.0, scale))
+        } else {
+            decimate(d, ch, visible, columns, baseline, scale)
+        };
+        // Jumps found by the analysis, marked on the line where
+        // they are part of a finding of growth (a staircase's
+        // steps): at their time, or at the step reached by then.
+        // On a channel judged flat or noisy its page-sized steps
+        // would read as events; hovering still says each.
+        let marks: Vec<[f64; 2]> = match &analysis {
+            Some(a) if !rate && a.verdict.is_growth() && a.slope_per_s > 0.0 => a
+                .jump_list
+                .iter()
+                .filter_map(|j| {
+                    let idx = d.store.times()[..visible].partition_point(|&t| t < j.t_s);
+                    let v = *d.store.series(ch).values().get(idx)?;
+                    let x = jump_x(d, visible, j.t_s, f.x_steps)?;
+                    (!v.is_nan()).then_some([x, (v - baseline) * scale])
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        lines.push((name, pts, marks));
+    }
+    lines
+}
+
+/// Scales a panel's lines to KiB, MiB or GiB (k, M; µs, ms) as the largest
+/// value drawn needs, and returns the unit's label (per second, or per step
+/// on a step axis, for rates).
+fn to_unit(lines: &mut [PanelLine], group: Group, unit: Unit, rate: bool, x_steps: bool) -> String {
+    let largest = lines
+        .iter()
+        .flat_map(|(_, p, _)| p.iter().map(|p| p.y.abs()))
+        .filter(|y| y.is_finite())
+        .fold(0.0, f64::max);
+    let au = axes::unit_for(
+        group,
+        if rate && unit == Unit::Count {
+            Unit::PerSecond
+        } else {
+            unit
+        },
+        largest,
+    );
+    for (_, pts, marks) in lines.iter_mut() {
+        pts.iter_mut().for_each(|p| p.y *= au.scale);
+        marks.iter_mut().for_each(|m| m[1] *= au.scale);
+    }
+    let per = if x_steps { "step" } else { "s" };
+    match (rate, unit) {
+        (false, _) => au.label.clone(),
+        (true, Unit::Count) => au.label.replace("/s", &format!("/{per}")),
+        (true, _) => format!("{}/{per}", au.label),
+    }
+}
+
+/// The lowest and highest value drawn, and, where they are within 2 % of
+/// their level (and drift is not shown), the band of ±1 % around it that
+/// the plot shows at least: the band the analysis calls flat, so that a
+/// flat line looks flat and a few bytes do not fill the plot.
+fn y_extent(lines: &[PanelLine], drift: bool) -> ((f64, f64), Option<(f64, f64)>) {
+    let (lo, hi) = lines
+        .iter()
+        .flat_map(|(_, p, _)| p.iter().map(|p| p.y))
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), y| {
+            (a.min(y), b.max(y))
+        });
+    let mid = (lo + hi) / 2.0;
+    let band = if lo.is_finite() && !drift && (hi - lo) < 0.02 * mid.abs() {
+        Some((mid - 0.01 * mid.abs(), mid + 0.01 * mid.abs()))
+    } else {
+        None
     };
-    if x_steps {
-        d.zoom = None;
+    ((lo, hi), band)
+}
+
+/// A panel's title: its channel's name or its group's, what is drawn (rates,
+/// drift) and the unit.
+fn panel_title(d: &Dashboard, chans: &[usize], group: Group, rate: bool, label: &str) -> String {
+    // A plot of one channel is titled by it, a shared one by its group.
+    let what = match chans {
+        [one] => d.store.schema().channels[*one].name.clone(),
+        _ => group_name(group).to_string(),
+    };
+    if rate {
+        format!("{what} rates ({label})")
+    } else if d.settings.drift {
+        format!("{what} drift ({label})")
+    } else if label.is_empty() {
+        what
+    } else {
+        format!("{what} ({label})")
     }
-    if let (Some(z), Some(dt)) = (d.zoom, d.detail.as_mut()) {
-        dt.poll();
-        let held = times.partition_point(|&t| t <= z[1]) - times.partition_point(|&t| t < z[0]);
-        let ctx = ui.ctx().clone();
-        dt.want(z, held, columns, move || ctx.request_repaint());
+}
+
+/// Draws one panel: its title, its plot, the part of the run being chosen
+/// on it and the read-out under the pointer. Returns the x range it showed
+/// and its width in points; `None` when it had nothing to draw yet.
+fn panel(
+    d: &mut Dashboard,
+    ui: &mut egui::Ui,
+    f: &PlotFrame,
+    (group, unit, rate, own): PanelKey,
+    chans: &[usize],
+) -> Option<([f64; 2], f32)> {
+    let mut lines = panel_lines(d, f, chans, rate);
+    if lines.iter().all(|(_, p, _)| p.is_empty()) {
+        return None; // nothing to draw yet (a channel this workload does not feed)
     }
-    let zoomed = d.zoom.is_some();
-    let mut seen_x: Option<[f64; 2]> = None;
-    let mut plot_w = 0.0_f32;
-    // The rows scroll; the time axis they share stays in view under them.
-    let rows_height = (ui.available_height() - X_AXIS - 8.0 - lane_h).max(80.0);
-    egui::ScrollArea::vertical()
-        .max_height(rows_height)
-        .show(ui, |ui| {
-            if let Some(tree) = tree {
-                let rows = Rows {
-                    columns,
-                    height,
-                    link,
-                    data_x,
-                };
-                tree_plot(d, ui, tree, visible, rows, false);
-            }
-            for ((group, unit, rate, own), chans) in panels {
-                // Values are drawn in the channel's unit, then scaled to the unit
-                // that fits what this plot shows (below).
-                let scale = 1.0;
-                let mut lines = Vec::new();
-                for &ch in &chans {
-                    let name = d.store.schema().channels[ch].name.clone();
-                    let analysis = d.store.analysis(ch);
-                    let baseline = if d.settings.drift {
-                        analysis
-                            .as_ref()
-                            .map(|a| a.baseline)
-                            .filter(|b| b.is_finite())
-                            .unwrap_or(0.0)
-                    } else {
-                        0.0
-                    };
-                    let pts = if rate {
-                        rates(&decimate(d, ch, visible, columns, 0.0, scale))
-                    } else {
-                        decimate(d, ch, visible, columns, baseline, scale)
-                    };
-                    // Jumps found by the analysis, marked on the line where
-                    // they are part of a finding of growth (a staircase's
-                    // steps): at their time, or at the step reached by then.
-                    // On a channel judged flat or noisy its page-sized steps
-                    // would read as events; hovering still says each.
-                    let marks: Vec<[f64; 2]> = match &analysis {
-                        Some(a) if !rate && a.verdict.is_growth() && a.slope_per_s > 0.0 => a
-                            .jump_list
-                            .iter()
-                            .filter_map(|j| {
-                                let idx =
-                                    d.store.times()[..visible].partition_point(|&t| t < j.t_s);
-                                let v = *d.store.series(ch).values().get(idx)?;
-                                let x = jump_x(d, visible, j.t_s, x_steps)?;
-                                (!v.is_nan()).then_some([x, (v - baseline) * scale])
-                            })
-                            .collect(),
-                        _ => Vec::new(),
-                    };
-                    lines.push((name, pts, marks));
-                }
-                if lines.iter().all(|(_, p, _)| p.is_empty()) {
-                    continue; // nothing to draw yet (a channel this workload does not feed)
-                }
-                // KiB, MiB or GiB (k, M; µs, ms) as the largest value drawn needs.
-                let largest = lines
-                    .iter()
-                    .flat_map(|(_, p, _)| p.iter().map(|p| p.y.abs()))
-                    .filter(|y| y.is_finite())
-                    .fold(0.0, f64::max);
-                let au = axes::unit_for(
-                    group,
-                    if rate && unit == Unit::Count {
-                        Unit::PerSecond
-                    } else {
-                        unit
-                    },
-                    largest,
-                );
-                for (_, pts, marks) in &mut lines {
-                    pts.iter_mut().for_each(|p| p.y *= au.scale);
-                    marks.iter_mut().for_each(|m| m[1] *= au.scale);
-                }
-                let per = if x_steps { "step" } else { "s" };
-                let label = match (rate, unit) {
-                    (false, _) => au.label.clone(),
-                    (true, Unit::Count) => au.label.replace("/s", &format!("/{per}")),
-                    (true, _) => format!("{}/{per}", au.label),
-                };
-                // A plot of one channel is titled by it, a shared one by its group.
-                let what = match chans.as_slice() {
-                    [one] => d.store.schema().channels[*one].name.clone(),
-                    _ => group_name(group).to_string(),
-                };
-                let title = if rate {
-                    format!("{what} rates ({label})")
-                } else if d.settings.drift {
-                    format!("{what} drift ({label})")
-                } else if label.is_empty() {
-                    what
-                } else {
-                    format!("{what} ({label})")
-                };
-                // A flat line should look flat: show at least ±1 % of the level, the
-                // band the analysis calls flat, so a few bytes do not fill the plot.
-                let (lo, hi) = lines
-                    .iter()
-                    .flat_map(|(_, p, _)| p.iter().map(|p| p.y))
-                    .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), y| {
-                        (a.min(y), b.max(y))
-                    });
-                let mid = (lo + hi) / 2.0;
-                let band = if lo.is_finite() && !d.settings.drift && (hi - lo) < 0.02 * mid.abs() {
-                    Some((mid - 0.01 * mid.abs(), mid + 0.01 * mid.abs()))
-                } else {
-                    None
-                };
-                ui.label(RichText::new(title).strong());
-                let signed = d.settings.drift && !rate;
-                let shown = linked_plot(
-                    ("plot", group as u8, unit as u8, rate, own, chans[0]),
-                    height,
-                    link,
-                    capturing,
-                    x_label,
-                    // One channel: its name is the plot's title.
-                    chans.len() > 1,
-                    false,
+    let label = to_unit(&mut lines, group, unit, rate, f.x_steps);
+    let title = panel_title(d, chans, group, rate, &label);
+    let ((lo, hi), band) = y_extent(&lines, d.settings.drift);
+    ui.label(RichText::new(title).strong());
+    let signed = d.settings.drift && !rate;
+    let data_x = f.rows.data_x;
+    let shown = linked_plot(
+        ("plot", group as u8, unit as u8, rate, own, chans[0]),
+        f.rows.height,
+        f.rows.link,
+        f.capturing,
+        f.x_label,
+        // One channel: its name is the plot's title.
+        chans.len() > 1,
+        false,
+    )
+    .include_y(band.map_or(f64::NAN, |b| b.0))
+    .include_y(band.map_or(f64::NAN, |b| b.1))
+    // Lines zoomed in are cut to the view: the whole run's ends keep
+    // a reset (double-click) going back to all of it.
+    .include_x(data_x[0])
+    .include_x(data_x[1])
+    .y_axis_formatter(move |m, r| axes::y_label(m, r, signed))
+    .allow_drag(!f.choosing || f.x_steps);
+    let shown = wall_clock_axis(shown, f.wall.as_ref());
+    // `f`: back to all of the data.
+    let shown = if d.keys.fit { shown.reset() } else { shown };
+    let shown = shown.show(ui, |pui| {
+        // Zoomed in on time, the y axis follows what is drawn there.
+        if f.zoomed && lo.is_finite() {
+            let (lo, hi) = band.unwrap_or((lo, hi));
+            let m = ((hi - lo) * 0.05).max(hi.abs().max(1.0) * 1e-9);
+            pui.set_plot_bounds_y(lo - m..=hi + m);
+        }
+        draw_markers(pui, &f.lane_marks);
+        if let Some([a, b]) = f.chosen {
+            let y = pui.plot_bounds().range_y();
+            let (lo, hi) = (*y.start(), *y.end());
+            pui.polygon(
+                Polygon::new(
+                    "",
+                    PlotPoints::new(vec![[a, lo], [b, lo], [b, hi], [a, hi]]),
                 )
-                .include_y(band.map_or(f64::NAN, |b| b.0))
-                .include_y(band.map_or(f64::NAN, |b| b.1))
-                // Lines zoomed in are cut to the view: the whole run's ends keep
-                // a reset (double-click) going back to all of it.
-                .include_x(data_x[0])
-                .include_x(data_x[1])
-                .y_axis_formatter(move |m, r| axes::y_label(m, r, signed))
-                .allow_drag(!choosing || x_steps);
-                let shown = wall_clock_axis(shown, wall.as_ref());
-                // `f`: back to all of the data.
-                let shown = if d.keys.fit { shown.reset() } else { shown };
-                let shown = shown.show(ui, |pui| {
-                    // Zoomed in on time, the y axis follows what is drawn there.
-                    if zoomed && lo.is_finite() {
-                        let (lo, hi) = band.unwrap_or((lo, hi));
-                        let m = ((hi - lo) * 0.05).max(hi.abs().max(1.0) * 1e-9);
-                        pui.set_plot_bounds_y(lo - m..=hi + m);
-                    }
-                    draw_markers(pui, &lane_marks);
-                    if let Some([a, b]) = chosen {
-                        let y = pui.plot_bounds().range_y();
-                        let (lo, hi) = (*y.start(), *y.end());
-                        pui.polygon(
-                            Polygon::new(
-                                "",
-                                PlotPoints::new(vec![[a, lo], [b, lo], [b, hi], [a, hi]]),
-                            )
-                            .fill_color(Color32::from_rgba_unmultiplied(120, 160, 220, 40))
-                            .stroke(egui::Stroke::new(1.0, Color32::from_rgb(120, 160, 220))),
-                        );
-                    }
-                    for (name, pts, marks) in lines {
-                        let has_marks = !marks.is_empty();
-                        pui.line(line(name, pts));
-                        if has_marks {
-                            // Drawn, not listed: a jump is read by hovering it.
-                            pui.points(Points::new("", marks).radius(3.0).color(DATA));
-                        }
-                    }
+                .fill_color(Color32::from_rgba_unmultiplied(120, 160, 220, 40))
+                .stroke(egui::Stroke::new(1.0, Color32::from_rgb(120, 160, 220))),
+            );
+        }
+        for (name, pts, marks) in lines {
+            let has_marks = !marks.is_empty();
+            pui.line(line(name, pts));
+            if has_marks {
+                // Drawn, not listed: a jump is read by hovering it.
+                pui.points(Points::new("", marks).radius(3.0).color(DATA));
+            }
+        }
+    });
+    if f.choosing && !f.x_steps {
+        choose_by_drag(d, &shown.response, &shown.transform);
+    }
+    if !f.capturing {
+        hover_readout(d, f, &shown, chans, rate);
+    }
+    let r = shown.transform.bounds().range_x();
+    Some(([*r.start(), *r.end()], shown.transform.frame().width()))
+}
+
+/// Shift + drag on a plot: the part of the run chosen follows the pointer,
+/// and its receipt opens when the drag ends.
+fn choose_by_drag(d: &mut Dashboard, r: &egui::Response, transform: &egui_plot::PlotTransform) {
+    if let Some(pos) = r.interact_pointer_pos() {
+        let x = transform.value_from_position(pos).x;
+        if r.drag_started() {
+            d.selecting = Some([x, x]);
+        } else if r.dragged()
+            && let Some(sel) = d.selecting.as_mut()
+        {
+            sel[1] = x;
+        }
+    }
+    if r.drag_stopped()
+        && let Some([a, b]) = d.selecting.take()
+        && a != b
+    {
+        d.range_receipt = Some(selection::receipt(d, a.min(b), a.max(b)));
+    }
+}
+
+/// The read-out of a panel's channels under the pointer.
+fn hover_readout<R>(
+    d: &Dashboard,
+    f: &PlotFrame,
+    shown: &egui_plot::PlotResponse<R>,
+    chans: &[usize],
+    rate: bool,
+) {
+    let Some(pos) = shown.response.hover_pos() else {
+        return;
+    };
+    let x = shown.transform.value_from_position(pos).x;
+    let per_point = 1.0 / shown.transform.dpos_dvalue_x().abs().max(1e-12);
+    let rows = readout(d, chans, f.visible, x, f.x_steps, per_point, rate);
+    if rows.is_empty() {
+        return;
+    }
+    // At once, not after the tooltip delay: a read-out follows
+    // the pointer as it moves along the plot.
+    egui::Tooltip::for_widget(&shown.response)
+        .at_pointer()
+        .gap(12.0)
+        .show(|ui| {
+            for (i, r) in rows.into_iter().enumerate() {
+                ui.label(if i == 0 {
+                    RichText::new(r).strong()
+                } else {
+                    RichText::new(r)
                 });
-                if choosing && !x_steps {
-                    let r = &shown.response;
-                    if let Some(pos) = r.interact_pointer_pos() {
-                        let x = shown.transform.value_from_position(pos).x;
-                        if r.drag_started() {
-                            d.selecting = Some([x, x]);
-                        } else if r.dragged()
-                            && let Some(sel) = d.selecting.as_mut()
-                        {
-                            sel[1] = x;
-                        }
-                    }
-                    if r.drag_stopped()
-                        && let Some([a, b]) = d.selecting.take()
-                        && a != b
-                    {
-                        d.range_receipt = Some(selection::receipt(d, a.min(b), a.max(b)));
-                    }
-                }
-                if !capturing && let Some(pos) = shown.response.hover_pos() {
-                    let x = shown.transform.value_from_position(pos).x;
-                    let per_point = 1.0 / shown.transform.dpos_dvalue_x().abs().max(1e-12);
-                    let rows = readout(d, &chans, visible, x, x_steps, per_point, rate);
-                    if !rows.is_empty() {
-                        // At once, not after the tooltip delay: a read-out follows
-                        // the pointer as it moves along the plot.
-                        egui::Tooltip::for_widget(&shown.response)
-                            .at_pointer()
-                            .gap(12.0)
-                            .show(|ui| {
-                                for (i, r) in rows.into_iter().enumerate() {
-                                    ui.label(if i == 0 {
-                                        RichText::new(r).strong()
-                                    } else {
-                                        RichText::new(r)
-                                    });
-                                }
-                            });
-                    }
-                }
-                let r = shown.transform.bounds().range_x();
-                seen_x = Some([*r.start(), *r.end()]);
-                plot_w = shown.transform.frame().width();
             }
         });
-    // The markers' lane, on the axis the rows share.
-    if !lane_marks.is_empty() {
+}
+
+/// Under the rows: the markers' lane, if any, and the time (or step) axis
+/// they share: a plot with no data, linked to the rows, whose y axis is as
+/// wide as theirs so its ticks fall under their times.
+fn shared_axis(d: &Dashboard, ui: &mut egui::Ui, f: &PlotFrame) {
+    let data_x = f.rows.data_x;
+    if !f.lane_marks.is_empty() {
+        let x_steps = f.x_steps;
         let say_x = |x: f64| {
             if x_steps {
                 format!("step {}", axes::step_label(x))
@@ -339,22 +459,20 @@ pub(super) fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
         lane_plot(
             ui,
             "markers-lane",
-            link,
-            capturing,
-            x_label,
+            f.rows.link,
+            f.capturing,
+            f.x_label,
             Some(data_x),
-            &lane_marks,
+            &f.lane_marks,
             &say_x,
         );
     }
-    // The shared time axis: a plot with no data, linked to the rows, whose
-    // y axis is as wide as theirs so its ticks fall under their times.
     let axis = linked_plot(
         "time-axis",
         X_AXIS + 6.0,
-        link,
-        capturing,
-        x_label,
+        f.rows.link,
+        f.capturing,
+        f.x_label,
         false,
         true,
     )
@@ -362,14 +480,7 @@ pub(super) fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
     .include_x(data_x[1]);
     let axis = strip(axis);
     let axis = if d.keys.fit { axis.reset() } else { axis };
-    wall_clock_axis(axis, wall.as_ref()).show(ui, |_| {});
-    let times = &d.store.times()[..visible.min(d.store.times().len())];
-    d.pixel_s = seen_x.and_then(|v| pixel_seconds(v, data_x, times, plot_w, x_steps));
-    // Zoomed in when the plots show less than 90 % of the data's time.
-    d.zoom = seen_x.filter(|v| !x_steps && v[1] - v[0] < 0.9 * (data_x[1] - data_x[0]));
-    if std::mem::take(&mut d.keys.fit) {
-        d.zoom = None;
-    }
+    wall_clock_axis(axis, f.wall.as_ref()).show(ui, |_| {});
 }
 
 /// A plot that shows no data, only where x is (the shared time axis, the
@@ -427,7 +538,7 @@ pub(super) fn wall_origin(d: &Dashboard, x_steps: bool) -> Option<Wall> {
     if !d.settings.wall_clock || x_steps {
         return None;
     }
-    let start = d.source.meta().started_unix_ms? as f64 / 1e3;
+    let start = d.seen.meta.started_unix_ms? as f64 / 1e3;
     Some(Wall::at(
         start,
         flatline_runtime::sys::local_zone(start.floor() as i64),

@@ -8,7 +8,7 @@ use super::*;
 pub(super) fn banner(d: &mut Dashboard, ui: &mut egui::Ui) {
     // A recording that cannot be written comes first, whatever the data
     // say: what is on screen is no longer all on disk.
-    if let Some(fault) = d.source.write_fault() {
+    if let Some(fault) = d.seen.write_fault.clone() {
         egui::Panel::top("write-fault").show(ui, |ui| {
             ui.add(
                 egui::Label::new(
