@@ -824,9 +824,8 @@ fn a_node_sized_tree_folds_its_flat_workers_and_shows_the_one_that_grows() {
     let own: Vec<u32> = procs.iter().filter(|p| p.3).map(|p| p.0).collect();
     for &(pid, ppid, role, chans) in &procs {
         if chans {
-            channels.extend(PROCESS_CHANNELS.iter().map(|&(leaf, kind)| {
-                ChannelSpec::new(format!("pid{pid}.{leaf}"), Unit::Bytes, Group::Memory)
-                    .with_kind(kind)
+            channels.extend(PROCESS_CHANNELS.iter().map(|&leaf| {
+                flatline_runtime::telemetry::catalog::spec(&format!("pid{pid}.{leaf}"))
                     .with_label("pid", pid.to_string())
                     .with_label("ppid", ppid.to_string())
                     .with_label("name", "python3")

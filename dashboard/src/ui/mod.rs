@@ -61,27 +61,8 @@ pub struct Settings {
 
 impl Default for Settings {
     fn default() -> Self {
-        let selected = [
-            "mem.rss",
-            "tree.pss",
-            "mem.vm_data",
-            "mem.vm_pte",
-            "alloc.live",
-            "alloc.rate",
-            "malloc.arena",
-            "malloc.mmap",
-            "gpu0.used",
-            "gpu0.proc_used",
-            "work.ops_per_s",
-            "ingest.fill_ns_p50",
-            "log.vm_rss_mb",
-            "log.vm_data_mb",
-            "log.vram_alloc_mb",
-            "log.vram_reserved_mb",
-        ]
-        .into_iter()
-        .map(String::from)
-        .collect();
+        // What each channel's declaration says (`telemetry/catalog.rs`).
+        let selected = flatline_runtime::telemetry::catalog::shown().collect();
         Self {
             selected,
             drift: false,

@@ -3,6 +3,7 @@
 //! plain statistics. Receipts and the dashboard both ask here.
 
 use crate::recording::HostFacts;
+use crate::telemetry::catalog::{self, Bound, Declared};
 use crate::telemetry::{STEP_CHANNELS, Schema, Unit};
 
 /// First, last, min and max of the readings of one channel (NaN skipped):
@@ -18,13 +19,29 @@ pub fn channel_stats(col: &[f64]) -> ChannelStats {
     st
 }
 
-/// Whether a channel is host memory that a memory limit bounds: the watched
-/// process's `mem.*`, the tree's `tree.*`, a process's `pid<N>.rss|pss|uss`,
-/// and the cgroup's `cgroup.current`.
+/// A channel's declaration ([`crate::telemetry::catalog`]), where one
+/// covers it with this unit.
+fn declared(name: &str, unit: Unit) -> Option<&'static Declared> {
+    catalog::declared(name).filter(|d| d.unit == unit)
+}
+
+/// Whether a channel is host memory that a memory limit bounds: what its
+/// declaration says ([`Bound::Memory`] or [`Bound::AddressSpace`]); for a
+/// channel no declaration covers (a file from an older version), by its
+/// name: the watched process's `mem.*`, the tree's `tree.*`, a process's
+/// `pid<N>.rss|pss|uss`, and the cgroup's `cgroup.current`.
 pub fn is_host_memory(name: &str, unit: Unit) -> bool {
     if unit != Unit::Bytes {
         return false;
     }
+    if let Some(d) = declared(name, unit) {
+        return matches!(d.bound, Bound::Memory | Bound::AddressSpace);
+    }
+    is_host_memory_by_name(name)
+}
+
+/// [`is_host_memory`]'s rule by name, for bytes no declaration covers.
+fn is_host_memory_by_name(name: &str) -> bool {
     let per_process = name.strip_prefix("pid").is_some_and(|rest| {
         rest.starts_with(|c: char| c.is_ascii_digit())
             && rest
@@ -35,13 +52,14 @@ pub fn is_host_memory(name: &str, unit: Unit) -> bool {
 }
 
 /// Whether a host memory channel is address space rather than memory in
-/// use: `mem.vm_size` (every mapping) and `mem.vm_data` (data and anonymous
-/// mappings, touched or not). A process may reserve far more of it than the
-/// host has RAM (allocators and CUDA reserve address space in bulk), and
-/// neither RAM nor a cgroup limit bounds it, so it has no limit and no time
-/// to one: its growth is reported, but never as the host running out.
+/// use ([`Bound::AddressSpace`]): `mem.vm_size` (every mapping) and
+/// `mem.vm_data` (data and anonymous mappings, touched or not). A process
+/// may reserve far more of it than the host has RAM (allocators and CUDA
+/// reserve address space in bulk), and neither RAM nor a cgroup limit
+/// bounds it, so it has no limit and no time to one: its growth is
+/// reported, but never as the host running out.
 pub fn is_address_space(name: &str) -> bool {
-    matches!(name, "mem.vm_size" | "mem.vm_data")
+    catalog::declared(name).is_some_and(|d| d.bound == Bound::AddressSpace)
 }
 
 /// The host's RAM, for the host memory channels that use it (in bytes).
@@ -50,14 +68,25 @@ pub fn ram_limit(name: &str, unit: Unit, host: &HostFacts) -> Option<f64> {
         .then_some(host.mem_total_bytes as f64)
 }
 
-/// The channel whose latest reading bounds this one: a GPU's total memory for
-/// its used memory and for a process's share of it; the cgroup's memory limit
-/// (`cgroup.max`) for host memory.
+/// The channel whose latest reading bounds this one, as its declaration
+/// says: the cgroup's memory limit (`cgroup.max`) for host memory, a GPU's
+/// total memory for its used memory and for a process's share of it. A
+/// channel no declaration covers goes by its name: host memory as above,
+/// `gpu<i>.used|proc_used` (or `gpu<i>-<k>`, a lost device's channels once
+/// it answered again) by `gpu<i>.total`.
 pub fn limit_channel(name: &str, unit: Unit) -> Option<String> {
-    if is_host_memory(name, unit) {
-        return (!is_address_space(name)).then(|| CGROUP_LIMIT.into());
+    if let Some(d) = declared(name, unit) {
+        return match d.bound {
+            Bound::Memory => Some(CGROUP_LIMIT.into()),
+            Bound::None | Bound::AddressSpace => None,
+            Bound::Sibling(leaf) => name
+                .split_once('.')
+                .map(|(stem, _)| format!("{stem}.{leaf}")),
+        };
     }
-    // `gpu<i>`, or `gpu<i>-<k>` for a lost device's channels once it answered again.
+    if unit == Unit::Bytes && is_host_memory_by_name(name) {
+        return Some(CGROUP_LIMIT.into());
+    }
     let (stem, what) = name.strip_prefix("gpu")?.split_once('.')?;
     let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
     let (index, again) = stem.split_once('-').unwrap_or((stem, "0"));
@@ -258,5 +287,43 @@ mod tests {
         assert_eq!(step_axis(&schema, |i| [&moving[..], &moving][i]), Some(0));
         assert_eq!(step_axis(&schema, |_| &still[..]), None);
         assert!(!advances(&[f64::NAN, 3.0]));
+    }
+
+    /// The declarations and the rules by name that judge channels no
+    /// declaration covers agree on every declared channel: a file from
+    /// before the catalog is judged as one written now.
+    #[test]
+    fn every_declaration_agrees_with_the_rules_by_name() {
+        for d in catalog::CHANNELS {
+            let name = d.name.replace('#', "0");
+            let memory = matches!(d.bound, Bound::Memory | Bound::AddressSpace);
+            assert_eq!(
+                d.unit == Unit::Bytes && is_host_memory_by_name(&name),
+                memory,
+                "{name}"
+            );
+            let by_name = if d.unit == Unit::Bytes && is_host_memory_by_name(&name) {
+                (!matches!(name.as_str(), "mem.vm_size" | "mem.vm_data"))
+                    .then(|| CGROUP_LIMIT.to_owned())
+            } else {
+                let gpu = name.strip_prefix("gpu").and_then(|r| r.split_once('.'));
+                gpu.filter(|(i, w)| {
+                    !i.is_empty()
+                        && i.bytes().all(|b| b.is_ascii_digit())
+                        && matches!(*w, "used" | "proc_used")
+                })
+                .map(|(i, _)| format!("gpu{i}.total"))
+            };
+            assert_eq!(limit_channel(&name, d.unit), by_name, "{name}");
+        }
+        // A declared name read with another unit (a CSV's guess) goes by
+        // name: a GPU's use in MiB is still bounded by its total, and an
+        // RSS in MiB is not bytes of host memory.
+        assert_eq!(
+            limit_channel("gpu0.used", Unit::Mebibytes).as_deref(),
+            Some("gpu0.total")
+        );
+        assert_eq!(limit_channel("mem.rss", Unit::Mebibytes), None);
+        assert!(is_address_space("mem.vm_data") && !is_address_space("mem.rss"));
     }
 }

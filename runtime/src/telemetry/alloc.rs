@@ -4,7 +4,7 @@
 //! `#[global_allocator]`; [`is_installed`] tells, and [`count_thread_allocs`]
 //! returns `None` rather than a misleading zero when it is not.
 
-use super::{ChannelSpec, Group, Probe, ProbeError, Unavailable, Unit};
+use super::{ChannelSpec, Probe, ProbeError, Unavailable, catalog};
 
 pub use crate::arena::AllocStats;
 
@@ -72,12 +72,12 @@ impl Probe for AllocProbe {
 
     fn channels(&self) -> Vec<ChannelSpec> {
         vec![
-            ChannelSpec::new("alloc.live", Unit::Bytes, Group::Allocator),
-            ChannelSpec::new("alloc.peak", Unit::Bytes, Group::Allocator),
-            ChannelSpec::new("alloc.count", Unit::Count, Group::Allocator),
-            ChannelSpec::new("alloc.frees", Unit::Count, Group::Allocator),
-            ChannelSpec::new("alloc.rate", Unit::PerSecond, Group::Allocator),
-            ChannelSpec::new("telemetry.allocs", Unit::Count, Group::Telemetry),
+            catalog::spec("alloc.live"),
+            catalog::spec("alloc.peak"),
+            catalog::spec("alloc.count"),
+            catalog::spec("alloc.frees"),
+            catalog::spec("alloc.rate"),
+            catalog::spec("telemetry.allocs"),
         ]
     }
 

@@ -9,11 +9,15 @@
 //!   `memory.usage_in_bytes`), a level;
 //! - `cgroup.max`: the tightest limit on the way from it to the root
 //!   (`memory.max`, v1 `memory.limit_in_bytes`), `NaN` where there is none.
-//!   The analysis computes time to the limit against it (`analysis::rules`).
+//!   The analysis computes time to the limit against it (`analysis::rules`);
+//! - `cgroup.oom_kills`: how many processes the kernel's OOM killer has
+//!   killed in it (and below it) so far, a counter (`memory.events`'
+//!   `oom_kill`, v1 `memory.oom_control`'s), `NaN` where the kernel does
+//!   not say.
 
 use std::path::{Path, PathBuf};
 
-use super::{ChannelSpec, Group, Kind, Probe, ProbeError, Unavailable, Unit};
+use super::{ChannelSpec, Kind, Probe, ProbeError, Unavailable, catalog};
 
 /// The channel holding the watched process's cgroup memory limit.
 pub const CGROUP_LIMIT: &str = "cgroup.max";
@@ -30,6 +34,14 @@ impl Version {
         match self {
             Version::V2 => ("memory.current", "memory.max"),
             Version::V1 => ("memory.usage_in_bytes", "memory.limit_in_bytes"),
+        }
+    }
+
+    /// The file whose `oom_kill` line counts the OOM killer's kills.
+    fn events(self) -> &'static str {
+        match self {
+            Version::V2 => "memory.events",
+            Version::V1 => "memory.oom_control",
         }
     }
 }
@@ -62,6 +74,17 @@ pub fn parse_limit(text: &str) -> Option<f64> {
     }
     let v: u64 = t.parse().ok()?;
     (v < 1 << 60).then_some(v as f64)
+}
+
+/// The value of a `key value` line of a flat-keyed cgroup file
+/// (`memory.events`, `memory.oom_control`, `memory.stat`).
+pub fn keyed(text: &str, key: &str) -> Option<f64> {
+    text.lines().find_map(|l| {
+        let (k, v) = l.split_once(' ')?;
+        (k == key)
+            .then(|| v.trim().parse::<u64>().ok())?
+            .map(|v| v as f64)
+    })
 }
 
 /// Reads one memory cgroup.
@@ -202,9 +225,9 @@ impl Probe for CgroupProbe {
     /// session, a shared container) is a gauge: shown and its trend told,
     /// never called the job's growth. Its limit counts either way.
     fn channels(&self) -> Vec<ChannelSpec> {
-        let current = ChannelSpec::new("cgroup.current", Unit::Bytes, Group::Memory);
+        let current = catalog::spec("cgroup.current");
         let current = if self.others == 0 {
-            current.with_kind(Kind::Level)
+            current
         } else {
             current
                 .with_kind(Kind::Gauge)
@@ -212,7 +235,8 @@ impl Probe for CgroupProbe {
         };
         vec![
             current,
-            ChannelSpec::new(CGROUP_LIMIT, Unit::Bytes, Group::Memory).with_kind(Kind::Gauge),
+            catalog::spec(CGROUP_LIMIT),
+            catalog::spec("cgroup.oom_kills"),
         ]
     }
 
@@ -223,6 +247,10 @@ impl Probe for CgroupProbe {
             .and_then(|t| t.trim().parse::<u64>().ok())
             .map_or(f64::NAN, |v| v as f64);
         out[1] = self.limit().unwrap_or(f64::NAN);
+        out[2] = std::fs::read_to_string(self.dir.join(self.version.events()))
+            .ok()
+            .and_then(|t| keyed(&t, "oom_kill"))
+            .unwrap_or(f64::NAN);
         Ok(())
     }
 }
@@ -230,6 +258,20 @@ impl Probe for CgroupProbe {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// v2's `memory.events` and v1's `memory.oom_control` both count kills
+    /// on an `oom_kill` line; `oom_kill_disable` and `oom_group_kill` are
+    /// other lines.
+    #[test]
+    fn the_oom_kill_count_is_read_from_either_hierarchys_file() {
+        let v2 = "low 0\nhigh 4\nmax 9\noom 2\noom_kill 1\noom_group_kill 0\n";
+        let v1 = "oom_kill_disable 0\nunder_oom 0\noom_kill 5\n";
+        assert_eq!(keyed(v2, "oom_kill"), Some(1.0));
+        assert_eq!(keyed(v1, "oom_kill"), Some(5.0));
+        assert_eq!(keyed(v2, "max"), Some(9.0));
+        assert_eq!(keyed("oom_kill_disable 0\n", "oom_kill"), None);
+        assert_eq!(keyed("oom_kill many\n", "oom_kill"), None);
+    }
 
     #[test]
     fn the_memory_cgroup_is_found_on_v2_and_hybrid_hosts() {
@@ -267,6 +309,11 @@ mod tests {
         std::fs::write(mount.join("train.slice/memory.max"), "2147483648\n").unwrap();
         std::fs::write(job.join("memory.max"), "3221225472\n").unwrap();
         std::fs::write(job.join("memory.current"), "1048576\n").unwrap();
+        std::fs::write(
+            job.join("memory.events"),
+            "low 0\nhigh 0\nmax 12\noom 3\noom_kill 2\noom_group_kill 0\n",
+        )
+        .unwrap();
 
         let mut p = CgroupProbe::find(&proc_root, &mount, 77).unwrap();
         assert_eq!(p.dir(), job);
@@ -275,15 +322,17 @@ mod tests {
             Kind::Level,
             "no cgroup.procs: no strangers"
         );
-        let mut out = [0.0; 2];
+        let mut out = [0.0; 3];
         p.read(&mut out).unwrap();
-        assert_eq!(out, [1048576.0, 2147483648.0]);
+        assert_eq!(out, [1048576.0, 2147483648.0, 2.0]);
 
-        // The limit is lifted: no limit reads as NaN (the RAM bounds it then).
+        // The limit is lifted: no limit reads as NaN (the RAM bounds it then);
+        // a kernel that keeps no events says no count.
         std::fs::write(mount.join("train.slice/memory.max"), "max\n").unwrap();
         std::fs::write(job.join("memory.max"), "max\n").unwrap();
+        std::fs::remove_file(job.join("memory.events")).unwrap();
         p.read(&mut out).unwrap();
-        assert!(out[1].is_nan());
+        assert!(out[1].is_nan() && out[2].is_nan(), "{out:?}");
 
         // A process whose cgroup has no memory files is no error, just absent.
         std::fs::write(proc_root.join("77/cgroup"), "0::/elsewhere\n").unwrap();

@@ -16,19 +16,12 @@ use nvml_wrapper::enums::device::UsedGpuMemory;
 use nvml_wrapper::error::NvmlError;
 
 use super::torch::{OTHER, TorchSeen};
-use super::{
-    ChannelSpec, Clock, DynamicChannels, Group, Kind, Probe, ProbeError, Unavailable, Unit,
-};
+use super::{ChannelSpec, Clock, DynamicChannels, Probe, ProbeError, Unavailable, catalog};
 use flatline_format::{Event, EventKind};
 
-/// Channels per device, in order.
-const PER_DEVICE: [(&str, Unit); 5] = [
-    ("used", Unit::Bytes),
-    ("total", Unit::Bytes),
-    ("util", Unit::Percent),
-    ("temp_c", Unit::Celsius),
-    ("proc_used", Unit::Bytes),
-];
+/// Channels per device, by leaf, in order (declared in `catalog.rs` as
+/// `gpu#.used`, …).
+const PER_DEVICE: [&str; 5] = ["used", "total", "util", "temp_c", "proc_used"];
 
 /// Readings in a row a device may fail (a timed-out call, a driver busy
 /// resetting another GPU) before its channels end; `GPU_IS_LOST` ends them
@@ -312,14 +305,10 @@ impl GpuProbe {
         let name = self.facts.devices.get(i).cloned().unwrap_or_default();
         let specs = PER_DEVICE
             .iter()
-            .map(|&(what, unit)| {
-                let spec = ChannelSpec::new(format!("{stem}.{what}"), unit, Group::Gpu)
+            .map(|&what| {
+                catalog::spec(&format!("{stem}.{what}"))
                     .with_label("gpu", i.to_string())
-                    .with_label("name", name.clone());
-                match what {
-                    "total" | "used" | "proc_used" => spec.with_kind(Kind::Level),
-                    _ => spec,
-                }
+                    .with_label("name", name.clone())
             })
             .collect();
         self.devices[i].first = ch.add(specs);
@@ -459,10 +448,8 @@ impl Probe for GpuProbe {
                     None => {
                         // As the tree names a reused pid: pid123, pid123-2, …
                         let stem = ch.free_stem(&format!("pid{pid}"), "vram");
-                        let spec =
-                            ChannelSpec::new(format!("{stem}.vram"), Unit::Bytes, Group::Gpu)
-                                .with_kind(Kind::Level)
-                                .with_label("pid", pid.to_string());
+                        let spec = catalog::spec(&format!("{stem}.vram"))
+                            .with_label("pid", pid.to_string());
                         let at = ch.add(vec![spec]);
                         if let Some(at) = at {
                             self.vram_channels.insert(pid, at);
@@ -476,11 +463,9 @@ impl Probe for GpuProbe {
             }
         }
         if !self.other_value.is_nan() {
-            let at = *self.other.get_or_insert_with(|| {
-                ch.add(vec![
-                    ChannelSpec::new(OTHER, Unit::Bytes, Group::Gpu).with_kind(Kind::Level),
-                ])
-            });
+            let at = *self
+                .other
+                .get_or_insert_with(|| ch.add(vec![catalog::spec(OTHER)]));
             if let Some(at) = at {
                 ch.set(at, self.other_value);
             }

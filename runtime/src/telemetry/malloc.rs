@@ -1,7 +1,7 @@
 //! `malloc.*` channels: glibc's own view of its heap (`mallinfo2`), where the
 //! seed's "ptmalloc sub-arena" steps live. Only for this process, only on glibc.
 
-use super::{ChannelSpec, Group, Probe, ProbeError, Unavailable, Unit};
+use super::{ChannelSpec, Probe, ProbeError, Unavailable, catalog};
 use crate::sys::malloc_info;
 
 #[derive(Debug)]
@@ -32,7 +32,7 @@ impl Probe for MallocProbe {
             "malloc.free",
         ]
         .into_iter()
-        .map(|n| ChannelSpec::new(n, Unit::Bytes, Group::Malloc))
+        .map(catalog::spec)
         .collect()
     }
 

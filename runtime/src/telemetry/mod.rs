@@ -15,6 +15,7 @@
 
 pub mod alloc;
 pub mod bars;
+pub mod catalog;
 pub mod cgroup;
 pub mod dynamic;
 pub mod gpu;

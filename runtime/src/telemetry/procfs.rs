@@ -10,7 +10,7 @@ use std::io::{self, Read};
 use std::path::PathBuf;
 use std::time::Instant;
 
-use super::{ChannelSpec, Group, Probe, ProbeError, Unavailable, Unit};
+use super::{ChannelSpec, Probe, ProbeError, Unavailable, catalog};
 
 /// Fields of `/proc/<pid>/status` that flatline reads. Sizes in bytes; a
 /// field the kernel did not print (older kernels lack `RssAnon`, kernel
@@ -172,19 +172,20 @@ pub struct ProcProbe {
     last_cpu: Option<(u64, Instant)>,
 }
 
-const PROC_CHANNELS: [(&str, Unit); 12] = [
-    ("mem.rss", Unit::Bytes),
-    ("mem.hwm", Unit::Bytes),
-    ("mem.vm_data", Unit::Bytes),
-    ("mem.vm_size", Unit::Bytes),
-    ("mem.vm_pte", Unit::Bytes),
-    ("mem.rss_anon", Unit::Bytes),
-    ("mem.rss_file", Unit::Bytes),
-    ("mem.swap", Unit::Bytes),
-    ("mem.minflt", Unit::Count),
-    ("mem.majflt", Unit::Count),
-    ("proc.threads", Unit::Count),
-    ("proc.cpu", Unit::Percent),
+/// The channels read, in position order (declared in `catalog.rs`).
+const PROC_CHANNELS: [&str; 12] = [
+    "mem.rss",
+    "mem.hwm",
+    "mem.vm_data",
+    "mem.vm_size",
+    "mem.vm_pte",
+    "mem.rss_anon",
+    "mem.rss_file",
+    "mem.swap",
+    "mem.minflt",
+    "mem.majflt",
+    "proc.threads",
+    "proc.cpu",
 ];
 
 impl ProcProbe {
@@ -256,14 +257,7 @@ impl Probe for ProcProbe {
     fn channels(&self) -> Vec<ChannelSpec> {
         PROC_CHANNELS
             .iter()
-            .map(|&(name, unit)| {
-                let group = if name.starts_with("mem.") {
-                    Group::Memory
-                } else {
-                    Group::System
-                };
-                ChannelSpec::new(name, unit, group)
-            })
+            .map(|&name| catalog::spec(name))
             .collect()
     }
 

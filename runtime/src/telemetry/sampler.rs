@@ -34,9 +34,7 @@ use super::procfs::{ProcProbe, ProcTarget};
 use super::system::SysProbe;
 use super::tree::TreeProbe;
 use super::work::{WorkProbe, WorkProgress};
-use super::{
-    ChannelSpec, Clock, Group, MAX_CHANNELS, Probe, ProbeError, Sample, Schema, Unavailable, Unit,
-};
+use super::{Clock, MAX_CHANNELS, Probe, ProbeError, Sample, Schema, Unavailable};
 
 /// Which process the telemetry describes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -372,10 +370,10 @@ fn place(
 pub const EXIT_GRACE: Duration = Duration::from_secs(1);
 
 /// The channels the sampler adds about itself.
-const OWN_CHANNELS: [(&str, Unit); 3] = [
-    ("telemetry.dropped", Unit::Count),
-    ("telemetry.read_ns", Unit::Nanoseconds),
-    ("telemetry.sampler_allocs", Unit::Count),
+const OWN_CHANNELS: [&str; 3] = [
+    "telemetry.dropped",
+    "telemetry.read_ns",
+    "telemetry.sampler_allocs",
 ];
 
 /// Opens every probe that works here, starts the sampler threads, and
@@ -492,10 +490,8 @@ pub fn start_with(
     let slow = place(slow, &mut schema, reserve, &mut unavailable);
     let slow_range = slow_start..schema.channels.len();
     let own_start = schema.channels.len();
-    for (name, unit) in OWN_CHANNELS {
-        schema
-            .channels
-            .push(ChannelSpec::new(name, unit, Group::Telemetry));
+    for name in OWN_CHANNELS {
+        schema.channels.push(super::catalog::spec(name));
     }
 
     let (tx, rx) = crossbeam_channel::bounded(config.capacity);

@@ -5,7 +5,7 @@
 
 use sysinfo::{Pid, ProcessRefreshKind, ProcessesToUpdate, System};
 
-use super::{ChannelSpec, Group, Probe, ProbeError, Unavailable, Unit};
+use super::{ChannelSpec, Probe, ProbeError, Unavailable, catalog};
 
 #[derive(Debug)]
 pub struct SysProbe {
@@ -36,14 +36,12 @@ impl Probe for SysProbe {
 
     fn channels(&self) -> Vec<ChannelSpec> {
         let mut ch = vec![
-            ChannelSpec::new("sys.cpu", Unit::Percent, Group::System),
-            ChannelSpec::new("sys.mem_total", Unit::Bytes, Group::System),
-            ChannelSpec::new("sys.mem_available", Unit::Bytes, Group::System),
+            catalog::spec("sys.cpu"),
+            catalog::spec("sys.mem_total"),
+            catalog::spec("sys.mem_available"),
         ];
         if self.process {
-            ch.push(ChannelSpec::new("mem.rss", Unit::Bytes, Group::Memory));
-            ch.push(ChannelSpec::new("mem.vm_size", Unit::Bytes, Group::Memory));
-            ch.push(ChannelSpec::new("proc.cpu", Unit::Percent, Group::System));
+            ch.extend(["mem.rss", "mem.vm_size", "proc.cpu"].map(catalog::spec));
         }
         ch
     }

@@ -42,7 +42,7 @@ use std::path::{Path, PathBuf};
 
 use crossbeam_channel::Sender;
 
-use super::{ChannelSpec, Clock, DynamicChannels, Group, Kind, Probe, ProbeError, Unit};
+use super::{ChannelSpec, Clock, DynamicChannels, Probe, ProbeError, catalog};
 use flatline_format::{Event, EventKind};
 
 /// Fields of `/proc/<pid>/stat` the tree needs.
@@ -712,9 +712,8 @@ impl TreeProbe {
         let stem = ch.free_stem(&format!("pid{pid}"), "rss");
         let specs = PROCESS_CHANNELS
             .iter()
-            .map(|&(leaf, kind)| {
-                ChannelSpec::new(format!("{stem}.{leaf}"), Unit::Bytes, Group::Memory)
-                    .with_kind(kind)
+            .map(|&leaf| {
+                catalog::spec(&format!("{stem}.{leaf}"))
                     .with_label("pid", pid.to_string())
                     .with_label("ppid", m.ppid.to_string())
                     .with_label("name", m.name.clone())
@@ -999,27 +998,23 @@ const ROLLUP_CREDIT_NS: f64 = 100e6;
 pub const ROLLUP_BUDGET: f64 = 0.01;
 
 /// The tree's channels, in `read`'s order.
-const TREE_CHANNELS: [(&str, Unit, Kind); 9] = [
-    ("tree.rss", Unit::Bytes, Kind::Level),
-    ("tree.pss", Unit::Bytes, Kind::Level),
-    ("tree.uss", Unit::Bytes, Kind::Level),
-    ("tree.swap", Unit::Bytes, Kind::Level),
-    ("tree.procs", Unit::Count, Kind::Gauge),
-    ("tree.skipped", Unit::Count, Kind::Counter),
-    ("tree.brief", Unit::Count, Kind::Counter),
-    ("tree.cow", Unit::Bytes, Kind::Counter),
-    ("tree.age", Unit::Seconds, Kind::Gauge),
+const TREE_CHANNELS: [&str; 9] = [
+    "tree.rss",
+    "tree.pss",
+    "tree.uss",
+    "tree.swap",
+    "tree.procs",
+    "tree.skipped",
+    "tree.brief",
+    "tree.cow",
+    "tree.age",
 ];
 
-/// The per-process channels' leaves, in position order, with their kinds:
-/// `cow` is the fast copy-on-write estimate ([`copied_bytes`]), a counter
-/// of bytes since the process was first seen.
-pub const PROCESS_CHANNELS: [(&str, Kind); 4] = [
-    ("rss", Kind::Level),
-    ("pss", Kind::Level),
-    ("uss", Kind::Level),
-    ("cow", Kind::Counter),
-];
+/// The per-process channels' leaves, in position order (declared in
+/// `catalog.rs` as `pid#.rss`, …): `cow` is the fast copy-on-write
+/// estimate ([`copied_bytes`]), a counter of bytes since the process was
+/// first seen.
+pub const PROCESS_CHANNELS: [&str; 4] = ["rss", "pss", "uss", "cow"];
 
 impl Probe for TreeProbe {
     fn name(&self) -> &'static str {
@@ -1027,10 +1022,7 @@ impl Probe for TreeProbe {
     }
 
     fn channels(&self) -> Vec<ChannelSpec> {
-        TREE_CHANNELS
-            .iter()
-            .map(|&(n, u, k)| ChannelSpec::new(n, u, Group::Memory).with_kind(k))
-            .collect()
+        TREE_CHANNELS.iter().map(|&n| catalog::spec(n)).collect()
     }
 
     fn read(&mut self, out: &mut [f64]) -> Result<(), ProbeError> {
@@ -1679,7 +1671,13 @@ mod tests {
         let room = PROCESS_CHANNELS.len() * (MOVER_ROOM + 2);
         let schema = Schema {
             channels: (0..crate::telemetry::MAX_CHANNELS - room)
-                .map(|i| ChannelSpec::new(format!("c{i}"), Unit::Bytes, Group::Memory))
+                .map(|i| {
+                    ChannelSpec::new(
+                        format!("c{i}"),
+                        crate::telemetry::Unit::Bytes,
+                        crate::telemetry::Group::Memory,
+                    )
+                })
                 .collect(),
         };
         let mut grown = Grown::new(&schema);

@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use crossbeam_utils::CachePadded;
 
-use super::{ChannelSpec, Group, Probe, ProbeError, Unit};
+use super::{ChannelSpec, Probe, ProbeError, catalog};
 
 /// Buckets of [`LatencyHistogram`]: 8 exact values below 8, then 8 buckets per
 /// power of two up to 2^64 (each at most 12.5 % wide).
@@ -168,13 +168,13 @@ impl Probe for WorkProbe {
 
     fn channels(&self) -> Vec<ChannelSpec> {
         vec![
-            ChannelSpec::new("work.ops", Unit::Count, Group::Workload),
-            ChannelSpec::new("work.ops_per_s", Unit::PerSecond, Group::Workload),
-            ChannelSpec::new("ingest.batches", Unit::Count, Group::Workload),
-            ChannelSpec::new("ingest.fill_ns_p50", Unit::Nanoseconds, Group::Workload),
-            ChannelSpec::new("ingest.fill_ns_p99", Unit::Nanoseconds, Group::Workload),
-            ChannelSpec::new("work.steps", Unit::Count, Group::Workload),
-            ChannelSpec::new("work.tokens", Unit::Count, Group::Workload),
+            catalog::spec("work.ops"),
+            catalog::spec("work.ops_per_s"),
+            catalog::spec("ingest.batches"),
+            catalog::spec("ingest.fill_ns_p50"),
+            catalog::spec("ingest.fill_ns_p99"),
+            catalog::spec("work.steps"),
+            catalog::spec("work.tokens"),
         ]
     }
 

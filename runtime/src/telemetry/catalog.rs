@@ -1,0 +1,494 @@
+//! What each channel is, declared once: its unit, group and kind, what
+//! bounds it, and whether the dashboard plots it when nothing was chosen
+//! yet. The built-in probes make their channels from these declarations
+//! ([`spec`], [`Declared::spec`]); the analysis reads a channel's limit from
+//! its declaration ([`crate::analysis::rules::limit_channel`]) and the
+//! dashboard its first choice of plots ([`shown`]). Adding a channel is a
+//! line here and its reading in a probe (docs/development.md, "Adding a
+//! channel").
+//!
+//! A name with `#` is a family: `gpu#.used` is `gpu0.used`, `gpu1.used`, and
+//! `gpu0-2.used` (the same device once it answered again after it was lost);
+//! `pid#.rss` is each process's. Channels no declaration covers (a job's own
+//! printed metrics, the columns of its step log, files from older versions)
+//! are judged by the name rules in [`crate::analysis::rules`].
+
+use super::{ChannelSpec, Group, Kind, Unit};
+
+/// What bounds a channel's growth: the limit it is projected against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bound {
+    /// Nothing does (a rate, a count, a time, a temperature).
+    None,
+    /// Host memory: the memory cgroup's limit (`cgroup.max`), else the
+    /// host's RAM. Its growth is evidence in pages.
+    Memory,
+    /// Host memory that is address space, not memory in use (`mem.vm_size`,
+    /// `mem.vm_data`): its growth is evidence in pages, but RAM does not
+    /// bound it, so it has no limit.
+    AddressSpace,
+    /// The latest reading of the channel beside it with this leaf
+    /// (`gpu0.used` is bounded by `gpu0.total`).
+    Sibling(&'static str),
+}
+
+/// One channel's (or one family's) declaration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Declared {
+    /// Its name; `#` stands for a device's or a process's number.
+    pub name: &'static str,
+    pub unit: Unit,
+    pub group: Group,
+    pub kind: Kind,
+    pub bound: Bound,
+    /// Plotted when the dashboard opens with no choice saved.
+    pub shown: bool,
+}
+
+impl Declared {
+    /// The channel called `name` (one of this declaration's, for a family).
+    pub fn spec(&self, name: impl Into<String>) -> ChannelSpec {
+        ChannelSpec::new(name, self.unit, self.group).with_kind(self.kind)
+    }
+}
+
+const fn ch(
+    name: &'static str,
+    unit: Unit,
+    group: Group,
+    kind: Kind,
+    bound: Bound,
+    shown: bool,
+) -> Declared {
+    Declared {
+        name,
+        unit,
+        group,
+        kind,
+        bound,
+        shown,
+    }
+}
+
+use Bound::{AddressSpace, Memory, Sibling};
+use Group::{Allocator, Gpu, Malloc, StepLog, System, Telemetry, Workload};
+use Kind::{Counter, Gauge, Level, Peak};
+use Unit::{Bytes, Celsius, Count, Mebibytes, Nanoseconds, PerSecond, Percent, Seconds};
+
+const SHOWN: bool = true;
+const HIDDEN: bool = false;
+
+/// Every declared channel, by the probe that reads it.
+pub const CHANNELS: &[Declared] = &[
+    // procfs: /proc/<pid>/status and /stat (and sysinfo's fallback).
+    ch("mem.rss", Bytes, Group::Memory, Level, Memory, SHOWN),
+    ch("mem.hwm", Bytes, Group::Memory, Peak, Memory, HIDDEN),
+    ch(
+        "mem.vm_data",
+        Bytes,
+        Group::Memory,
+        Level,
+        AddressSpace,
+        SHOWN,
+    ),
+    ch(
+        "mem.vm_size",
+        Bytes,
+        Group::Memory,
+        Level,
+        AddressSpace,
+        HIDDEN,
+    ),
+    ch("mem.vm_pte", Bytes, Group::Memory, Level, Memory, SHOWN),
+    ch("mem.rss_anon", Bytes, Group::Memory, Level, Memory, HIDDEN),
+    ch("mem.rss_file", Bytes, Group::Memory, Level, Memory, HIDDEN),
+    ch("mem.swap", Bytes, Group::Memory, Level, Memory, HIDDEN),
+    ch(
+        "mem.minflt",
+        Count,
+        Group::Memory,
+        Counter,
+        Bound::None,
+        HIDDEN,
+    ),
+    ch(
+        "mem.majflt",
+        Count,
+        Group::Memory,
+        Counter,
+        Bound::None,
+        HIDDEN,
+    ),
+    ch("proc.threads", Count, System, Gauge, Bound::None, HIDDEN),
+    ch("proc.cpu", Percent, System, Gauge, Bound::None, HIDDEN),
+    // system: sysinfo.
+    ch("sys.cpu", Percent, System, Gauge, Bound::None, HIDDEN),
+    ch("sys.mem_total", Bytes, System, Gauge, Bound::None, HIDDEN),
+    ch(
+        "sys.mem_available",
+        Bytes,
+        System,
+        Gauge,
+        Bound::None,
+        HIDDEN,
+    ),
+    // tree: a watched job's processes.
+    ch("tree.rss", Bytes, Group::Memory, Level, Memory, HIDDEN),
+    ch("tree.pss", Bytes, Group::Memory, Level, Memory, SHOWN),
+    ch("tree.uss", Bytes, Group::Memory, Level, Memory, HIDDEN),
+    ch("tree.swap", Bytes, Group::Memory, Level, Memory, HIDDEN),
+    ch(
+        "tree.procs",
+        Count,
+        Group::Memory,
+        Gauge,
+        Bound::None,
+        HIDDEN,
+    ),
+    ch(
+        "tree.skipped",
+        Count,
+        Group::Memory,
+        Counter,
+        Bound::None,
+        HIDDEN,
+    ),
+    ch(
+        "tree.brief",
+        Count,
+        Group::Memory,
+        Counter,
+        Bound::None,
+        HIDDEN,
+    ),
+    ch("tree.cow", Bytes, Group::Memory, Counter, Memory, HIDDEN),
+    ch(
+        "tree.age",
+        Seconds,
+        Group::Memory,
+        Gauge,
+        Bound::None,
+        HIDDEN,
+    ),
+    ch("pid#.rss", Bytes, Group::Memory, Level, Memory, HIDDEN),
+    ch("pid#.pss", Bytes, Group::Memory, Level, Memory, HIDDEN),
+    ch("pid#.uss", Bytes, Group::Memory, Level, Memory, HIDDEN),
+    ch(
+        "pid#.cow",
+        Bytes,
+        Group::Memory,
+        Counter,
+        Bound::None,
+        HIDDEN,
+    ),
+    // cgroup: the memory cgroup of the watched process. `cgroup.current`
+    // is a level while the cgroup is the job's own (a gauge when shared).
+    ch(
+        "cgroup.current",
+        Bytes,
+        Group::Memory,
+        Level,
+        Memory,
+        HIDDEN,
+    ),
+    ch(
+        "cgroup.max",
+        Bytes,
+        Group::Memory,
+        Gauge,
+        Bound::None,
+        HIDDEN,
+    ),
+    ch(
+        "cgroup.oom_kills",
+        Count,
+        Group::Memory,
+        Counter,
+        Bound::None,
+        HIDDEN,
+    ),
+    // gpu: NVML, per device and per process.
+    ch("gpu#.used", Bytes, Gpu, Level, Sibling("total"), SHOWN),
+    ch("gpu#.total", Bytes, Gpu, Level, Bound::None, HIDDEN),
+    ch("gpu#.util", Percent, Gpu, Gauge, Bound::None, HIDDEN),
+    ch("gpu#.temp_c", Celsius, Gpu, Gauge, Bound::None, HIDDEN),
+    ch("gpu#.proc_used", Bytes, Gpu, Level, Sibling("total"), SHOWN),
+    ch("pid#.vram", Bytes, Gpu, Level, Bound::None, HIDDEN),
+    ch("gpu.other", Bytes, Gpu, Level, Bound::None, HIDDEN),
+    // alloc: the counting global allocator (this process).
+    ch("alloc.live", Bytes, Allocator, Level, Bound::None, SHOWN),
+    ch("alloc.peak", Bytes, Allocator, Peak, Bound::None, HIDDEN),
+    ch(
+        "alloc.count",
+        Count,
+        Allocator,
+        Counter,
+        Bound::None,
+        HIDDEN,
+    ),
+    ch(
+        "alloc.frees",
+        Count,
+        Allocator,
+        Counter,
+        Bound::None,
+        HIDDEN,
+    ),
+    ch(
+        "alloc.rate",
+        PerSecond,
+        Allocator,
+        Gauge,
+        Bound::None,
+        SHOWN,
+    ),
+    ch(
+        "telemetry.allocs",
+        Count,
+        Telemetry,
+        Counter,
+        Bound::None,
+        HIDDEN,
+    ),
+    // malloc: glibc's mallinfo2 (this process).
+    ch("malloc.arena", Bytes, Malloc, Level, Bound::None, SHOWN),
+    ch("malloc.mmap", Bytes, Malloc, Level, Bound::None, SHOWN),
+    ch("malloc.in_use", Bytes, Malloc, Level, Bound::None, HIDDEN),
+    ch("malloc.free", Bytes, Malloc, Level, Bound::None, HIDDEN),
+    // work: the built-in workloads' atomics.
+    ch("work.ops", Count, Workload, Counter, Bound::None, HIDDEN),
+    ch(
+        "work.ops_per_s",
+        PerSecond,
+        Workload,
+        Gauge,
+        Bound::None,
+        SHOWN,
+    ),
+    ch(
+        "ingest.batches",
+        Count,
+        Workload,
+        Counter,
+        Bound::None,
+        HIDDEN,
+    ),
+    ch(
+        "ingest.fill_ns_p50",
+        Nanoseconds,
+        Workload,
+        Gauge,
+        Bound::None,
+        SHOWN,
+    ),
+    ch(
+        "ingest.fill_ns_p99",
+        Nanoseconds,
+        Workload,
+        Gauge,
+        Bound::None,
+        HIDDEN,
+    ),
+    ch("work.steps", Count, Workload, Counter, Bound::None, HIDDEN),
+    ch("work.tokens", Count, Workload, Counter, Bound::None, HIDDEN),
+    // The sampler's own.
+    ch(
+        "telemetry.dropped",
+        Count,
+        Telemetry,
+        Counter,
+        Bound::None,
+        HIDDEN,
+    ),
+    ch(
+        "telemetry.read_ns",
+        Nanoseconds,
+        Telemetry,
+        Gauge,
+        Bound::None,
+        HIDDEN,
+    ),
+    ch(
+        "telemetry.sampler_allocs",
+        Count,
+        Telemetry,
+        Counter,
+        Bound::None,
+        HIDDEN,
+    ),
+    // A job's step log: the columns of these names, where it has them, are
+    // plotted first (a log's columns are the job's, not declared here).
+    ch(
+        "log.vm_rss_mb",
+        Mebibytes,
+        StepLog,
+        Level,
+        Bound::None,
+        SHOWN,
+    ),
+    ch(
+        "log.vm_data_mb",
+        Mebibytes,
+        StepLog,
+        Level,
+        Bound::None,
+        SHOWN,
+    ),
+    ch(
+        "log.vram_alloc_mb",
+        Mebibytes,
+        StepLog,
+        Level,
+        Bound::None,
+        SHOWN,
+    ),
+    ch(
+        "log.vram_reserved_mb",
+        Mebibytes,
+        StepLog,
+        Level,
+        Bound::None,
+        SHOWN,
+    ),
+];
+
+/// The family pattern of a numbered name (`gpu0-2.used` → `gpu#.used`), if
+/// it is one: a stem of letters, a number, and optionally `-` and another.
+fn pattern(name: &str) -> Option<(&str, &str)> {
+    let (stem, leaf) = name.split_once('.')?;
+    let digits = stem.find(|c: char| c.is_ascii_digit())?;
+    let (letters, number) = stem.split_at(digits);
+    let (n, again) = number.split_once('-').unwrap_or((number, "0"));
+    let all_digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    (!letters.is_empty() && all_digits(n) && all_digits(again)).then_some((letters, leaf))
+}
+
+/// The declaration of the channel called `name`, if there is one.
+pub fn declared(name: &str) -> Option<&'static Declared> {
+    if let Some(d) = CHANNELS.iter().find(|d| d.name == name) {
+        return Some(d);
+    }
+    let (letters, leaf) = pattern(name)?;
+    CHANNELS.iter().find(|d| {
+        d.name
+            .split_once("#.")
+            .is_some_and(|(l, f)| l == letters && f == leaf)
+    })
+}
+
+/// The channel called `name`, as declared.
+///
+/// # Panics
+/// When no declaration covers `name`: a built-in probe's channel must be
+/// declared in [`CHANNELS`] (the tests make every probe's).
+pub fn spec(name: &str) -> ChannelSpec {
+    declared(name)
+        .unwrap_or_else(|| panic!("{name} is not declared in telemetry/catalog.rs"))
+        .spec(name)
+}
+
+/// The channels plotted when nothing was chosen yet (a family's first
+/// member: `gpu0.used`).
+pub fn shown() -> impl Iterator<Item = String> {
+    CHANNELS
+        .iter()
+        .filter(|d| d.shown)
+        .map(|d| d.name.replace('#', "0"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn families_cover_numbered_names_and_nothing_else() {
+        assert_eq!(declared("gpu0.used").unwrap().name, "gpu#.used");
+        assert_eq!(declared("gpu3-2.proc_used").unwrap().name, "gpu#.proc_used");
+        assert_eq!(declared("pid4121.rss").unwrap().name, "pid#.rss");
+        assert_eq!(declared("pid4121-3.vram").unwrap().name, "pid#.vram");
+        assert_eq!(declared("gpu.other").unwrap().name, "gpu.other");
+        for undeclared in [
+            "gpu0.fan",
+            "gpux.used",
+            "pid.rss",
+            "pid1-.rss",
+            "log.loss",
+            "mem",
+        ] {
+            assert!(declared(undeclared).is_none(), "{undeclared}");
+        }
+    }
+
+    #[test]
+    fn a_name_is_declared_once() {
+        let mut names: Vec<&str> = CHANNELS.iter().map(|d| d.name).collect();
+        names.sort_unstable();
+        let before = names.len();
+        names.dedup();
+        assert_eq!(names.len(), before);
+    }
+
+    #[test]
+    fn a_declared_channel_is_made_as_declared() {
+        let s = spec("gpu1.used");
+        assert_eq!(
+            (s.name.as_str(), s.unit, s.group, s.kind),
+            ("gpu1.used", Bytes, Gpu, Level)
+        );
+        assert!(shown().any(|n| n == "gpu0.used"));
+        assert!(!shown().any(|n| n == "cgroup.oom_kills"));
+    }
+
+    /// Every channel the sampler makes (the process's, the system's, the
+    /// allocator's, malloc's, the cgroup's, the tree's and its processes',
+    /// its own) is declared, and made with the declared unit, group and kind.
+    #[test]
+    fn every_channel_the_sampler_makes_is_declared_and_made_as_declared() {
+        use crate::recording::Item;
+        use crate::telemetry::{self, SamplerConfig, Target};
+        // A child, so that the tree has a process of its own to add.
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
+        let tel = telemetry::start(SamplerConfig {
+            hz: 50.0,
+            target: Target::Pid(std::process::id()),
+            tree: true,
+            gpu: false,
+            ..SamplerConfig::default()
+        })
+        .unwrap();
+        let mut made = tel.schema.channels.clone();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while !made.iter().any(|c| c.name.starts_with("pid"))
+            && std::time::Instant::now() < deadline
+        {
+            if let Ok(s) = tel
+                .samples
+                .recv_timeout(std::time::Duration::from_millis(100))
+            {
+                tel.changes.items(s, |item| {
+                    if let Item::Add(specs) = item {
+                        made.extend(specs);
+                    }
+                });
+            }
+        }
+        tel.sampler.stop();
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(
+            made.iter().any(|c| c.name.starts_with("pid")),
+            "the tree added its processes"
+        );
+        for c in &made {
+            let d = declared(&c.name).unwrap_or_else(|| panic!("{} is not declared", c.name));
+            assert_eq!((c.unit, c.group), (d.unit, d.group), "{}", c.name);
+            // A cgroup shared with other processes makes its use a gauge.
+            if !(c.name == "cgroup.current" && c.labels.contains_key("shared_with")) {
+                assert_eq!(c.kind, d.kind, "{}", c.name);
+            }
+        }
+    }
+}
