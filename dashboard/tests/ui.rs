@@ -362,6 +362,7 @@ fn shift_dragging_a_plot_gives_the_receipt_of_that_part() {
     h.run_steps(1);
     let r = h
         .state()
+        .view
         .range_receipt
         .clone()
         .expect("a receipt for the part");
@@ -547,7 +548,7 @@ fn live_data_streams_in_and_recording_switches_on_and_off() {
             .then_some(())
     });
     assert!(marked.is_some(), "the marker came back in the stream");
-    assert!(h.state().mark_text.is_empty(), "the field is cleared");
+    assert!(h.state().view.mark_text.is_empty(), "the field is cleared");
     h.get_by_label("Stop workload").click();
     h.run_steps(1);
     assert_eq!(h.state().source.workload_running(), Some(false));
@@ -1167,7 +1168,7 @@ fn zooming_into_a_thinned_replay_reads_every_sample_in_view_from_disk() {
         .with_size([1600.0, 1000.0])
         .build_ui_state(frame, dash);
     h.run_steps(3);
-    assert_eq!(h.state().zoom, None, "the whole run is in view");
+    assert_eq!(h.state().view.zoom, None, "the whole run is in view");
     // Zoom in over the first plot, as a pinch or ctrl+wheel does.
     // The first plot's title, whatever unit it chose.
     let title = h
@@ -1180,13 +1181,14 @@ fn zooming_into_a_thinned_replay_reads_every_sample_in_view_from_disk() {
         h.event(eframe::egui::Event::Zoom(2.0));
         h.run_steps(1);
     }
-    let zoom = h.state().zoom.expect("zoomed in");
+    let zoom = h.state().view.zoom.expect("zoomed in");
     assert!(zoom[1] - zoom[0] < 7_200.0 / 50.0, "{zoom:?}");
     // The read runs on its own thread: wait for it, a frame at a time.
     for _ in 0..200 {
         h.run_steps(1);
         let d = h.state();
-        if d.zoom
+        if d.view
+            .zoom
             .is_some_and(|z| d.detail.as_ref().unwrap().covering(z).is_some())
         {
             break;
@@ -1194,7 +1196,7 @@ fn zooming_into_a_thinned_replay_reads_every_sample_in_view_from_disk() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     let d = h.state();
-    let z = d.zoom.unwrap();
+    let z = d.view.zoom.unwrap();
     let loaded = d
         .detail
         .as_ref()
@@ -1222,7 +1224,11 @@ fn zooming_into_a_thinned_replay_reads_every_sample_in_view_from_disk() {
     // f: all of it again.
     h.key_press(eframe::egui::Key::F);
     h.run_steps(3);
-    assert_eq!(h.state().zoom, None, "f fits every plot to all of its data");
+    assert_eq!(
+        h.state().view.zoom,
+        None,
+        "f fits every plot to all of its data"
+    );
 }
 
 /// `replay` brings the window up before the recording is read: the first

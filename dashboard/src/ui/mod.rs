@@ -179,8 +179,6 @@ pub struct Dashboard {
     /// from the workload's, so nobody takes one for the other.
     pub window_rss: Option<u64>,
     window_rss_at: Option<Instant>,
-    /// The text of the next marker, as typed beside "Mark".
-    pub mark_text: String,
     /// A second recording compared with the source, if one is open.
     pub other: Option<Other>,
     /// The browser opens what is clicked as B of a comparison, not as the source.
@@ -190,6 +188,19 @@ pub struct Dashboard {
     /// A recording being read on a thread of its own, the window already up
     /// (see [`Dashboard::opening`]).
     pub opening: Option<Loading>,
+    /// What the views keep between frames (zoom, selection, folds, the
+    /// marker being typed): theirs to change.
+    pub view: ViewState,
+}
+
+/// What the views keep from frame to frame besides the person's
+/// [`Settings`]: theirs to read and change, nobody else's but the frame
+/// loop's (which reads `pixel_s` for its pacing and resets `zoom` when the
+/// data change under it).
+#[derive(Debug, Default)]
+pub struct ViewState {
+    /// The text of the next marker, as typed beside "Mark".
+    pub mark_text: String,
     /// The time range the plots showed last frame, when zoomed in (narrower
     /// than the data); the lines are cut to it (and half a view each side).
     pub zoom: Option<[f64; 2]>,
@@ -261,20 +272,11 @@ impl Dashboard {
             screenshots_requested: 0,
             window_rss: None,
             window_rss_at: None,
-            mark_text: String::new(),
             other: None,
             browsing_for_compare: false,
             detail: None,
             opening: None,
-            zoom: None,
-            keys: KeyState::default(),
-            cards_toggled: BTreeSet::new(),
-            processes_unfolded: BTreeSet::new(),
-            tree_findings: None,
-            auto_plotted: std::collections::HashSet::new(),
-            selecting: None,
-            range_receipt: None,
-            pixel_s: None,
+            view: ViewState::default(),
         };
         d.detail = d.detail_for_source();
         d
@@ -407,7 +409,7 @@ impl Dashboard {
         self.source = Box::new(src);
         self.store = store;
         self.detail = self.detail_for_source();
-        self.zoom = None;
+        self.view.zoom = None;
         self.timeline = Some(Timeline::new(start, end));
         self.browser_open = false;
     }
@@ -468,7 +470,7 @@ impl Dashboard {
                 Action::Mark(text) => match self.source.mark(&text) {
                     Ok(()) => {
                         self.say(format!("marked: {text}"));
-                        self.mark_text.clear();
+                        self.view.mark_text.clear();
                     }
                     Err(e) => self.say(format!("cannot mark: {e:#}")),
                 },
@@ -766,7 +768,7 @@ impl eframe::App for App {
         // for it, for new data or because the dashboard is busy.
         self.pace.busy.store(self.dash.busy(), Ordering::Relaxed);
         self.pace.stale.store(self.dash.stale(), Ordering::Relaxed);
-        let pixel = self.dash.pixel_s.unwrap_or(0.0);
+        let pixel = self.dash.view.pixel_s.unwrap_or(0.0);
         self.pace.pixel_s.store(pixel.to_bits(), Ordering::Relaxed);
     }
 

@@ -69,7 +69,7 @@ pub enum Action {
 pub fn draw(d: &mut Dashboard, ui: &mut egui::Ui) -> Vec<Action> {
     let mut actions = Vec::new();
     // Set by the plots, if drawn.
-    d.pixel_s = None;
+    d.view.pixel_s = None;
     keys(d, ui, &mut actions);
     let visible = d.visible_len();
     top_bar(d, ui, &mut actions);

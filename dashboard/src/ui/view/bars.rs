@@ -6,7 +6,7 @@ use super::*;
 /// The receipt of a part of the run chosen on a plot, in a window of its
 /// own until closed; "Copy" puts it on the clipboard as Markdown.
 pub(super) fn range_receipt(d: &mut Dashboard, ui: &mut egui::Ui) {
-    let Some(r) = &d.range_receipt else {
+    let Some(r) = &d.view.range_receipt else {
         return;
     };
     let mut open = true;
@@ -37,7 +37,7 @@ pub(super) fn range_receipt(d: &mut Dashboard, ui: &mut egui::Ui) {
             }
         });
     if !open {
-        d.range_receipt = None;
+        d.view.range_receipt = None;
     }
 }
 
@@ -97,7 +97,7 @@ pub(super) fn keys(d: &mut Dashboard, ui: &mut egui::Ui, actions: &mut Vec<Actio
         }
     }
     if pressed(egui::Key::F) {
-        d.keys.fit = true;
+        d.view.keys.fit = true;
     }
     if pressed(egui::Key::D) {
         d.settings.drift = !d.settings.drift;
@@ -106,18 +106,18 @@ pub(super) fn keys(d: &mut Dashboard, ui: &mut egui::Ui, actions: &mut Vec<Actio
         d.settings.wall_clock = !d.settings.wall_clock;
     }
     if pressed(egui::Key::M) && d.seen.can_mark {
-        d.keys.focus_mark = true;
+        d.view.keys.focus_mark = true;
     }
     if pressed(egui::Key::S) {
         actions.push(Action::Screenshot);
     }
     if pressed(egui::Key::Questionmark) {
-        d.keys.help = !d.keys.help;
+        d.view.keys.help = !d.view.keys.help;
     }
     if pressed(egui::Key::Escape) {
-        d.keys.help = false;
+        d.view.keys.help = false;
     }
-    if d.keys.help {
+    if d.view.keys.help {
         let mut open = true;
         egui::Window::new("Keys")
             .open(&mut open)
@@ -132,7 +132,7 @@ pub(super) fn keys(d: &mut Dashboard, ui: &mut egui::Ui, actions: &mut Vec<Actio
                     }
                 });
             });
-        d.keys.help &= open;
+        d.view.keys.help &= open;
     }
 }
 
@@ -152,7 +152,7 @@ pub(super) fn top_bar(d: &mut Dashboard, ui: &mut egui::Ui, actions: &mut Vec<Ac
                 Some(tl) if tl.playing => format!("playing at {}×", tl.speed),
                 _ => d.seen.status.clone(),
             };
-            if let (Some(z), Some(dt)) = (d.zoom, &d.detail) {
+            if let (Some(z), Some(dt)) = (d.view.zoom, &d.detail) {
                 status.push_str(if dt.covering(z).is_some() {
                     "; every sample in view"
                 } else if dt.is_loading() {
@@ -219,16 +219,16 @@ pub(super) fn top_bar(d: &mut Dashboard, ui: &mut egui::Ui, actions: &mut Vec<Ac
             }
             if d.seen.can_mark {
                 let field = ui.add(
-                    egui::TextEdit::singleline(&mut d.mark_text)
+                    egui::TextEdit::singleline(&mut d.view.mark_text)
                         .hint_text("marker text (m)")
                         .desired_width(140.0),
                 );
-                if std::mem::take(&mut d.keys.focus_mark) {
+                if std::mem::take(&mut d.view.keys.focus_mark) {
                     field.request_focus();
                 }
                 let entered =
                     field.lost_focus() && ui.input(|i| i.key_pressed(egui::Key::Enter));
-                let text = d.mark_text.trim().to_owned();
+                let text = d.view.mark_text.trim().to_owned();
                 if (ui
                     .add_enabled(!text.is_empty(), egui::Button::new("Mark"))
                     .on_hover_text("a labelled line on every plot, in the recording and its receipts")

@@ -165,6 +165,7 @@ pub fn process_rows(d: &Dashboard, visible: usize) -> Vec<ProcessRow> {
     // pages its workers copied rose in USS, and grew nothing), where the
     // banner has made it.
     let tree_grew = d
+        .view
         .tree_findings
         .as_ref()
         .and_then(|(.., t)| t.as_ref())
@@ -418,7 +419,7 @@ fn folded(
     what: &str,
     rows: &[&ProcessRow],
 ) -> bool {
-    let open = d.processes_unfolded.contains(&key);
+    let open = d.view.processes_unfolded.contains(&key);
     let arrow = if open { "–" } else { "+" };
     let text = |t: String| RichText::new(t).small().weak();
     if ui
@@ -428,9 +429,9 @@ fn folded(
         )
         .on_hover_text(if open { "fold them" } else { "list them" })
         .clicked()
-        && !d.processes_unfolded.remove(&key)
+        && !d.view.processes_unfolded.remove(&key)
     {
-        d.processes_unfolded.insert(key);
+        d.view.processes_unfolded.insert(key);
     }
     let mut roles: BTreeMap<&str, usize> = BTreeMap::new();
     for r in rows {

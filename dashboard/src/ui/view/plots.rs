@@ -24,7 +24,7 @@ pub(super) fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
         return;
     }
     let f = frame_of(d, ui, visible, count);
-    if let (Some(z), Some(dt)) = (d.zoom, d.detail.as_mut()) {
+    if let (Some(z), Some(dt)) = (d.view.zoom, d.detail.as_mut()) {
         dt.poll();
         let times = &d.store.times()[..visible.min(d.store.times().len())];
         let held = times.partition_point(|&t| t <= z[1]) - times.partition_point(|&t| t < z[0]);
@@ -50,12 +50,12 @@ pub(super) fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
         });
     shared_axis(d, ui, &f);
     let times = &d.store.times()[..visible.min(d.store.times().len())];
-    d.pixel_s = seen_x.and_then(|v| pixel_seconds(v, f.rows.data_x, times, plot_w, f.x_steps));
+    d.view.pixel_s = seen_x.and_then(|v| pixel_seconds(v, f.rows.data_x, times, plot_w, f.x_steps));
     // Zoomed in when the plots show less than 90 % of the data's time.
     let data_x = f.rows.data_x;
-    d.zoom = seen_x.filter(|v| !f.x_steps && v[1] - v[0] < 0.9 * (data_x[1] - data_x[0]));
-    if std::mem::take(&mut d.keys.fit) {
-        d.zoom = None;
+    d.view.zoom = seen_x.filter(|v| !f.x_steps && v[1] - v[0] < 0.9 * (data_x[1] - data_x[0]));
+    if std::mem::take(&mut d.view.keys.fit) {
+        d.view.zoom = None;
     }
 }
 
@@ -139,7 +139,7 @@ fn frame_of(d: &mut Dashboard, ui: &egui::Ui, visible: usize, count: usize) -> P
     };
     let data_x = data_extent(d, visible, x_steps);
     if x_steps {
-        d.zoom = None;
+        d.view.zoom = None;
     }
     PlotFrame {
         rows: Rows {
@@ -150,8 +150,8 @@ fn frame_of(d: &mut Dashboard, ui: &egui::Ui, visible: usize, count: usize) -> P
         },
         visible,
         capturing: d.capturing(),
-        choosing: ui.input(|i| i.modifiers.shift) || d.selecting.is_some(),
-        chosen: d.selecting,
+        choosing: ui.input(|i| i.modifiers.shift) || d.view.selecting.is_some(),
+        chosen: d.view.selecting,
         x_steps,
         x_label: if x_steps {
             "step"
@@ -161,7 +161,7 @@ fn frame_of(d: &mut Dashboard, ui: &egui::Ui, visible: usize, count: usize) -> P
         wall: wall_origin(d, x_steps),
         lane_marks,
         lane_h,
-        zoomed: d.zoom.is_some(),
+        zoomed: d.view.zoom.is_some(),
     }
 }
 
@@ -348,7 +348,11 @@ fn panel(
     .allow_drag(!f.choosing || f.x_steps);
     let shown = wall_clock_axis(shown, f.wall.as_ref());
     // `f`: back to all of the data.
-    let shown = if d.keys.fit { shown.reset() } else { shown };
+    let shown = if d.view.keys.fit {
+        shown.reset()
+    } else {
+        shown
+    };
     let shown = shown.show(ui, |pui| {
         // Zoomed in on time, the y axis follows what is drawn there.
         if f.zoomed && lo.is_finite() {
@@ -394,18 +398,18 @@ fn choose_by_drag(d: &mut Dashboard, r: &egui::Response, transform: &egui_plot::
     if let Some(pos) = r.interact_pointer_pos() {
         let x = transform.value_from_position(pos).x;
         if r.drag_started() {
-            d.selecting = Some([x, x]);
+            d.view.selecting = Some([x, x]);
         } else if r.dragged()
-            && let Some(sel) = d.selecting.as_mut()
+            && let Some(sel) = d.view.selecting.as_mut()
         {
             sel[1] = x;
         }
     }
     if r.drag_stopped()
-        && let Some([a, b]) = d.selecting.take()
+        && let Some([a, b]) = d.view.selecting.take()
         && a != b
     {
-        d.range_receipt = Some(selection::receipt(d, a.min(b), a.max(b)));
+        d.view.range_receipt = Some(selection::receipt(d, a.min(b), a.max(b)));
     }
 }
 
@@ -479,7 +483,7 @@ fn shared_axis(d: &Dashboard, ui: &mut egui::Ui, f: &PlotFrame) {
     .include_x(data_x[0])
     .include_x(data_x[1]);
     let axis = strip(axis);
-    let axis = if d.keys.fit { axis.reset() } else { axis };
+    let axis = if d.view.keys.fit { axis.reset() } else { axis };
     wall_clock_axis(axis, f.wall.as_ref()).show(ui, |_| {});
 }
 

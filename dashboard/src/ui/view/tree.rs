@@ -236,7 +236,7 @@ pub(super) fn tree_plot(
     .include_y(0.0)
     .include_x(data_x[0])
     .include_x(data_x[1]);
-    let plot = if d.keys.fit { plot.reset() } else { plot };
+    let plot = if d.view.keys.fit { plot.reset() } else { plot };
     let plot = wall_clock_axis(plot, wall_origin(d, x_steps).as_ref());
     plot.show(ui, |pui| {
         for a in areas {

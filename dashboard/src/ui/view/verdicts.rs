@@ -38,7 +38,7 @@ pub(super) fn banner(d: &mut Dashboard, ui: &mut egui::Ui) {
         d.store.time_range().0.to_bits(),
         d.store.unanalysed(),
     );
-    let stale = d.tree_findings.as_ref().is_none_or(|(at, k, _)| {
+    let stale = d.view.tree_findings.as_ref().is_none_or(|(at, k, _)| {
         *k != key
             && (k.1 != key.1
                 || k.2 != key.2
@@ -55,9 +55,9 @@ pub(super) fn banner(d: &mut Dashboard, ui: &mut egui::Ui) {
         };
         let tree =
             flatline_runtime::analysis::tree::summarize(schema, store.events(), by_name, &data);
-        d.tree_findings = Some((std::time::Instant::now(), key, tree));
+        d.view.tree_findings = Some((std::time::Instant::now(), key, tree));
     }
-    let tree = d.tree_findings.as_ref().and_then(|(.., t)| t.as_ref());
+    let tree = d.view.tree_findings.as_ref().and_then(|(.., t)| t.as_ref());
     let assessment = summary::assess(&assessed, tree, &value, &flatline_core::fmt::duration);
     let names: Vec<String> = assessment
         .growing
@@ -70,7 +70,7 @@ pub(super) fn banner(d: &mut Dashboard, ui: &mut egui::Ui) {
     // the first few analysed is not what grows most).
     let ready = d.store.unanalysed() == 0;
     for n in names.iter().take(if ready { AUTO_PLOTTED } else { 0 }) {
-        if d.auto_plotted.insert(n.clone()) {
+        if d.view.auto_plotted.insert(n.clone()) {
             d.settings.selected.insert(n.clone());
         }
     }
@@ -165,7 +165,7 @@ pub(super) fn cards(d: &mut Dashboard, ui: &mut egui::Ui) {
                     // Growth that reaches a limit within a week is open at
                     // first; the rest is one line until clicked.
                     let urgent = matches!(a.severity, Some(Severity::Warning | Severity::Critical));
-                    let open = urgent != d.cards_toggled.contains(&spec.name);
+                    let open = urgent != d.view.cards_toggled.contains(&spec.name);
                     let r = egui::Frame::group(ui.style())
                         .show(ui, |ui| {
                             ui.set_width(ui.available_width());
@@ -187,9 +187,9 @@ pub(super) fn cards(d: &mut Dashboard, ui: &mut egui::Ui) {
                     }
                 }
                 if let Some(name) = toggled
-                    && !d.cards_toggled.remove(&name)
+                    && !d.view.cards_toggled.remove(&name)
                 {
-                    d.cards_toggled.insert(name);
+                    d.view.cards_toggled.insert(name);
                 }
             });
         });
