@@ -444,8 +444,8 @@ mod tests {
     /// its own) is declared, and made with the declared unit, group and kind.
     #[test]
     fn every_channel_the_sampler_makes_is_declared_and_made_as_declared() {
-        use flatline_format::Item;
         use crate::telemetry::{self, SamplerConfig, Target};
+        use flatline_format::Item;
         // A child, so that the tree has a process of its own to add.
         let mut child = std::process::Command::new("sleep")
             .arg("5")
