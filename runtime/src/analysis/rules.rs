@@ -84,8 +84,13 @@ pub fn limit_channel(name: &str, unit: Unit) -> Option<String> {
                 .map(|(stem, _)| format!("{stem}.{leaf}")),
         };
     }
+    limit_by_name(name, unit)
+}
+
+/// [`limit_channel`]'s rule by name, for channels no declaration covers.
+fn limit_by_name(name: &str, unit: Unit) -> Option<String> {
     if unit == Unit::Bytes && is_host_memory_by_name(name) {
-        return Some(CGROUP_LIMIT.into());
+        return (!is_address_space(name)).then(|| CGROUP_LIMIT.into());
     }
     let (stem, what) = name.strip_prefix("gpu")?.split_once('.')?;
     let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
@@ -302,19 +307,11 @@ mod tests {
                 memory,
                 "{name}"
             );
-            let by_name = if d.unit == Unit::Bytes && is_host_memory_by_name(&name) {
-                (!matches!(name.as_str(), "mem.vm_size" | "mem.vm_data"))
-                    .then(|| CGROUP_LIMIT.to_owned())
-            } else {
-                let gpu = name.strip_prefix("gpu").and_then(|r| r.split_once('.'));
-                gpu.filter(|(i, w)| {
-                    !i.is_empty()
-                        && i.bytes().all(|b| b.is_ascii_digit())
-                        && matches!(*w, "used" | "proc_used")
-                })
-                .map(|(i, _)| format!("gpu{i}.total"))
-            };
-            assert_eq!(limit_channel(&name, d.unit), by_name, "{name}");
+            assert_eq!(
+                limit_channel(&name, d.unit),
+                limit_by_name(&name, d.unit),
+                "{name}"
+            );
         }
         // A declared name read with another unit (a CSV's guess) goes by
         // name: a GPU's use in MiB is still bounded by its total, and an
