@@ -450,3 +450,66 @@ fn the_window_needs_a_display_and_says_how_to_get_one() {
         fails(&out, "xvfb-run");
     }
 }
+
+/// A receipt's facts are decided once: whatever the JSON holds of markers,
+/// event notes, lines read, the command, the teardown and the growing
+/// levels, the terminal receipt and the Markdown one both say.
+#[test]
+fn text_and_markdown_receipts_say_the_same_facts() {
+    for name in [
+        "recordings/corpus/torch-leak-16k-5hz.flr",
+        "recordings/watch-nanogpt-cpu-90s.flr",
+    ] {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(name);
+        let p = path.to_str().unwrap();
+        let v = report(&path);
+        let text = ok(&flatline(&["report", p, "--format", "text"]));
+        let md = ok(&flatline(&["report", p, "--format", "md"]));
+        let mut facts: Vec<String> = Vec::new();
+        let ev = &v["events"];
+        for m in ev["markers"].as_array().unwrap() {
+            facts.push(m["text"].as_str().unwrap().to_owned());
+        }
+        for n in ev["notes"].as_array().unwrap() {
+            facts.push(n["text"].as_str().unwrap().to_owned());
+        }
+        for l in ev["lines_read"].as_array().unwrap() {
+            facts.push(format!("{} lines read", l["lines"]));
+        }
+        let cmd: Vec<&str> = v["recording"]["command_line"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap())
+            .collect();
+        if !cmd.is_empty() {
+            facts.push(cmd.join(" "));
+        }
+        if let Some(td) = v["teardown_s"].as_f64() {
+            facts.push(format!("analysis up to {td:.1} s"));
+        }
+        let growing: Vec<&str> = v["growing"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| g.as_str().unwrap())
+            .collect();
+        if !growing.is_empty() {
+            facts.push(growing.join(", "));
+        }
+        assert!(
+            facts.len() >= 4,
+            "{name}: too few facts to compare: {facts:?}"
+        );
+        for f in &facts {
+            assert!(
+                text.contains(f.as_str()),
+                "{name}: the text receipt lacks {f:?}:\n{text}"
+            );
+            assert!(
+                md.contains(f.as_str()),
+                "{name}: the Markdown receipt lacks {f:?}:\n{md}"
+            );
+        }
+    }
+}

@@ -792,78 +792,245 @@ fn eta(a: &ChannelAnalysis) -> String {
     }
 }
 
-/// The terminal receipt.
-pub fn text_report(rec: &Recording, receipt: &Receipt<'_>) -> String {
-    let rows = &receipt.rows;
+/// One channel's line of a receipt: every cell a layout may show.
+struct ChannelLine {
+    name: String,
+    kind: &'static str,
+    verdict: String,
+    /// How sure the verdict is, 0–1.
+    confidence: f64,
+    severity: Option<&'static str>,
+    /// Baseline, final, drift, trend, jumps, 24 h and time-to-limit.
+    cells: [String; 7],
+    per_step: String,
+    longest_flat: String,
+}
+
+/// What a receipt says, decided once from a recording and its analysis.
+/// [`text_report`] and [`md_report`] only lay it out; each takes it apart
+/// whole (no `..`), so a fact added here does not compile until both
+/// media say it, or say in their code why not.
+struct Content<'r> {
+    headline: String,
+    gpu_layers: Option<String>,
+    path: String,
+    file_name: String,
+    size: String,
+    format_version: u32,
+    source: &'r str,
+    tool_version: &'r str,
+    started: String,
+    duration_s: f64,
+    samples: usize,
+    events: usize,
+    ending: String,
+    digest: &'r str,
+    host: String,
+    labels: Vec<(&'r str, &'r str)>,
+    config: Vec<(&'r str, &'r str)>,
+    training: Option<String>,
+    command: Option<String>,
+    notes: &'r [String],
+    range: Option<[f64; 2]>,
+    warmup: String,
+    teardown_s: Option<f64>,
+    thinned: Option<String>,
+    sensitivity: Option<String>,
+    insufficient: Vec<String>,
+    channels: Vec<ChannelLine>,
+    /// What the time to a limit is computed against, and its size.
+    limit: Option<(String, String)>,
+    /// `"12.0 s text"`, in time order.
+    markers: Vec<String>,
+    /// What happened at a moment, as `(seconds, text)`.
+    event_notes: Vec<(f64, &'r str)>,
+    /// `(source, lines, lines parsed)` of each output read.
+    lines_read: Vec<(&'r str, u64, u64)>,
+    tree: Option<&'r TreeSummary>,
+    unavailable: Vec<(&'r str, &'r str)>,
+    /// The level channels called growth, most urgent first.
+    growing: Vec<&'r str>,
+}
+
+fn content<'r>(rec: &'r Recording, receipt: &'r Receipt<'_>) -> Content<'r> {
     let h = &rec.header;
+    let pairs = |m: &'r std::collections::BTreeMap<String, String>| {
+        m.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect()
+    };
+    Content {
+        headline: receipt.headline(),
+        gpu_layers: receipt.gpu_layers().map(|f| f.text),
+        path: rec.path.display().to_string(),
+        file_name: rec.path.file_name().map_or_else(
+            || rec.path.display().to_string(),
+            |n| n.to_string_lossy().into(),
+        ),
+        size: bytes(rec.bytes as f64),
+        format_version: h.format_version,
+        source: &h.source,
+        tool_version: &h.tool_version,
+        started: started(rec),
+        duration_s: rec.duration_s(),
+        samples: rec.samples_total(),
+        events: rec.events_total(),
+        ending: ending(rec),
+        digest: &rec.digest,
+        host: h.host_line(),
+        labels: pairs(&h.labels),
+        config: pairs(&h.config),
+        training: training_axes(rec),
+        command: (!h.command_line.is_empty()).then(|| h.command_line.join(" ")),
+        notes: &h.notes,
+        range: receipt.range,
+        warmup: receipt.warmup.describe(),
+        teardown_s: receipt.teardown_s,
+        thinned: thinned_note(rec),
+        sensitivity: sensitivity(receipt),
+        insufficient: untold(receipt),
+        channels: receipt
+            .rows
+            .iter()
+            .map(|r| {
+                let (a, u) = (&r.analysis, r.spec.unit);
+                ChannelLine {
+                    name: r.spec.name.clone(),
+                    kind: a.kind.name(),
+                    verdict: verdict_text(a, u),
+                    confidence: a.confidence,
+                    severity: a.severity.map(|s| s.as_str()),
+                    cells: cells(a, u),
+                    per_step: a.drift_per_step.map_or("–".into(), |dv| change(dv, u)),
+                    longest_flat: duration(a.longest_flat_s),
+                }
+            })
+            .collect(),
+        limit: memory_limit(&receipt.rows)
+            .map(|(v, src)| (src.describe().to_owned(), value(v, Unit::Bytes))),
+        markers: markers(rec)
+            .map(|(t, text)| format!("{t:.1} s {text}"))
+            .collect(),
+        event_notes: event_notes(rec).collect(),
+        lines_read: lines_read(rec),
+        tree: receipt.tree.as_ref(),
+        unavailable: h
+            .unavailable
+            .iter()
+            .map(|u| (u.probe.as_str(), u.reason.as_str()))
+            .collect(),
+        growing: receipt.growing(),
+    }
+}
+
+/// `"{source}: N lines read, …"`: what reading one output found.
+fn lines_read_text((source, lines, parsed): (&str, u64, u64)) -> String {
+    format!(
+        "{source}: {lines} lines read, {parsed} with steps, metrics or markers, {} ignored",
+        lines.saturating_sub(parsed)
+    )
+}
+
+fn teardown_text(td: f64) -> String {
+    format!(
+        "analysis up to {td:.1} s, where the job began to exit (its memory given back, its processes ending)"
+    )
+}
+
+/// The terminal receipt: a headline, then `key value` lines and the table,
+/// narrow enough for a terminal.
+pub fn text_report(rec: &Recording, receipt: &Receipt<'_>) -> String {
+    let Content {
+        headline,
+        gpu_layers,
+        path,
+        // The path says it.
+        file_name: _,
+        size,
+        format_version,
+        source,
+        tool_version,
+        started,
+        duration_s,
+        samples,
+        events,
+        ending,
+        digest,
+        host,
+        labels,
+        config,
+        training,
+        command,
+        notes,
+        range,
+        warmup,
+        teardown_s,
+        thinned,
+        sensitivity,
+        insufficient,
+        channels,
+        limit,
+        markers,
+        event_notes,
+        lines_read,
+        tree,
+        unavailable,
+        growing,
+    } = content(rec, receipt);
+    let kv = |pairs: &[(&str, &str)]| {
+        let v: Vec<String> = pairs.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        v.join(" ")
+    };
     let mut d = Doc::default();
     let line = |d: &mut Doc, l: String| {
         d.push(Block::Para(l));
     };
-    d.push(Block::Headline(receipt.headline()));
-    if let Some(f) = receipt.gpu_layers() {
-        line(&mut d, f.text);
+    d.push(Block::Headline(headline));
+    if let Some(f) = gpu_layers {
+        line(&mut d, f);
     }
     d.push(Block::Gap);
-    line(&mut d, format!("recording  {}", rec.path.display()));
+    line(&mut d, format!("recording  {path}"));
     line(
         &mut d,
         format!(
-            "  {} from {}, flatline {}, format v{}; {:.1} s, {} samples, {} events, {}; {}",
-            h.source,
-            started(rec),
-            h.tool_version,
-            h.format_version,
-            rec.duration_s(),
-            rec.samples_total(),
-            rec.events_total(),
-            bytes(rec.bytes as f64),
-            ending(rec)
+            "  {source} from {started}, flatline {tool_version}, format v{format_version}; {duration_s:.1} s, {samples} samples, {events} events, {size}; {ending}",
         ),
     );
-    line(&mut d, format!("  digest sha256:{}", rec.digest));
-    line(&mut d, format!("  host {}", h.host_line()));
-    if !h.labels.is_empty() {
-        line(&mut d, format!("  labels {}", h.labels_line()));
+    line(&mut d, format!("  digest sha256:{digest}"));
+    line(&mut d, format!("  host {host}"));
+    if !labels.is_empty() {
+        line(&mut d, format!("  labels {}", kv(&labels)));
     }
-    if !h.config.is_empty() {
-        let cfg: Vec<String> = h.config.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        line(&mut d, format!("  config {}", cfg.join(" ")));
+    if !config.is_empty() {
+        line(&mut d, format!("  config {}", kv(&config)));
     }
-    if let Some(axes) = training_axes(rec) {
+    if let Some(c) = command {
+        line(&mut d, format!("  command {c}"));
+    }
+    if let Some(axes) = training {
         line(&mut d, format!("  training {axes}"));
     }
-    for n in &h.notes {
+    for n in notes {
         line(&mut d, format!("  note: {n}"));
     }
-    if let Some([from, to]) = receipt.range {
+    if let Some([from, to]) = range {
         line(
             &mut d,
             format!(
-                "  part analysed: {from:.1} s to {to:.1} s after the start (of {:.1} s)",
-                rec.duration_s()
+                "  part analysed: {from:.1} s to {to:.1} s after the start (of {duration_s:.1} s)"
             ),
         );
     }
-    line(
-        &mut d,
-        format!("  analysis after {}", receipt.warmup.describe()),
-    );
-    if let Some(td) = receipt.teardown_s {
-        line(
-            &mut d,
-            format!(
-                "  analysis up to {td:.1} s, where the job began to exit (its memory given back, its processes ending)"
-            ),
-        );
+    line(&mut d, format!("  analysis after {warmup}"));
+    if let Some(td) = teardown_s {
+        line(&mut d, format!("  {}", teardown_text(td)));
     }
-    if let Some(note) = thinned_note(rec) {
+    if let Some(note) = thinned {
         line(&mut d, format!("  {note}"));
     }
-    if let Some(l) = sensitivity(receipt) {
+    if let Some(l) = sensitivity {
         line(&mut d, format!("  sensitivity: {l}"));
     }
-    for l in untold(receipt) {
+    for l in insufficient {
         line(&mut d, format!("  insufficient: {l}"));
     }
     let mut table = Table::new(vec![
@@ -879,14 +1046,23 @@ pub fn text_report(rec: &Recording, receipt: &Receipt<'_>) -> String {
         Col::right("to limit", 12),
         Col::left("", 0).after(1),
     ]);
-    for r in rows {
-        let (a, u) = (&r.analysis, r.spec.unit);
-        let [b, f, dr, sl, j, p, e] = cells(a, u);
-        let severity = a.severity.map_or(String::new(), |s| s.as_str().to_owned());
+    for c in channels {
+        // A terminal's width leaves out the confidence, the drift per step
+        // and the longest flat run: `--format md` and `json` carry them.
+        let ChannelLine {
+            name,
+            kind,
+            verdict,
+            confidence: _,
+            severity,
+            cells: [b, f, dr, sl, j, p, e],
+            per_step: _,
+            longest_flat: _,
+        } = c;
         table.row(vec![
-            r.spec.name.clone(),
-            a.kind.name().into(),
-            verdict_text(a, u),
+            name,
+            kind.into(),
+            verdict,
             b,
             f,
             dr,
@@ -894,7 +1070,7 @@ pub fn text_report(rec: &Recording, receipt: &Receipt<'_>) -> String {
             j,
             p,
             e,
-            severity,
+            severity.unwrap_or_default().into(),
         ]);
     }
     d.push(Block::Gap);
@@ -902,43 +1078,35 @@ pub fn text_report(rec: &Recording, receipt: &Receipt<'_>) -> String {
         indent: "  ".into(),
         table,
     });
-    if let Some((v, src)) = memory_limit(rows) {
+    if let Some((src, v)) = limit {
+        line(&mut d, format!("  time to limit against {src} ({v})"));
+    }
+    if !growing.is_empty() {
         line(
             &mut d,
             format!(
-                "  time to limit against {} ({})",
-                src.describe(),
-                value(v, Unit::Bytes)
+                "  levels that grow, most urgent first: {}",
+                growing.join(", ")
             ),
         );
     }
-    let marks: Vec<String> = markers(rec)
-        .map(|(t, text)| format!("{t:.1} s {text}"))
-        .collect();
-    if !marks.is_empty() {
-        line(&mut d, format!("  markers: {}", marks.join("; ")));
+    if !markers.is_empty() {
+        line(&mut d, format!("  markers: {}", markers.join("; ")));
     }
-    for (t, text) in event_notes(rec) {
+    for (t, text) in event_notes {
         line(&mut d, format!("  at {t:.1} s: {text}"));
     }
-    for (source, lines, parsed) in lines_read(rec) {
-        line(
-            &mut d,
-            format!(
-                "  {source}: {lines} lines read, {parsed} with steps, metrics or markers, {} ignored",
-                lines.saturating_sub(parsed)
-            ),
-        );
+    for l in lines_read {
+        line(&mut d, format!("  {}", lines_read_text(l)));
     }
-    if let Some(t) = &receipt.tree {
+    if let Some(t) = tree {
         d.push(Block::Pre(tree_text(t, "  ")));
     }
     d.push(Block::List {
         indent: "  unavailable: ".into(),
-        items: h
-            .unavailable
+        items: unavailable
             .iter()
-            .map(|u| format!("{}: {}", u.probe, u.reason))
+            .map(|(probe, reason)| format!("{probe}: {reason}"))
             .collect(),
     });
     d.text()
@@ -1026,80 +1194,107 @@ fn tree_text(t: &TreeSummary, indent: &str) -> String {
     s
 }
 
-/// The Markdown receipt, for an RFC or an issue.
+/// The Markdown receipt, for an RFC or an issue: a title, a table of facts,
+/// the channels' full table and a legend of the verdicts.
 pub fn md_report(rec: &Recording, receipt: &Receipt<'_>) -> String {
-    let rows = &receipt.rows;
-    let h = &rec.header;
+    let Content {
+        headline,
+        gpu_layers,
+        path,
+        file_name,
+        size,
+        format_version,
+        source,
+        tool_version,
+        started,
+        duration_s,
+        samples,
+        events,
+        ending,
+        digest,
+        host,
+        labels,
+        config,
+        training,
+        command,
+        notes,
+        range,
+        warmup,
+        teardown_s,
+        thinned,
+        sensitivity,
+        insufficient,
+        channels,
+        limit,
+        markers,
+        event_notes,
+        lines_read,
+        tree,
+        unavailable,
+        growing,
+    } = content(rec, receipt);
+    let code = |pairs: &[(&str, &str)]| {
+        let v: Vec<String> = pairs.iter().map(|(k, v)| format!("`{k}={v}`")).collect();
+        v.join(" ")
+    };
     let mut d = Doc::default();
-    let name = rec.path.file_name().map_or_else(
-        || rec.path.display().to_string(),
-        |n| n.to_string_lossy().into(),
-    );
-    d.push(Block::Title(format!("Drift receipt: `{name}`")));
-    d.push(Block::Headline(receipt.headline()));
-    if let Some(f) = receipt.gpu_layers() {
-        d.push(Block::Para(f.text));
+    d.push(Block::Title(format!("Drift receipt: `{file_name}`")));
+    d.push(Block::Headline(headline));
+    if let Some(f) = gpu_layers {
+        d.push(Block::Para(f));
     }
     let mut facts: Vec<(String, String)> = vec![
         (
             "recording".into(),
-            format!(
-                "`{}` ({}, format v{})",
-                rec.path.display(),
-                bytes(rec.bytes as f64),
-                h.format_version
-            ),
+            format!("`{path}` ({size}, format v{format_version})"),
         ),
-        ("digest".into(), format!("`sha256:{}`", rec.digest)),
+        ("digest".into(), format!("`sha256:{digest}`")),
         (
             "source".into(),
-            format!("{} with flatline {}", h.source, h.tool_version),
+            format!("{source} with flatline {tool_version}"),
         ),
-        ("started".into(), started(rec)),
+        ("started".into(), started),
         (
             "duration".into(),
-            format!(
-                "{:.1} s, {} samples, {} events",
-                rec.duration_s(),
-                rec.samples_total(),
-                rec.events_total()
-            ),
+            format!("{duration_s:.1} s, {samples} samples, {events} events"),
         ),
-        ("end".into(), ending(rec)),
+        ("end".into(), ending),
     ];
-    if let Some(axes) = training_axes(rec) {
+    if let Some(axes) = training {
         facts.push(("training".into(), axes));
     }
-    facts.push(("host".into(), h.host_line()));
-    if !h.labels.is_empty() {
-        let labels: Vec<String> = h.labels.iter().map(|(k, v)| format!("`{k}={v}`")).collect();
-        facts.push(("labels".into(), labels.join(" ")));
+    facts.push(("host".into(), host));
+    if !labels.is_empty() {
+        facts.push(("labels".into(), code(&labels)));
     }
-    if !h.config.is_empty() {
-        let cfg: Vec<String> = h.config.iter().map(|(k, v)| format!("`{k}={v}`")).collect();
-        facts.push(("configuration".into(), cfg.join(" ")));
+    if !config.is_empty() {
+        facts.push(("configuration".into(), code(&config)));
     }
-    if !h.command_line.is_empty() {
-        facts.push(("command".into(), format!("`{}`", h.command_line.join(" "))));
+    if let Some(c) = command {
+        facts.push(("command".into(), format!("`{c}`")));
     }
     d.push(Block::Facts {
         indent: String::new(),
         rows: facts,
     });
-    if let Some([from, to]) = receipt.range {
+    if let Some([from, to]) = range {
         d.push(Block::Para(format!(
-            "Part analysed: {from:.1} s to {to:.1} s after the start (of {:.1} s).",
-            rec.duration_s()
+            "Part analysed: {from:.1} s to {to:.1} s after the start (of {duration_s:.1} s)."
         )));
     }
     d.push(Block::Para(format!(
-        "Analysis after {}. Each channel is read as its kind: levels (memory in use) `flat` (within 1 % of its level, or under the evidence it needs), `staircase` (discrete jumps with flat runs between), `linear` (steady growth), `noisy`; only levels are projected to 24 hours, staircases included, and get a severity from their time to the limit. Counters are read as rates (`steady`, `rising`, `falling`, `bursty`), gauges by their trend (`stable`, `drifting up/down` in % an hour, `noisy`), peaks by their rises (`held`, `rose`).",
-        receipt.warmup.describe()
+        "Analysis after {warmup}. Each channel is read as its kind: levels (memory in use) `flat` (within 1 % of its level, or under the evidence it needs), `staircase` (discrete jumps with flat runs between), `linear` (steady growth), `noisy`; only levels are projected to 24 hours, staircases included, and get a severity from their time to the limit. Counters are read as rates (`steady`, `rising`, `falling`, `bursty`), gauges by their trend (`stable`, `drifting up/down` in % an hour, `noisy`), peaks by their rises (`held`, `rose`)."
     )));
-    if let Some(line) = sensitivity(receipt) {
+    if let Some(td) = teardown_s {
+        d.push(Block::Para(format!("The {}.", teardown_text(td))));
+    }
+    if let Some(line) = sensitivity {
         d.push(Block::Para(format!("Sensitivity: {line}.")));
     }
-    if let Some(note) = thinned_note(rec) {
+    for l in insufficient {
+        d.push(Block::Para(format!("Insufficient: {l}.")));
+    }
+    if let Some(note) = thinned {
         d.push(Block::Para(format!("Note: {note}.")));
     }
     let mut table = Table::new(
@@ -1123,22 +1318,29 @@ pub fn md_report(rec: &Recording, receipt: &Receipt<'_>) -> String {
             )
             .collect(),
     );
-    for r in rows {
-        let (a, u) = (&r.analysis, r.spec.unit);
-        let per_step = a.drift_per_step.map_or("–".into(), |dv| change(dv, u));
-        let [b, f, dr, sl, j, p, e] = cells(a, u);
+    for c in channels {
+        let ChannelLine {
+            name,
+            kind,
+            verdict,
+            confidence,
+            severity,
+            cells: [b, f, dr, sl, j, p, e],
+            per_step,
+            longest_flat,
+        } = c;
         table.row(vec![
-            format!("`{}`", r.spec.name),
-            a.kind.name().into(),
-            format!("{} ({:.0} %)", verdict_text(a, u), a.confidence * 100.0),
-            a.severity.map_or("–", |s| s.as_str()).into(),
+            format!("`{name}`"),
+            kind.into(),
+            format!("{verdict} ({:.0} %)", confidence * 100.0),
+            severity.unwrap_or("–").into(),
             b,
             f,
             dr,
             per_step,
             sl,
             j,
-            duration(a.longest_flat_s),
+            longest_flat,
             p,
             e,
         ]);
@@ -1147,32 +1349,37 @@ pub fn md_report(rec: &Recording, receipt: &Receipt<'_>) -> String {
         indent: String::new(),
         table,
     });
-    if let Some((v, src)) = memory_limit(rows) {
+    if let Some((src, v)) = limit {
         d.push(Block::Para(format!(
-            "Time to limit is computed against {} ({}).",
-            src.describe(),
-            value(v, Unit::Bytes)
+            "Time to limit is computed against {src} ({v})."
         )));
     }
-    if let Some(t) = &receipt.tree {
+    if !markers.is_empty() {
+        d.push(Block::Para(format!("Markers: {}.", markers.join("; "))));
+    }
+    for (t, text) in event_notes {
+        d.push(Block::Para(format!("At {t:.1} s: {text}")));
+    }
+    for l in lines_read {
+        d.push(Block::Para(format!("Output read: {}.", lines_read_text(l))));
+    }
+    if let Some(t) = tree {
         d.push(Block::Heading("Process tree".into()));
         d.push(Block::Pre(tree_text(t, "")));
     }
-    if !h.unavailable.is_empty() {
+    if !unavailable.is_empty() {
         d.push(Block::Para("Unavailable probes:".into()));
         d.push(Block::List {
             indent: String::new(),
-            items: h
-                .unavailable
+            items: unavailable
                 .iter()
-                .map(|u| format!("`{}`: {}", u.probe, u.reason))
+                .map(|(probe, reason)| format!("`{probe}`: {reason}"))
                 .collect(),
         });
     }
-    for n in &h.notes {
+    for n in notes {
         d.push(Block::Para(format!("Note: {n}")));
     }
-    let growing = receipt.growing();
     if !growing.is_empty() {
         d.push(Block::Para(format!(
             "Levels that grow, most urgent first: {}.",

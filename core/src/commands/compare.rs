@@ -419,29 +419,85 @@ fn diff_cells(c: &Comparison<'_>, p: &Pair<'_>) -> Option<[String; 7]> {
     Some(cells)
 }
 
-fn identity_line(side: &Side<'_>) -> String {
+/// What a comparison says of one side, decided once: [`text_report`]
+/// and [`md_report`] lay it out, each taking it apart whole.
+struct SideContent<'r> {
+    letter: &'static str,
+    path: String,
+    size: String,
+    format_version: u32,
+    source: &'r str,
+    tool_version: &'r str,
+    started: String,
+    duration_s: f64,
+    samples: usize,
+    digest: &'r str,
+    host: String,
+    config: Vec<(&'r str, &'r str)>,
+    training: Option<String>,
+    headline: String,
+    /// Its markers as "12.0 s text; …", if it has any.
+    markers: Option<String>,
+}
+
+fn side_content<'r>(side: &'r Side<'_>) -> SideContent<'r> {
     let rec = side.rec;
     let h = &rec.header;
+    SideContent {
+        letter: side.letter,
+        path: rec.path.display().to_string(),
+        size: bytes(rec.bytes as f64),
+        format_version: h.format_version,
+        source: &h.source,
+        tool_version: &h.tool_version,
+        started: report::started(rec),
+        duration_s: rec.duration_s(),
+        samples: rec.samples_total(),
+        digest: &rec.digest,
+        host: h.host_line(),
+        config: h
+            .config
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect(),
+        training: report::training_axes(rec),
+        headline: side.receipt.headline(),
+        markers: marker_list(side),
+    }
+}
+
+fn identity_line(side: &SideContent<'_>) -> String {
+    let SideContent {
+        letter,
+        path,
+        size,
+        format_version,
+        source,
+        tool_version,
+        started,
+        duration_s,
+        samples,
+        digest,
+        host,
+        config,
+        training,
+        headline,
+        // Said after the table.
+        markers: _,
+    } = side;
+    let letter = *letter;
     let mut s = format!(
-        "{}  {}\n     {} from {}, format v{}; {:.1} s, {} samples; sha256:{}\n",
-        side.letter,
-        rec.path.display(),
-        h.source,
-        report::started(rec),
-        h.format_version,
-        rec.duration_s(),
-        rec.samples_total(),
-        rec.digest
+        "{letter}  {path}\n     {source} from {started}, flatline {tool_version}, format v{format_version}; {duration_s:.1} s, {samples} samples, {size}; sha256:{digest}\n",
     );
-    let _ = writeln!(s, "     host {}", h.host_line());
-    if !h.config.is_empty() {
-        let cfg: Vec<String> = h.config.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let _ = writeln!(s, "     host {host}");
+    if !config.is_empty() {
+        let cfg: Vec<String> = config.iter().map(|(k, v)| format!("{k}={v}")).collect();
         let _ = writeln!(s, "     config {}", cfg.join(" "));
     }
-    if let Some(axes) = report::training_axes(rec) {
+    if let Some(axes) = training {
         let _ = writeln!(s, "     training {axes}");
     }
-    let _ = writeln!(s, "     {}", side.receipt.headline());
+    let _ = writeln!(s, "     {headline}");
     s
 }
 
@@ -565,8 +621,10 @@ pub fn text_report(c: &Comparison<'_>) -> String {
     let mut d = Doc::default();
     d.push(Block::Headline(c.headline()));
     d.push(Block::Gap);
-    d.push(Block::Pre(identity_line(&c.a)));
-    d.push(Block::Pre(identity_line(&c.b)));
+    let sides = [side_content(&c.a), side_content(&c.b)];
+    for side in &sides {
+        d.push(Block::Pre(identity_line(side)));
+    }
     d.push(Block::Gap);
     d.push(Block::Para(format!("  {}", alignment(c))));
     let mut table = compare_table(per_label(c), true);
@@ -576,8 +634,8 @@ pub fn text_report(c: &Comparison<'_>) -> String {
         indent: "  ".into(),
         table,
     });
-    for side in [&c.a, &c.b] {
-        if let Some(marks) = marker_list(side) {
+    for side in &sides {
+        if let Some(marks) = &side.markers {
             d.push(Block::Para(format!("  markers {}: {marks}", side.letter)));
         }
     }
@@ -594,48 +652,60 @@ pub fn md_report(c: &Comparison<'_>) -> String {
     )));
     d.push(Block::Headline(c.headline()));
     let mut sides = Table::new(vec![Col::left("", 0), Col::left("A", 0), Col::left("B", 0)]);
-    let both = |t: &mut Table, what: &str, f: &dyn Fn(&Side<'_>) -> String| {
-        t.row(vec![what.into(), f(&c.a), f(&c.b)]);
-    };
-    both(&mut sides, "recording", &|x| {
-        format!(
-            "`{}` ({}, format v{})",
-            x.rec.path.display(),
-            bytes(x.rec.bytes as f64),
-            x.rec.header.format_version
-        )
-    });
-    both(&mut sides, "digest", &|x| {
-        format!("`sha256:{}`", x.rec.digest)
-    });
-    both(&mut sides, "source", &|x| {
-        format!(
-            "{} with flatline {}",
-            x.rec.header.source, x.rec.header.tool_version
-        )
-    });
-    both(&mut sides, "started", &|x| report::started(x.rec));
-    both(&mut sides, "duration", &|x| {
-        format!(
-            "{:.1} s, {} samples",
-            x.rec.duration_s(),
-            x.rec.samples_total()
-        )
-    });
-    both(&mut sides, "host", &|x| x.rec.header.host_line());
-    both(&mut sides, "configuration", &|x| {
-        x.rec
-            .header
-            .config
-            .iter()
-            .map(|(k, v)| format!("`{k}={v}`"))
-            .collect::<Vec<_>>()
-            .join(" ")
-    });
-    both(&mut sides, "training", &|x| {
-        report::training_axes(x.rec).unwrap_or_else(|| "–".into())
-    });
-    both(&mut sides, "its own headline", &|x| x.receipt.headline());
+    let mut rows: Vec<[String; 2]> = vec![Default::default(); 9];
+    let mut marks = Vec::new();
+    for (i, side) in [&c.a, &c.b].into_iter().enumerate() {
+        let SideContent {
+            letter,
+            path,
+            size,
+            format_version,
+            source,
+            tool_version,
+            started,
+            duration_s,
+            samples,
+            digest,
+            host,
+            config,
+            training,
+            headline,
+            markers,
+        } = side_content(side);
+        let cfg: Vec<String> = config.iter().map(|(k, v)| format!("`{k}={v}`")).collect();
+        for (row, cell) in rows.iter_mut().zip([
+            format!("`{path}` ({size}, format v{format_version})"),
+            format!("`sha256:{digest}`"),
+            format!("{source} with flatline {tool_version}"),
+            started,
+            format!("{duration_s:.1} s, {samples} samples"),
+            host,
+            cfg.join(" "),
+            training.unwrap_or_else(|| "–".into()),
+            headline,
+        ]) {
+            row[i] = cell;
+        }
+        if let Some(m) = markers {
+            marks.push(format!("Markers in {letter}: {m}."));
+        }
+    }
+    for (what, [a, b]) in [
+        "recording",
+        "digest",
+        "source",
+        "started",
+        "duration",
+        "host",
+        "configuration",
+        "training",
+        "its own headline",
+    ]
+    .into_iter()
+    .zip(rows)
+    {
+        sides.row(vec![what.into(), a, b]);
+    }
     d.push(Block::Table {
         indent: String::new(),
         table: sides,
@@ -650,10 +720,8 @@ pub fn md_report(c: &Comparison<'_>) -> String {
         indent: String::new(),
         table,
     });
-    for side in [&c.a, &c.b] {
-        if let Some(marks) = marker_list(side) {
-            d.push(Block::Para(format!("Markers in {}: {marks}.", side.letter)));
-        }
+    for m in marks {
+        d.push(Block::Para(m));
     }
     d.markdown()
 }
