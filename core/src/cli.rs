@@ -312,6 +312,12 @@ pub struct WatchArgs {
     /// sampling and retry.
     #[arg(long, value_enum, value_name = "WHAT", default_value_t = OnWriteError::KeepSampling)]
     pub on_write_error: OnWriteError,
+    /// Read the memory limit, use and OOM evidence from this memory cgroup
+    /// folder (v1 or v2, by the files it holds): a container's or a
+    /// Kubernetes pod's, watched from the host. Default: the watched
+    /// process's own cgroup.
+    #[arg(long, value_name = "DIR", value_parser = cgroup_dir)]
+    pub cgroup: Option<PathBuf>,
     /// Watch the process alone, not its descendants (by default every child,
     /// DataLoader worker and rank is followed: `tree.*` and `pid<N>.*`).
     #[arg(long)]
@@ -335,6 +341,14 @@ pub struct WatchArgs {
     /// flatline stopped it at --seconds or when the window closed).
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
+}
+
+/// `--cgroup DIR`: a folder that reads as a memory cgroup, checked before
+/// anything starts.
+fn cgroup_dir(s: &str) -> Result<PathBuf, String> {
+    let dir = PathBuf::from(s);
+    flatline_runtime::telemetry::cgroup::CgroupProbe::at(&dir, None).map_err(|e| e.to_string())?;
+    Ok(dir)
 }
 
 fn step_pattern(s: &str) -> Result<flatline_runtime::telemetry::output::StepPattern, String> {
@@ -415,6 +429,12 @@ pub struct SoakArgs {
     /// sampling and retry.
     #[arg(long, value_enum, value_name = "WHAT", default_value_t = OnWriteError::KeepSampling)]
     pub on_write_error: OnWriteError,
+    /// Read the memory limit, use and OOM evidence from this memory cgroup
+    /// folder (v1 or v2, by the files it holds): a container's or a
+    /// Kubernetes pod's, watched from the host. Default: the watched
+    /// process's own cgroup.
+    #[arg(long, value_name = "DIR", value_parser = cgroup_dir)]
+    pub cgroup: Option<PathBuf>,
 }
 
 /// `--on-write-error`'s values, from the docs of the plain type below the CLI.

@@ -31,7 +31,10 @@ fn a_soak_writes_a_recording_and_prints_its_receipt() {
     assert!(text.contains("per hour at 50 Hz"), "{text}");
     let v = report(&out);
     let r = &v["recording"];
-    assert_eq!(r["format_version"], 3);
+    assert_eq!(
+        r["format_version"],
+        flatline_runtime::recording::FORMAT_VERSION
+    );
     assert_eq!(r["truncated"], false);
     assert_eq!(r["end"], "completed");
     assert_eq!(r["digest"].as_str().unwrap().len(), 64);

@@ -225,6 +225,39 @@ pub enum EventKind {
         lines: u64,
         parsed: u64,
     },
+    /// Something read from outside the samples that the analysis weighs
+    /// (format v4): a process's exit status, a line of the kernel's log, an
+    /// out-of-memory error the job printed. `kind` names it (the kinds
+    /// are listed in docs/recordings.md); `text` says it in words, or
+    /// quotes the line it came from; `figures` holds its numbers in base
+    /// units (bytes, a signal's number, an exit code). A reader that does
+    /// not know a kind keeps it as text: new kinds need no new format.
+    Fact {
+        kind: String,
+        pid: Option<u32>,
+        text: String,
+        figures: BTreeMap<String, f64>,
+    },
+}
+
+impl EventKind {
+    /// A [`EventKind::Fact`] without a pid.
+    pub fn fact(kind: &str, text: impl Into<String>, figures: &[(&str, f64)]) -> Self {
+        EventKind::Fact {
+            kind: kind.into(),
+            pid: None,
+            text: text.into(),
+            figures: figures.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect(),
+        }
+    }
+
+    /// The same fact, about process `pid`.
+    pub fn of_pid(mut self, p: u32) -> Self {
+        if let EventKind::Fact { pid, .. } = &mut self {
+            *pid = Some(p);
+        }
+        self
+    }
 }
 
 /// Written last by a run that ends cleanly.

@@ -115,9 +115,9 @@ use std::path::PathBuf;
 /// The first 8 bytes of every recording.
 pub const MAGIC: [u8; 8] = *b"FLATLINE";
 /// The format version this build writes.
-pub const FORMAT_VERSION: u32 = 3;
+pub const FORMAT_VERSION: u32 = 4;
 /// Versions this build reads.
-pub const READABLE_VERSIONS: &[u32] = &[1, 2, 3];
+pub const READABLE_VERSIONS: &[u32] = &[1, 2, 3, 4];
 /// A frame longer than this is damage, never an allocation.
 pub const MAX_FRAME_BYTES: u32 = 16 << 20;
 /// Most channels a recording may have over its whole life (ended ones count).

@@ -652,7 +652,7 @@ fn a_v3_recording_keeps_every_f64_bit_for_bit() {
     }
     w.finish("completed").unwrap();
     let rec = Recording::open(&path).unwrap();
-    assert_eq!(rec.header.format_version, 3);
+    assert_eq!(rec.header.format_version, FORMAT_VERSION);
     assert_eq!(rec.tail, None);
     let rows: Vec<_> = (0..rec.len())
         .map(|i| {

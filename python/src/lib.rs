@@ -48,7 +48,13 @@ fn event_json(e: &Event) -> serde_json::Value {
             for (kind, body) in o {
                 out.insert("kind".into(), kind.into());
                 match body {
-                    serde_json::Value::Object(fields) => out.extend(fields),
+                    serde_json::Value::Object(mut fields) => {
+                        // A fact names its own kind (`exit`, `cuda_oom`): under `fact`.
+                        if let Some(k) = fields.remove("kind") {
+                            fields.insert("fact".into(), k);
+                        }
+                        out.extend(fields)
+                    }
                     other => {
                         out.insert("text".into(), other);
                     }

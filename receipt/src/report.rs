@@ -3,6 +3,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
+use flatline_runtime::analysis::death::{self, Ending};
 use flatline_runtime::analysis::rules::{self, ChannelStats, LimitSource, channel_stats, latest};
 use flatline_runtime::analysis::summary::{self, Assessed};
 use flatline_runtime::analysis::tree::{self as tree_analysis, TreeSummary};
@@ -55,11 +56,44 @@ pub fn markers(rec: &Recording) -> impl Iterator<Item = (f64, &str)> {
 
 /// What probes said during the run (a GPU that stopped answering, the
 /// tree's per-process channels running out), as (seconds, text).
+/// Facts read from outside the samples (an exit by a signal, a kernel log
+/// line, an out-of-memory error printed) are among them; a process that
+/// exited with code 0 is not.
 fn event_notes(rec: &Recording) -> impl Iterator<Item = (f64, &str)> {
     rec.events.iter().filter_map(|e| match &e.kind {
         EventKind::Note(text) => Some((e.t_ns as f64 / 1e9, text.as_str())),
+        EventKind::Fact {
+            kind,
+            text,
+            figures,
+            ..
+        } if !(kind == "exit" && figures.get("code") == Some(&0.0)) => {
+            Some((e.t_ns as f64 / 1e9, text.as_str()))
+        }
         _ => None,
     })
+}
+
+/// Every fact of a recording, for the JSON receipt.
+fn facts_json(rec: &Recording) -> Vec<Value> {
+    rec.events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Fact {
+                kind,
+                pid,
+                text,
+                figures,
+            } => Some(json!({
+                "t_s": e.t_ns as f64 / 1e9,
+                "kind": kind,
+                "pid": pid,
+                "text": text,
+                "figures": figures,
+            })),
+            _ => None,
+        })
+        .collect()
 }
 
 /// Each reader's last line counts (what the job printed, its log): source,
@@ -136,12 +170,43 @@ pub struct Receipt<'a> {
     pub teardown_s: Option<f64>,
     /// The watched process tree over the part analysed, where there is one.
     pub tree: Option<TreeSummary>,
+    /// How the job ended (deaths, printed out-of-memory errors), over the
+    /// whole recording.
+    pub ending: Ending,
+    /// The job's rank, where its labels say.
+    pub rank: Option<String>,
 }
 
 impl Receipt<'_> {
     /// The one assessment: headline, growing channels, findings.
     pub fn assessment(&self) -> summary::Assessment<'_> {
-        summary::assess(&self.assessed(), self.tree.as_ref(), &value, &duration)
+        let mut a = summary::assess(&self.assessed(), self.tree.as_ref(), &value, &duration);
+        let rank = self.rank.as_deref();
+        let e = &self.ending;
+        for d in &e.deaths {
+            a.findings.push(summary::Finding {
+                kind: match d.cause {
+                    death::Cause::Signal => "killed_by_signal",
+                    _ => "oom_kill",
+                },
+                text: d.sentence(rank, &value, &duration),
+            });
+        }
+        for p in &e.out_of_memory {
+            a.findings.push(summary::Finding {
+                kind: "out_of_memory",
+                text: format!("at {:.1} s the job printed: {}", p.t_s, p.text),
+            });
+        }
+        if let Some(h) = e.headline(rank, &value, &duration) {
+            // The trend is still told, after the death.
+            let trend = std::mem::replace(&mut a.headline, h);
+            a.findings.push(summary::Finding {
+                kind: "trend",
+                text: trend,
+            });
+        }
+        a
     }
 
     fn assessed(&self) -> Vec<Assessed<'_>> {
@@ -354,12 +419,24 @@ fn analyse_part(
         (Some(&f), Some(&l)) => [f - t0, l - t0],
         _ => [0.0, 0.0],
     });
+    let ending = death::read(
+        &rec.header.schema,
+        &rec.events,
+        &rec.header.host,
+        &tree_analysis::Columns {
+            t: &t_all,
+            column: |n: &str| rec.channel(n),
+        },
+        rec.header.config.get("pid").and_then(|p| p.parse().ok()),
+    );
     Receipt {
         rows,
         warmup,
         range,
         teardown_s: teardown.map(|td| td - t0),
         tree,
+        ending,
+        rank: rec.header.labels.get("rank").cloned(),
     }
 }
 
@@ -636,7 +713,11 @@ pub fn json_report(rec: &Recording, receipt: &Receipt<'_>) -> Value {
                     "ignored": lines.saturating_sub(parsed),
                 }))
                 .collect::<Vec<_>>(),
+            "out_of_memory": receipt.ending.out_of_memory,
+            "facts": facts_json(rec),
         },
+        "deaths": receipt.ending.deaths,
+        "exit": json!({"code": receipt.ending.exit_code, "signal": receipt.ending.exit_signal}),
         "process_tree": receipt.tree,
         "findings": assessment.findings,
         "unavailable": unavailable,
@@ -850,6 +931,8 @@ struct Content<'r> {
     unavailable: Vec<(&'r str, &'r str)>,
     /// The level channels called growth, most urgent first.
     growing: Vec<&'r str>,
+    /// Who died, each as its sentence and what said so.
+    deaths: Vec<(String, String)>,
 }
 
 fn content<'r>(rec: &'r Recording, receipt: &'r Receipt<'_>) -> Content<'r> {
@@ -918,6 +1001,17 @@ fn content<'r>(rec: &'r Recording, receipt: &'r Receipt<'_>) -> Content<'r> {
             .map(|u| (u.probe.as_str(), u.reason.as_str()))
             .collect(),
         growing: receipt.growing(),
+        deaths: receipt
+            .ending
+            .deaths
+            .iter()
+            .map(|d| {
+                (
+                    d.sentence(receipt.rank.as_deref(), &value, &duration),
+                    d.evidence.join("; "),
+                )
+            })
+            .collect(),
     }
 }
 
@@ -974,6 +1068,7 @@ pub fn text_report(rec: &Recording, receipt: &Receipt<'_>) -> String {
         tree,
         unavailable,
         growing,
+        deaths,
     } = content(rec, receipt);
     let kv = |pairs: &[(&str, &str)]| {
         let v: Vec<String> = pairs.iter().map(|(k, v)| format!("{k}={v}")).collect();
@@ -1080,6 +1175,9 @@ pub fn text_report(rec: &Recording, receipt: &Receipt<'_>) -> String {
     });
     if let Some((src, v)) = limit {
         line(&mut d, format!("  time to limit against {src} ({v})"));
+    }
+    for (said, why) in deaths {
+        line(&mut d, format!("  died: {said} ({why})"));
     }
     if !growing.is_empty() {
         line(
@@ -1232,6 +1330,7 @@ pub fn md_report(rec: &Recording, receipt: &Receipt<'_>) -> String {
         tree,
         unavailable,
         growing,
+        deaths,
     } = content(rec, receipt);
     let code = |pairs: &[(&str, &str)]| {
         let v: Vec<String> = pairs.iter().map(|(k, v)| format!("`{k}={v}`")).collect();
@@ -1353,6 +1452,9 @@ pub fn md_report(rec: &Recording, receipt: &Receipt<'_>) -> String {
         d.push(Block::Para(format!(
             "Time to limit is computed against {src} ({v})."
         )));
+    }
+    for (said, why) in deaths {
+        d.push(Block::Para(format!("Died: {said} ({why}).")));
     }
     if !markers.is_empty() {
         d.push(Block::Para(format!("Markers: {}.", markers.join("; "))));

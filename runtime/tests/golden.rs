@@ -169,6 +169,62 @@ fn format_v3_still_loads() {
     );
 }
 
+/// v4: v3's frames, and facts read from outside the samples (a worker's
+/// death as the job printed it, the job's exit status). Made by
+/// `flatline watch --headless --redact-host --hz 10 --cgroup DIR -- python3
+/// dashboard/tests/data/oom_job.py DIR 3` with a fake cgroup folder: its
+/// worker is killed as the cgroup counts an OOM kill.
+#[test]
+fn format_v4_still_loads() {
+    let rec = golden("v4.flr");
+    assert_eq!(rec.tail, None, "the golden file is whole");
+    assert_eq!(rec.header.format_version, 4);
+    assert_eq!(rec.header.host.hostname, "redacted");
+    assert_eq!(
+        rec.digest,
+        "ed2eb5ca79a509712ed2d821e11a08941c1ece976c647473d3e983448f2c6a21"
+    );
+    assert_eq!(
+        (
+            rec.len(),
+            rec.events.len(),
+            rec.header.schema.len(),
+            rec.bytes
+        ),
+        (44, 10, 42, 6887)
+    );
+    let facts: Vec<(&str, Option<u32>, f64)> = rec
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Fact {
+                kind, pid, figures, ..
+            } => Some((
+                kind.as_str(),
+                *pid,
+                figures.values().next().copied().unwrap_or(f64::NAN),
+            )),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        facts,
+        [
+            ("dataloader_killed", Some(6960), 9.0),
+            ("exit", rec.header.config["pid"].parse().ok(), 1.0)
+        ]
+    );
+    let kills = rec.channel("cgroup.oom_kills").unwrap();
+    assert_eq!(flatline_runtime::analysis::rules::latest(kills), Some(1.0));
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("v4.csv");
+    flatline_runtime::recording::csv::export(&rec.path, &out, true, Default::default()).unwrap();
+    assert_eq!(
+        sha256_hex(&std::fs::read(&out).unwrap()),
+        "8974e5487dd5920c3aa09f1943b666e732b421de01af477830f14b65ac7b2209"
+    );
+}
+
 fn sha256_hex(bytes: &[u8]) -> String {
     use sha2::{Digest, Sha256};
     Sha256::digest(bytes)

@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use crossbeam_channel::Receiver;
 use flatline_runtime::recording::{EventKind, RecordingSetup};
-use flatline_runtime::telemetry::SamplerConfig;
 use flatline_runtime::telemetry::alloc::mark_observer_thread;
 use flatline_runtime::telemetry::work::WorkProgress;
+use flatline_runtime::telemetry::{CgroupSource, SamplerConfig};
 use flatline_runtime::workload::driver::{Driver, DriverConfig, Workload};
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -62,6 +62,8 @@ struct WorkloadRun<'a> {
     /// `serve`'s: what to do when the window's recording (the copy) cannot
     /// be written; faults are also told to the window on standard output.
     window: Option<crate::stream::session::OnWriteError>,
+    /// `--cgroup DIR`; by default this process's own cgroup.
+    cgroup: Option<PathBuf>,
 }
 
 /// How the run went.
@@ -118,6 +120,9 @@ fn record_workload(
     if let Some(s) = run.seconds {
         setup.set("seconds", s);
     }
+    if let Some(dir) = &run.cgroup {
+        setup.set("cgroup", dir.display());
+    }
     // The workload's memory (ring, corpus, batch buffers) is allocated before
     // telemetry starts: the recording shows the run, not its set-up.
     let mut driver =
@@ -132,6 +137,10 @@ fn record_workload(
         SamplerConfig {
             hz: run.hz,
             progress: Some(progress),
+            cgroup: run
+                .cgroup
+                .clone()
+                .map_or(CgroupSource::OfTarget, CgroupSource::Dir),
             ..SamplerConfig::default()
         },
         Vec::new(),
@@ -309,6 +318,7 @@ pub fn serve(args: &ServeArgs) -> Result<()> {
         // recording the window asked for.
         on_write_error: crate::stream::session::OnWriteError::KeepSampling,
         window: Some(args.on_write_error),
+        cgroup: None,
     };
     let done = record_workload(&run, &stop, &paused, &ProgressBar::hidden(), &marks)?;
     done.result.map(|_| ())
@@ -339,6 +349,7 @@ pub fn run(args: &SoakArgs) -> Result<()> {
         export: &args.export,
         on_write_error: args.on_write_error,
         window: None,
+        cgroup: args.cgroup.clone(),
     };
     let stop = interrupt_flag()?;
     // `flatline mark TEXT` reaches this soak while it runs.

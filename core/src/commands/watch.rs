@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, Result, bail};
 use flatline_runtime::recording::{Event, EventKind, RecordingSetup, event_channel};
 use flatline_runtime::telemetry::logfile::{self, LogFormat, LogTail};
-use flatline_runtime::telemetry::{Clock, SamplerConfig, SamplerExit, Target};
+use flatline_runtime::telemetry::{CgroupSource, Clock, SamplerConfig, SamplerExit, Target};
 
 use crate::cli::{StepsFrom, WatchArgs};
 use crate::fmt::bytes;
@@ -218,6 +218,30 @@ impl Watched {
         ))
     }
 
+    /// How a command we started ended, once it has (it is reaped here; its
+    /// status stays for [`Self::exit_code`]).
+    fn exit_fact(&mut self, command: &[String]) -> Option<EventKind> {
+        let child = self.child.as_mut()?;
+        let pid = child.id();
+        let status = child.try_wait().ok()??;
+        #[cfg(unix)]
+        {
+            use std::os::unix::process::ExitStatusExt;
+            let prog = command.first().map_or("", String::as_str);
+            let name = prog.rsplit('/').next().unwrap_or(prog);
+            Some(flatline_runtime::telemetry::tree::exit_fact(
+                pid,
+                name,
+                status.into_raw(),
+            ))
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = (pid, status, command);
+            None
+        }
+    }
+
     /// The started command's exit code (after waiting for it), if we started one.
     fn exit_code(&mut self) -> Option<i32> {
         let status = self.child.as_mut()?.wait().ok()?;
@@ -345,6 +369,9 @@ fn setup(args: &WatchArgs, pid: u32) -> RecordingSetup {
     if let Some(s) = args.seconds {
         setup.set("seconds", s);
     }
+    if let Some(dir) = &args.cgroup {
+        setup.set("cgroup", dir.display());
+    }
     // Where the job sits among ranks and nodes: a command started here has
     // this environment; a process watched by pid, its own, where readable.
     use flatline_runtime::recording::labels;
@@ -376,6 +403,10 @@ fn sampler_config(
         tree: !args.no_tree,
         per_process: !args.no_per_process,
         events: Some(events),
+        cgroup: args
+            .cgroup
+            .clone()
+            .map_or(CgroupSource::OfTarget, CgroupSource::Dir),
         ..SamplerConfig::default()
     }
 }
@@ -476,6 +507,9 @@ pub fn run(args: &WatchArgs, viewer: &dyn crate::Viewer) -> Result<Option<i32>> 
             break "write failed";
         }
         if session.sampler_finished() {
+            if let Some(fact) = target.exit_fact(&args.command) {
+                session.event(fact);
+            }
             session.event(EventKind::TargetExited { pid: target.pid });
             break "target exited";
         }

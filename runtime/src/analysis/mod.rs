@@ -58,6 +58,7 @@
 //!   staircase is growth too: it is projected, not explained away.
 
 pub mod corpus;
+pub mod death;
 pub mod evidence;
 mod live;
 pub mod rules;

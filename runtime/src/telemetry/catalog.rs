@@ -118,6 +118,12 @@ pub const CHANNELS: &[Declared] = &[
     ch("cgroup.current",           Bytes,       Mem,       Level,   Memory,           HIDDEN),
     ch("cgroup.max",               Bytes,       Mem,       Gauge,   Unbounded,        HIDDEN),
     ch("cgroup.oom_kills",         Count,       Mem,       Counter, Unbounded,        HIDDEN),
+    ch("cgroup.oom",               Count,       Mem,       Counter, Unbounded,        HIDDEN),
+    ch("cgroup.max_hits",          Count,       Mem,       Counter, Unbounded,        HIDDEN),
+    ch("cgroup.high_hits",         Count,       Mem,       Counter, Unbounded,        HIDDEN),
+    ch("cgroup.under_oom",         Count,       Mem,       Gauge,   Unbounded,        HIDDEN),
+    ch("cgroup.peak",              Bytes,       Mem,       Peak,    Memory,           HIDDEN),
+    ch("cgroup.pressure",          Percent,     Mem,       Gauge,   Unbounded,        HIDDEN),
     // gpu: NVML, per device and per process.
     ch("gpu#.used",                Bytes,       Gpu,       Level,   Sibling("total"), SHOWN),
     ch("gpu#.total",               Bytes,       Gpu,       Level,   Unbounded,        HIDDEN),

@@ -13,11 +13,34 @@
 //! - `cgroup.oom_kills`: how many processes the kernel's OOM killer has
 //!   killed in it (and below it) so far, a counter (`memory.events`'
 //!   `oom_kill`, v1 `memory.oom_control`'s), `NaN` where the kernel does
-//!   not say.
+//!   not say;
+//! - where the cgroup's files hold them: `cgroup.oom` (v2 `oom`: times it
+//!   ran out), `cgroup.max_hits` (v2 `max`, v1 `memory.failcnt`: times its
+//!   use reached the limit), `cgroup.high_hits` (v2 `high`: times it was
+//!   throttled over `memory.high`), `cgroup.under_oom` (v1: 1 while it is
+//!   out of memory), `cgroup.peak` (v2 `memory.peak`, v1
+//!   `memory.max_usage_in_bytes`) and `cgroup.pressure` (v2
+//!   `memory.pressure`'s `some avg10`: the % of the last 10 s in which
+//!   some task waited for memory).
+//!
+//! `--cgroup DIR` names the folder instead ([`CgroupProbe::at`]): a
+//! container's or a pod's, read from the host.
 
 use std::path::{Path, PathBuf};
 
 use super::{ChannelSpec, Kind, Probe, ProbeError, Unavailable, catalog};
+
+/// Why a cgroup folder given (`--cgroup DIR`) cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum CgroupError {
+    #[error("{} is not a folder", .0.display())]
+    NotADir(PathBuf),
+    #[error(
+        "{} holds neither memory.current (cgroup v2) nor memory.usage_in_bytes (cgroup v1): not a memory cgroup",
+        .0.display()
+    )]
+    NoMemoryFiles(PathBuf),
+}
 
 /// The channel holding the watched process's cgroup memory limit.
 pub const CGROUP_LIMIT: &str = "cgroup.max";
@@ -87,6 +110,45 @@ pub fn keyed(text: &str, key: &str) -> Option<f64> {
     })
 }
 
+/// How one more channel is read from a file of the cgroup.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Read {
+    /// The value of a `key value` line.
+    Keyed(&'static str),
+    /// The whole file is one number.
+    Whole,
+    /// `memory.pressure`'s `some avg10=…`, in %.
+    Pressure,
+}
+
+/// The channels read beyond use, limit and kills: (channel, file, how),
+/// each kept where its file exists.
+const EXTRA_V2: &[(&str, &str, Read)] = &[
+    ("cgroup.oom", "memory.events", Read::Keyed("oom")),
+    ("cgroup.max_hits", "memory.events", Read::Keyed("max")),
+    ("cgroup.high_hits", "memory.events", Read::Keyed("high")),
+    ("cgroup.peak", "memory.peak", Read::Whole),
+    ("cgroup.pressure", "memory.pressure", Read::Pressure),
+];
+const EXTRA_V1: &[(&str, &str, Read)] = &[
+    ("cgroup.max_hits", "memory.failcnt", Read::Whole),
+    (
+        "cgroup.under_oom",
+        "memory.oom_control",
+        Read::Keyed("under_oom"),
+    ),
+    ("cgroup.peak", "memory.max_usage_in_bytes", Read::Whole),
+];
+
+/// `some avg10=X` of a PSI file (`memory.pressure`), in %.
+pub fn parse_pressure(text: &str) -> Option<f64> {
+    let line = text.lines().find(|l| l.starts_with("some "))?;
+    line.split_ascii_whitespace()
+        .find_map(|f| f.strip_prefix("avg10="))?
+        .parse()
+        .ok()
+}
+
 /// Reads one memory cgroup.
 #[derive(Debug)]
 pub struct CgroupProbe {
@@ -97,6 +159,8 @@ pub struct CgroupProbe {
     /// Processes in the cgroup at the start that are neither the job nor
     /// the session running it (see [`strangers`]).
     others: usize,
+    /// The channels its files hold beyond the first three.
+    extra: Vec<(&'static str, &'static str, Read)>,
 }
 
 /// The pids in the cgroup at `dir` and in every cgroup below it (whose
@@ -180,12 +244,59 @@ impl CgroupProbe {
             .find(|d| d.join(current).is_file())
             .ok_or_else(|| na(format!("no {current} under {}", root.display())))?;
         let others = strangers(proc_root, &dir, pid);
-        Ok(Self {
+        Ok(Self::open(dir, root, version, others))
+    }
+
+    fn open(dir: PathBuf, root: PathBuf, version: Version, others: usize) -> Self {
+        let table = match version {
+            Version::V2 => EXTRA_V2,
+            Version::V1 => EXTRA_V1,
+        };
+        let extra = table
+            .iter()
+            .copied()
+            .filter(|(_, file, how)| {
+                let text = std::fs::read_to_string(dir.join(file)).unwrap_or_default();
+                match how {
+                    Read::Keyed(key) => keyed(&text, key).is_some(),
+                    Read::Whole => text.trim().parse::<u64>().is_ok(),
+                    Read::Pressure => parse_pressure(&text).is_some(),
+                }
+            })
+            .collect();
+        Self {
             dir,
             root,
             version,
             others,
-        })
+            extra,
+        }
+    }
+
+    /// The memory cgroup at `dir` (`--cgroup DIR`): v2 where it holds
+    /// `memory.current`, v1 where it holds `memory.usage_in_bytes`. Limits
+    /// are looked for up its parents while they hold the limit file; `pid`
+    /// (the watched job, if any) decides who is a stranger in it.
+    pub fn at(dir: &Path, pid: Option<u32>) -> Result<Self, CgroupError> {
+        let version = if dir.join("memory.current").is_file() {
+            Version::V2
+        } else if dir.join("memory.usage_in_bytes").is_file() {
+            Version::V1
+        } else if !dir.is_dir() {
+            return Err(CgroupError::NotADir(dir.to_owned()));
+        } else {
+            return Err(CgroupError::NoMemoryFiles(dir.to_owned()));
+        };
+        let (_, max) = version.files();
+        let mut root = dir.to_owned();
+        while let Some(p) = root.parent() {
+            if !p.join(max).is_file() {
+                break;
+            }
+            root = p.to_owned();
+        }
+        let others = pid.map_or(0, |pid| strangers(Path::new("/proc"), dir, pid));
+        Ok(Self::open(dir.to_owned(), root, version, others))
     }
 
     /// The folder read.
@@ -233,11 +344,13 @@ impl Probe for CgroupProbe {
                 .with_kind(Kind::Gauge)
                 .with_label("shared_with", format!("{} other processes", self.others))
         };
-        vec![
+        let mut v = vec![
             current,
             catalog::spec(CGROUP_LIMIT),
             catalog::spec("cgroup.oom_kills"),
-        ]
+        ];
+        v.extend(self.extra.iter().map(|(name, _, _)| catalog::spec(name)));
+        v
     }
 
     fn read(&mut self, out: &mut [f64]) -> Result<(), ProbeError> {
@@ -251,6 +364,15 @@ impl Probe for CgroupProbe {
             .ok()
             .and_then(|t| keyed(&t, "oom_kill"))
             .unwrap_or(f64::NAN);
+        for (slot, (_, file, how)) in out[3..].iter_mut().zip(&self.extra) {
+            let text = std::fs::read_to_string(self.dir.join(file)).unwrap_or_default();
+            *slot = match how {
+                Read::Keyed(key) => keyed(&text, key),
+                Read::Whole => text.trim().parse::<u64>().ok().map(|v| v as f64),
+                Read::Pressure => parse_pressure(&text),
+            }
+            .unwrap_or(f64::NAN);
+        }
         Ok(())
     }
 }
@@ -379,5 +501,88 @@ mod tests {
         let ch = &p.channels()[0];
         assert_eq!(ch.kind, Kind::Gauge);
         assert_eq!(strangers(&proc_root, &job, 77), 1);
+    }
+}
+
+#[cfg(test)]
+mod given_folder {
+    use super::*;
+
+    /// `--cgroup DIR` reads a folder by the files it holds: v2's use, its
+    /// limit and every event and pressure line; v1's likewise; a folder of
+    /// neither is refused, saying why.
+    #[test]
+    fn a_folder_is_read_as_the_hierarchy_its_files_say() {
+        let tmp = tempfile::tempdir().unwrap();
+        let pod = tmp.path().join("kubepods/pod1");
+        std::fs::create_dir_all(&pod).unwrap();
+        std::fs::write(tmp.path().join("kubepods/memory.max"), "4294967296\n").unwrap();
+        std::fs::write(pod.join("memory.max"), "max\n").unwrap();
+        std::fs::write(pod.join("memory.current"), "1048576\n").unwrap();
+        std::fs::write(pod.join("memory.peak"), "2097152\n").unwrap();
+        std::fs::write(
+            pod.join("memory.events"),
+            "low 0\nhigh 7\nmax 3\noom 1\noom_kill 1\noom_group_kill 0\n",
+        )
+        .unwrap();
+        std::fs::write(
+            pod.join("memory.pressure"),
+            "some avg10=12.50 avg60=3.00 avg300=0.61 total=1234\nfull avg10=1.00 avg60=0.00 avg300=0.00 total=99\n",
+        )
+        .unwrap();
+        let mut p = CgroupProbe::at(&pod, None).unwrap();
+        let names: Vec<String> = p.channels().into_iter().map(|c| c.name).collect();
+        assert_eq!(
+            names,
+            [
+                "cgroup.current",
+                "cgroup.max",
+                "cgroup.oom_kills",
+                "cgroup.oom",
+                "cgroup.max_hits",
+                "cgroup.high_hits",
+                "cgroup.peak",
+                "cgroup.pressure"
+            ]
+        );
+        let mut out = vec![0.0; names.len()];
+        p.read(&mut out).unwrap();
+        assert_eq!(
+            out,
+            [1048576.0, 4294967296.0, 1.0, 1.0, 3.0, 7.0, 2097152.0, 12.5],
+            "the parent's limit counts: it holds memory.max"
+        );
+
+        let v1 = tmp.path().join("memory/docker/abc");
+        std::fs::create_dir_all(&v1).unwrap();
+        std::fs::write(v1.join("memory.usage_in_bytes"), "4096\n").unwrap();
+        std::fs::write(v1.join("memory.limit_in_bytes"), "8192\n").unwrap();
+        std::fs::write(v1.join("memory.failcnt"), "5\n").unwrap();
+        std::fs::write(
+            v1.join("memory.oom_control"),
+            "oom_kill_disable 0\nunder_oom 0\noom_kill 2\n",
+        )
+        .unwrap();
+        let mut p = CgroupProbe::at(&v1, None).unwrap();
+        let names: Vec<String> = p.channels().into_iter().map(|c| c.name).collect();
+        assert_eq!(
+            names,
+            [
+                "cgroup.current",
+                "cgroup.max",
+                "cgroup.oom_kills",
+                "cgroup.max_hits",
+                "cgroup.under_oom"
+            ]
+        );
+        let mut out = vec![0.0; names.len()];
+        p.read(&mut out).unwrap();
+        assert_eq!(out, [4096.0, 8192.0, 2.0, 5.0, 0.0]);
+
+        let err = CgroupProbe::at(tmp.path(), None).unwrap_err();
+        assert!(err.to_string().contains("not a memory cgroup"), "{err}");
+        let err = CgroupProbe::at(&tmp.path().join("nope"), None).unwrap_err();
+        assert!(err.to_string().contains("is not a folder"), "{err}");
+        assert_eq!(parse_pressure("full avg10=1.00\n"), None);
     }
 }

@@ -20,8 +20,10 @@ pub mod cgroup;
 pub mod dynamic;
 pub mod gpu;
 pub mod keys;
+pub mod kmsg;
 pub mod logfile;
 pub mod malloc;
+pub mod oom;
 pub mod output;
 pub mod procfs;
 pub mod sampler;
@@ -36,8 +38,8 @@ pub use flatline_format::{
     Unavailable, Unit,
 };
 pub use sampler::{
-    GrowHandle, Sampler, SamplerConfig, SamplerExit, Target, Telemetry, TelemetryError, start,
-    start_with,
+    CgroupSource, GrowHandle, Sampler, SamplerConfig, SamplerExit, Target, Telemetry,
+    TelemetryError, start, start_with,
 };
 
 /// The one clock of a telemetry stream: every sample's `t_ns` and every

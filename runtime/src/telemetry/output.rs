@@ -50,6 +50,9 @@ pub struct Line {
     pub bar: Option<Bar>,
     /// Channels named whole (`progress.it_per_s`), not under `log.`.
     pub progress: Vec<(String, f64, Unit)>,
+    /// Memory running out, as the job said it ([`super::oom`]): the fact
+    /// and its marker's text.
+    pub oom: Option<(EventKind, String)>,
 }
 
 impl Line {
@@ -60,6 +63,7 @@ impl Line {
             && self.marker.is_none()
             && self.bar.is_none()
             && self.progress.is_empty()
+            && self.oom.is_none()
     }
 
     /// Replaces the line's bar by what it gives: `steps` says whether the
@@ -371,6 +375,13 @@ pub fn parse_line(raw: &str) -> Line {
     }
     let text = text.trim();
     if text.is_empty() || raw.contains('\r') && (text.contains("it/s") || text.contains("%|")) {
+        return out;
+    }
+    // Few lines name memory; those that do are read for out-of-memory errors.
+    if (text.contains("emory") || text.contains("alloc") || text.contains("DataLoader worker"))
+        && let Some(found) = super::oom::parse(text)
+    {
+        out.oom = Some(found);
         return out;
     }
     let lower = text.to_ascii_lowercase();
@@ -766,6 +777,16 @@ impl Collector {
             let _ = self.events.try_send(Event {
                 t_ns: p.t_ns,
                 kind: EventKind::Step { step, tokens },
+            });
+        }
+        if let Some((fact, marker)) = p.line.oom.take() {
+            let _ = self.events.try_send(Event {
+                t_ns: p.t_ns,
+                kind: fact,
+            });
+            let _ = self.events.try_send(Event {
+                t_ns: p.t_ns,
+                kind: EventKind::Marker(marker),
             });
         }
         // A log that is read records the evals itself, with their steps: a

@@ -77,8 +77,8 @@ pub struct SamplerConfig {
     /// `per_process`, `pid<N>.*` for each process while it lives).
     pub tree: bool,
     pub per_process: bool,
-    /// Read the target's memory cgroup (`cgroup.current`, `cgroup.max`).
-    pub cgroup: bool,
+    /// Which memory cgroup to read (`cgroup.*`).
+    pub cgroup: CgroupSource,
     /// Where probes send what happens (a process of the tree starts or
     /// exits); `None` drops it.
     pub events: Option<Sender<flatline_format::Event>>,
@@ -100,11 +100,22 @@ impl Default for SamplerConfig {
             clock: None,
             tree: false,
             per_process: true,
-            cgroup: true,
+            cgroup: CgroupSource::OfTarget,
             events: None,
             torch: None,
         }
     }
+}
+
+/// Which memory cgroup the sampler reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CgroupSource {
+    /// None.
+    Off,
+    /// The watched process's own, found from `/proc/<pid>/cgroup`.
+    OfTarget,
+    /// The folder given (`--cgroup DIR`): a container's or a pod's.
+    Dir(std::path::PathBuf),
 }
 
 /// Why telemetry could not start.
@@ -118,6 +129,8 @@ pub enum TelemetryError {
     Target { pid: u32, reason: String },
     #[error("cannot start the sampler thread: {0}")]
     Spawn(std::io::Error),
+    #[error("--cgroup: {0}")]
+    Cgroup(#[from] super::cgroup::CgroupError),
 }
 
 /// How the sampler thread ended.
@@ -453,10 +466,26 @@ pub fn start_with(
                 .sharing(tree_pids.clone()),
         ));
     }
-    if config.cgroup && cfg!(target_os = "linux") {
-        match CgroupProbe::new(pid) {
+    // What the kernel logs of OOM kills, while a job's tree is watched.
+    if config.tree
+        && cfg!(target_os = "linux")
+        && let Some(tx) = &config.events
+    {
+        match super::kmsg::KmsgProbe::new(tx.clone(), clock) {
             Ok(p) => slow.push(Box::new(p)),
             Err(u) => unavailable.push(u),
+        }
+    }
+    match &config.cgroup {
+        CgroupSource::Off => {}
+        CgroupSource::OfTarget if cfg!(target_os = "linux") => match CgroupProbe::new(pid) {
+            Ok(p) => slow.push(Box::new(p)),
+            Err(u) => unavailable.push(u),
+        },
+        CgroupSource::OfTarget => {}
+        CgroupSource::Dir(dir) => {
+            let job = matches!(config.target, Target::Pid(_)).then_some(pid);
+            slow.push(Box::new(CgroupProbe::at(dir, job)?));
         }
     }
     let mut gpu = None;

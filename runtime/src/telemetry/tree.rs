@@ -78,6 +78,63 @@ pub fn parse_stat_line(text: &str) -> Option<StatLine> {
     })
 }
 
+/// A dead process's exit status, in `waitpid`'s form: `/proc/<pid>/stat`'s
+/// 52nd field (Linux 3.5 on), kept while it waits to be reaped.
+pub fn parse_exit_status(text: &str) -> Option<i32> {
+    let close = text.rfind(')')?;
+    // Fields from the state (the 3rd) on: the 52nd is the 50th of them.
+    text.get(close + 1..)?
+        .split_ascii_whitespace()
+        .nth(49)?
+        .parse()
+        .ok()
+}
+
+/// A signal's name, where it is one a job dies of.
+pub fn signal_name(sig: i32) -> Option<&'static str> {
+    Some(match sig {
+        1 => "SIGHUP",
+        2 => "SIGINT",
+        3 => "SIGQUIT",
+        4 => "SIGILL",
+        6 => "SIGABRT",
+        7 => "SIGBUS",
+        8 => "SIGFPE",
+        9 => "SIGKILL",
+        11 => "SIGSEGV",
+        13 => "SIGPIPE",
+        14 => "SIGALRM",
+        15 => "SIGTERM",
+        24 => "SIGXCPU",
+        25 => "SIGXFSZ",
+        _ => return None,
+    })
+}
+
+/// The fact of how process `pid` ended, from its `waitpid` status: kind
+/// `exit`, with `code` (it exited) or `signal` (it was killed) in its
+/// figures.
+pub fn exit_fact(pid: u32, name: &str, status: i32) -> EventKind {
+    let sig = status & 0x7f;
+    if sig == 0 {
+        let code = (status >> 8) & 0xff;
+        EventKind::fact(
+            "exit",
+            format!("process {pid} ({name}) exited with code {code}"),
+            &[("code", f64::from(code))],
+        )
+        .of_pid(pid)
+    } else {
+        let named = signal_name(sig).map_or(String::new(), |n| format!(" ({n})"));
+        EventKind::fact(
+            "exit",
+            format!("process {pid} ({name}) was killed by signal {sig}{named}"),
+            &[("signal", f64::from(sig))],
+        )
+        .of_pid(pid)
+    }
+}
+
 /// What the kernel counts for a process at no cost: its minor faults
 /// (`/proc/<pid>/stat`) and its resident pages by kind (`statm`), in
 /// bytes. Two of them a reading apart give [`copied_bytes`].
@@ -341,6 +398,9 @@ pub struct TreeProbe {
     page: u64,
     /// Processes seen at one listing only (gone before they were named).
     brief: u64,
+    /// Exit statuses of members seen dead and not yet reaped (a zombie's
+    /// `stat` holds it), told when they leave.
+    exits: HashMap<u32, i32>,
     per_process: bool,
     found: Found,
     events: Option<Sender<Event>>,
@@ -410,6 +470,7 @@ impl TreeProbe {
             settle_every_ns: SETTLE_EVERY_NS,
             page: crate::sys::page_size(),
             brief: 0,
+            exits: HashMap::new(),
             per_process,
             found: Found::default(),
             events,
@@ -494,11 +555,18 @@ impl TreeProbe {
             } else {
                 self.read_to_buf(pid, "stat")
             };
-            if read
-                && let Some(st) = parse_stat_line(&self.buf)
-                && !matches!(st.state, b'Z' | b'X' | b'x')
-            {
-                all.insert(pid, st);
+            if read && let Some(st) = parse_stat_line(&self.buf) {
+                if !matches!(st.state, b'Z' | b'X' | b'x') {
+                    all.insert(pid, st);
+                } else if let Some(status) = self
+                    .members
+                    .get(&pid)
+                    .filter(|m| m.start == st.start)
+                    .and_then(|_| parse_exit_status(&self.buf))
+                {
+                    // Dead, not yet reaped by its parent: how it ended.
+                    self.exits.insert(pid, status);
+                }
             }
         }
         all
@@ -536,6 +604,33 @@ impl TreeProbe {
             for m in self.members.values_mut() {
                 m.rss = None;
                 m.fresh = false;
+            }
+            // The rest of the tree leaves with it (a job that exits at once
+            // after losing a worker: the worker is told, with how it died,
+            // where it was seen dead).
+            let left: Vec<u32> = self
+                .members
+                .iter()
+                .filter(|(pid, m)| **pid != self.root && m.announced)
+                .map(|(&pid, _)| pid)
+                .collect();
+            for pid in left {
+                let Some(m) = self.members.remove(&pid) else {
+                    continue;
+                };
+                let now = self.clock.now_ns();
+                if let Some(status) = self.exits.remove(&pid) {
+                    self.emit_at(now, exit_fact(pid, &m.name, status));
+                }
+                self.emit_at(
+                    now,
+                    EventKind::ProcessExited {
+                        pid,
+                        name: m.name.clone(),
+                        role: m.role.into(),
+                    },
+                );
+                self.found.exited.push(m);
             }
             return Err(ProbeError::Gone { pid: self.root });
         }
@@ -576,9 +671,13 @@ impl TreeProbe {
                 let own = m.estimate().map_or(part.uss, |e| e.uss);
                 self.residual.pss += part.pss - own.clamp(0.0, part.pss.max(0.0));
             }
+            let status = self.exits.remove(&pid);
             if !m.announced {
                 self.brief += 1;
             } else {
+                if let Some(status) = status {
+                    self.emit_at(self.clock.now_ns(), exit_fact(pid, &m.name, status));
+                }
                 self.emit_at(
                     self.clock.now_ns(),
                     EventKind::ProcessExited {
