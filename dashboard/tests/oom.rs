@@ -250,8 +250,9 @@ struct OwnCgroup(PathBuf);
 impl OwnCgroup {
     /// A child of this process's own memory cgroup with `limit` bytes, on
     /// cgroup v1 (`memory.limit_in_bytes`) or v2 (`memory.max`, where the
-    /// parent lets the memory controller down). `None`, saying why, when
-    /// this is not root; as root, a failure to make one fails the test.
+    /// parent lets the memory controller down). `None`, saying why (and
+    /// failing under CI: [`support::cannot_run`]), where it cannot; as root,
+    /// a failure to make one fails the test.
     fn make(limit: u64) -> Option<Self> {
         let uid = std::fs::read_to_string("/proc/self/status")
             .ok()
@@ -261,7 +262,7 @@ impl OwnCgroup {
                     .and_then(|l| l.split_whitespace().next().map(str::to_owned))
             });
         if uid.as_deref() != Some("0") {
-            eprintln!("not run: a memory cgroup of our own needs root");
+            support::cannot_run("a memory cgroup of our own needs root");
             return None;
         }
         let text = std::fs::read_to_string("/proc/self/cgroup").unwrap();
@@ -287,10 +288,10 @@ impl OwnCgroup {
                 if !controllers.split_whitespace().any(|c| c == "memory") {
                     // A v2 cgroup with processes in it cannot hand the memory
                     // controller down (the no-internal-processes rule).
-                    eprintln!(
-                        "not run: {} does not delegate the memory controller",
+                    support::cannot_run(&format!(
+                        "{} does not delegate the memory controller",
                         parent.display()
-                    );
+                    ));
                     return None;
                 }
                 (parent.join(name), "memory.max")

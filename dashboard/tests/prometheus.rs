@@ -342,6 +342,60 @@ fn the_exporter_calls_copy_on_access_growth_and_not_its_fix() {
     }
 }
 
+/// A worker killed as its cgroup counts an OOM kill is served as
+/// `flatline_process_killed`, with the victim's pid, name and role, while
+/// the job lives on.
+#[test]
+fn an_oom_kill_is_served_with_the_victims_labels() {
+    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/oom_job.py");
+    let dir = tempfile::tempdir().unwrap();
+    let cg = dir.path().join("pod");
+    std::fs::create_dir(&cg).unwrap();
+    std::fs::write(cg.join("memory.max"), "2147483648\n").unwrap();
+    std::fs::write(cg.join("memory.current"), "104857600\n").unwrap();
+    let mut child = Command::new("python3")
+        .arg(fixture)
+        .arg(&cg)
+        .args(["3", "60"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let job = Reaped(child);
+    let victim: u32 = line.split_whitespace().nth(2).unwrap().parse().unwrap();
+    let (_watch, addr) = watch(job.0.id(), dir.path(), &["--cgroup", cg.to_str().unwrap()]);
+    let start = Instant::now();
+    let mut text = String::new();
+    // Each piece of evidence arrives at its own reading: the worker may be
+    // seen gone (killed by a signal) a reading before the cgroup's count.
+    while start.elapsed() < Duration::from_secs(60) {
+        text = metrics(addr);
+        if text.contains("cause=\"oom_killer\"") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let killed = series(
+        &text,
+        "flatline_process_killed",
+        &[
+            &format!("victim_pid=\"{victim}\""),
+            "victim_role=\"worker\"",
+            "victim_name=\"python3\"",
+            "cause=\"oom_killer\"",
+        ],
+    );
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("flatline_process_killed"))
+        .collect();
+    assert_eq!(killed, Some(1.0), "victim {victim}: {lines:?}");
+}
+
 /// The test certificates (made by scripts/make-test-certs.sh).
 fn tls_file(name: &str) -> String {
     format!("{}/tests/data/tls/{name}", env!("CARGO_MANIFEST_DIR"))

@@ -229,7 +229,7 @@ fn bad_magic_and_unknown_versions_are_named() {
     v99.extend_from_slice(&99u32.to_le_bytes());
     let msg = load(&v99).unwrap_err().to_string();
     assert!(
-        msg.contains("version 99") && msg.contains("[1, 2, 3]"),
+        msg.contains("version 99") && msg.contains("[1, 2, 3, 4]"),
         "{msg}"
     );
     assert!(matches!(load(b""), Err(RecordingError::BadMagic { .. })));
@@ -478,13 +478,18 @@ fn hostile_schema_frames_are_refused_without_allocating_them() {
 fn older_readers_refuse_newer_files_and_v1_files_keep_their_rules() {
     // The v1 reader (flatline 0.1 before format v2) read only version 1: it
     // refuses later files naming the version, as any reader refuses a
-    // version it does not know. Here: the same check with version 4.
+    // version it does not know. Here: the same check with the version after
+    // this build's.
     let dir = tempfile::tempdir().unwrap();
     let (mut bytes, _) = recording_bytes(dir.path(), 5, 2);
     assert_eq!(bytes[8..12], FORMAT_VERSION.to_le_bytes());
-    bytes[8..12].copy_from_slice(&4u32.to_le_bytes());
+    let next = FORMAT_VERSION + 1;
+    bytes[8..12].copy_from_slice(&next.to_le_bytes());
     let msg = load(&bytes).unwrap_err().to_string();
-    assert!(msg.contains("version 4 is not supported"), "{msg}");
+    assert!(
+        msg.contains(&format!("version {next} is not supported")),
+        "{msg}"
+    );
     // A v2 block in a file that says version 1 is damage, not a guess.
     let mut h = header(2);
     h.format_version = 1;

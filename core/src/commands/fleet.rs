@@ -43,6 +43,9 @@ pub struct Member {
     /// "7,155 steps", where the recording has a step axis.
     pub training: Option<String>,
     pub headline: String,
+    /// Whether its headline tells how the job ended (a process killed by
+    /// the OOM killer, an out-of-memory error it ended with).
+    pub ended_badly: bool,
     pub truncated: bool,
     /// Why it could not be read; then it has no channels.
     pub error: Option<String>,
@@ -164,6 +167,7 @@ fn member(path: &Path, budget: usize) -> Member {
         duration_s: 0.0,
         training: None,
         headline: String::new(),
+        ended_badly: false,
         truncated: false,
         error: None,
         channels: BTreeMap::new(),
@@ -180,6 +184,10 @@ fn member(path: &Path, budget: usize) -> Member {
     };
     let receipt = crate::commands::report::analyse(&rec, None);
     m.headline = receipt.assessment().headline;
+    m.ended_badly = receipt
+        .ending
+        .headline(receipt.rank.as_deref(), &value, &crate::fmt::duration)
+        .is_some();
     m.labels = rec.header.labels.clone();
     m.host = rec.header.host.hostname.clone();
     m.duration_s = rec.duration_s();
@@ -360,8 +368,28 @@ fn per_hour(rate_per_s: f64, unit: Unit) -> String {
     format!("{}/h", value(rate_per_s * 3600.0, unit))
 }
 
-/// One sentence for the whole fleet.
+/// One sentence for the whole fleet; a recording whose job lost a process
+/// to the OOM killer (or ended out of memory) is told first.
 pub fn headline(
+    members: &[Member],
+    channels: &BTreeMap<String, ChannelSummary>,
+    outliers: &[Outlier],
+) -> String {
+    let trends = trend_headline(members, channels, outliers);
+    let ended: Vec<&Member> = members.iter().filter(|m| m.ended_badly).collect();
+    match ended.as_slice() {
+        [] => trends,
+        [m] => format!("{}: {} {trends}", m.name(), m.headline),
+        more => format!(
+            "{} recordings ended out of memory, {} first: {} {trends}",
+            more.len(),
+            more[0].name(),
+            more[0].headline
+        ),
+    }
+}
+
+fn trend_headline(
     members: &[Member],
     channels: &BTreeMap<String, ChannelSummary>,
     outliers: &[Outlier],
@@ -706,6 +734,7 @@ mod tests {
             duration_s: 3600.0,
             training: None,
             headline: String::new(),
+            ended_badly: false,
             truncated: false,
             error: None,
             channels: BTreeMap::from([

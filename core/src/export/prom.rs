@@ -18,6 +18,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+use flatline_runtime::analysis::death;
+use flatline_runtime::analysis::tree::Columns;
 use flatline_runtime::analysis::{LiveAnalysis, Severity, Verdict};
 use flatline_runtime::recording::{Event, EventKind, HostFacts, Item, Slots, TapStats};
 use flatline_runtime::telemetry::{ChannelSpec, Kind, STEP_CHANNELS, Schema, TOKEN_CHANNELS, Unit};
@@ -153,6 +155,19 @@ struct VerdictLabels {
     verdict: String,
 }
 
+/// A process of the tree that died by the OOM killer or a signal.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct DeathLabels {
+    #[prometheus(flatten)]
+    host: HostLabels,
+    victim_pid: String,
+    victim_name: String,
+    victim_role: String,
+    /// `kernel_oom_killer`, `oom_killer` or `signal`.
+    cause: String,
+    signal: String,
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct HostLabels {
     host: String,
@@ -178,7 +193,16 @@ struct ExportState {
     alerts: Alerts,
     /// The latest sample's time, to stamp an alert's marker.
     last_t_ns: u64,
+    /// What tells who died ([`death::read`]): the tree's starts and exits
+    /// and the facts, at most [`DEATH_EVENTS`] of them (the oldest go), and
+    /// each change of `cgroup.oom_kills` (time, count).
+    death_events: std::collections::VecDeque<Event>,
+    oom_kills: Option<usize>,
+    oom_changes: Vec<(f64, f64)>,
 }
+
+/// Events the exporter keeps to tell who died.
+const DEATH_EVENTS: usize = 4096;
 
 impl ExportState {
     fn new(
@@ -206,6 +230,9 @@ impl ExportState {
             sampler_dropped,
             alerts,
             last_t_ns: 0,
+            death_events: Default::default(),
+            oom_kills: None,
+            oom_changes: Vec::new(),
         };
         s.add(&schema.channels);
         s
@@ -231,6 +258,7 @@ impl ExportState {
         }
         self.steps = self.schema.index_of_first(&STEP_CHANNELS);
         self.tokens = self.schema.index_of_first(&TOKEN_CHANNELS);
+        self.oom_kills = self.schema.index_of_first(&["cgroup.oom_kills"]);
     }
 
     fn take(&mut self, item: Item) {
@@ -245,9 +273,25 @@ impl ExportState {
                 let value = |i: usize| slots.value(&s, i);
                 let at = |c: Option<usize>| c.map_or(f64::NAN, value);
                 let (steps, tokens) = (at(self.steps), at(self.tokens));
+                let kills = at(self.oom_kills);
+                if kills.is_finite() && self.oom_changes.last().is_none_or(|l| l.1 != kills) {
+                    self.oom_changes.push((s.t_s(), kills));
+                }
                 self.live.push(s.t_s(), value, steps, tokens);
             }
             Item::Event(e) => {
+                if matches!(
+                    e.kind,
+                    EventKind::ProcessStarted { .. }
+                        | EventKind::ProcessExited { .. }
+                        | EventKind::TargetExited { .. }
+                        | EventKind::Fact { .. }
+                ) {
+                    if self.death_events.len() == DEATH_EVENTS {
+                        self.death_events.pop_front();
+                    }
+                    self.death_events.push_back(e.clone());
+                }
                 if let EventKind::Note(text) = &e.kind
                     && !flatline_runtime::recording::is_recording_note(text)
                 {
@@ -284,6 +328,29 @@ impl ExportState {
         for f in self.check_alerts() {
             self.fire(&f);
         }
+    }
+
+    /// Who died so far, read as a receipt reads it, from the events kept
+    /// and the cgroup's OOM count.
+    fn deaths(&self) -> Vec<death::Death> {
+        if self.death_events.is_empty() {
+            return Vec::new();
+        }
+        let events: Vec<Event> = self.death_events.iter().cloned().collect();
+        let t: Vec<f64> = self.oom_changes.iter().map(|c| c.0).collect();
+        let v: Vec<f64> = self.oom_changes.iter().map(|c| c.1).collect();
+        let data = Columns {
+            t: &t,
+            column: |n: &str| (n == "cgroup.oom_kills").then_some(v.as_slice()),
+        };
+        death::read(
+            &self.schema,
+            &events,
+            &self.setup.facts,
+            &data,
+            Some(self.setup.pid),
+        )
+        .deaths
     }
 
     /// The alerts that have just begun to hold.
@@ -443,6 +510,27 @@ impl ExportState {
             "flatline_probe_errors",
             "Notes from probes that failed or stopped answering",
             self.probe_errors,
+        );
+        let deaths = Family::<DeathLabels, Gauge>::default();
+        for d in self.deaths() {
+            deaths
+                .get_or_create(&DeathLabels {
+                    host: host.clone(),
+                    victim_pid: d.pid.to_string(),
+                    victim_name: d.name.clone(),
+                    victim_role: d.role.clone(),
+                    cause: serde_json::to_value(d.cause)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_owned))
+                        .unwrap_or_default(),
+                    signal: d.signal.map_or(String::new(), |s| s.to_string()),
+                })
+                .set(1);
+        }
+        reg.register(
+            "flatline_process_killed",
+            "1 for each process of the watched tree killed by the OOM killer (cause kernel_oom_killer or oom_killer) or by a signal, with the victim's pid, name and role",
+            deaths,
         );
         let own = Family::<HostLabels, Gauge<f64, AtomicU64>>::default();
         if let Some(rss) = flatline_runtime::telemetry::procfs::own_rss() {

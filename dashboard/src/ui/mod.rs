@@ -150,6 +150,8 @@ pub type TreeFindings = (
     std::time::Instant,
     (usize, usize, u64, usize),
     Option<flatline_runtime::analysis::tree::TreeSummary>,
+    // How the job ended so far: who died, out-of-memory errors it printed.
+    flatline_runtime::analysis::death::Ending,
 );
 
 /// The dashboard's state: where the data comes from, what it holds, what the

@@ -5,7 +5,9 @@ and the fake cgroup at CGROUP (a folder the test made, read by
 `flatline watch --cgroup CGROUP`) counts the kill first, as the kernel does.
 The main process then says what PyTorch says and exits 1.
 
-    python3 oom_job.py CGROUP [GROW_S]
+    python3 oom_job.py CGROUP [GROW_S [LINGER_S]]
+
+LINGER_S: how long the main process lives on after the kill (default 0).
 
 With CGROUP `-`, nothing is faked: the worker grows until something kills
 it (in a cgroup with a limit: the kernel's OOM killer), and the main
@@ -18,6 +20,7 @@ import time
 
 cgroup = sys.argv[1]
 grow_s = float(sys.argv[2]) if len(sys.argv) > 2 else 4.0
+linger_s = float(sys.argv[3]) if len(sys.argv) > 3 else 0.0
 MIB = 1 << 20
 
 
@@ -30,9 +33,11 @@ def events(oom_kills):
 
 
 def worker(grows):
+    parent = os.getppid()
     keep = [b"\x01" * (16 * MIB)]
     t0 = time.monotonic()
-    while True:
+    # A worker whose main process is gone (killed by a test) goes too.
+    while os.getppid() == parent:
         if grows:
             want = int((time.monotonic() - t0) * 20)
             while len(keep) - 1 < want:
@@ -67,6 +72,7 @@ print(
     file=sys.stderr,
     flush=True,
 )
+time.sleep(linger_s)
 os.kill(pids[0], signal.SIGTERM)
 os.waitpid(pids[0], 0)
 sys.exit(1)

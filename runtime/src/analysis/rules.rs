@@ -48,7 +48,10 @@ fn is_host_memory_by_name(name: &str) -> bool {
                 .rsplit_once('.')
                 .is_some_and(|(_, leaf)| matches!(leaf, "rss" | "pss" | "uss"))
     });
-    name.starts_with("mem.") || name.starts_with("tree.") || per_process || name == "cgroup.current"
+    name.starts_with("mem.")
+        || name.starts_with("tree.")
+        || per_process
+        || matches!(name, "cgroup.current" | "cgroup.peak")
 }
 
 /// Whether a host memory channel is address space rather than memory in

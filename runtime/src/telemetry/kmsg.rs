@@ -211,9 +211,18 @@ impl KmsgProbe {
                 Ok(n) => {
                     let text = String::from_utf8_lossy(&self.buf[..n]);
                     if let Some(kill) = self.parser.message(record_message(&text)) {
+                        let t_ns = self.clock.now_ns();
                         let _ = self.events.try_send(Event {
-                            t_ns: self.clock.now_ns(),
+                            t_ns,
                             kind: kill.fact(),
+                        });
+                        // On the markers' lane too.
+                        let _ = self.events.try_send(Event {
+                            t_ns,
+                            kind: EventKind::Marker(format!(
+                                "OOM kill: process {} ({})",
+                                kill.pid, kill.name
+                            )),
                         });
                     }
                 }

@@ -168,7 +168,7 @@ pub fn process_rows(d: &Dashboard, visible: usize) -> Vec<ProcessRow> {
         .view
         .tree_findings
         .as_ref()
-        .and_then(|(.., t)| t.as_ref())
+        .and_then(|(_, _, t, _)| t.as_ref())
         .map(|t| &t.grew);
     // Each process's latest reading before `visible`, found through its
     // PSS pyramid: a few steps per process however long ago it exited
@@ -496,18 +496,34 @@ fn process_row(d: &mut Dashboard, ui: &mut egui::Ui, r: &ProcessRow, indent: boo
     for v in [r.rss, r.pss, r.uss] {
         ui.label(text(v.map_or("–".into(), bytes)).monospace());
     }
-    match r.exited_s {
-        Some(t) => {
+    // How it died, where the banner's reading of the ending says.
+    let death = d
+        .view
+        .tree_findings
+        .as_ref()
+        .and_then(|(.., e)| e.deaths.iter().find(|x| x.pid == r.pid));
+    match (r.exited_s, death) {
+        (Some(t), Some(x)) => {
+            let how = match x.cause {
+                flatline_runtime::analysis::death::Cause::Signal => {
+                    format!("killed by signal {} {t:.1} s", x.signal.unwrap_or(0))
+                }
+                _ => format!("OOM-killed {t:.1} s"),
+            };
+            ui.label(RichText::new(how).small().strong().color(CRITICAL))
+                .on_hover_text(x.evidence.join("\n"));
+        }
+        (Some(t), None) => {
             ui.label(text(format!("exited {t:.1} s")));
         }
-        None if r.pss_position.is_none() => {
+        (None, _) if r.pss_position.is_none() => {
             ui.label(RichText::new("in tree.*").small().weak())
                 .on_hover_text(
                     "no channels of its own: it is flat, and room is kept for processes whose \
                  pages are being copied; its memory is in tree.*",
                 );
         }
-        None => process_badge(d, ui, r),
+        (None, _) => process_badge(d, ui, r),
     }
     ui.end_row();
 }

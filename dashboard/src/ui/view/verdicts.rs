@@ -38,7 +38,7 @@ pub(super) fn banner(d: &mut Dashboard, ui: &mut egui::Ui) {
         d.store.time_range().0.to_bits(),
         d.store.unanalysed(),
     );
-    let stale = d.view.tree_findings.as_ref().is_none_or(|(at, k, _)| {
+    let stale = d.view.tree_findings.as_ref().is_none_or(|(at, k, ..)| {
         *k != key
             && (k.1 != key.1
                 || k.2 != key.2
@@ -55,10 +55,24 @@ pub(super) fn banner(d: &mut Dashboard, ui: &mut egui::Ui) {
         };
         let tree =
             flatline_runtime::analysis::tree::summarize(schema, store.events(), by_name, &data);
-        d.view.tree_findings = Some((std::time::Instant::now(), key, tree));
+        // The host's RAM is not the store's to know: a death is measured
+        // against the cgroup's limit where there is one.
+        let ending = flatline_runtime::analysis::death::read(
+            schema,
+            store.events(),
+            &Default::default(),
+            &data,
+            None,
+        );
+        d.view.tree_findings = Some((std::time::Instant::now(), key, tree, ending));
     }
-    let tree = d.view.tree_findings.as_ref().and_then(|(.., t)| t.as_ref());
+    let (tree, ending) = match d.view.tree_findings.as_ref() {
+        Some((_, _, t, e)) => (t.as_ref(), Some(e)),
+        None => (None, None),
+    };
     let assessment = summary::assess(&assessed, tree, &value, &flatline_core::fmt::duration);
+    // Who died when memory ran out comes first, as in the receipt.
+    let died = ending.and_then(|e| e.headline(None, &value, &flatline_core::fmt::duration));
     let names: Vec<String> = assessment
         .growing
         .iter()
@@ -74,8 +88,9 @@ pub(super) fn banner(d: &mut Dashboard, ui: &mut egui::Ui) {
             d.settings.selected.insert(n.clone());
         }
     }
-    let text = assessment.headline.clone();
+    let text = died.clone().unwrap_or_else(|| assessment.headline.clone());
     let color = match assessment.severity() {
+        _ if died.is_some() => CRITICAL,
         Some(s) => severity_color(s),
         // A finding (copies that rose and held) is growth found, not flat,
         // though no channel grows at the end: the colour of growth whose
