@@ -232,6 +232,16 @@ fn a_real_kernel_oom_kill_in_a_cgroup_of_our_own_is_named() {
     );
     let d = &v["deaths"][0];
     assert_eq!(d["pid"], pid);
+    // Near the limit the watch read five times faster, and said so first.
+    let facts = v["events"]["facts"].as_array().unwrap();
+    let faster = facts
+        .iter()
+        .find(|f| f["kind"] == "sampling" && f["figures"]["factor"] == 5.0)
+        .unwrap_or_else(|| panic!("no faster sampling near the limit: {facts:?}"));
+    assert!(
+        faster["t_s"].as_f64().unwrap() < d["t_s"].as_f64().unwrap(),
+        "{faster}"
+    );
     let readable = std::fs::File::open("/dev/kmsg").is_ok();
     assert_eq!(
         d["cause"],

@@ -124,6 +124,13 @@ pub const CHANNELS: &[Declared] = &[
     ch("cgroup.under_oom",         Count,       Mem,       Gauge,   Unbounded,        HIDDEN),
     ch("cgroup.peak",              Bytes,       Mem,       Peak,    Memory,           HIDDEN),
     ch("cgroup.pressure",          Percent,     Mem,       Gauge,   Unbounded,        HIDDEN),
+    // What the cgroup's memory is (memory.stat): gauges, a split of
+    // `cgroup.current`, whose verdict is the job's; `file` holds `shmem`.
+    ch("cgroup.anon",              Bytes,       Mem,       Gauge,   Unbounded,        HIDDEN),
+    ch("cgroup.file",              Bytes,       Mem,       Gauge,   Unbounded,        HIDDEN),
+    ch("cgroup.shmem",             Bytes,       Mem,       Gauge,   Unbounded,        HIDDEN),
+    ch("cgroup.kernel",            Bytes,       Mem,       Gauge,   Unbounded,        HIDDEN),
+    ch("cgroup.sock",              Bytes,       Mem,       Gauge,   Unbounded,        HIDDEN),
     // gpu: NVML, per device and per process.
     ch("gpu#.used",                Bytes,       Gpu,       Level,   Sibling("total"), SHOWN),
     ch("gpu#.total",               Bytes,       Gpu,       Level,   Unbounded,        HIDDEN),

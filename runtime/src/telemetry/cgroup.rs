@@ -28,7 +28,126 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{ChannelSpec, Kind, Probe, ProbeError, Unavailable, catalog};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crossbeam_channel::Sender;
+use flatline_format::{Event, EventKind};
+
+use super::{ChannelSpec, Clock, Kind, Probe, ProbeError, Unavailable, catalog};
+
+/// How many times faster the sampler reads near the edge.
+pub const FASTER: u32 = 5;
+/// Near the edge: the cgroup's working set (its use less the page cache not
+/// in use, `inactive_file`) within this share of its limit, or its trend
+/// reaching the limit within [`EDGE_S`]; or its `memory.high`
+/// throttling rising, or memory pressure (`some avg10`) at [`EDGE_PRESSURE`]
+/// % or more.
+pub const EDGE_SHARE: f64 = 0.95;
+pub const EDGE_S: f64 = 180.0;
+pub const EDGE_PRESSURE: f64 = 10.0;
+/// The shortest span of readings a trend to the limit is taken over.
+pub const TREND_S: f64 = 2.0;
+/// How long after the last sign of the edge the faster rate holds.
+pub const EDGE_HOLD_S: f64 = 30.0;
+
+/// Tells the sampler to read faster while the cgroup is near its limit
+/// ([`FASTER`] times), and says so in the recording (a `sampling` fact as
+/// it begins and as it ends).
+#[derive(Debug)]
+pub struct Edge {
+    pub faster: Arc<AtomicBool>,
+    pub events: Option<Sender<Event>>,
+    pub clock: Clock,
+    /// The last readings of use: (seconds, bytes), oldest first (6 s of
+    /// them at the fastest slow rate, 10 Hz).
+    recent: [(f64, f64); 64],
+    filled: usize,
+    last_sign_s: Option<f64>,
+    last_high: f64,
+}
+
+impl Edge {
+    pub fn new(faster: Arc<AtomicBool>, events: Option<Sender<Event>>, clock: Clock) -> Self {
+        Self {
+            faster,
+            events,
+            clock,
+            recent: [(0.0, 0.0); 64],
+            filled: 0,
+            last_sign_s: None,
+            last_high: f64::NAN,
+        }
+    }
+
+    /// Weighs one reading: use, limit, `high` events, pressure.
+    fn weigh(&mut self, current: f64, limit: f64, high: f64, pressure: f64) {
+        let now = self.clock.now_ns() as f64 / 1e9;
+        if current.is_finite() {
+            if self.filled == self.recent.len() {
+                self.recent.rotate_left(1);
+                self.filled -= 1;
+            }
+            self.recent[self.filled] = (now, current);
+            self.filled += 1;
+        }
+        // A trend over 2 s at least: a start-up's first allocations are no
+        // course to a limit.
+        let (t0, v0) = self.recent[0];
+        let rate = if self.filled >= 2 && now - t0 >= TREND_S {
+            (current - v0) / (now - t0)
+        } else {
+            f64::NAN
+        };
+        let mut why = None;
+        if limit.is_finite() && current.is_finite() {
+            if current >= EDGE_SHARE * limit {
+                why = Some(format!(
+                    "the cgroup's memory is {:.0} % of its limit",
+                    current / limit * 100.0
+                ));
+            } else if rate > 0.0 && (limit - current) / rate < EDGE_S {
+                why = Some(format!(
+                    "the cgroup's memory reaches its limit in {:.0} s at its trend",
+                    (limit - current) / rate
+                ));
+            }
+        }
+        if why.is_none() && high.is_finite() && self.last_high.is_finite() && high > self.last_high
+        {
+            why = Some("the cgroup is throttled over memory.high".into());
+        }
+        if why.is_none() && pressure >= EDGE_PRESSURE {
+            why = Some(format!("memory pressure is {pressure:.0} %"));
+        }
+        if high.is_finite() {
+            self.last_high = high;
+        }
+        if why.is_some() {
+            self.last_sign_s = Some(now);
+        }
+        let want = self.last_sign_s.is_some_and(|s| now - s < EDGE_HOLD_S);
+        if want != self.faster.load(Ordering::Relaxed) {
+            self.faster.store(want, Ordering::Relaxed);
+            let text = match why {
+                Some(w) if want => format!("sampling {FASTER}× faster: {w}"),
+                _ => format!(
+                    "sampling at the usual rate again: no sign of the memory limit for {EDGE_HOLD_S:.0} s"
+                ),
+            };
+            if let Some(tx) = &self.events {
+                let _ = tx.try_send(Event {
+                    t_ns: self.clock.now_ns(),
+                    kind: EventKind::fact(
+                        "sampling",
+                        text,
+                        &[("factor", if want { f64::from(FASTER) } else { 1.0 })],
+                    ),
+                });
+            }
+        }
+    }
+}
 
 /// Why a cgroup folder given (`--cgroup DIR`) cannot be read.
 #[derive(Debug, thiserror::Error)]
@@ -129,6 +248,13 @@ const EXTRA_V2: &[(&str, &str, Read)] = &[
     ("cgroup.high_hits", "memory.events", Read::Keyed("high")),
     ("cgroup.peak", "memory.peak", Read::Whole),
     ("cgroup.pressure", "memory.pressure", Read::Pressure),
+    // What the cgroup's memory is: `memory.stat`'s split (`file` holds the
+    // page cache, tmpfs and shared memory, so `shmem` is part of it).
+    ("cgroup.anon", "memory.stat", Read::Keyed("anon")),
+    ("cgroup.file", "memory.stat", Read::Keyed("file")),
+    ("cgroup.shmem", "memory.stat", Read::Keyed("shmem")),
+    ("cgroup.kernel", "memory.stat", Read::Keyed("kernel")),
+    ("cgroup.sock", "memory.stat", Read::Keyed("sock")),
 ];
 const EXTRA_V1: &[(&str, &str, Read)] = &[
     ("cgroup.max_hits", "memory.failcnt", Read::Whole),
@@ -138,6 +264,12 @@ const EXTRA_V1: &[(&str, &str, Read)] = &[
         Read::Keyed("under_oom"),
     ),
     ("cgroup.peak", "memory.max_usage_in_bytes", Read::Whole),
+    // v1's hierarchical totals: `rss` is anonymous memory, `cache` the page
+    // cache with tmpfs and shared memory.
+    ("cgroup.anon", "memory.stat", Read::Keyed("total_rss")),
+    ("cgroup.file", "memory.stat", Read::Keyed("total_cache")),
+    ("cgroup.shmem", "memory.stat", Read::Keyed("total_shmem")),
+    ("cgroup.kernel", "memory.kmem.usage_in_bytes", Read::Whole),
 ];
 
 /// `some avg10=X` of a PSI file (`memory.pressure`), in %.
@@ -161,6 +293,8 @@ pub struct CgroupProbe {
     others: usize,
     /// The channels its files hold beyond the first three.
     extra: Vec<(&'static str, &'static str, Read)>,
+    /// Whether it tells the sampler to read faster near the limit.
+    edge: Option<Edge>,
 }
 
 /// The pids in the cgroup at `dir` and in every cgroup below it (whose
@@ -270,7 +404,14 @@ impl CgroupProbe {
             version,
             others,
             extra,
+            edge: None,
         }
+    }
+
+    /// The same probe, telling the sampler to read faster near the limit.
+    pub fn with_edge(mut self, edge: Edge) -> Self {
+        self.edge = Some(edge);
+        self
     }
 
     /// The memory cgroup at `dir` (`--cgroup DIR`): v2 where it holds
@@ -364,14 +505,56 @@ impl Probe for CgroupProbe {
             .ok()
             .and_then(|t| keyed(&t, "oom_kill"))
             .unwrap_or(f64::NAN);
+        // Each file once a reading, however many channels it holds.
+        let mut texts: Vec<(&str, String)> = Vec::with_capacity(4);
         for (slot, (_, file, how)) in out[3..].iter_mut().zip(&self.extra) {
-            let text = std::fs::read_to_string(self.dir.join(file)).unwrap_or_default();
+            let at = match texts.iter().position(|(f, _)| f == file) {
+                Some(i) => i,
+                None => {
+                    let t = std::fs::read_to_string(self.dir.join(file)).unwrap_or_default();
+                    texts.push((file, t));
+                    texts.len() - 1
+                }
+            };
+            let text = &texts[at].1;
             *slot = match how {
-                Read::Keyed(key) => keyed(&text, key),
+                Read::Keyed(key) => keyed(text, key),
                 Read::Whole => text.trim().parse::<u64>().ok().map(|v| v as f64),
-                Read::Pressure => parse_pressure(&text),
+                Read::Pressure => parse_pressure(text),
             }
             .unwrap_or(f64::NAN);
+        }
+        if let Some(edge) = &mut self.edge {
+            // The working set, as the kubelet counts it: page cache not in
+            // use (inactive files) is the kernel's to reclaim, so a
+            // container full of cache is not at its edge.
+            let read;
+            let stat: &str = match texts.iter().find(|(f, _)| *f == "memory.stat") {
+                Some((_, t)) => t,
+                None => {
+                    read =
+                        std::fs::read_to_string(self.dir.join("memory.stat")).unwrap_or_default();
+                    &read
+                }
+            };
+            let inactive = match self.version {
+                Version::V2 => keyed(stat, "inactive_file"),
+                Version::V1 => keyed(stat, "total_inactive_file"),
+            }
+            .unwrap_or(0.0);
+            let working = out[0] - inactive;
+            let by = |name: &str| {
+                self.extra
+                    .iter()
+                    .position(|(n, ..)| *n == name)
+                    .map_or(f64::NAN, |i| out[3 + i])
+            };
+            edge.weigh(
+                working,
+                out[1],
+                by("cgroup.high_hits"),
+                by("cgroup.pressure"),
+            );
         }
         Ok(())
     }
@@ -530,6 +713,12 @@ mod given_folder {
             "some avg10=12.50 avg60=3.00 avg300=0.61 total=1234\nfull avg10=1.00 avg60=0.00 avg300=0.00 total=99\n",
         )
         .unwrap();
+        // A kernel before 5.18 has no `kernel` line: that channel is left out.
+        std::fs::write(
+            pod.join("memory.stat"),
+            "anon 700000\nfile 300000\nkernel_stack 16384\nsock 4096\nshmem 120000\nfile_mapped 8192\ninactive_file 200000\n",
+        )
+        .unwrap();
         let mut p = CgroupProbe::at(&pod, None).unwrap();
         let names: Vec<String> = p.channels().into_iter().map(|c| c.name).collect();
         assert_eq!(
@@ -542,14 +731,31 @@ mod given_folder {
                 "cgroup.max_hits",
                 "cgroup.high_hits",
                 "cgroup.peak",
-                "cgroup.pressure"
+                "cgroup.pressure",
+                "cgroup.anon",
+                "cgroup.file",
+                "cgroup.shmem",
+                "cgroup.sock"
             ]
         );
         let mut out = vec![0.0; names.len()];
         p.read(&mut out).unwrap();
         assert_eq!(
             out,
-            [1048576.0, 4294967296.0, 1.0, 1.0, 3.0, 7.0, 2097152.0, 12.5],
+            [
+                1048576.0,
+                4294967296.0,
+                1.0,
+                1.0,
+                3.0,
+                7.0,
+                2097152.0,
+                12.5,
+                700000.0,
+                300000.0,
+                120000.0,
+                4096.0
+            ],
             "the parent's limit counts: it holds memory.max"
         );
 
@@ -563,6 +769,13 @@ mod given_folder {
             "oom_kill_disable 0\nunder_oom 0\noom_kill 2\n",
         )
         .unwrap();
+        // v1 reads the hierarchical totals, not the cgroup's own lines.
+        std::fs::write(
+            v1.join("memory.stat"),
+            "cache 1\nrss 2\nshmem 3\ntotal_cache 3072\ntotal_rss 1024\ntotal_shmem 512\n",
+        )
+        .unwrap();
+        std::fs::write(v1.join("memory.kmem.usage_in_bytes"), "256\n").unwrap();
         let mut p = CgroupProbe::at(&v1, None).unwrap();
         let names: Vec<String> = p.channels().into_iter().map(|c| c.name).collect();
         assert_eq!(
@@ -572,17 +785,77 @@ mod given_folder {
                 "cgroup.max",
                 "cgroup.oom_kills",
                 "cgroup.max_hits",
-                "cgroup.under_oom"
+                "cgroup.under_oom",
+                "cgroup.anon",
+                "cgroup.file",
+                "cgroup.shmem",
+                "cgroup.kernel"
             ]
         );
         let mut out = vec![0.0; names.len()];
         p.read(&mut out).unwrap();
-        assert_eq!(out, [4096.0, 8192.0, 2.0, 5.0, 0.0]);
+        assert_eq!(
+            out,
+            [4096.0, 8192.0, 2.0, 5.0, 0.0, 1024.0, 3072.0, 512.0, 256.0]
+        );
 
         let err = CgroupProbe::at(tmp.path(), None).unwrap_err();
         assert!(err.to_string().contains("not a memory cgroup"), "{err}");
         let err = CgroupProbe::at(&tmp.path().join("nope"), None).unwrap_err();
         assert!(err.to_string().contains("is not a folder"), "{err}");
         assert_eq!(parse_pressure("full avg10=1.00\n"), None);
+    }
+}
+
+#[cfg(test)]
+mod edge {
+    use super::*;
+
+    /// Near the limit, or under pressure, the sampler is told to read
+    /// faster, once, and the recording is told why.
+    #[test]
+    fn the_edge_is_near_the_limit_or_under_pressure() {
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let flag = Arc::new(AtomicBool::new(false));
+        let mut e = Edge::new(flag.clone(), Some(tx), Clock::start());
+        e.weigh(50.0, 100.0, 0.0, 0.0);
+        assert!(
+            !flag.load(Ordering::Relaxed),
+            "half the limit, no trend yet"
+        );
+        e.weigh(96.0, 100.0, 0.0, 0.0);
+        assert!(flag.load(Ordering::Relaxed));
+        let ev = rx.try_recv().unwrap();
+        let EventKind::Fact {
+            kind,
+            text,
+            figures,
+            ..
+        } = ev.kind
+        else {
+            panic!("a fact")
+        };
+        assert_eq!(kind, "sampling");
+        assert!(
+            text.contains("5× faster") && text.contains("96 %"),
+            "{text}"
+        );
+        assert_eq!(figures["factor"], 5.0);
+        e.weigh(96.0, 100.0, 0.0, 0.0);
+        assert!(rx.try_recv().is_err(), "told once, as it begins");
+
+        let flag = Arc::new(AtomicBool::new(false));
+        let mut e = Edge::new(flag.clone(), None, Clock::start());
+        e.weigh(10.0, f64::NAN, 0.0, 25.0);
+        assert!(flag.load(Ordering::Relaxed), "pressure alone, no limit");
+        let flag = Arc::new(AtomicBool::new(false));
+        let mut e = Edge::new(flag.clone(), None, Clock::start());
+        e.weigh(10.0, f64::NAN, 3.0, 0.0);
+        assert!(
+            !flag.load(Ordering::Relaxed),
+            "a first high count is no rise"
+        );
+        e.weigh(10.0, f64::NAN, 4.0, 0.0);
+        assert!(flag.load(Ordering::Relaxed), "memory.high throttling rose");
     }
 }

@@ -172,6 +172,9 @@ struct Shared {
     /// What growing probes added, ended and read (see [`super::dynamic`]).
     grown: Mutex<Grown>,
     changes: SchemaFeed,
+    /// Near a memory limit: both loops read [`super::cgroup::FASTER`] times
+    /// faster (see [`super::cgroup::Edge`]).
+    faster: Arc<AtomicBool>,
 }
 
 /// How far a sampler has got, for a thread that does not own it (a window
@@ -382,6 +385,12 @@ fn place(
 /// another thread, still lands in a sample.
 pub const EXIT_GRACE: Duration = Duration::from_secs(1);
 
+/// The shortest periods near a memory limit: the fast loop at most 100 Hz,
+/// the slow probes (the tree's walks, NVML) at most 10 Hz, however fast
+/// they were asked to go.
+const FAST_FASTEST: Duration = Duration::from_millis(10);
+const SLOW_FASTEST: Duration = Duration::from_millis(100);
+
 /// The channels the sampler adds about itself.
 const OWN_CHANNELS: [&str; 3] = [
     "telemetry.dropped",
@@ -476,16 +485,18 @@ pub fn start_with(
             Err(u) => unavailable.push(u),
         }
     }
+    let faster = Arc::new(AtomicBool::new(false));
+    let edge = || super::cgroup::Edge::new(faster.clone(), config.events.clone(), clock);
     match &config.cgroup {
         CgroupSource::Off => {}
         CgroupSource::OfTarget if cfg!(target_os = "linux") => match CgroupProbe::new(pid) {
-            Ok(p) => slow.push(Box::new(p)),
+            Ok(p) => slow.push(Box::new(p.with_edge(edge()))),
             Err(u) => unavailable.push(u),
         },
         CgroupSource::OfTarget => {}
         CgroupSource::Dir(dir) => {
             let job = matches!(config.target, Target::Pid(_)).then_some(pid);
-            slow.push(Box::new(CgroupProbe::at(dir, job)?));
+            slow.push(Box::new(CgroupProbe::at(dir, job)?.with_edge(edge())));
         }
     }
     let mut gpu = None;
@@ -534,6 +545,7 @@ pub fn start_with(
         ended: AtomicBool::new(false),
         grown: Mutex::new(Grown::new(&schema)),
         changes: SchemaFeed::default(),
+        faster,
     });
     let slots = Arc::new(SlowSlots::new(slow_range.len()));
 
@@ -616,6 +628,11 @@ fn run_slow(
             }
         }
         slots.publish(&values);
+        let period = if shared.faster.load(Ordering::Relaxed) {
+            (period / super::cgroup::FASTER).max(SLOW_FASTEST)
+        } else {
+            period
+        };
         next += period;
         let now = Instant::now();
         if next <= now {
@@ -745,13 +762,18 @@ impl FastLoop {
                 Err(TrySendError::Disconnected(_)) => return SamplerExit::ReceiverGone,
             }
             seq += 1;
-            next += self.period;
+            let period = if self.shared.faster.load(Ordering::Relaxed) {
+                (self.period / super::cgroup::FASTER).max(FAST_FASTEST)
+            } else {
+                self.period
+            };
+            next += period;
             let now = Instant::now();
             if next <= now {
                 // Fell behind (a slow read, a descheduled thread): skip the missed
                 // ticks rather than firing a burst to catch up.
-                let behind = now.duration_since(next).as_nanos() / self.period.as_nanos().max(1);
-                next += self.period * (behind as u32 + 1);
+                let behind = now.duration_since(next).as_nanos() / period.as_nanos().max(1);
+                next += period * (behind as u32 + 1);
             }
             // Sleep until the next tick, checking for the control message. A
             // blocking `recv_deadline` would do the same, but crossbeam sets up its
