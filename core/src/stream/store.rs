@@ -776,8 +776,14 @@ mod tests {
         use flatline_runtime::recording::EventKind;
         use flatline_runtime::telemetry::{ChannelSpec, Group, Unit};
         let verdicts = |launched: bool| {
+            // A process's PSS before its USS: the USS, analysed first for
+            // the PSS's sake (after the exit, the round-robin comes to the
+            // PSS first with four channels), is read as the receipt reads
+            // it too.
             let schema = Schema {
-                channels: vec![ChannelSpec::new("mem.rss", Unit::Bytes, Group::Memory)],
+                channels: ["mem.rss", "pid7.pss", "pid7.uss", "pid7.rss"]
+                    .map(|n| ChannelSpec::new(n, Unit::Bytes, Group::Memory))
+                    .to_vec(),
             };
             let mut store = Store::new(schema, 10_000);
             let config: std::collections::BTreeMap<String, String> = if launched {
@@ -788,26 +794,35 @@ mod tests {
             store.set_launched(&config);
             for i in 0..80u64 {
                 let rss = 200e6 + 10e6 * i as f64 / 10.0 + 4096.0 * (i % 3) as f64;
-                store.push(&Sample::from_values(i, i * 100_000_000, &[rss]));
+                store.push(&Sample::from_values(
+                    i,
+                    i * 100_000_000,
+                    &[rss, rss - 50e6, rss - 60e6, rss - 40e6],
+                ));
             }
             store.begin_frame(None);
-            let before = store.analysis(0).unwrap().clone();
+            let before: Vec<_> = (0..4).map(|c| store.analysis(c).unwrap().clone()).collect();
             store.push_event(Event {
                 t_ns: 8_000_000_000,
                 kind: EventKind::TargetExited { pid: 4242 },
             });
             store.begin_frame(None);
-            (before, store.analysis(0).unwrap().clone())
+            let after: Vec<_> = (0..4).map(|c| store.analysis(c).unwrap().clone()).collect();
+            (before, after)
         };
         let (before, after) = verdicts(true);
-        assert_eq!(before.verdict, Verdict::Linear, "{before:?}");
-        assert_eq!(
-            (after.verdict, after.note, after.time_to_limit_s),
-            (Verdict::Insufficient, Some(Note::StartUp), None),
-            "{after:?}"
-        );
+        for (b, a) in before.iter().zip(&after) {
+            assert_eq!(b.verdict, Verdict::Linear, "{b:?}");
+            assert_eq!(
+                (a.verdict, a.note.clone(), a.time_to_limit_s),
+                (Verdict::Insufficient, Some(Note::StartUp), None),
+                "{a:?}"
+            );
+        }
         let (_, watched) = verdicts(false);
-        assert_eq!(watched.verdict, Verdict::Linear, "{watched:?}");
+        for w in &watched {
+            assert_eq!(w.verdict, Verdict::Linear, "{w:?}");
+        }
     }
 
     /// A start-up's tail: after a 700 MiB start-up, two pages a second for

@@ -104,32 +104,41 @@ impl LiveAnalysis {
                     && !self.trackers[j].is_empty()
                     && self.analysed[j].is_none_or(|(_, seen)| seen != self.trackers[j].seen())
                 {
-                    self.analyses[j] = Some(self.analyse(j));
+                    self.analyses[j] = Some(self.read_as_the_receipt(j));
                     self.analysed[j] = Some((Instant::now(), self.trackers[j].seen()));
                 }
-                let mut a = self.analyse(i);
+                let mut a = self.read_as_the_receipt(i);
                 if let Some(u) = uss.and_then(|j| self.analyses[j].as_ref()) {
                     super::reconcile_pss(&mut a, u);
-                }
-                // A PSS or USS growing under a still RSS is bounded by it
-                // (see [`super::bound_copy`]).
-                let rss = super::rss_of(&self.channels[i].name)
-                    .and_then(|r| self.channels.iter().position(|c| c.name == r))
-                    .and_then(|j| self.analyses[j].as_ref());
-                let copied = rss.is_some_and(|r| super::bound_copy(&mut a, r));
-                // As the receipt reads a job that ended during its start-up.
-                if self.start_up_only {
-                    super::in_start_up(&mut a, copied);
-                }
-                // As the receipt reads a start-up's tail.
-                if let Some(rise) = self.start_up_rise(i) {
-                    super::settling(&mut a, rise, copied);
                 }
                 self.analyses[i] = Some(a);
                 self.analysed[i] = Some((Instant::now(), self.trackers[i].seen()));
                 self.next = (i + 1) % n;
             }
         }
+    }
+
+    /// Channel `i`'s analysis, re-read as the receipt re-reads it: a PSS or
+    /// USS copying under a still RSS bounded by it, growth in a start-up
+    /// (or its tail) not told. A USS analysed ahead of its PSS goes through
+    /// here too, so the two are read alike.
+    fn read_as_the_receipt(&self, i: usize) -> ChannelAnalysis {
+        let mut a = self.analyse(i);
+        // A PSS or USS growing under a still RSS is bounded by it
+        // (see [`super::bound_copy`]).
+        let rss = super::rss_of(&self.channels[i].name)
+            .and_then(|r| self.channels.iter().position(|c| c.name == r))
+            .and_then(|j| self.analyses[j].as_ref());
+        let copied = rss.is_some_and(|r| super::bound_copy(&mut a, r));
+        // As the receipt reads a job that ended during its start-up.
+        if self.start_up_only {
+            super::in_start_up(&mut a, copied);
+        }
+        // As the receipt reads a start-up's tail.
+        if let Some(rise) = self.start_up_rise(i) {
+            super::settling(&mut a, rise, copied);
+        }
+        a
     }
 
     /// What channel `i` rose during the stream's start-up, where one was
