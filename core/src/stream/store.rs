@@ -814,7 +814,7 @@ mod tests {
         for (b, a) in before.iter().zip(&after) {
             assert_eq!(b.verdict, Verdict::Linear, "{b:?}");
             assert_eq!(
-                (a.verdict, a.note.clone(), a.time_to_limit_s),
+                (a.verdict, a.note, a.time_to_limit_s),
                 (Verdict::Insufficient, Some(Note::StartUp), None),
                 "{a:?}"
             );
