@@ -58,7 +58,8 @@ pub fn markers(rec: &Recording) -> impl Iterator<Item = (f64, &str)> {
 /// tree's per-process channels running out), as (seconds, text).
 /// Facts read from outside the samples (an exit by a signal, a kernel log
 /// line, an out-of-memory error printed) are among them; a process that
-/// exited with code 0 is not.
+/// exited with code 0 is not, nor the readings of where each process's
+/// memory lives (`classes`: its `where` in the process tree says them).
 fn event_notes(rec: &Recording) -> impl Iterator<Item = (f64, &str)> {
     rec.events.iter().filter_map(|e| match &e.kind {
         EventKind::Note(text) => Some((e.t_ns as f64 / 1e9, text.as_str())),
@@ -67,14 +68,15 @@ fn event_notes(rec: &Recording) -> impl Iterator<Item = (f64, &str)> {
             text,
             figures,
             ..
-        } if !(kind == "exit" && figures.get("code") == Some(&0.0)) => {
+        } if !(kind == "exit" && figures.get("code") == Some(&0.0)) && kind != "classes" => {
             Some((e.t_ns as f64 / 1e9, text.as_str()))
         }
         _ => None,
     })
 }
 
-/// Every fact of a recording, for the JSON receipt.
+/// Every fact of a recording, for the JSON receipt, but the readings of
+/// where each process's memory lives (`classes`), which its `where` says.
 fn facts_json(rec: &Recording) -> Vec<Value> {
     rec.events
         .iter()
@@ -84,7 +86,7 @@ fn facts_json(rec: &Recording) -> Vec<Value> {
                 pid,
                 text,
                 figures,
-            } => Some(json!({
+            } if kind != "classes" => Some(json!({
                 "t_s": e.t_ns as f64 / 1e9,
                 "kind": kind,
                 "pid": pid,
@@ -1254,6 +1256,13 @@ fn tree_text(t: &TreeSummary, indent: &str) -> String {
             "{indent}  {:>8}  {:<7} {:<16} {:<16} {pss}",
             p.pid, p.role, p.name, life
         );
+        if let Some(w) = &p.where_ {
+            let _ = writeln!(
+                s,
+                "{indent}            where, {:.1}–{:.1} s: {}",
+                w.from_s, w.to_s, w.text
+            );
+        }
     }
     // A process without channels of its own is still in the tree's sums;
     // say so, and why where the recording says.
@@ -1542,6 +1551,7 @@ mod tests {
             channels: channels.map(str::to_owned),
             pss_verdict: None,
             pss_growth: None,
+            where_: None,
         };
         let mut t = TreeSummary {
             processes: vec![proc_(10, Some("pid10")), proc_(11, None), proc_(12, None)],

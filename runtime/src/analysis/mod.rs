@@ -61,6 +61,7 @@ pub mod corpus;
 pub mod death;
 pub mod evidence;
 mod live;
+pub mod places;
 pub mod rules;
 pub mod summary;
 mod tracker;

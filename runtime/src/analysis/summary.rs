@@ -75,7 +75,10 @@ pub fn rate_text(per_s: f64, unit: Unit, value: &dyn Fn(f64, Unit) -> String) ->
 /// [`gpu_layers`]), so a finding never comes without growth.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Finding {
-    /// `copy_on_access`, `process_grew` or `gpu_layer`.
+    /// `copy_on_access`, `process_grew`, `gpu_layer` or `where` (what
+    /// memory a process's growth is: no growth verdict of its own); the
+    /// receipt adds `oom_kill`, `killed_by_signal`, `out_of_memory` and
+    /// `trend`.
     pub kind: &'static str,
     pub text: String,
 }
@@ -148,12 +151,77 @@ pub fn assess<'a>(
         Some(c) => copy_headline(c, &growing, value, duration),
         None => headline_of(rows, &growing, &findings, &untold_rows, value, duration),
     };
+    let headline = match growing.first().and_then(|top| where_of(tree?, top.name)) {
+        // Growth that is page cache or shared memory is told as what it
+        // is where the headline names it: its fix is no fix of a leak.
+        Some((p, w)) if w.is_page_cache() || w.is_shared_memory() => format!(
+            "{}; {} {} ({}): {}.",
+            headline.trim_end_matches('.'),
+            p.role,
+            p.pid,
+            p.name,
+            w.text
+        ),
+        _ => headline,
+    };
+    // Where each process grew: a finding, never a headline of its own
+    // (a process's memory moves while the job is flat, or starting).
+    for p in tree.iter().flat_map(|t| &t.processes) {
+        if let Some(w) = &p.where_ {
+            findings.push(Finding {
+                kind: "where",
+                text: format!("{} {} ({}): {}", p.role, p.pid, p.name, w.text),
+            });
+        }
+    }
     let untold = untold_rows.into_iter().map(|r| r.name).collect();
     Assessment {
         headline,
         growing,
         findings,
         untold,
+    }
+}
+
+impl Assessment<'_> {
+    /// Whether a finding says growth was found (copies that rose and
+    /// held, processes that grew, a GPU layer, a death): every finding but
+    /// where a process's memory moved (`where`), which says what memory it
+    /// is, not that it is growth.
+    pub fn growth_found(&self) -> bool {
+        self.findings.iter().any(|f| f.kind != "where")
+    }
+}
+
+/// The process a growing channel is of, and where it grew: `pid<N>.*`'s
+/// process, the watched one's for `mem.*`, and for the tree's sums
+/// (`tree.*`) the process whose memory grew most.
+fn where_of<'t>(
+    tree: &'t super::tree::TreeSummary,
+    channel: &str,
+) -> Option<(&'t super::tree::ProcessSeen, &'t super::places::Where)> {
+    let with = || {
+        tree.processes
+            .iter()
+            .filter_map(|p| Some((p, p.where_.as_ref()?)))
+    };
+    let grew = |w: &super::places::Where| -> f64 { w.classes.values().filter(|v| **v > 0.0).sum() };
+    if let Some(pid) = channel
+        .strip_prefix("pid")
+        .and_then(|r| r.split('.').next())
+        .and_then(|n| n.parse::<u32>().ok())
+    {
+        with().find(|(p, _)| p.pid == pid)
+    } else if channel.starts_with("mem.") {
+        with().find(|(p, _)| {
+            p.role == "main"
+                && p.ppid
+                    .is_none_or(|pp| !tree.processes.iter().any(|q| q.pid == pp))
+        })
+    } else if channel.starts_with("tree.") {
+        with().max_by(|a, b| grew(a.1).total_cmp(&grew(b.1)))
+    } else {
+        None
     }
 }
 
@@ -648,6 +716,79 @@ mod tests {
         let a = assess(&[row("mem.rss", &flat)], None, &value, &duration);
         assert_eq!(a.headline, "Memory is flat.");
         assert!(a.findings.is_empty() && a.growing.is_empty() && a.untold.is_empty());
+    }
+
+    /// Where a process grew is a finding but never a headline of its own
+    /// nor growth found (a flat job stays flat); where the headline names
+    /// a process whose growth is page cache, it says so.
+    #[test]
+    fn where_a_process_grew_is_said_with_its_growth_never_instead() {
+        use crate::analysis::places::where_grew;
+        use crate::analysis::tree::{ProcessSeen, TreeSummary};
+        use flatline_format::{Event, EventKind};
+        let t: Vec<f64> = (0..600).map(f64::from).collect();
+        let ctx = Context {
+            min_growth: 65536.0,
+            ..Context::default()
+        };
+        let flat = analyze(&t, &vec![5e8; t.len()], &ctx);
+        let leak = analyze(
+            &t,
+            &t.iter()
+                .map(|t| 1e9 + 8.0 * 1_048_576.0 * t)
+                .collect::<Vec<_>>(),
+            &ctx,
+        );
+        let reading = |t_s: f64, file: f64| Event {
+            t_ns: (t_s * 1e9) as u64,
+            kind: EventKind::fact("classes", "", &[("file", file)]).of_pid(42),
+        };
+        let events = [reading(0.0, 0.0), reading(590.0, 4e9)];
+        let tree = TreeSummary {
+            processes: vec![ProcessSeen {
+                pid: 42,
+                name: "python3".into(),
+                role: "main".into(),
+                ppid: None,
+                started_s: Some(0.0),
+                exited_s: None,
+                channels: Some("pid42".into()),
+                pss_verdict: None,
+                pss_growth: None,
+                where_: where_grew(&events, 42, 0.0, 600.0),
+            }],
+            peak: 1,
+            brief: 0,
+            grew: Vec::new(),
+            finding: None,
+            copy: None,
+            sums_age_s: None,
+        };
+        let a = assess(
+            &[bytes_row("mem.rss", &flat)],
+            Some(&tree),
+            &value,
+            &duration,
+        );
+        assert_eq!(a.headline, "Memory is flat.");
+        assert_eq!(a.findings.len(), 1);
+        assert_eq!(a.findings[0].kind, "where");
+        assert!(!a.growth_found());
+        let a = assess(
+            &[bytes_row("pid42.rss", &leak)],
+            Some(&tree),
+            &value,
+            &duration,
+        );
+        assert!(
+            a.headline.starts_with("pid42.rss grows ")
+                && a.headline.contains(
+                    "; main 42 (python3): 100 % of its growth (3814.7 MiB) in mapped files"
+                )
+                && a.headline.ends_with("not a leak of the program."),
+            "{}",
+            a.headline
+        );
     }
 
     /// Memory that rose beyond its noise and then held (workers copying a

@@ -31,6 +31,10 @@ pub struct ProcessSeen {
     /// its last reading, where it had channels.
     pub pss_verdict: Option<Verdict>,
     pub pss_growth: Option<f64>,
+    /// Where its memory grew over the part analysed, by class, where its
+    /// `smaps` was read twice in it and moved (see [`super::places`]).
+    #[serde(rename = "where", skip_serializing_if = "Option::is_none")]
+    pub where_: Option<super::places::Where>,
 }
 
 /// The process tree of a recording.
@@ -300,6 +304,7 @@ pub fn summarize<'a, 'c, F: Fn(&str) -> Option<&'c [f64]>>(
                         channels: None,
                         pss_verdict: None,
                         pss_growth: None,
+                        where_: None,
                     },
                 );
             }
@@ -329,6 +334,7 @@ pub fn summarize<'a, 'c, F: Fn(&str) -> Option<&'c [f64]>>(
             channels: None,
             pss_verdict: None,
             pss_growth: None,
+            where_: None,
         });
         p.channels = Some(stem.to_owned());
         p.pss_verdict = analysis(&c.name).map(|a| a.verdict);
@@ -399,6 +405,13 @@ pub fn summarize<'a, 'c, F: Fn(&str) -> Option<&'c [f64]>>(
     } else {
         (!grew.is_empty(), grew_held)
     };
+    // Where each process grew, from the same moment on: what a start-up
+    // (an import) or the workers' start took is not the growth.
+    if let (Some(&a), Some(&b)) = (data.t.get(from).or(data.t.first()), data.t.last()) {
+        for p in seen.values_mut() {
+            p.where_ = super::places::where_grew(events, p.pid, a, b);
+        }
+    }
     let copy = copy_on_access(&seen, data, &grew, rose, held);
     let finding = copy.as_ref().map(copy_text);
     let peak = (data.column)("tree.procs")

@@ -99,6 +99,7 @@ pub const CHANNELS: &[Declared] = &[
     ch("sys.cpu",                  Percent,     System,    Gauge,   Unbounded,        HIDDEN),
     ch("sys.mem_total",            Bytes,       System,    Gauge,   Unbounded,        HIDDEN),
     ch("sys.mem_available",        Bytes,       System,    Gauge,   Unbounded,        HIDDEN),
+    ch("sys.shmem",                Bytes,       System,    Gauge,   Unbounded,        HIDDEN),
     // tree: a watched job's processes.
     ch("tree.rss",                 Bytes,       Mem,       Level,   Memory,           HIDDEN),
     ch("tree.pss",                 Bytes,       Mem,       Level,   Memory,           SHOWN),

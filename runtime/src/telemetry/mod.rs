@@ -17,6 +17,7 @@ pub mod alloc;
 pub mod bars;
 pub mod catalog;
 pub mod cgroup;
+pub mod classes;
 pub mod dynamic;
 pub mod gpu;
 pub mod keys;

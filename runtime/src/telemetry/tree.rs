@@ -439,6 +439,9 @@ pub struct TreeProbe {
     /// The members' pids, told to whoever shares them (the GPU probe sums
     /// the tree's VRAM over them).
     shared: Option<TreePids>,
+    /// Where each process's memory lives, read from `smaps` for those that
+    /// move (see [`super::classes`]); `None`: not read.
+    classes: Option<super::classes::ClassReader>,
 }
 
 /// The watched tree's pids as the tree probe last saw them; shared with
@@ -486,7 +489,60 @@ impl TreeProbe {
             residual: Rollup::default(),
             scans: 0,
             shared: None,
+            classes: Some(super::classes::ClassReader::default()),
         }
+    }
+
+    /// Without reading where each process's memory lives (`smaps`).
+    pub fn without_classes(mut self) -> Self {
+        self.classes = None;
+        self
+    }
+
+    /// Reads `smaps` of the processes due (see
+    /// [`super::classes::ClassReader::due`]: those whose memory moved), in
+    /// pid order, while the budget lasts; each reading is a `classes` fact.
+    fn read_classes(&mut self) {
+        let Some(mut reader) = self.classes.take() else {
+            return;
+        };
+        reader.retain(|p| self.members.contains_key(&p));
+        if self.events.is_some() && reader.refill() {
+            let now_ns = self.clock.now_ns();
+            let mut due: Vec<u32> = self
+                .members
+                .iter()
+                .filter(|(p, m)| {
+                    let uss = m.estimate().map_or(f64::NAN, |r| r.uss);
+                    m.announced && reader.due(**p, m.rss.unwrap_or(f64::NAN), uss, now_ns)
+                })
+                .map(|(p, _)| *p)
+                .collect();
+            due.sort_unstable();
+            for pid in due {
+                if !reader.has_budget() {
+                    break;
+                }
+                let t0 = crate::sys::thread_cpu_ns();
+                let read = self.read_to_buf(pid, "smaps");
+                let classes = read
+                    .then(|| super::classes::Classes::parse(&self.buf))
+                    .flatten();
+                let cost = crate::sys::thread_cpu_ns().saturating_sub(t0) as f64;
+                let Some(m) = self.members.get(&pid) else {
+                    continue;
+                };
+                let uss = m.estimate().map_or(f64::NAN, |r| r.uss);
+                reader.read(pid, m.rss.unwrap_or(f64::NAN), uss, now_ns, cost);
+                if let (Some(c), Some(tx)) = (classes, &self.events) {
+                    let _ = tx.try_send(Event {
+                        t_ns: now_ns,
+                        kind: c.fact(pid, &m.name),
+                    });
+                }
+            }
+        }
+        self.classes = Some(reader);
     }
 
     /// Tells `pids` the members after every scan.
@@ -1166,6 +1222,7 @@ impl Probe for TreeProbe {
             out[3] = sum.swap_pss;
             out[8] = self.sums_age_s(self.clock.now_ns());
         }
+        self.read_classes();
         Ok(())
     }
 

@@ -492,7 +492,36 @@ fn process_row(d: &mut Dashboard, ui: &mut egui::Ui, r: &ProcessRow, indent: boo
         ui.label(text(pid).monospace());
     }
     ui.label(text(r.role.clone()));
-    ui.label(text(r.name.clone()));
+    // Where its memory grew, where its `smaps` readings say: the class
+    // beside its name, the words on hover.
+    let place = d
+        .view
+        .tree_findings
+        .as_ref()
+        .and_then(|(_, _, t, _)| t.as_ref())
+        .and_then(|t| t.processes.iter().find(|p| p.pid == r.pid))
+        .and_then(|p| p.where_.as_ref());
+    match place {
+        Some(w) => {
+            let class = match w.largest.as_str() {
+                "file" => "page cache",
+                "anon" => "anonymous",
+                other => other,
+            };
+            ui.label(text(format!(
+                "{}  {class} {:.0} %",
+                r.name,
+                100.0 * w.share
+            )))
+            .on_hover_text(format!(
+                "where it grew, {:.1}–{:.1} s: {}",
+                w.from_s, w.to_s, w.text
+            ));
+        }
+        None => {
+            ui.label(text(r.name.clone()));
+        }
+    }
     for v in [r.rss, r.pss, r.uss] {
         ui.label(text(v.map_or("–".into(), bytes)).monospace());
     }

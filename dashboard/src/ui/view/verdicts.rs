@@ -95,7 +95,7 @@ pub(super) fn banner(d: &mut Dashboard, ui: &mut egui::Ui) {
         // A finding (copies that rose and held) is growth found, not flat,
         // though no channel grows at the end: the colour of growth whose
         // limit is far.
-        None if !assessment.findings.is_empty() => GROWS,
+        None if assessment.growth_found() => GROWS,
         // Readings that cannot tell growth from noise are not "flat": no green.
         None if !assessment.untold.is_empty() => UNTOLD,
         None => FLAT,
