@@ -101,6 +101,18 @@ fn segment_name(path: &str) -> String {
     }
 }
 
+/// A `Key:   N kB` line of `/proc` (`smaps`, `smaps_rollup`, `meminfo`):
+/// its key and value in bytes (0 where the number does not read).
+pub fn kb_line(line: &str) -> Option<(&str, f64)> {
+    let (key, rest) = line.split_once(':')?;
+    let v = rest
+        .split_ascii_whitespace()
+        .next()
+        .and_then(|n| n.parse::<u64>().ok())
+        .map_or(0.0, |k| k as f64 * 1024.0);
+    Some((key, v))
+}
+
 /// One mapping's header line: `start-end perms offset dev inode [path]`.
 struct Header<'a> {
     start: u64,
@@ -225,18 +237,9 @@ impl Classes {
                 continue;
             }
             let Some(m) = cur.as_mut() else { continue };
-            let Some((key, rest)) = line.split_once(':') else {
-                continue;
-            };
-            let kb = || {
-                rest.split_ascii_whitespace()
-                    .next()
-                    .and_then(|n| n.parse::<u64>().ok())
-                    .map_or(0.0, |k| k as f64 * 1024.0)
-            };
-            match key {
-                "Pss" => m.pss = kb(),
-                "Anonymous" => m.anonymous = kb(),
+            match kb_line(line) {
+                Some(("Pss", v)) => m.pss = v,
+                Some(("Anonymous", v)) => m.anonymous = v,
                 _ => {}
             }
         }

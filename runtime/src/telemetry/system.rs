@@ -21,9 +21,9 @@ pub struct SysProbe {
 
 /// `/proc/meminfo`'s `Shmem` line, in bytes.
 pub fn parse_meminfo_shmem(text: &str) -> Option<f64> {
-    let rest = text.lines().find_map(|l| l.strip_prefix("Shmem:"))?;
-    let kb: u64 = rest.split_ascii_whitespace().next()?.parse().ok()?;
-    Some(kb as f64 * 1024.0)
+    text.lines()
+        .filter_map(super::classes::kb_line)
+        .find_map(|(k, v)| (k == "Shmem").then_some(v))
 }
 
 fn read_shmem() -> Option<f64> {

@@ -194,24 +194,15 @@ pub struct Rollup {
 pub fn parse_rollup(text: &str) -> Option<Rollup> {
     let mut r = Rollup::default();
     let mut has_pss = false;
-    for line in text.lines() {
-        let Some((key, rest)) = line.split_once(':') else {
-            continue;
-        };
-        let kb = || -> f64 {
-            rest.split_ascii_whitespace()
-                .next()
-                .and_then(|n| n.parse::<u64>().ok())
-                .map_or(0.0, |k| k as f64 * 1024.0)
-        };
+    for (key, v) in text.lines().filter_map(super::classes::kb_line) {
         match key {
-            "Rss" => r.rss = kb(),
+            "Rss" => r.rss = v,
             "Pss" => {
-                r.pss = kb();
+                r.pss = v;
                 has_pss = true;
             }
-            "Private_Clean" | "Private_Dirty" => r.uss += kb(),
-            "SwapPss" => r.swap_pss = kb(),
+            "Private_Clean" | "Private_Dirty" => r.uss += v,
+            "SwapPss" => r.swap_pss = v,
             _ => {}
         }
     }
