@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# CI's check of the wheel, as a user without Rust meets it: build it (dev
+# CI's check of the wheel: `pip install ./python` from the source tree
+# builds and installs it all; then as a user without Rust meets it: build it (dev
 # profile: a quick build; `scripts/build-wheel.sh` defaults to dist), check
 # its manylinux policy with auditwheel, install it into a fresh venv, and
 # with no cargo on PATH run the program (version, a headless soak, a watched
@@ -10,6 +11,18 @@ cd "$(dirname "$0")/.."
 root="$PWD"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
+
+echo "-- pip install ./python from the source tree, as a Python user does"
+# The build backend (python/build_backend/) builds the program with cargo
+# and hands the rest to maturin; nothing is built beforehand, as in a
+# fresh clone (flatline.data/ is a build output).
+rm -rf python/flatline.data
+python3 -m venv "$work/src"
+FLATLINE_WHEEL_PROFILE=dev MATURIN_PEP517_ARGS="--profile dev" \
+  "$work/src/bin/pip" install --quiet --disable-pip-version-check ./python >"$work/src.log" 2>&1 \
+  || { tail -40 "$work/src.log"; exit 1; }
+env -i HOME="$work" PATH="$work/src/bin:/usr/bin:/bin" sh -c 'command -v flatline && flatline --version'
+env -i HOME="$work" PATH="/usr/bin:/bin" "$work/src/bin/python" -c 'import flatline, flatline._flatline; print("import flatline:", flatline.__file__)'
 
 echo "-- build"
 python3 -m venv "$work/build"
