@@ -36,7 +36,7 @@ grep -Eq '"manylinux_2_(3[0-5]|[12][0-9])_x86_64"' "$work/audit.txt" || { echo "
 
 echo "-- install into a fresh venv"
 python3 -m venv "$work/user"
-"$work/user/bin/pip" install --quiet --disable-pip-version-check "$wheel" pytest pandas polars
+"$work/user/bin/pip" install --quiet --disable-pip-version-check "$wheel" pytest pandas polars ipykernel nbclient nbformat
 
 echo "-- pipx and uv tool install it too"
 "$work/build/bin/pip" install --quiet --disable-pip-version-check pipx uv

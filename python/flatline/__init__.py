@@ -212,3 +212,11 @@ def executable() -> str:
     if found:
         return found
     raise FileNotFoundError("the flatline program is not installed beside this package (pip install flatline)")
+
+
+def load_ipython_extension(ipython) -> None:
+    """`%load_ext flatline`: the `%%flatline` and `%flatline` magics
+    (`flatline._magic`): the kernel watched by the flatline program."""
+    from . import _magic
+
+    _magic.load(ipython)

@@ -1,0 +1,207 @@
+"""`%load_ext flatline`: watch a notebook's kernel with the flatline program.
+
+    %%flatline                 watch this kernel's process tree while the
+                               cell runs, then print the receipt's first lines
+    %flatline start [--out F]  keep a watch going across cells, recording to F
+    %flatline status           is it running, where does it record
+    %flatline stop             end it; print the receipt's first lines
+    %flatline last             what the last recording says: how the watched
+                               kernel ended, if it died (who, of what)
+
+The watcher is the program installed with this package
+(`flatline.executable()`), run beside the kernel as
+`flatline watch --headless --pid <kernel>`: nothing of it runs inside the
+kernel, so a kernel that dies (the OOM killer, a crash) still leaves a
+recording with its footer, which `%flatline last` reads in the next one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import List, Optional
+
+from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
+
+from . import executable
+
+# How many lines of the receipt a cell prints: the headline, then the
+# recording's line.
+FIRST_LINES = 3
+
+
+def _state_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    d = Path(base) / "flatline"
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def _remember(path: Path) -> None:
+    """The last recording, for `%flatline last` in a later kernel."""
+    (_state_dir() / "last-recording").write_text(str(path))
+
+
+def _last() -> Optional[Path]:
+    try:
+        return Path((_state_dir() / "last-recording").read_text().strip())
+    except OSError:
+        return None
+
+
+class Watch:
+    """One `flatline watch --headless --pid` of this kernel."""
+
+    def __init__(self, out: Optional[str], hz: float) -> None:
+        if out is None:
+            fd, name = tempfile.mkstemp(prefix="flatline-cell-", suffix=".flr")
+            os.close(fd)
+            os.unlink(name)
+            out = name
+        self.out = Path(out).expanduser().resolve()
+        self.log = tempfile.TemporaryFile(mode="w+")
+        args = [executable(), "watch", "--headless", "--pid", str(os.getpid()), "--hz", str(hz),
+                "--out", str(self.out), "--force"]
+        self.started = time.monotonic()
+        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL)
+        _remember(self.out)
+        # The recording exists once the watch has started (its header
+        # written); a watch that fails says why at once.
+        deadline = time.monotonic() + 10.0
+        while not self.out.exists() and self.proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"flatline watch ended at once: {self.output().strip()}")
+        # A few readings before the cell, so that its growth is told from
+        # where the kernel stood.
+        time.sleep(0.5)
+
+    def output(self) -> str:
+        self.log.seek(0)
+        return self.log.read()
+
+    def running(self) -> bool:
+        return self.proc.poll() is None
+
+    def stop(self) -> str:
+        """Ends the watch as Ctrl-C does (the footer written, the receipt
+        printed); returns what it printed."""
+        if self.running():
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return self.output()
+
+
+def _first_lines(text: str, n: int = FIRST_LINES) -> str:
+    lines = [l for l in text.splitlines() if l.strip()]
+    return "\n".join(lines[:n])
+
+
+def _parse(line: str) -> tuple[List[str], Optional[str], float]:
+    words = shlex.split(line)
+    out, hz, rest = None, 10.0, []
+    i = 0
+    while i < len(words):
+        w = words[i]
+        if w in ("--out", "--hz") and i + 1 < len(words):
+            if w == "--out":
+                out = words[i + 1]
+            else:
+                hz = float(words[i + 1])
+            i += 2
+        elif w.startswith("--out="):
+            out = w.split("=", 1)[1]
+            i += 1
+        elif w.startswith("--hz="):
+            hz = float(w.split("=", 1)[1])
+            i += 1
+        else:
+            rest.append(w)
+            i += 1
+    return rest, out, hz
+
+
+@magics_class
+class FlatlineMagics(Magics):
+    def __init__(self, shell) -> None:
+        super().__init__(shell)
+        self.watch: Optional[Watch] = None
+
+    @cell_magic
+    def flatline(self, line: str, cell: str):
+        """Watch this kernel while the cell runs; print the receipt's first
+        lines after it. `%%flatline --out run.flr --hz 10`."""
+        _, out, hz = _parse(line)
+        w = Watch(out, hz)
+        try:
+            self.shell.run_cell(cell)
+        finally:
+            printed = w.stop()
+        print(_first_lines(printed))
+        print(f"recording: {w.out}")
+
+    @line_magic("flatline")
+    def flatline_line(self, line: str):
+        """%flatline start [--out F] [--hz N] | status | stop | last"""
+        rest, out, hz = _parse(line)
+        cmd = rest[0] if rest else "status"
+        if cmd == "start":
+            if self.watch is not None and self.watch.running():
+                print(f"flatline is already watching this kernel, recording to {self.watch.out}")
+                return
+            self.watch = Watch(out, hz)
+            print(f"flatline watches this kernel (pid {os.getpid()}), recording to {self.watch.out}")
+        elif cmd == "stop":
+            if self.watch is None:
+                print("flatline is not watching this kernel (%flatline start)")
+                return
+            w, self.watch = self.watch, None
+            print(_first_lines(w.stop()))
+            print(f"recording: {w.out}")
+        elif cmd == "status":
+            w = self.watch
+            if w is None or not w.running():
+                print("flatline is not watching this kernel")
+            else:
+                print(f"flatline has watched this kernel (pid {os.getpid()}) for "
+                      f"{time.monotonic() - w.started:.0f} s, recording to {w.out}")
+        elif cmd == "last":
+            path = _last()
+            if path is None or not path.exists():
+                print("no recording of a kernel yet (%flatline start, or %%flatline)")
+                return
+            print(last_words(path))
+        else:
+            print(f"flatline: unknown word {cmd!r}: start, status, stop or last")
+
+
+def last_words(path: Path) -> str:
+    """What a recording says of how its kernel ended: the headline, and
+    who died of what, where the recording says."""
+    r = subprocess.run([executable(), "report", str(path), "--format", "json"],
+                       capture_output=True, text=True)
+    if r.returncode not in (0, 3):
+        return f"flatline report {path}: {r.stderr.strip()}"
+    v = json.loads(r.stdout)
+    rec = v.get("recording", {})
+    headline = v.get("headline", "")
+    lines = [f"{path}: {rec.get('duration_s', 0):.1f} s, ended: {rec.get('end')}", headline]
+    for f in v.get("findings", []):
+        if f.get("kind") in ("oom_kill", "killed_by_signal", "out_of_memory") and f["text"] not in headline:
+            lines.append(f"{f['kind']}: {f['text']}")
+    return "\n".join(l for l in lines if l)
+
+
+def load(ipython) -> None:
+    ipython.register_magics(FlatlineMagics)

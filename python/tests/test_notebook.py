@@ -1,0 +1,68 @@
+"""`%load_ext flatline` in a real Jupyter kernel (ipykernel, run by
+nbclient): a `%%flatline` cell that keeps 4 MiB every 0.1 s for 10 s is
+told as growing; a cell that only sleeps is not; `%flatline start`/`stop`
+leaves a recording that `flatline report` reads; `%flatline last` reads the
+last one. Skipped where nbclient is not installed, except under CI."""
+
+import json
+import os
+import subprocess
+
+import pytest
+
+import flatline
+
+
+def optional(name):
+    if os.environ.get("CI") == "true":
+        import importlib
+
+        return importlib.import_module(name)
+    return pytest.importorskip(name)
+
+
+def run_notebook(cells, tmp_path):
+    nbformat = optional("nbformat")
+    nbclient = optional("nbclient")
+    optional("ipykernel")
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(c) for c in cells]
+    # The magics' own state (the last recording) in this test's folder.
+    env_cell = f"import os; os.environ['XDG_CACHE_HOME'] = {str(tmp_path)!r}"
+    nb.cells.insert(0, nbformat.v4.new_code_cell(env_cell))
+    client = nbclient.NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}})
+    client.execute()
+    outputs = []
+    for cell in nb.cells[1:]:
+        text = "".join(o.get("text", "") for o in cell.outputs if o.get("output_type") == "stream")
+        outputs.append(text)
+    return outputs
+
+
+def test_the_magics_in_a_real_kernel(tmp_path):
+    out = tmp_path / "kept.flr"
+    _, grow, sleep, start, _, stop, last = run_notebook(
+        [
+            "%load_ext flatline",
+            "%%flatline\nimport time\nkept = []\nfor _ in range(100):\n"
+            "    kept.append(bytearray(4 << 20))\n    time.sleep(0.1)",
+            "%%flatline\nimport time\ntime.sleep(10)",
+            f"%flatline start --out {out}",
+            "import time\nmore = [bytearray(1 << 20) for _ in range(50)]\ntime.sleep(3)",
+            "%flatline stop",
+            "%flatline last",
+        ],
+        tmp_path,
+    )
+    # The first line a cell prints is the receipt's headline.
+    first = grow.splitlines()[0]
+    assert " grows " in first, grow
+    first = sleep.splitlines()[0]
+    assert " grows " not in first and "Growth" not in first, sleep
+    assert "recording to" in start, start
+    assert f"recording: {out}" in stop, stop
+    r = subprocess.run([flatline.executable(), "report", str(out), "--format", "json"],
+                       capture_output=True, text=True, check=True)
+    v = json.loads(r.stdout)
+    assert not v["recording"]["truncated"] and v["recording"]["samples"] > 10, v["recording"]
+    assert str(out) in last and "ended:" in last, last
