@@ -34,6 +34,10 @@ pub struct Where {
     pub region_size: Option<f64>,
     pub of_size: f64,
     pub arenas: f64,
+    /// glibc arenas at the last reading, and how much of the growth is in
+    /// them (bytes).
+    pub arenas_held: f64,
+    pub in_arenas: f64,
     /// Shared-memory segments that grew, by name, bytes (of the few
     /// largest each reading names), and how many more there are.
     pub segments: BTreeMap<String, f64>,
@@ -111,6 +115,8 @@ pub fn where_grew(events: &[Event], pid: u32, from_s: f64, to_s: f64) -> Option<
         region_size: (size > 0.0).then_some(size),
         of_size,
         arenas: fig(last, "arenas") - fig(first, "arenas"),
+        arenas_held: fig(last, "arenas"),
+        in_arenas: fig(last, "in_arenas") - fig(first, "in_arenas"),
         segments,
         new_segments: fig(last, "shm_segments") - fig(first, "shm_segments"),
         text: String::new(),
@@ -167,11 +173,26 @@ impl Where {
                             .to_owned(),
                     );
                 }
-                if self.arenas >= 1.0 {
+                // glibc's per-thread arenas: growth in them is either
+                // objects the threads keep or freed memory the allocator
+                // keeps per thread.
+                if self.in_arenas >= 0.5 * self.classes["anon"] && self.arenas_held >= 1.0 {
+                    let more = if self.arenas >= 1.0 {
+                        format!(", {:.0} more than at first", self.arenas)
+                    } else {
+                        String::new()
+                    };
+                    shape.push(format!(
+                        "{} of it in glibc's {:.0} per-thread arenas (64 MiB reserved each{more}): \
+                         objects its threads keep, or freed memory the allocator keeps per \
+                         thread; MALLOC_ARENA_MAX=2 or malloc_trim(0) tells which",
+                        size(self.in_arenas),
+                        self.arenas_held
+                    ));
+                } else if self.arenas >= 1.0 {
                     shape.push(format!(
                         "{:.0} more glibc arenas (64 MiB reserved each, one per thread that \
-                         allocates): an allocator keeping freed memory per thread; try \
-                         MALLOC_ARENA_MAX=2 or malloc_trim",
+                         allocates)",
                         self.arenas
                     ));
                 }
@@ -273,7 +294,37 @@ mod tests {
             w.text
         );
         assert!(!w.is_page_cache());
+        assert!(!w.text.contains("arenas"), "{}", w.text);
         assert_eq!(where_grew(&ev, 8, 0.0, 30.0), None, "one reading");
+
+        // Growth inside glibc's per-thread arenas is said as that.
+        let ev = vec![
+            classes(
+                0.0,
+                9,
+                &[
+                    ("anon", 20.0 * MIB),
+                    ("arenas", 4.0),
+                    ("in_arenas", 4.0 * MIB),
+                ],
+            ),
+            classes(
+                9.0,
+                9,
+                &[
+                    ("anon", 170.0 * MIB),
+                    ("arenas", 4.0),
+                    ("in_arenas", 150.0 * MIB),
+                ],
+            ),
+        ];
+        let w = where_grew(&ev, 9, 0.0, 10.0).unwrap();
+        assert!(
+            w.text
+                .contains("146.0 MiB of it in glibc's 4 per-thread arenas (64 MiB reserved each)"),
+            "{}",
+            w.text
+        );
 
         let ev = vec![
             classes(0.0, 3, &[("file", MIB), ("shm:/dev/shm/x", 0.0)]),

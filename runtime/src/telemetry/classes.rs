@@ -55,8 +55,10 @@ pub struct Classes {
     /// many have it.
     pub mode_size: u64,
     pub mode_count: u64,
-    /// glibc arenas: 64 MiB-aligned anonymous reservations of 64 MiB.
+    /// glibc arenas: 64 MiB-aligned anonymous reservations of 64 MiB, and
+    /// the PSS in them (bytes).
     pub arenas: u64,
+    pub in_arenas: f64,
     /// Shared-memory segments by name (`/dev/shm/…`, `/memfd:…`,
     /// `/SYSV…`, `[shmem]` for shared anonymous memory), PSS, largest first,
     /// at most [`SEGMENTS`]; and how many there are.
@@ -164,14 +166,14 @@ impl Classes {
         let mut segments: HashMap<String, f64> = HashMap::new();
         let mut cur: Option<Mapping> = None;
         // The last private anonymous mapping that can hold an arena's
-        // start: (start, end).
-        let mut arena_head: Option<(u64, u64)> = None;
+        // start: (start, end, PSS).
+        let mut arena_head: Option<(u64, u64, f64)> = None;
         let mut any = false;
         let close = |m: Mapping,
                      c: &mut Classes,
                      sizes: &mut HashMap<u64, u64>,
                      segments: &mut HashMap<String, f64>,
-                     head: &mut Option<(u64, u64)>| {
+                     head: &mut Option<(u64, u64, f64)>| {
             // Private copies inside a file mapping (written data, COW) are
             // the program's anonymous memory, not page cache.
             if c_is_file(m.class) {
@@ -195,13 +197,15 @@ impl Classes {
                 let aligned = m.start.is_multiple_of(ARENA);
                 if m.readable && aligned && m.size == ARENA {
                     c.arenas += 1;
+                    c.in_arenas += m.pss;
                     *head = None;
                 } else if m.readable && aligned && m.size < ARENA {
-                    *head = Some((m.start, m.end));
-                } else if !m.readable
-                    && head.is_some_and(|(s, e)| e == m.start && m.end - s == ARENA)
+                    *head = Some((m.start, m.end, m.pss));
+                } else if let Some((_, _, pss)) =
+                    head.filter(|(s, e, _)| !m.readable && *e == m.start && m.end - s == ARENA)
                 {
                     c.arenas += 1;
+                    c.in_arenas += pss;
                     *head = None;
                 } else {
                     *head = None;
@@ -260,7 +264,8 @@ impl Classes {
 
     /// The recording's fact of this reading, about process `pid`: kind
     /// `classes`; figures: each class's PSS, `regions`, `mode_size`,
-    /// `mode_count`, `arenas`, `shm_segments` (shared-memory segments holding
+    /// `mode_count`, `arenas`, `in_arenas` (PSS in them), `shm_segments`
+    /// (shared-memory segments holding
     /// memory), and `shm:<name>` for each segment named.
     pub fn fact(&self, pid: u32, name: &str) -> EventKind {
         let mut figures: Vec<(String, f64)> = CLASSES
@@ -272,6 +277,7 @@ impl Classes {
         figures.push(("mode_size".into(), self.mode_size as f64));
         figures.push(("mode_count".into(), self.mode_count as f64));
         figures.push(("arenas".into(), self.arenas as f64));
+        figures.push(("in_arenas".into(), self.in_arenas));
         figures.push(("shm_segments".into(), self.shm_segments as f64));
         for (n, v) in &self.segments {
             figures.push((format!("shm:{n}"), *v));
@@ -498,6 +504,7 @@ Pss:                   4 kB
         assert_eq!(c.regions, 4, "four private anonymous mappings");
         assert_eq!((c.mode_size, c.mode_count), (256 * 1024, 2));
         assert_eq!(c.arenas, 1, "an open head and its reserved rest");
+        assert_eq!(c.in_arenas, 132.0 * k);
         assert_eq!(
             c.segments,
             [
