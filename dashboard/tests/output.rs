@@ -184,6 +184,9 @@ fn a_real_tqdm_bar_counts_the_trainer_s_60_steps_with_its_rate() {
     assert_eq!(v["channels"]["log.step"]["last"], 60.0, "{}", v["channels"]);
     let text = String::from_utf8_lossy(&seen.stdout);
     assert!(text.contains("60 steps"), "{text}");
+    // The JSON says the same: the bar drew fewer times than its 60 steps
+    // (before, events.steps counted the draws).
+    assert_eq!(v["events"]["steps"], 60);
     // tqdm said 16.91–19.9 it/s; its first draw (`?it/s`) says nothing.
     let rate = &v["channels"]["progress.it_per_s"];
     assert_eq!(rate["unit"], "per_second");
@@ -209,6 +212,7 @@ fn an_imported_console_log_counts_its_bar_s_steps() {
     let v = import(&bars.join("hf.stderr"), &dir.path().join("hf.flr"));
     assert_eq!(v["recording"]["truncated"], false, "{}", v["recording"]);
     assert_eq!(v["channels"]["log.step"]["last"], 60.0);
+    assert_eq!(v["events"]["steps"], 60);
     assert!(v["channels"]["progress.it_per_s"]["last"].as_f64().unwrap() > 10.0);
     let v = import(&bars.join("lightning.stdout"), &dir.path().join("pl.flr"));
     assert_eq!(v["channels"]["log.step"]["last"], 60.0);
@@ -343,9 +347,10 @@ fn a_trainer_state_gives_the_steps_and_evals_once() {
     passed_through(&alone, &seen);
     // 6 loss entries and 3 evals; an eval repeats its step.
     assert_eq!(lines_read(&v, "log"), (9, 9, 0));
+    // Its 6 loss entries are steps 5 to 30: the job took 30 steps.
     assert_eq!(
-        v["events"]["steps"], 6,
-        "steps from the log, not the prints"
+        v["events"]["steps"], 30,
+        "steps from the log's step axis, not the prints"
     );
     let m = markers(&v);
     assert_eq!(m.iter().filter(|t| *t == "eval").count(), 3, "{m:?}");
@@ -389,7 +394,7 @@ fn import_reads_trainer_states_lightning_csvs_and_saved_console_output() {
     let dir_s = d.to_str().unwrap();
     run(&["hf", "30", dir_s]);
     let v = import(&d.join("trainer_state.json"), &d.join("hf.flr"));
-    assert_eq!(v["events"]["steps"], 6);
+    assert_eq!(v["events"]["steps"], 30, "6 entries, up to step 30");
     assert_eq!(markers(&v), ["eval"; 3]);
     assert_eq!(v["channels"]["log.loss"]["last"], 0.1);
     assert_eq!(v["channels"]["log.eval_loss"]["samples"], 3);

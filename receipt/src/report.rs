@@ -699,7 +699,7 @@ pub fn json_report(rec: &Recording, receipt: &Receipt<'_>) -> Value {
         "channels": channels,
         "memory_limit": memory_limit(rows).map(|(v, src)| json!({"bytes": v, "source": src})),
         "events": {
-            "steps": rec.step_events(),
+            "steps": steps_taken(rec),
             "markers": markers(rec)
                 .map(|(t_s, text)| json!({"t_s": t_s, "text": text}))
                 .collect::<Vec<_>>(),
@@ -742,6 +742,21 @@ fn ending(rec: &Recording) -> String {
 }
 
 /// Steps and tokens over the run, where the recording has them.
+/// How many steps the job took: its step events, or the highest step its
+/// step axis reached where that is more. A progress bar read through a
+/// pipe redraws a few times a second, so a fast job's 60 steps can be 15
+/// step events (a Hugging Face Trainer's), while its bar says 60.
+pub fn steps_taken(rec: &Recording) -> u64 {
+    let column = |i: usize| rec.columns[i].as_slice();
+    let axis = rules::step_axis(&rec.header.schema, column)
+        .and_then(|i| rec.channel(&rec.header.schema.channels[i].name))
+        .map(channel_stats)
+        .map(|s| s.max)
+        .filter(|v| v.is_finite() && *v >= 0.0)
+        .map_or(0, |v| v as u64);
+    (rec.step_events() as u64).max(axis)
+}
+
 pub fn training_axes(rec: &Recording) -> Option<String> {
     let last = |name: &str| {
         rec.channel(name)
