@@ -152,6 +152,10 @@ pub struct KmsgProbe {
     events: Sender<Event>,
     clock: Clock,
     buf: Vec<u8>,
+    /// The watched tree's pids as the tree probe tells them, and every pid
+    /// ever seen in it: a kill of another process of the host is marked as
+    /// that, never as the job's.
+    tree: Option<(super::tree::TreePids, std::collections::HashSet<u32>)>,
 }
 
 impl std::fmt::Debug for KmsgProbe {
@@ -198,11 +202,25 @@ impl KmsgProbe {
             clock,
             // The kernel hands out one record a read, at most 8 KiB long.
             buf: vec![0; 8192],
+            tree: None,
         })
+    }
+
+    /// Marks a kill of a process never seen in the tree `pids` holds as
+    /// outside the job.
+    pub fn with_tree(mut self, pids: super::tree::TreePids) -> Self {
+        self.tree = Some((pids, std::collections::HashSet::new()));
+        self
     }
 
     /// Reads every record that came since the last call.
     fn drain(&mut self) {
+        if let Some((pids, seen)) = &mut self.tree {
+            let now = pids
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            seen.extend(now.iter().copied());
+        }
         // A bounded number a tick, so a flood of log lines cannot hold the
         // slow thread.
         for _ in 0..4096 {
@@ -216,12 +234,25 @@ impl KmsgProbe {
                             t_ns,
                             kind: kill.fact(),
                         });
-                        // On the markers' lane too.
+                        // On the markers' lane too; a process of the host
+                        // the tree never held is said to be no part of it
+                        // (a kill in another container is no death of the
+                        // job's, though it tells of the host's memory).
+                        let outside = self
+                            .tree
+                            .as_ref()
+                            .is_some_and(|(_, seen)| !seen.contains(&kill.pid));
                         let _ = self.events.try_send(Event {
                             t_ns,
                             kind: EventKind::Marker(format!(
-                                "OOM kill: process {} ({})",
-                                kill.pid, kill.name
+                                "OOM kill{}: process {} ({})",
+                                if outside {
+                                    " outside the job's tree"
+                                } else {
+                                    ""
+                                },
+                                kill.pid,
+                                kill.name
                             )),
                         });
                     }
@@ -326,6 +357,55 @@ mod tests {
         assert!(
             matches!(e.kind, EventKind::Fact { pid: Some(6), .. }),
             "{e:?}"
+        );
+        let marker = rx.try_recv().unwrap();
+        assert_eq!(
+            marker.kind,
+            EventKind::Marker("OOM kill: process 6 (new)".into())
+        );
+    }
+
+    /// With the tree's pids told, a kill of a process the tree ever held is
+    /// the job's marker; one of another process of the host says it is not.
+    #[test]
+    fn a_kill_outside_the_tree_is_marked_as_that() {
+        use std::io::Write;
+        let tmp = tempfile::NamedTempFile::new().unwrap();
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let pids = super::super::tree::TreePids::default();
+        pids.lock().unwrap().push(6);
+        let mut p = KmsgProbe::open(tmp.path(), tx, Clock::start())
+            .unwrap()
+            .with_tree(pids.clone());
+        p.read(&mut []).unwrap();
+        // The tree saw 6 gone before the log's line was read.
+        pids.lock().unwrap().clear();
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(tmp.path())
+            .unwrap();
+        let kill = |pid: u32| {
+            format!(
+                "3,9,9,-;Out of memory: Killed process {pid} (x) total-vm:1kB, anon-rss:1kB, file-rss:0kB, shmem-rss:0kB"
+            )
+        };
+        write!(f, "{}", kill(6)).unwrap();
+        p.read(&mut []).unwrap();
+        write!(f, "{}", kill(7)).unwrap();
+        p.read(&mut []).unwrap();
+        let markers: Vec<String> = rx
+            .try_iter()
+            .filter_map(|e| match e.kind {
+                EventKind::Marker(m) => Some(m),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            markers,
+            [
+                "OOM kill: process 6 (x)",
+                "OOM kill outside the job's tree: process 7 (x)"
+            ]
         );
     }
 }

@@ -481,7 +481,7 @@ pub fn start_with(
         && let Some(tx) = &config.events
     {
         match super::kmsg::KmsgProbe::new(tx.clone(), clock) {
-            Ok(p) => slow.push(Box::new(p)),
+            Ok(p) => slow.push(Box::new(p.with_tree(tree_pids.clone()))),
             Err(u) => unavailable.push(u),
         }
     }
