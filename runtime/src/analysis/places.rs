@@ -6,7 +6,7 @@
 //! read further (page cache the kernel reclaims: no leak at all), threads
 //! never ended.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
 
@@ -46,34 +46,51 @@ pub struct Where {
     pub text: String,
 }
 
-/// A `classes` fact's figures, where `e` is one about `pid`.
-fn figures_of(e: &Event, pid: u32) -> Option<&BTreeMap<String, f64>> {
-    match &e.kind {
-        EventKind::Fact {
-            kind,
-            pid: Some(p),
-            figures,
-            ..
-        } if kind == "classes" && *p == pid => Some(figures),
-        _ => None,
-    }
-}
-
 /// Where process `pid` grew between its first and last `classes` readings
 /// within `[from_s, to_s]` (seconds on the events' clock); `None` where it
 /// has fewer than two, or they grew by less than 4 MiB or [`MATERIAL`] of
 /// what it held at the first.
 pub fn where_grew(events: &[Event], pid: u32, from_s: f64, to_s: f64) -> Option<Where> {
-    let within = |e: &&Event| {
+    where_each(events, from_s, to_s).remove(&pid)
+}
+
+/// [`where_grew`] for every process at once, in one pass over the events
+/// (the window asks once a second, of a tree that may have had thousands
+/// of processes).
+pub fn where_each(events: &[Event], from_s: f64, to_s: f64) -> HashMap<u32, Where> {
+    type Reading<'e> = (f64, &'e BTreeMap<String, f64>);
+    let mut ends: HashMap<u32, (Reading<'_>, Option<Reading<'_>>)> = HashMap::new();
+    for e in events {
         let t = e.t_ns as f64 / 1e9;
-        t >= from_s && t <= to_s
-    };
-    let mut readings = events
-        .iter()
-        .filter(within)
-        .filter_map(|e| figures_of(e, pid).map(|f| (e.t_ns as f64 / 1e9, f)));
-    let (t0, first) = readings.next()?;
-    let (t1, last) = readings.next_back()?;
+        if !(t >= from_s && t <= to_s) {
+            continue;
+        }
+        let EventKind::Fact {
+            kind,
+            pid: Some(pid),
+            figures,
+            ..
+        } = &e.kind
+        else {
+            continue;
+        };
+        if kind != "classes" {
+            continue;
+        }
+        ends.entry(*pid)
+            .and_modify(|(_, last)| *last = Some((t, figures)))
+            .or_insert(((t, figures), None));
+    }
+    ends.into_iter()
+        .filter_map(|(pid, (first, last))| Some((pid, between(first, last?)?)))
+        .collect()
+}
+
+/// Where a process grew between two of its readings: (seconds, figures).
+fn between(
+    (t0, first): (f64, &BTreeMap<String, f64>),
+    (t1, last): (f64, &BTreeMap<String, f64>),
+) -> Option<Where> {
     let fig = |m: &BTreeMap<String, f64>, k: &str| m.get(k).copied().unwrap_or(0.0);
     let classes: BTreeMap<String, f64> = CLASSES
         .iter()

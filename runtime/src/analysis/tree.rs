@@ -408,8 +408,9 @@ pub fn summarize<'a, 'c, F: Fn(&str) -> Option<&'c [f64]>>(
     // Where each process grew, from the same moment on: what a start-up
     // (an import) or the workers' start took is not the growth.
     if let (Some(&a), Some(&b)) = (data.t.get(from).or(data.t.first()), data.t.last()) {
+        let mut each = super::places::where_each(events, a, b);
         for p in seen.values_mut() {
-            p.where_ = super::places::where_grew(events, p.pid, a, b);
+            p.where_ = each.remove(&p.pid);
         }
     }
     let copy = copy_on_access(&seen, data, &grew, rose, held);
