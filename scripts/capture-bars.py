@@ -3,6 +3,12 @@ progress-bar tests (dashboard/tests/data/bars/). Needs tqdm and rich
 (`pip install tqdm rich`); CI does not run it: it reads what this wrote.
 
 usage: capture-bars.py OUT_DIR
+       capture-bars.py OUT_DIR NAME -- COMMAND...
+
+The second form captures a real command (a trainer of scripts/trainers/,
+run with the venv that has the library) with the environment `flatline
+watch` gives a command whose output it reads (TTY_COMPATIBLE=1,
+TTY_INTERACTIVE=1: rich draws its bars as to a terminal).
 
 Each case runs in a child process whose stdout and stderr are pipes (as
 under `flatline watch -- COMMAND`), and is saved as CASE.stdout,
@@ -132,10 +138,17 @@ CASES["rich-terminal"] = CASES["rich"]
 ENV = {"rich-terminal": {"TTY_COMPATIBLE": "1", "TTY_INTERACTIVE": "1", "COLUMNS": "100"}}
 
 
-def capture(name, code, out_dir):
-    env = dict(os.environ, **ENV.get(name, {}))
+# What `flatline watch` sets for a started command whose output it reads
+# (core/src/commands/watch.rs, TERMINAL_HINTS), unless already set.
+WATCH_ENV = {"TTY_COMPATIBLE": "1", "TTY_INTERACTIVE": "1"}
+
+
+def capture(name, argv, out_dir, extra_env):
+    env = dict(os.environ)
     env.pop("FORCE_COLOR", None)
-    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    for k, v in extra_env.items():
+        env.setdefault(k, v)
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     sel = selectors.DefaultSelector()
     sel.register(p.stdout, selectors.EVENT_READ, "stdout")
     sel.register(p.stderr, selectors.EVENT_READ, "stderr")
@@ -154,6 +167,8 @@ def capture(name, code, out_dir):
             data[key.data] += b
     assert p.wait() == 0, name
     for stream, b in data.items():
+        if not b:
+            continue
         with open(os.path.join(out_dir, f"{name}.{stream}"), "wb") as f:
             f.write(b)
     with open(os.path.join(out_dir, f"{name}.chunks"), "w") as f:
@@ -165,5 +180,10 @@ def capture(name, code, out_dir):
 if __name__ == "__main__":
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
-    for name, code in CASES.items():
-        capture(name, code, out)
+    if len(sys.argv) > 2:
+        if len(sys.argv) < 5 or sys.argv[3] != "--":
+            sys.exit("usage: capture-bars.py OUT_DIR [NAME -- COMMAND...]")
+        capture(sys.argv[2], sys.argv[4:], out, WATCH_ENV)
+    else:
+        for name, code in CASES.items():
+            capture(name, [sys.executable, "-c", code], out, ENV.get(name, {}))

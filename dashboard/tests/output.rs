@@ -231,6 +231,77 @@ fn a_lightning_bar_adds_up_its_epochs() {
     assert_eq!(markers(&v), ["Validation DataLoader 0"; 3]);
 }
 
+/// A watched command whose output is read is asked to draw as to a
+/// terminal (rich reads these; tqdm already draws through a pipe), and a
+/// value the user set is left alone.
+#[test]
+fn a_started_command_is_told_it_may_draw_as_to_a_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let said = |env: &[(&str, &str)]| -> String {
+        let out = dir.path().join("env.flr");
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_flatline"));
+        cmd.args([
+            "watch",
+            "--headless",
+            "--force",
+            "--out",
+            out.to_str().unwrap(),
+            "--",
+        ])
+        .args([
+            "sh",
+            "-c",
+            "echo \"tty=$TTY_COMPATIBLE,$TTY_INTERACTIVE\"; sleep 0.5",
+        ])
+        .env_remove("TTY_COMPATIBLE")
+        .env_remove("TTY_INTERACTIVE");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let seen = cmd.output().unwrap();
+        assert!(seen.status.success(), "{seen:?}");
+        let text = String::from_utf8_lossy(&seen.stdout).into_owned();
+        text.lines().next().unwrap_or_default().to_owned()
+    };
+    assert_eq!(said(&[]), "tty=1,1");
+    assert_eq!(said(&[("TTY_INTERACTIVE", "0")]), "tty=1,0");
+}
+
+/// A real Lightning Trainer (`scripts/trainers/lightning_trainer.py`, 3
+/// epochs of 20 batches, rich installed), captured with the environment a
+/// watch gives it: rich then draws its bar through the pipe as to a
+/// terminal (before, it drew once, at the end: 1 step, no validation).
+#[test]
+fn a_real_lightning_trainer_s_rich_bar_gives_its_60_steps_and_validations() {
+    let dir = tempfile::tempdir().unwrap();
+    let (alone, seen, v) = watched_with(dir.path(), &["replay", "lightning-real"], &[]);
+    passed_through(&alone, &seen);
+    assert_eq!(v["events"]["steps"], 60, "{}", v["events"]);
+    assert_eq!(v["channels"]["log.step"]["last"], 60.0);
+    assert!(v["channels"]["log.loss"]["samples"].as_u64().unwrap() >= 30);
+    let rate = v["channels"]["progress.it_per_s"]["last"].as_f64().unwrap();
+    assert!((15.0..20.0).contains(&rate), "rich said ~18.7 it/s: {rate}");
+    // The sanity check's two batches, then a validation after each epoch.
+    assert_eq!(
+        markers(&v),
+        ["Sanity Checking", "Validation", "Validation", "Validation"]
+    );
+}
+
+/// A real Hugging Face Trainer (`scripts/trainers/hf_trainer.py`): its
+/// tqdm bar on stderr, its dicts (values printed as strings) on stdout.
+#[test]
+fn a_real_hugging_face_trainer_gives_its_60_steps_losses_and_evaluations() {
+    let dir = tempfile::tempdir().unwrap();
+    let (alone, seen, v) = watched_with(dir.path(), &["replay", "hf-real"], &[]);
+    passed_through(&alone, &seen);
+    assert_eq!(v["events"]["steps"], 60, "{}", v["events"]);
+    assert_eq!(v["channels"]["log.loss"]["samples"], 6);
+    assert_eq!(v["channels"]["log.loss"]["last"], 6.707);
+    assert_eq!(v["channels"]["log.eval_loss"]["samples"], 3);
+    assert_eq!(markers(&v), ["eval"; 3]);
+}
+
 #[test]
 fn torchrun_ranks_keep_their_own_channels() {
     let dir = tempfile::tempdir().unwrap();

@@ -146,6 +146,36 @@ fn watched_pytorch_loops_read_flat_and_leaking() {
     );
 }
 
+/// The real trainers of issue 54 watched with no flags (shipped in
+/// `recordings/`, made by `scripts/trainers/`): each job's 60 steps, its
+/// loss and evaluations are read from what it printed, and a job that
+/// lived 7–10 s, its imports and model build included, is not a leak.
+#[test]
+fn real_trainers_watched_with_no_flags_give_steps_losses_and_evaluations() {
+    for (file, marks) in [
+        ("watch-hf-trainer.flr", vec!["eval"; 3]),
+        (
+            "watch-lightning-trainer.flr",
+            vec!["Sanity Checking", "Validation", "Validation", "Validation"],
+        ),
+    ] {
+        let r = report(&support::recording(file));
+        assert_eq!(r["events"]["steps"], 60, "{file}");
+        assert_eq!(r["channels"]["log.step"]["last"], 60.0, "{file}");
+        assert!(r["channels"]["log.loss"]["samples"].as_u64().unwrap() >= 6);
+        let seen: Vec<&str> = r["events"]["markers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["text"].as_str().unwrap())
+            .collect();
+        assert_eq!(seen, marks, "{file}");
+        assert_eq!(r["growing"], serde_json::json!([]), "{}", r["headline"]);
+        let headline = r["headline"].as_str().unwrap();
+        assert!(!headline.contains("RAM is reached"), "{file}: {headline}");
+    }
+}
+
 /// A node's 65 processes watched (shipped in `recordings/`): two workers
 /// copy their rank's pages for 60 s and then stop. The headline is the
 /// copy-on-access finding, saying the growth held; `grew` names exactly the

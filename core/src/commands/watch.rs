@@ -260,6 +260,14 @@ impl Watched {
     }
 }
 
+/// What a started command is told when flatline reads its output: rich
+/// (Lightning's RichProgressBar, many CLIs) draws a progress bar to a pipe
+/// only once, at its end, so a job read through a pipe shows no steps
+/// until it is over. These ask it to draw as to a terminal, as tqdm
+/// already does through a pipe. A variable the user set is left as it is
+/// (`TTY_INTERACTIVE=0` turns this off).
+const TERMINAL_HINTS: [(&str, &str); 2] = [("TTY_COMPATIBLE", "1"), ("TTY_INTERACTIVE", "1")];
+
 fn start_target(args: &WatchArgs, clock: Clock) -> Result<Watched> {
     match (args.pid, args.command.split_first()) {
         (Some(_), None) if args.steps_from.is_some() => {
@@ -290,6 +298,13 @@ fn start_target(args: &WatchArgs, clock: Clock) -> Result<Watched> {
             }
             if err {
                 cmd.stderr(Stdio::piped());
+            }
+            if out || err {
+                for (k, v) in TERMINAL_HINTS {
+                    if std::env::var_os(k).is_none() {
+                        cmd.env(k, v);
+                    }
+                }
             }
             // Even if flatline dies without cleaning up (SIGKILL, or Xlib ending the
             // process when the display goes away), the command does not outlive it.
