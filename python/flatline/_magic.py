@@ -2,6 +2,7 @@
 
     %%flatline                 watch this kernel's process tree while the
                                cell runs, then print the receipt's first lines
+                               (and plot its memory, where images show)
     %flatline start [--out F]  keep a watch going across cells, recording to F
     %flatline status           is it running, where does it record
     %flatline stop             end it; print the receipt's first lines
@@ -29,7 +30,7 @@ from typing import List, Optional
 
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 
-from . import executable
+from . import executable, read
 
 # How many lines of the receipt a cell prints: the headline, then the
 # recording's line.
@@ -150,6 +151,7 @@ class FlatlineMagics(Magics):
             printed = w.stop()
         print(_first_lines(printed))
         print(f"recording: {w.out}")
+        _show_plot(w.out)
 
     @line_magic("flatline")
     def flatline_line(self, line: str):
@@ -169,6 +171,7 @@ class FlatlineMagics(Magics):
             w, self.watch = self.watch, None
             print(_first_lines(w.stop()))
             print(f"recording: {w.out}")
+            _show_plot(w.out)
         elif cmd == "status":
             w = self.watch
             if w is None or not w.running():
@@ -184,6 +187,59 @@ class FlatlineMagics(Magics):
             print(last_words(path))
         else:
             print(f"flatline: unknown word {cmd!r}: start, status, stop or last")
+
+
+# The channels a cell's plot shows, the first the recording has: the
+# kernel's whole tree (its own PSS, children included), else its RSS.
+PLOTTED = ("tree.pss", "tree.rss", "mem.rss")
+
+
+def plot_svg(path: Path, width: int = 480, height: int = 150) -> Optional[str]:
+    """A small SVG of the kernel's memory over the recording (the first of
+    `PLOTTED` it holds, in MiB against seconds); None where it holds too
+    few readings to draw."""
+    try:
+        rec = read(str(path))
+    except Exception:
+        return None
+    name = next((n for n in PLOTTED if n in rec and len(rec[n]) >= 2), None)
+    if name is None:
+        return None
+    ch = rec[name]
+    t, v = ch.times, ch.values / (1 << 20)
+    lo, hi = float(v.min()), float(v.max())
+    span_v = max(hi - lo, 1e-9)
+    span_t = max(float(t[-1] - t[0]), 1e-9)
+    left, right, top, bottom = 56, 8, 18, 22
+    w, h = width - left - right, height - top - bottom
+    points = " ".join(
+        f"{left + (float(x) - float(t[0])) / span_t * w:.1f},{top + (hi - float(y)) / span_v * h:.1f}"
+        for x, y in zip(t, v)
+    )
+    font = 'font-family="sans-serif" font-size="11" fill="#444"'
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}">'
+        f'<rect width="{width}" height="{height}" fill="white"/>'
+        f'<text x="{left}" y="12" {font}>{name} (MiB)</text>'
+        f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + h}" stroke="#999"/>'
+        f'<line x1="{left}" y1="{top + h}" x2="{left + w}" y2="{top + h}" stroke="#999"/>'
+        f'<text x="{left - 4}" y="{top + 9}" text-anchor="end" {font}>{hi:.1f}</text>'
+        f'<text x="{left - 4}" y="{top + h}" text-anchor="end" {font}>{lo:.1f}</text>'
+        f'<text x="{left}" y="{height - 6}" {font}>0 s</text>'
+        f'<text x="{left + w}" y="{height - 6}" text-anchor="end" {font}>{span_t:.1f} s</text>'
+        f'<polyline points="{points}" fill="none" stroke="#1f77b4" stroke-width="1.5"/>'
+        "</svg>"
+    )
+
+
+def _show_plot(path: Path) -> None:
+    """The plot, where the front end shows images: published as SVG only,
+    so a terminal (text only) shows nothing rather than an object's name."""
+    svg = plot_svg(path)
+    if svg is not None:
+        from IPython.display import publish_display_data
+
+        publish_display_data({"image/svg+xml": svg})
 
 
 def last_words(path: Path) -> str:

@@ -1,6 +1,7 @@
 """`%load_ext flatline` in a real Jupyter kernel (ipykernel, run by
 nbclient): a `%%flatline` cell that keeps 4 MiB every 0.1 s for 10 s is
-told as growing; a cell that only sleeps is not; `%flatline start`/`stop`
+told as growing, with a plot of the kernel's memory; a cell that only
+sleeps is not; `%flatline start`/`stop`
 leaves a recording that `flatline report` reads; `%flatline last` reads the
 last one. Skipped where nbclient is not installed, except under CI."""
 
@@ -36,12 +37,17 @@ def run_notebook(cells, tmp_path):
     for cell in nb.cells[1:]:
         text = "".join(o.get("text", "") for o in cell.outputs if o.get("output_type") == "stream")
         outputs.append(text)
-    return outputs
+    return outputs, [cell.outputs for cell in nb.cells[1:]]
+
+
+def svgs(outputs):
+    return [o["data"]["image/svg+xml"] for o in outputs
+            if o.get("output_type") == "display_data" and "image/svg+xml" in o.get("data", {})]
 
 
 def test_the_magics_in_a_real_kernel(tmp_path):
     out = tmp_path / "kept.flr"
-    _, grow, sleep, start, _, stop, last = run_notebook(
+    (_, grow, sleep, start, _, stop, last), raw = run_notebook(
         [
             "%load_ext flatline",
             "%%flatline\nimport time\nkept = []\nfor _ in range(100):\n"
@@ -66,3 +72,12 @@ def test_the_magics_in_a_real_kernel(tmp_path):
     v = json.loads(r.stdout)
     assert not v["recording"]["truncated"] and v["recording"]["samples"] > 10, v["recording"]
     assert str(out) in last and "ended:" in last, last
+    # After the cell and after `stop`, a plot of the kernel's memory, as
+    # SVG only (a terminal front end shows no object's name instead).
+    plots = svgs(raw[1])
+    assert len(plots) == 1 and "tree.pss (MiB)" in plots[0] and "<polyline" in plots[0], raw[1]
+    points = plots[0].split('points="')[1].split('"')[0].split()
+    assert len(points) > 10, len(points)
+    assert len(svgs(raw[5])) == 1, raw[5]
+    assert not any(o.get("output_type") == "display_data" and "text/plain" in o.get("data", {})
+                   for o in raw[1]), raw[1]
