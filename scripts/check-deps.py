@@ -27,7 +27,7 @@ ALLOWED = {
     "flatline-format": {"serde", "rmp-serde", "rmp", "serde_bytes", "flate2", "crc32fast", "sha2", "thiserror"},
     "flatline-runtime": {
         "flatline-format", "crossbeam-channel", "crossbeam-utils", "nvml-wrapper", "sysinfo",
-        "memmap2", "csv", "regex", "serde", "serde_json", "thiserror", "libm", "libc",
+        "memmap2", "csv", "regex", "serde", "serde_json", "thiserror", "libm", "libc", "addr2line",
     },
     "flatline-receipt": {"flatline-runtime", "serde_json", "humantime"},
     "flatline-core": {
@@ -37,6 +37,7 @@ ALLOWED = {
         "tokio-rustls", "rustls-pki-types", "bcrypt", "base64", "serde_yaml_ng",
     },
     "flatline-python": {"flatline-format", "flatline-receipt", "pyo3", "numpy", "serde_json"},
+    "flatline-preload": {"flatline-format", "libc"},
     "flatline": {
         "flatline-runtime", "flatline-core", "anyhow", "clap", "serde", "serde_json", "humantime",
         "tempfile", "eframe", "egui_plot", "image",
@@ -52,6 +53,7 @@ NEVER = {
     "flatline-receipt": GUI | SERVER_AND_CLI,
     "flatline-core": GUI,
     "flatline-python": GUI | SERVER_AND_CLI,
+    "flatline-preload": GUI | SERVER_AND_CLI | {"nvml-wrapper", "sysinfo", "crossbeam-channel"},
 }
 
 

@@ -86,6 +86,7 @@ mod reader;
 mod sample;
 mod schema;
 mod seek;
+pub mod sites;
 mod slots;
 mod writer;
 

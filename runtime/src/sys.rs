@@ -242,6 +242,100 @@ pub fn local_zone(_unix_s: i64) -> Option<(i64, String)> {
     None
 }
 
+/// The consumer's side of an allocation-site ring
+/// ([`flatline_format::sites`]): the file a preloaded job's process writes,
+/// mapped shared. Its producers are other processes, so every word both
+/// sides touch is read and written as an atomic.
+#[derive(Debug)]
+pub struct SiteRing {
+    map: memmap2::MmapMut,
+}
+
+impl SiteRing {
+    /// Maps the ring at `path`; an error if it is not one (too short, or
+    /// its magic not yet written).
+    pub fn open(path: &std::path::Path) -> std::io::Result<Self> {
+        use flatline_format::sites as L;
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)?;
+        if file.metadata()?.len() < L::RING_BYTES as u64 {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "not a whole allocation-site ring",
+            ));
+        }
+        // SAFETY: the file is a ring of RING_BYTES that its writer never
+        // shrinks; every access below goes through atomics, or copies out
+        // of a slot its producer has published and that no producer
+        // touches until this side hands it back.
+        let map = unsafe {
+            memmap2::MmapOptions::new()
+                .len(L::RING_BYTES)
+                .map_mut(&file)?
+        };
+        let ring = Self { map };
+        if ring.u64_at(L::H_MAGIC) != L::MAGIC {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "not an allocation-site ring (or not ready)",
+            ));
+        }
+        Ok(ring)
+    }
+
+    fn atomic_u64(&self, at: usize) -> &std::sync::atomic::AtomicU64 {
+        assert!(at.is_multiple_of(8) && at + 8 <= self.map.len());
+        let word = self.map[at..]
+            .as_ptr()
+            .cast::<std::sync::atomic::AtomicU64>();
+        // SAFETY: in bounds and 8-aligned (the mapping is page-aligned);
+        // the word is only ever accessed atomically, by both sides.
+        unsafe { &*word }
+    }
+
+    /// A header word (`H_*`), as written by the producers.
+    pub fn u64_at(&self, at: usize) -> u64 {
+        self.atomic_u64(at)
+            .load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// A 32-bit header field (`H_PID`, `H_PYTHON`, `H_PY_VERSION`).
+    pub fn u32_at(&self, at: usize) -> u32 {
+        let word = self.u64_at(at & !7);
+        (word >> ((at & 7) * 8)) as u32
+    }
+
+    /// Whether the record at `pos` is published (and not yet taken).
+    pub fn ready(&self, pos: u64) -> bool {
+        use flatline_format::sites as L;
+        let at = L::slot_offset(pos);
+        let word = self
+            .atomic_u64(at + L::S_SEQ)
+            .load(std::sync::atomic::Ordering::Acquire);
+        L::sequence(word, pos) == pos + 1
+    }
+
+    /// The record at position `pos`, copied out, its slot handed back to
+    /// the producers; None while it is not published yet.
+    pub fn take(&mut self, pos: u64) -> Option<[u8; flatline_format::sites::SLOT_BYTES]> {
+        use flatline_format::sites as L;
+        use std::sync::atomic::Ordering;
+        let at = L::slot_offset(pos);
+        let word = self.atomic_u64(at + L::S_SEQ).load(Ordering::Acquire);
+        if L::sequence(word, pos) != pos + 1 {
+            return None;
+        }
+        let mut out = [0u8; L::SLOT_BYTES];
+        out.copy_from_slice(&self.map[at..at + L::SLOT_BYTES]);
+        self.atomic_u64(at + L::S_SEQ)
+            .store(L::stored(pos + L::SLOTS as u64, pos), Ordering::Release);
+        self.atomic_u64(L::H_HEAD).store(pos + 1, Ordering::Relaxed);
+        Some(out)
+    }
+}
+
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;

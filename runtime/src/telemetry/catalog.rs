@@ -147,6 +147,10 @@ pub const CHANNELS: &[Declared] = &[
     ch("alloc.frees",              Count,       Allocator, Counter, Unbounded,        HIDDEN),
     ch("alloc.rate",               PerSecond,   Allocator, Gauge,   Unbounded,        SHOWN),
     ch("telemetry.allocs",         Count,       Telemetry, Counter, Unbounded,        HIDDEN),
+    // sites: a watched job's allocation sites (`watch --sites`).
+    ch("site#.live",               Bytes,       Allocator, Level,   Unbounded,        HIDDEN),
+    ch("pid#.alloc_live",          Bytes,       Allocator, Level,   Unbounded,        HIDDEN),
+    ch("sites.dropped",            Count,       Telemetry, Counter, Unbounded,        HIDDEN),
     // malloc: glibc's mallinfo2 (this process).
     ch("malloc.arena",             Bytes,       Malloc,    Level,   Unbounded,        SHOWN),
     ch("malloc.mmap",              Bytes,       Malloc,    Level,   Unbounded,        SHOWN),

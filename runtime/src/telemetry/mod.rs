@@ -28,6 +28,8 @@ pub mod oom;
 pub mod output;
 pub mod procfs;
 pub mod sampler;
+#[cfg(target_os = "linux")]
+pub mod sites;
 pub mod system;
 pub mod torch;
 pub mod tree;

@@ -85,6 +85,10 @@ pub struct SamplerConfig {
     /// The job's logged PyTorch reserved bytes, from which the GPU probe
     /// derives `gpu.other`.
     pub torch: Option<super::torch::TorchSeen>,
+    /// The folder where a job started with the allocation-site library
+    /// writes its rings (`watch --sites`): `site<N>.live` and
+    /// `pid<N>.alloc_live` (see [`super::sites`]).
+    pub sites: Option<std::path::PathBuf>,
 }
 
 impl Default for SamplerConfig {
@@ -103,6 +107,7 @@ impl Default for SamplerConfig {
             cgroup: CgroupSource::OfTarget,
             events: None,
             torch: None,
+            sites: None,
         }
     }
 }
@@ -484,6 +489,14 @@ pub fn start_with(
             Ok(p) => slow.push(Box::new(p.with_tree(tree_pids.clone()))),
             Err(u) => unavailable.push(u),
         }
+    }
+    #[cfg(target_os = "linux")]
+    if let Some(dir) = &config.sites {
+        slow.push(Box::new(super::sites::SitesProbe::new(
+            dir.clone(),
+            config.events.clone(),
+            clock,
+        )));
     }
     let faster = Arc::new(AtomicBool::new(false));
     let edge = || super::cgroup::Edge::new(faster.clone(), config.events.clone(), clock);

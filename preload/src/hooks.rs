@@ -1,0 +1,1155 @@
+//! The replaced allocator entry points, the sampler, the ring's producer
+//! side and the Python frame walk: all of the crate's `unsafe`.
+//!
+//! Rules every path here keeps, because it runs inside the program's own
+//! `malloc`:
+//!
+//! - nothing here allocates on the hot path; the tables are fixed arrays
+//!   sized at build time (2^18 sampled blocks, 2^16 anonymous mappings,
+//!   4096 Python code objects) and the ring is mapped once per process;
+//! - a thread-local guard stops recursion: whatever the sampling path
+//!   itself allocates (glibc's `backtrace` loads libgcc once) is forwarded
+//!   and counted, never sampled;
+//! - the slow path (a sample) takes one spin lock around a table update,
+//!   never while calling anything that could allocate; `fork` takes the
+//!   locks first (`pthread_atfork`) so a child never inherits one held.
+//!
+//! The blocks that read the interpreter's frames read several words of one
+//! structure whose validity one comment states; `multiple_unsafe_ops_per_block`
+//! is allowed here for them.
+#![allow(unsafe_code)]
+#![allow(clippy::multiple_unsafe_ops_per_block)]
+
+use core::cell::Cell;
+use core::ffi::{c_char, c_int, c_void};
+use core::ptr;
+use core::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
+use core::sync::atomic::{AtomicBool, AtomicI64, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize};
+
+use flatline_format::sites as L;
+
+// ---------------------------------------------------------------------------
+// The allocator that comes next.
+
+type MallocFn = unsafe extern "C" fn(usize) -> *mut c_void;
+type FreeFn = unsafe extern "C" fn(*mut c_void);
+type CallocFn = unsafe extern "C" fn(usize, usize) -> *mut c_void;
+type ReallocFn = unsafe extern "C" fn(*mut c_void, usize) -> *mut c_void;
+type MemalignFn = unsafe extern "C" fn(usize, usize) -> *mut c_void;
+type PosixMemalignFn = unsafe extern "C" fn(*mut *mut c_void, usize, usize) -> c_int;
+type UsableFn = unsafe extern "C" fn(*mut c_void) -> usize;
+
+unsafe extern "C" {
+    // glibc's own entry points, used where `dlsym(RTLD_NEXT)` finds nothing
+    // (and while it runs).
+    fn __libc_malloc(size: usize) -> *mut c_void;
+    fn __libc_free(p: *mut c_void);
+    fn __libc_calloc(n: usize, size: usize) -> *mut c_void;
+    fn __libc_realloc(p: *mut c_void, size: usize) -> *mut c_void;
+    fn __libc_memalign(align: usize, size: usize) -> *mut c_void;
+    fn __libc_valloc(size: usize) -> *mut c_void;
+    fn __libc_pvalloc(size: usize) -> *mut c_void;
+    fn malloc_usable_size(p: *mut c_void) -> usize;
+    fn backtrace(buf: *mut *mut c_void, size: c_int) -> c_int;
+}
+
+struct Real {
+    malloc: AtomicUsize,
+    free: AtomicUsize,
+    calloc: AtomicUsize,
+    realloc: AtomicUsize,
+    memalign: AtomicUsize,
+    posix_memalign: AtomicUsize,
+    aligned_alloc: AtomicUsize,
+    valloc: AtomicUsize,
+    pvalloc: AtomicUsize,
+    usable: AtomicUsize,
+}
+
+static REAL: Real = Real {
+    malloc: AtomicUsize::new(0),
+    free: AtomicUsize::new(0),
+    calloc: AtomicUsize::new(0),
+    realloc: AtomicUsize::new(0),
+    memalign: AtomicUsize::new(0),
+    posix_memalign: AtomicUsize::new(0),
+    aligned_alloc: AtomicUsize::new(0),
+    valloc: AtomicUsize::new(0),
+    pvalloc: AtomicUsize::new(0),
+    usable: AtomicUsize::new(0),
+};
+
+/// 0: not looked up, 1: being looked up (calls meanwhile use glibc's own
+/// entry points), 2: ready.
+static RESOLVED: AtomicU32 = AtomicU32::new(0);
+
+fn next_symbol(name: &[u8]) -> usize {
+    debug_assert_eq!(name.last(), Some(&0));
+    // SAFETY: `name` is NUL-terminated; RTLD_NEXT asks for the definition
+    // after this library's, which is what the program would have called.
+    unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr().cast::<c_char>()) as usize }
+}
+
+#[cold]
+fn resolve() {
+    if RESOLVED.compare_exchange(0, 1, AcqRel, Acquire).is_err() {
+        return;
+    }
+    let set = |slot: &AtomicUsize, name: &[u8]| slot.store(next_symbol(name), Release);
+    set(&REAL.malloc, b"malloc\0");
+    set(&REAL.free, b"free\0");
+    set(&REAL.calloc, b"calloc\0");
+    set(&REAL.realloc, b"realloc\0");
+    set(&REAL.memalign, b"memalign\0");
+    set(&REAL.posix_memalign, b"posix_memalign\0");
+    set(&REAL.aligned_alloc, b"aligned_alloc\0");
+    set(&REAL.valloc, b"valloc\0");
+    set(&REAL.pvalloc, b"pvalloc\0");
+    set(&REAL.usable, b"malloc_usable_size\0");
+    RESOLVED.store(2, Release);
+}
+
+/// The next allocator's function in `slot`, or None while it is not known
+/// (the caller then uses glibc's).
+#[inline(always)]
+fn real(slot: &AtomicUsize) -> Option<usize> {
+    if RESOLVED.load(Acquire) != 2 {
+        resolve();
+        if RESOLVED.load(Acquire) != 2 {
+            return None;
+        }
+    }
+    match slot.load(Relaxed) {
+        0 => None,
+        f => Some(f),
+    }
+}
+
+fn usable(p: *mut c_void) -> usize {
+    if p.is_null() {
+        return 0;
+    }
+    match real(&REAL.usable) {
+        // SAFETY: the slot holds `malloc_usable_size` of the allocator that
+        // made `p` (resolved by name), and `p` is a live block of it.
+        Some(f) => unsafe { core::mem::transmute::<usize, UsableFn>(f)(p) },
+        // SAFETY: as above, glibc's own.
+        None => unsafe { malloc_usable_size(p) },
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Per-thread state: a recursion guard, the byte countdown to the next
+// sample and its random source, and the bytes not yet added to the ring.
+
+struct Thread {
+    guard: Cell<bool>,
+    seeded: Cell<bool>,
+    rng: Cell<u64>,
+    until_sample: Cell<i64>,
+    live: Cell<i64>,
+    allocated: Cell<i64>,
+}
+
+thread_local! {
+    // `const` and no destructor: a plain TLS slot, nothing allocated or
+    // registered, so it is usable inside malloc and while a thread exits.
+    static T: Thread = const {
+        Thread {
+            guard: Cell::new(false),
+            seeded: Cell::new(false),
+            rng: Cell::new(0),
+            until_sample: Cell::new(0),
+            live: Cell::new(0),
+            allocated: Cell::new(0),
+        }
+    };
+}
+
+// ---------------------------------------------------------------------------
+// Process-wide state.
+
+/// The ring's base, or null: sampling off (no FLATLINE_SITES_DIR, or the
+/// ring could not be made).
+static RING: AtomicPtr<u8> = AtomicPtr::new(ptr::null_mut());
+static EVERY: AtomicU64 = AtomicU64::new(512 << 10);
+
+/// Sampled live blocks' addresses (0 empty, 1 a removed one), open
+/// addressing, at most `PROBES` from home.
+const TABLE: usize = 1 << 18;
+const PROBES: usize = 32;
+const TOMB: u64 = 1;
+static SAMPLED: [AtomicU64; TABLE] = [const { AtomicU64::new(0) }; TABLE];
+static SAMPLED_COUNT: AtomicUsize = AtomicUsize::new(0);
+/// Anonymous mappings seen: (address, length), so that `munmap` takes back
+/// only what `mmap` counted.
+const MAPS: usize = 1 << 16;
+static MAP_ADDR: [AtomicU64; MAPS] = [const { AtomicU64::new(0) }; MAPS];
+static MAP_LEN: [AtomicU64; MAPS] = [const { AtomicU64::new(0) }; MAPS];
+static TABLE_LOCK: AtomicBool = AtomicBool::new(false);
+
+fn lock(l: &AtomicBool) {
+    while l
+        .compare_exchange_weak(false, true, Acquire, Relaxed)
+        .is_err()
+    {
+        core::hint::spin_loop();
+    }
+}
+
+fn unlock(l: &AtomicBool) {
+    l.store(false, Release);
+}
+
+fn home(addr: u64, bits: u32) -> usize {
+    ((addr >> 4).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - bits)) as usize
+}
+
+fn header_u64(base: *mut u8, at: usize) -> &'static AtomicU64 {
+    // SAFETY: `base` is the ring's mapping (RING_BYTES long, 4096-aligned,
+    // never unmapped), `at` is one of the header's 8-aligned offsets.
+    unsafe { &*base.add(at).cast::<AtomicU64>() }
+}
+
+fn header_i64(base: *mut u8, at: usize) -> &'static AtomicI64 {
+    // SAFETY: as `header_u64`.
+    unsafe { &*base.add(at).cast::<AtomicI64>() }
+}
+
+fn header_u32(base: *mut u8, at: usize) -> &'static AtomicU32 {
+    // SAFETY: as `header_u64`, a 4-aligned offset.
+    unsafe { &*base.add(at).cast::<AtomicU32>() }
+}
+
+fn sampled_insert(addr: u64) -> bool {
+    let h = home(addr, TABLE.trailing_zeros());
+    lock(&TABLE_LOCK);
+    let mut done = false;
+    for i in 0..PROBES {
+        let slot = &SAMPLED[(h + i) & (TABLE - 1)];
+        let v = slot.load(Relaxed);
+        if v == 0 || v == TOMB {
+            slot.store(addr, Release);
+            SAMPLED_COUNT.fetch_add(1, Relaxed);
+            done = true;
+            break;
+        }
+    }
+    unlock(&TABLE_LOCK);
+    done
+}
+
+/// Takes `addr` out of the sampled table; true if it was there.
+#[inline]
+fn sampled_remove(addr: u64) -> bool {
+    if SAMPLED_COUNT.load(Relaxed) == 0 {
+        return false;
+    }
+    let h = home(addr, TABLE.trailing_zeros());
+    // A block is inserted before its malloc returns, so before any free of
+    // it: a lookup without the lock sees it; the removal takes the lock.
+    for i in 0..PROBES {
+        let slot = &SAMPLED[(h + i) & (TABLE - 1)];
+        match slot.load(Acquire) {
+            0 => return false,
+            v if v == addr => {
+                lock(&TABLE_LOCK);
+                let still = slot.load(Relaxed) == addr;
+                if still {
+                    slot.store(TOMB, Relaxed);
+                    SAMPLED_COUNT.fetch_sub(1, Relaxed);
+                }
+                unlock(&TABLE_LOCK);
+                return still;
+            }
+            _ => {}
+        }
+    }
+    false
+}
+
+fn map_insert(addr: u64, len: u64) {
+    let h = home(addr, MAPS.trailing_zeros());
+    lock(&TABLE_LOCK);
+    for i in 0..PROBES {
+        let j = (h + i) & (MAPS - 1);
+        let v = MAP_ADDR[j].load(Relaxed);
+        if v == 0 || v == TOMB {
+            MAP_LEN[j].store(len, Relaxed);
+            MAP_ADDR[j].store(addr, Relaxed);
+            break;
+        }
+    }
+    unlock(&TABLE_LOCK);
+}
+
+/// The length counted for a mapping at `addr`, taken out; 0 if it was not
+/// counted (a file mapping, one made before the library, or the middle of
+/// one). A prefix unmapped leaves the rest counted.
+fn map_remove(addr: u64, len: u64) -> u64 {
+    let h = home(addr, MAPS.trailing_zeros());
+    lock(&TABLE_LOCK);
+    let mut taken = 0;
+    for i in 0..PROBES {
+        let j = (h + i) & (MAPS - 1);
+        let v = MAP_ADDR[j].load(Relaxed);
+        if v == 0 {
+            break;
+        }
+        if v == addr {
+            let had = MAP_LEN[j].load(Relaxed);
+            MAP_ADDR[j].store(TOMB, Relaxed);
+            taken = had.min(len);
+            if had > len {
+                unlock(&TABLE_LOCK);
+                map_insert(addr + len, had - len);
+                return taken;
+            }
+            break;
+        }
+    }
+    unlock(&TABLE_LOCK);
+    taken
+}
+
+// ---------------------------------------------------------------------------
+// The ring's producer side.
+
+fn slot_ptr(base: *mut u8, pos: u64) -> *mut u8 {
+    // SAFETY: slot_offset(pos) + SLOT_BYTES ≤ RING_BYTES, inside the mapping.
+    unsafe { base.add(L::slot_offset(pos)) }
+}
+
+/// Claims a slot, lets `fill` write it (everything but the sequence), and
+/// publishes it; false (and a drop counted) when the ring is full.
+fn push(base: *mut u8, fill: impl FnOnce(*mut u8)) -> bool {
+    let tail = header_u64(base, L::H_TAIL);
+    let mut pos = tail.load(Relaxed);
+    loop {
+        let slot = slot_ptr(base, pos);
+        // SAFETY: a slot starts with its 8-aligned sequence word.
+        let seq = unsafe { &*slot.cast::<AtomicU64>() };
+        let s = L::sequence(seq.load(Acquire), pos);
+        let dif = s.wrapping_sub(pos) as i64;
+        if dif == 0 {
+            match tail.compare_exchange_weak(pos, pos + 1, Relaxed, Relaxed) {
+                Ok(_) => {
+                    fill(slot);
+                    seq.store(L::stored(pos + 1, pos), Release);
+                    return true;
+                }
+                Err(p) => pos = p,
+            }
+        } else if dif < 0 {
+            header_u64(base, L::H_DROPPED).fetch_add(1, Relaxed);
+            return false;
+        } else {
+            pos = tail.load(Relaxed);
+        }
+    }
+}
+
+fn put_u64(slot: *mut u8, at: usize, v: u64) {
+    // SAFETY: `slot` is a claimed slot (no one else writes it until it is
+    // published) and `at + 8 ≤ SLOT_BYTES`; unaligned writes are allowed.
+    unsafe { slot.add(at).cast::<u64>().write_unaligned(v) }
+}
+
+fn put_u32(slot: *mut u8, at: usize, v: u32) {
+    // SAFETY: as `put_u64`.
+    unsafe { slot.add(at).cast::<u32>().write_unaligned(v) }
+}
+
+fn put_u16(slot: *mut u8, at: usize, v: u16) {
+    // SAFETY: as `put_u64`.
+    unsafe { slot.add(at).cast::<u16>().write_unaligned(v) }
+}
+
+fn put_bytes(slot: *mut u8, at: usize, b: &[u8]) {
+    debug_assert!(at + b.len() <= L::SLOT_BYTES);
+    // SAFETY: as `put_u64`; `b` is not inside the ring.
+    unsafe { ptr::copy_nonoverlapping(b.as_ptr(), slot.add(at), b.len()) }
+}
+
+fn tid() -> u32 {
+    // SAFETY: gettid has no preconditions.
+    unsafe { libc::syscall(libc::SYS_gettid) as u32 }
+}
+
+// ---------------------------------------------------------------------------
+// Counting and sampling.
+
+fn flush(base: *mut u8, t: &Thread) {
+    header_i64(base, L::H_LIVE).fetch_add(t.live.replace(0), Relaxed);
+    let a = t.allocated.replace(0);
+    header_u64(base, L::H_ALLOCATED).fetch_add(a as u64, Relaxed);
+}
+
+fn draw(t: &Thread) -> i64 {
+    let mut x = t.rng.get();
+    if !t.seeded.get() {
+        x = (tid() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (t as *const Thread as u64) | 1;
+        t.seeded.set(true);
+    }
+    // xorshift64*
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    t.rng.set(x);
+    let r = x.wrapping_mul(0x2545_F491_4F6C_DD1D);
+    let u = ((r >> 11) as f64 + 1.0) / (1u64 << 53) as f64;
+    let every = EVERY.load(Relaxed) as f64;
+    (-u.ln() * every).max(1.0) as i64
+}
+
+/// After the program got `p` of `size` bytes (`mapped`: a mapping's
+/// length; a block counts its usable size).
+#[inline]
+fn allocated(p: *mut c_void, size: usize, mapped: Option<usize>) {
+    let base = RING.load(Relaxed);
+    if base.is_null() || p.is_null() {
+        return;
+    }
+    let counted = mapped.unwrap_or_else(|| usable(p));
+    T.with(|t| {
+        t.live.set(t.live.get() + counted as i64);
+        t.allocated.set(t.allocated.get() + counted as i64);
+        if t.live.get().abs() >= L::FLUSH_BYTES || t.allocated.get() >= L::FLUSH_BYTES {
+            flush(base, t);
+        }
+        if t.guard.get() {
+            return;
+        }
+        if !t.seeded.get() {
+            t.until_sample.set(draw(t));
+        }
+        let left = t.until_sample.get() - size as i64;
+        if left > 0 {
+            t.until_sample.set(left);
+            return;
+        }
+        t.until_sample.set(draw(t));
+        t.guard.set(true);
+        sample(base, p as u64, size as u64);
+        t.guard.set(false);
+    });
+}
+
+/// Before the program gives back `p` (`mapped`: the length of a mapping
+/// `allocated` counted; a block counts its usable size).
+#[inline]
+fn freeing(p: *mut c_void, mapped: Option<usize>) {
+    let base = RING.load(Relaxed);
+    if base.is_null() || p.is_null() {
+        return;
+    }
+    let counted = mapped.unwrap_or_else(|| usable(p));
+    T.with(|t| {
+        t.live.set(t.live.get() - counted as i64);
+        if t.live.get().abs() >= L::FLUSH_BYTES {
+            flush(base, t);
+        }
+    });
+    if sampled_remove(p as u64) {
+        push(base, |slot| {
+            put_u32(slot, L::S_KIND, L::FREE);
+            put_u16(slot, L::S_N_NATIVE, 0);
+            put_u16(slot, L::S_N_PY, 0);
+            put_u64(slot, L::S_ADDR, p as u64);
+        });
+    }
+}
+
+/// Python frames read for a sample, innermost first: the site and enough
+/// of its callers (each costs a walk of its code's line table).
+const PY_FRAMES: usize = 12;
+
+#[cold]
+#[inline(never)]
+fn sample(base: *mut u8, addr: u64, size: u64) {
+    header_u64(base, L::H_SAMPLED).fetch_add(1, Relaxed);
+    // Python frames first: where there are some they are the site, and the
+    // native unwind (the costly part of a sample) is skipped.
+    let mut py = [(0u32, 0u32); L::MAX_PY];
+    let n_py = python::frames(base, &mut py[..PY_FRAMES]);
+    let mut frames = [ptr::null_mut::<c_void>(); L::MAX_NATIVE];
+    let n = if n_py > 0 {
+        0
+    } else {
+        // SAFETY: the buffer holds MAX_NATIVE pointers. glibc's backtrace
+        // may load libgcc_s (and allocate) the first time: the guard is set.
+        unsafe { backtrace(frames.as_mut_ptr(), L::MAX_NATIVE as c_int) }.max(0) as usize
+    };
+    if !sampled_insert(addr) {
+        // Its free could not be seen: a sample never freed would read as
+        // growth. Not kept.
+        header_u64(base, L::H_TABLE_FULL).fetch_add(1, Relaxed);
+        return;
+    }
+    let w = L::weight(size, EVERY.load(Relaxed));
+    let pushed = push(base, |slot| {
+        put_u32(slot, L::S_KIND, L::ALLOC);
+        put_u16(slot, L::S_N_NATIVE, n as u16);
+        put_u16(slot, L::S_N_PY, n_py as u16);
+        put_u64(slot, L::S_ADDR, addr);
+        put_u64(slot, L::S_SIZE, size);
+        put_u64(slot, L::S_WEIGHT, w);
+        put_u32(slot, L::S_TID, tid());
+        for (i, f) in frames[..n].iter().enumerate() {
+            put_u64(slot, L::S_NATIVE + 8 * i, *f as u64);
+        }
+        for (i, (code, line)) in py[..n_py].iter().enumerate() {
+            put_u32(slot, L::S_PY + 8 * i, *code);
+            put_u32(slot, L::S_PY + 8 * i + 4, *line);
+        }
+    });
+    if !pushed {
+        sampled_remove(addr);
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The replaced entry points.
+
+/// # Safety
+/// As C's `malloc`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn malloc(size: usize) -> *mut c_void {
+    let p = match real(&REAL.malloc) {
+        // SAFETY: the next allocator's malloc, called as the program did.
+        Some(f) => unsafe { core::mem::transmute::<usize, MallocFn>(f)(size) },
+        // SAFETY: glibc's malloc, as the program would have called it.
+        None => unsafe { __libc_malloc(size) },
+    };
+    allocated(p, size, None);
+    p
+}
+
+/// # Safety
+/// As C's `free`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn free(p: *mut c_void) {
+    if p.is_null() {
+        return;
+    }
+    freeing(p, None);
+    match real(&REAL.free) {
+        // SAFETY: the next allocator's free, on a block it made.
+        Some(f) => unsafe { core::mem::transmute::<usize, FreeFn>(f)(p) },
+        // SAFETY: glibc's free, on a block it made.
+        None => unsafe { __libc_free(p) },
+    }
+}
+
+/// # Safety
+/// As C's `calloc`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn calloc(n: usize, size: usize) -> *mut c_void {
+    let p = match real(&REAL.calloc) {
+        // SAFETY: the next allocator's calloc, called as the program did.
+        Some(f) => unsafe { core::mem::transmute::<usize, CallocFn>(f)(n, size) },
+        // SAFETY: glibc's calloc.
+        None => unsafe { __libc_calloc(n, size) },
+    };
+    allocated(p, n.saturating_mul(size), None);
+    p
+}
+
+/// # Safety
+/// As C's `realloc`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn realloc(p: *mut c_void, size: usize) -> *mut c_void {
+    // The old block's size, before it is gone (only while counting).
+    let old = if RING.load(Relaxed).is_null() {
+        0
+    } else {
+        usable(p)
+    };
+    let q = match real(&REAL.realloc) {
+        // SAFETY: the next allocator's realloc, on a block it made.
+        Some(f) => unsafe { core::mem::transmute::<usize, ReallocFn>(f)(p, size) },
+        // SAFETY: glibc's realloc.
+        None => unsafe { __libc_realloc(p, size) },
+    };
+    if q.is_null() && size != 0 {
+        // Failed: `p` is still the program's, unchanged.
+        return q;
+    }
+    // The old block is gone (or is `q`, resized): counted as freed, then
+    // `q` as a new allocation, sampled by its new size.
+    if !p.is_null() {
+        freeing(p, Some(old));
+    }
+    allocated(q, size, None);
+    q
+}
+
+/// # Safety
+/// As glibc's `reallocarray`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn reallocarray(p: *mut c_void, n: usize, size: usize) -> *mut c_void {
+    match n.checked_mul(size) {
+        // SAFETY: as `realloc`.
+        Some(total) => unsafe { realloc(p, total) },
+        None => {
+            // SAFETY: errno is this thread's.
+            unsafe { *libc::__errno_location() = libc::ENOMEM };
+            ptr::null_mut()
+        }
+    }
+}
+
+fn aligned(slot: &AtomicUsize, align: usize, size: usize) -> *mut c_void {
+    let p = match real(slot) {
+        // SAFETY: the next allocator's memalign-like function (memalign,
+        // aligned_alloc), called as the program did.
+        Some(f) => unsafe { core::mem::transmute::<usize, MemalignFn>(f)(align, size) },
+        // SAFETY: glibc's memalign does what both do.
+        None => unsafe { __libc_memalign(align, size) },
+    };
+    allocated(p, size, None);
+    p
+}
+
+/// # Safety
+/// As C's `memalign`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn memalign(align: usize, size: usize) -> *mut c_void {
+    aligned(&REAL.memalign, align, size)
+}
+
+/// # Safety
+/// As C's `aligned_alloc`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn aligned_alloc(align: usize, size: usize) -> *mut c_void {
+    aligned(&REAL.aligned_alloc, align, size)
+}
+
+/// # Safety
+/// As C's `posix_memalign`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn posix_memalign(out: *mut *mut c_void, align: usize, size: usize) -> c_int {
+    let rc = match real(&REAL.posix_memalign) {
+        // SAFETY: the next allocator's posix_memalign, called as the
+        // program did (`out` is the program's).
+        Some(f) => unsafe { core::mem::transmute::<usize, PosixMemalignFn>(f)(out, align, size) },
+        None => {
+            if !align.is_power_of_two() || !align.is_multiple_of(core::mem::size_of::<usize>()) {
+                return libc::EINVAL;
+            }
+            // SAFETY: glibc's memalign with an alignment it accepts.
+            let p = unsafe { __libc_memalign(align, size) };
+            if p.is_null() {
+                return libc::ENOMEM;
+            }
+            // SAFETY: `out` is the program's pointer to write the block to.
+            unsafe { *out = p };
+            0
+        }
+    };
+    if rc == 0 {
+        // SAFETY: on success `*out` holds the new block.
+        let p = unsafe { *out };
+        allocated(p, size, None);
+    }
+    rc
+}
+
+fn page_aligned(
+    slot: &AtomicUsize,
+    size: usize,
+    glibc: unsafe extern "C" fn(usize) -> *mut c_void,
+) -> *mut c_void {
+    let p = match real(slot) {
+        // SAFETY: the next allocator's valloc or pvalloc.
+        Some(f) => unsafe { core::mem::transmute::<usize, MallocFn>(f)(size) },
+        // SAFETY: glibc's own.
+        None => unsafe { glibc(size) },
+    };
+    allocated(p, size, None);
+    p
+}
+
+/// # Safety
+/// As C's `valloc`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn valloc(size: usize) -> *mut c_void {
+    page_aligned(&REAL.valloc, size, __libc_valloc)
+}
+
+/// # Safety
+/// As C's `pvalloc`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pvalloc(size: usize) -> *mut c_void {
+    page_aligned(&REAL.pvalloc, size, __libc_pvalloc)
+}
+
+/// # Safety
+/// As C's `mmap`. Made by the system call itself (glibc's wrapper adds
+/// nothing on x86-64 and aarch64 Linux but errno, which `syscall` sets).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mmap(
+    addr: *mut c_void,
+    len: usize,
+    prot: c_int,
+    flags: c_int,
+    fd: c_int,
+    off: libc::off_t,
+) -> *mut c_void {
+    // SAFETY: the arguments are the program's, passed on unchanged.
+    let r = unsafe { libc::syscall(libc::SYS_mmap, addr, len, prot, flags, fd, off) };
+    let p = r as *mut c_void;
+    if r != -1 && flags & libc::MAP_ANONYMOUS != 0 && flags & libc::MAP_FIXED == 0 {
+        map_insert(p as u64, len as u64);
+        allocated(p, len, Some(len));
+    }
+    if r == -1 { libc::MAP_FAILED } else { p }
+}
+
+/// # Safety
+/// As `mmap`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mmap64(
+    addr: *mut c_void,
+    len: usize,
+    prot: c_int,
+    flags: c_int,
+    fd: c_int,
+    off: libc::off64_t,
+) -> *mut c_void {
+    // SAFETY: as `mmap` (off_t is 64 bits here).
+    unsafe { mmap(addr, len, prot, flags, fd, off as libc::off_t) }
+}
+
+/// # Safety
+/// As C's `munmap`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn munmap(addr: *mut c_void, len: usize) -> c_int {
+    let counted = map_remove(addr as u64, len as u64);
+    if counted > 0 {
+        freeing(addr, Some(counted as usize));
+    }
+    // SAFETY: the program's arguments, passed on unchanged.
+    unsafe { libc::syscall(libc::SYS_munmap, addr, len) as c_int }
+}
+
+// ---------------------------------------------------------------------------
+// Start-up, fork.
+
+fn env(name: &[u8]) -> Option<&'static [u8]> {
+    // SAFETY: `name` is NUL-terminated; getenv's result (if any) is a
+    // NUL-terminated string of the environment, alive while it is not
+    // changed (read once, at start-up and in a fork's child).
+    let p = unsafe { libc::getenv(name.as_ptr().cast::<c_char>()) };
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: as above.
+    Some(unsafe { core::ffi::CStr::from_ptr(p) }.to_bytes())
+}
+
+fn parse_u64(b: &[u8]) -> Option<u64> {
+    if b.is_empty() {
+        return None;
+    }
+    b.iter().try_fold(0u64, |n, &c| {
+        c.is_ascii_digit()
+            .then(|| n.checked_mul(10)?.checked_add(u64::from(c - b'0')))
+            .flatten()
+    })
+}
+
+/// Writes `n` in decimal at `buf[at..]`; the new end.
+fn put_decimal(buf: &mut [u8], mut at: usize, n: u64) -> usize {
+    let mut digits = [0u8; 20];
+    let mut k = 0;
+    let mut m = n;
+    loop {
+        digits[k] = b'0' + (m % 10) as u8;
+        k += 1;
+        m /= 10;
+        if m == 0 {
+            break;
+        }
+    }
+    while k > 0 && at < buf.len() {
+        k -= 1;
+        buf[at] = digits[k];
+        at += 1;
+    }
+    at
+}
+
+/// Makes this process's ring in FLATLINE_SITES_DIR: `<pid>.<n>.ring`, the
+/// first `n` free (an exec'd program keeps its pid). Null where it cannot.
+fn open_ring(live: i64) -> *mut u8 {
+    let Some(dir) = env(b"FLATLINE_SITES_DIR\0") else {
+        return ptr::null_mut();
+    };
+    let mut path = [0u8; 4096];
+    if dir.len() + 64 > path.len() {
+        return ptr::null_mut();
+    }
+    path[..dir.len()].copy_from_slice(dir);
+    path[dir.len()] = b'/';
+    // SAFETY: getpid has no preconditions.
+    let pid = unsafe { libc::getpid() } as u32;
+    let stem = put_decimal(&mut path, dir.len() + 1, u64::from(pid));
+    path[stem] = b'.';
+    let mut fd = -1;
+    for n in 0..1000u64 {
+        let mut end = put_decimal(&mut path, stem + 1, n);
+        for &c in L::SUFFIX.as_bytes() {
+            path[end] = c;
+            end += 1;
+        }
+        path[end] = 0;
+        // SAFETY: `path` is NUL-terminated.
+        fd = unsafe {
+            libc::open(
+                path.as_ptr().cast::<c_char>(),
+                libc::O_RDWR | libc::O_CREAT | libc::O_EXCL | libc::O_CLOEXEC,
+                0o600,
+            )
+        };
+        // SAFETY: errno is this thread's.
+        if fd >= 0 || unsafe { *libc::__errno_location() } != libc::EEXIST {
+            break;
+        }
+    }
+    if fd < 0 {
+        return ptr::null_mut();
+    }
+    // SAFETY: `fd` is the file just made.
+    let sized = unsafe { libc::ftruncate(fd, L::RING_BYTES as libc::off_t) } == 0;
+    let base = if sized {
+        // SAFETY: a shared mapping of the whole file, by the system call
+        // (not this library's own `mmap`, which would count it).
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_mmap,
+                ptr::null_mut::<c_void>(),
+                L::RING_BYTES,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd,
+                0 as libc::off_t,
+            )
+        };
+        if r == -1 {
+            ptr::null_mut()
+        } else {
+            r as *mut u8
+        }
+    } else {
+        ptr::null_mut()
+    };
+    // SAFETY: `fd` is ours; the mapping outlives it.
+    unsafe { libc::close(fd) };
+    if base.is_null() {
+        return base;
+    }
+    // The slots' sequence words are all 0 (a new file's zeros), each
+    // slot's first sequence as stored (`flatline_format::sites::stored`):
+    // pages no record reaches are never allocated.
+    header_u32(base, L::H_PID).store(pid, Relaxed);
+    header_u64(base, L::H_EVERY).store(EVERY.load(Relaxed), Relaxed);
+    header_i64(base, L::H_LIVE).store(live, Relaxed);
+    header_i64(base, L::H_INHERITED).store(live, Relaxed);
+    header_u64(base, L::H_MAGIC).store(L::MAGIC, Release);
+    base
+}
+
+extern "C" fn before_fork() {
+    lock(&TABLE_LOCK);
+    lock(&python::CODE_LOCK);
+}
+
+extern "C" fn after_fork_parent() {
+    unlock(&python::CODE_LOCK);
+    unlock(&TABLE_LOCK);
+}
+
+extern "C" fn after_fork_child() {
+    unlock(&python::CODE_LOCK);
+    unlock(&TABLE_LOCK);
+    let parent = RING.load(Relaxed);
+    if parent.is_null() {
+        return;
+    }
+    // The child holds what the parent held (the forking thread's share
+    // not yet added in included; that share stays the parent's to add to
+    // its own ring); its own ring from here on.
+    let share = T.with(|t| {
+        t.allocated.set(0);
+        t.live.replace(0)
+    });
+    let live = header_i64(parent, L::H_LIVE).load(Relaxed) + share;
+    RING.store(open_ring(live), Release);
+    python::forget_codes();
+}
+
+extern "C" fn init() {
+    resolve();
+    if let Some(every) = env(b"FLATLINE_SITES_EVERY\0").and_then(parse_u64) {
+        EVERY.store(every.max(1), Relaxed);
+    }
+    let base = open_ring(0);
+    if base.is_null() {
+        return;
+    }
+    // SAFETY: three plain C functions that take the locks in one order.
+    unsafe {
+        libc::pthread_atfork(
+            Some(before_fork),
+            Some(after_fork_parent),
+            Some(after_fork_child),
+        )
+    };
+    RING.store(base, Release);
+}
+
+/// Run by the dynamic loader when the library is loaded.
+#[used]
+#[unsafe(link_section = ".init_array")]
+static INIT: extern "C" fn() = init;
+
+// ---------------------------------------------------------------------------
+// Python frames.
+
+mod python {
+    //! The calling thread's Python frames in CPython 3.11, read from the
+    //! interpreter's frame records (the offsets of 3.11's `PyThreadState`,
+    //! `_PyCFrame`, `_PyInterpreterFrame` and `PyCodeObject`, the same in
+    //! every 3.11 build): a thread's own frames do not change while it is
+    //! inside a C call, GIL held or not (PyTorch releases it around its
+    //! operators), and nothing is called that could allocate. Another
+    //! version gets native frames only, said in the ring's header.
+
+    use super::*;
+
+    /// Offsets in CPython 3.11 (checked against its headers).
+    const TSTATE_CFRAME: usize = 56;
+    const CFRAME_CURRENT: usize = 8;
+    const FRAME_CODE: usize = 32;
+    const FRAME_PREVIOUS: usize = 48;
+    const FRAME_PREV_INSTR: usize = 56;
+    const CODE_FILENAME: usize = 112;
+    const CODE_QUALNAME: usize = 128;
+    const CODE_FIRSTLINENO: usize = 72;
+    const CODE_ADAPTIVE: usize = 184;
+    const STR_LENGTH: usize = 16;
+    const STR_STATE: usize = 32;
+    const ASCII_DATA: usize = 48;
+    const COMPACT_UTF8_LENGTH: usize = 48;
+    const COMPACT_UTF8: usize = 56;
+
+    static STATE: AtomicU32 = AtomicU32::new(L::PY_UNKNOWN);
+    static TRIES: AtomicU32 = AtomicU32::new(0);
+    static THREAD_STATE: AtomicUsize = AtomicUsize::new(0);
+    static ADDR2LINE: AtomicUsize = AtomicUsize::new(0);
+
+    type ThreadStateFn = unsafe extern "C" fn() -> *mut u8;
+    type Addr2LineFn = unsafe extern "C" fn(*mut u8, c_int) -> c_int;
+    type IntFn = unsafe extern "C" fn() -> c_int;
+    type StrFn = unsafe extern "C" fn() -> *const c_char;
+
+    /// Code objects seen: their address (and their name's and file's, to
+    /// tell a freed one's address reused), the id is the index + 1.
+    const CODES: usize = 4096;
+    static CODE_KEY: [AtomicUsize; CODES] = [const { AtomicUsize::new(0) }; CODES];
+    static CODE_CHECK: [AtomicUsize; CODES] = [const { AtomicUsize::new(0) }; CODES];
+    pub(super) static CODE_LOCK: AtomicBool = AtomicBool::new(false);
+
+    fn symbol(name: &[u8]) -> usize {
+        // SAFETY: NUL-terminated; RTLD_DEFAULT searches the process.
+        unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr().cast::<c_char>()) as usize }
+    }
+
+    fn set_state(base: *mut u8, s: u32) {
+        STATE.store(s, Release);
+        header_u32(base, L::H_PYTHON).store(s, Relaxed);
+    }
+
+    #[cold]
+    fn probe(base: *mut u8) {
+        let initialized = symbol(b"Py_IsInitialized\0");
+        if initialized == 0 {
+            if TRIES.fetch_add(1, Relaxed) > 64 {
+                set_state(base, L::PY_NONE);
+            }
+            return;
+        }
+        // SAFETY: CPython's `int Py_IsInitialized(void)`, callable any time.
+        if unsafe { core::mem::transmute::<usize, IntFn>(initialized)() } == 0 {
+            return;
+        }
+        let version = symbol(b"Py_GetVersion\0");
+        if version == 0 {
+            set_state(base, L::PY_NONE);
+            return;
+        }
+        // SAFETY: `const char *Py_GetVersion(void)`: a static string.
+        let v =
+            unsafe { core::ffi::CStr::from_ptr(core::mem::transmute::<usize, StrFn>(version)()) };
+        let v = v.to_bytes();
+        let dot = v.iter().position(|&c| c == b'.').unwrap_or(0);
+        let major = parse_u64(&v[..dot]).unwrap_or(0);
+        let minor_end = v[dot + 1..]
+            .iter()
+            .position(|c| !c.is_ascii_digit())
+            .map_or(v.len(), |i| dot + 1 + i);
+        let minor = parse_u64(&v[dot + 1..minor_end]).unwrap_or(0);
+        header_u32(base, L::H_PY_VERSION).store((major * 100 + minor) as u32, Relaxed);
+        let tstate = symbol(b"PyGILState_GetThisThreadState\0");
+        let addr2line = symbol(b"PyCode_Addr2Line\0");
+        if (major, minor) != (3, 11) || tstate == 0 || addr2line == 0 {
+            set_state(base, L::PY_UNSUPPORTED);
+            return;
+        }
+        THREAD_STATE.store(tstate, Relaxed);
+        ADDR2LINE.store(addr2line, Relaxed);
+        set_state(base, L::PY_FRAMES);
+    }
+
+    fn word(p: usize, at: usize) -> usize {
+        // SAFETY: callers pass a live interpreter structure of this thread
+        // and an offset inside it (see the module's comment).
+        unsafe { ((p + at) as *const usize).read() }
+    }
+
+    /// Fills `out` with (code id, line), innermost first; how many.
+    pub(super) fn frames(base: *mut u8, out: &mut [(u32, u32)]) -> usize {
+        match STATE.load(Acquire) {
+            L::PY_FRAMES => {}
+            L::PY_UNKNOWN => {
+                probe(base);
+                if STATE.load(Acquire) != L::PY_FRAMES {
+                    return 0;
+                }
+            }
+            _ => return 0,
+        }
+        let get = THREAD_STATE.load(Relaxed);
+        // SAFETY: `PyThreadState *PyGILState_GetThisThreadState(void)`,
+        // callable from any thread with or without the GIL; null for a
+        // thread Python does not know.
+        let tstate = unsafe { core::mem::transmute::<usize, ThreadStateFn>(get)() } as usize;
+        if tstate == 0 {
+            return 0;
+        }
+        let cframe = word(tstate, TSTATE_CFRAME);
+        if cframe == 0 {
+            return 0;
+        }
+        let addr2line = ADDR2LINE.load(Relaxed);
+        let mut frame = word(cframe, CFRAME_CURRENT);
+        let mut n = 0;
+        while frame != 0 && n < out.len() {
+            let code = word(frame, FRAME_CODE);
+            if code == 0 {
+                break;
+            }
+            let instr = word(frame, FRAME_PREV_INSTR);
+            let lasti = (instr as isize - (code + CODE_ADAPTIVE) as isize) / 2;
+            let line = if lasti < 0 {
+                (word(code, CODE_FIRSTLINENO) & 0xffff_ffff) as c_int
+            } else {
+                // SAFETY: `int PyCode_Addr2Line(PyCodeObject *, int)`: a
+                // pure table lookup on a live code object.
+                unsafe {
+                    core::mem::transmute::<usize, Addr2LineFn>(addr2line)(
+                        code as *mut u8,
+                        (lasti * 2) as c_int,
+                    )
+                }
+            };
+            out[n] = (code_id(base, code), line.max(0) as u32);
+            n += 1;
+            frame = word(frame, FRAME_PREVIOUS);
+        }
+        n
+    }
+
+    /// The UTF-8 of a `str` where it is held as such (compact ASCII, or a
+    /// cached UTF-8 copy); None otherwise.
+    fn utf8(s: usize) -> Option<&'static [u8]> {
+        if s == 0 {
+            return None;
+        }
+        // SAFETY: `s` is a live str object (a live code object's name or
+        // file); state is its 32-bit bit field.
+        let state = unsafe { ((s + STR_STATE) as *const u32).read() };
+        let compact = state >> 5 & 1 == 1;
+        let ascii = state >> 6 & 1 == 1;
+        if compact && ascii {
+            let len = word(s, STR_LENGTH);
+            // SAFETY: a compact ASCII str's characters follow its header.
+            return Some(unsafe {
+                core::slice::from_raw_parts((s + ASCII_DATA) as *const u8, len)
+            });
+        }
+        if compact {
+            let p = word(s, COMPACT_UTF8);
+            if p != 0 {
+                let len = word(s, COMPACT_UTF8_LENGTH);
+                // SAFETY: the str's cached UTF-8, `len` bytes.
+                return Some(unsafe { core::slice::from_raw_parts(p as *const u8, len) });
+            }
+        }
+        None
+    }
+
+    fn code_id(base: *mut u8, code: usize) -> u32 {
+        let name = word(code, CODE_QUALNAME);
+        let file = word(code, CODE_FILENAME);
+        let check = name ^ file.rotate_left(17);
+        let h = ((code as u64 >> 4).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 52) as usize % CODES;
+        lock(&CODE_LOCK);
+        let mut id = 0;
+        for i in 0..64 {
+            let j = (h + i) % CODES;
+            let k = CODE_KEY[j].load(Relaxed);
+            if k == code && CODE_CHECK[j].load(Relaxed) == check {
+                id = j as u32 + 1;
+                break;
+            }
+            if k == 0 || k == code {
+                // New, or a freed code object's address reused: say what
+                // this id now names, before any sample uses it.
+                let first = (word(code, CODE_FIRSTLINENO) & 0xffff_ffff) as u64;
+                let name = utf8(name).unwrap_or(b"?");
+                let file = utf8(file).unwrap_or(b"?");
+                let n = name.len().min(L::MAX_TEXT / 2);
+                let f = file.len().min(L::MAX_TEXT - n);
+                let this = j as u32 + 1;
+                let said = push(base, |slot| {
+                    put_u32(slot, L::S_KIND, L::CODE);
+                    put_u16(slot, L::S_N_NATIVE, 0);
+                    put_u16(slot, L::S_N_PY, 0);
+                    put_u64(slot, L::S_ADDR, u64::from(this));
+                    put_u64(slot, L::S_SIZE, first);
+                    put_u64(slot, L::S_WEIGHT, n as u64 | (f as u64) << 16);
+                    put_bytes(slot, L::S_TEXT, &name[..n]);
+                    // The file's end says most (the path's start is the venv).
+                    put_bytes(slot, L::S_TEXT + n, &file[file.len() - f..]);
+                });
+                if said {
+                    CODE_KEY[j].store(code, Relaxed);
+                    CODE_CHECK[j].store(check, Relaxed);
+                    id = this;
+                }
+                break;
+            }
+        }
+        unlock(&CODE_LOCK);
+        id
+    }
+
+    /// A fork's child writes a new ring: its code objects are said again.
+    pub(super) fn forget_codes() {
+        for k in &CODE_KEY {
+            k.store(0, Relaxed);
+        }
+    }
+}
