@@ -5,6 +5,7 @@ use std::path::Path;
 
 use flatline_runtime::analysis::death::{self, Ending};
 use flatline_runtime::analysis::rules::{self, ChannelStats, LimitSource, channel_stats, latest};
+use flatline_runtime::analysis::sites;
 use flatline_runtime::analysis::summary::{self, Assessed};
 use flatline_runtime::analysis::tree::{self as tree_analysis, TreeSummary};
 use flatline_runtime::analysis::{self, ChannelAnalysis, Context, Note, Verdict};
@@ -200,6 +201,12 @@ impl Receipt<'_> {
                 text: format!("at {:.1} s the job printed: {}", p.t_s, p.text),
             });
         }
+        // Which code holds the growth, and whether the program holds it.
+        let top = a.growing.first().map(|g| (g.name, g.analysis.slope_per_s));
+        let in_bytes = |v: f64| value(v, Unit::Bytes);
+        a.findings
+            .extend(sites::finding(&self.sites(), top, &in_bytes));
+        a.findings.extend(self.retention());
         if let Some(h) = e.headline(rank, &value, &duration) {
             // The trend is still told, after the death.
             let trend = std::mem::replace(&mut a.headline, h);
@@ -219,6 +226,46 @@ impl Receipt<'_> {
                 unit: r.spec.unit,
                 analysis: &r.analysis,
                 limit: r.limit,
+            })
+            .collect()
+    }
+
+    /// The allocation sites (`watch --sites`), largest growth first.
+    pub fn sites(&self) -> Vec<sites::Site> {
+        let channels: Vec<sites::SiteChannel<'_>> = self
+            .rows
+            .iter()
+            .filter(|r| is_site(&r.spec.name))
+            .map(|r| sites::SiteChannel {
+                name: &r.spec.name,
+                labels: &r.spec.labels,
+                analysis: &r.analysis,
+                last: r.stats.last,
+            })
+            .collect();
+        sites::sites(&channels)
+    }
+
+    /// Each process's resident memory against the bytes it holds by the
+    /// allocation-site library's count.
+    fn retention(&self) -> Vec<summary::Finding> {
+        self.rows
+            .iter()
+            .filter_map(|r| {
+                let stem = r.spec.name.strip_suffix(".alloc_live")?;
+                let pid: u32 = r.spec.labels.get("pid")?.parse().ok()?;
+                let resident = self
+                    .rows
+                    .iter()
+                    .find(|x| x.spec.name == format!("{stem}.rss"))?;
+                sites::retention(
+                    &sites::Held {
+                        pid,
+                        resident: (&resident.spec.name, &resident.analysis),
+                        alloc_live: &r.analysis,
+                    },
+                    &|v| value(v, Unit::Bytes),
+                )
             })
             .collect()
     }
@@ -287,16 +334,9 @@ fn analyse_part(
     };
     // A job's teardown (its processes exiting at the end) is no part of how
     // it ran: the analysis ends where it began.
-    let teardown = tree_analysis::teardown_s(&rec.events, t_all.last().copied().unwrap_or(0.0))
-        .filter(|&td| td > t0 && !prefix)
-        .map(|td| {
-            ["tree.rss", "mem.rss"]
-                .iter()
-                .find_map(|n| rec.channel(n))
-                .and_then(|rss| tree_analysis::freed_before(&t_all, rss, td))
-                .filter(|&at| at > t0)
-                .unwrap_or(td)
-        });
+    let names = rec.header.schema.channels.iter().map(|c| c.name.as_str());
+    let teardown = tree_analysis::analysis_end(&rec.events, &t_all, names, |n| rec.channel(n))
+        .filter(|&td| td > t0 && !prefix);
     let b = match teardown {
         Some(td) => b.min(t_all.partition_point(|&t| t < td)),
         None => b,
@@ -599,6 +639,13 @@ fn evidence_json(e: &analysis::TrendEvidence) -> Value {
     })
 }
 
+/// Whether a channel is an allocation site's (`site<N>.live`).
+fn is_site(name: &str) -> bool {
+    name.strip_suffix(".live")
+        .and_then(|s| s.strip_prefix("site"))
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit() || b == b'-'))
+}
+
 /// The JSON receipt.
 pub fn json_report(rec: &Recording, receipt: &Receipt<'_>) -> Value {
     let assessment = receipt.assessment();
@@ -721,6 +768,7 @@ pub fn json_report(rec: &Recording, receipt: &Receipt<'_>) -> Value {
         "deaths": receipt.ending.deaths,
         "exit": json!({"code": receipt.ending.exit_code, "signal": receipt.ending.exit_signal}),
         "process_tree": receipt.tree,
+        "sites": receipt.sites(),
         "findings": assessment.findings,
         "unavailable": unavailable,
     })
@@ -1217,6 +1265,9 @@ pub fn text_report(rec: &Recording, receipt: &Receipt<'_>) -> String {
     if let Some(t) = tree {
         d.push(Block::Pre(tree_text(t, "  ")));
     }
+    if let Some(t) = sites_text(receipt, "  ") {
+        d.push(Block::Pre(t));
+    }
     d.push(Block::List {
         indent: "  unavailable: ".into(),
         items: unavailable
@@ -1225,6 +1276,64 @@ pub fn text_report(rec: &Recording, receipt: &Receipt<'_>) -> String {
             .collect(),
     });
     d.text()
+}
+
+/// The allocation sites of a `watch --sites` recording: each site, the
+/// growing ones first, with where it was called from; then what they say
+/// of the verdict. None without sites.
+fn sites_text(receipt: &Receipt<'_>, indent: &str) -> Option<String> {
+    let sites = receipt.sites();
+    let a = receipt.assessment();
+    let said: Vec<&str> = a
+        .findings
+        .iter()
+        .filter(|f| matches!(f.kind, "site" | "retention"))
+        .map(|f| f.text.as_str())
+        .collect();
+    if sites.is_empty() && said.is_empty() {
+        return None;
+    }
+    let mut s = String::new();
+    // Every growing site, and the three that hold most of the others.
+    let growing = sites.iter().filter(|x| x.growth_per_s > 0.0).count();
+    let shown = growing + 3.min(sites.len() - growing);
+    let _ = writeln!(
+        s,
+        "\n{indent}allocation sites: {} holding 1 MiB or more ({growing} growing), largest growth first{}",
+        sites.len(),
+        if shown < sites.len() {
+            format!("; {} more in the JSON receipt", sites.len() - shown)
+        } else {
+            String::new()
+        }
+    );
+    for site in sites.iter().take(shown) {
+        let growth = if site.growth_per_s > 0.0 {
+            format!("+{}/s", bytes(site.growth_per_s))
+        } else {
+            site.verdict.as_str().to_owned()
+        };
+        let _ = writeln!(
+            s,
+            "{indent}  {:<12} {:>14} {:>12} held  pid {}  {}",
+            site.channel,
+            growth,
+            bytes(site.live_bytes),
+            site.pid.map_or_else(|| "?".into(), |p| p.to_string()),
+            site.place()
+        );
+        for f in site.frames.iter().skip(1).take(3) {
+            let _ = writeln!(
+                s,
+                "{indent}  {:<12} {:>14} {:>12}       called from {f}",
+                "", "", ""
+            );
+        }
+    }
+    for t in said {
+        let _ = writeln!(s, "{indent}  {t}");
+    }
+    Some(s)
 }
 
 /// The "process tree" section of a receipt, each line after `indent`.
@@ -1492,6 +1601,10 @@ pub fn md_report(rec: &Recording, receipt: &Receipt<'_>) -> String {
     if let Some(t) = tree {
         d.push(Block::Heading("Process tree".into()));
         d.push(Block::Pre(tree_text(t, "")));
+    }
+    if let Some(t) = sites_text(receipt, "") {
+        d.push(Block::Heading("Allocation sites".into()));
+        d.push(Block::Pre(t));
     }
     if !unavailable.is_empty() {
         d.push(Block::Para("Unavailable probes:".into()));

@@ -307,7 +307,38 @@ impl Store {
     /// Adds an event (a live source's step, phase or exit).
     pub fn push_event(&mut self, e: Event) {
         self.check_start_up(&e);
+        // The watched process's exit ends the job (a worker's does not).
+        let exit = matches!(
+            e.kind,
+            flatline_runtime::recording::EventKind::TargetExited { .. }
+        );
         self.events.push(e);
+        if exit {
+            self.check_end();
+        }
+    }
+
+    /// Where the job's teardown began, once it has ended, as its receipt
+    /// finds it ([`analysis::tree::analysis_end`]): the window's analyses
+    /// stop there.
+    pub fn check_end(&mut self) {
+        let names: Vec<String> = self
+            .schema()
+            .channels
+            .iter()
+            .map(|c| c.name.clone())
+            .collect();
+        let column = |n: &str| {
+            let i = self.schema().channels.iter().position(|c| c.name == n)?;
+            Some(self.series[i].values())
+        };
+        let end = analysis::tree::analysis_end(
+            &self.events,
+            &self.t,
+            names.iter().map(String::as_str),
+            column,
+        );
+        self.live.ends_at(end);
     }
 
     /// The stream is of a job the watch launched (its `command` in the
@@ -319,6 +350,7 @@ impl Store {
             let e = self.events[i].clone();
             self.check_start_up(&e);
         }
+        self.check_end();
     }
 
     fn check_start_up(&mut self, e: &Event) {

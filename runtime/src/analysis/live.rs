@@ -29,6 +29,9 @@ pub struct LiveAnalysis {
     next: usize,
     /// The job ended during its start-up ([`Self::ended_during_start_up`]).
     start_up_only: bool,
+    /// Where the analysis stops (stream seconds), once the job has ended
+    /// ([`Self::ends_at`]).
+    until: Option<f64>,
 }
 
 impl LiveAnalysis {
@@ -59,6 +62,16 @@ impl LiveAnalysis {
     pub fn ended_during_start_up(&mut self) {
         if !self.start_up_only {
             self.start_up_only = true;
+            self.analysed.iter_mut().for_each(|a| *a = None);
+        }
+    }
+
+    /// The job ended, and its teardown began at `t` (stream seconds, see
+    /// [`super::tree::analysis_end`]): what follows is analysed no more, as
+    /// its receipt reads it; every channel analysed again.
+    pub fn ends_at(&mut self, t: Option<f64>) {
+        if self.until != t {
+            self.until = t;
             self.analysed.iter_mut().for_each(|a| *a = None);
         }
     }
@@ -157,7 +170,7 @@ impl LiveAnalysis {
         let floor = rules::evidence_floor(&spec.name, spec.unit);
         let t0 = tr.points().0.first().copied().unwrap_or(0.0);
         let warmup = self.warmup.as_ref().map_or(0.0, |w| (w.0 - t0).max(0.0));
-        tr.analyze(spec.kind, Some(warmup), limit, floor)
+        tr.analyze_until(spec.kind, Some(warmup), limit, floor, self.until)
     }
 
     /// Whether some channel has data its analysis has not seen yet (more

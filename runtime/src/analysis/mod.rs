@@ -63,6 +63,7 @@ pub mod evidence;
 mod live;
 pub mod places;
 pub mod rules;
+pub mod sites;
 pub mod summary;
 mod tracker;
 pub mod tree;

@@ -104,6 +104,19 @@ impl Tracker {
         limit: Option<f64>,
         min_growth: f64,
     ) -> ChannelAnalysis {
+        self.analyze_until(kind, warmup_s, limit, min_growth, None)
+    }
+
+    /// As [`Tracker::analyze`], of the readings before `until` (stream
+    /// seconds) only, where given: a job's teardown is no part of how it ran.
+    pub fn analyze_until(
+        &self,
+        kind: Kind,
+        warmup_s: Option<f64>,
+        limit: Option<f64>,
+        min_growth: f64,
+        until: Option<f64>,
+    ) -> ChannelAnalysis {
         let (mut t, mut v, mut steps, mut tokens) = (
             self.t.clone(),
             self.v.clone(),
@@ -117,6 +130,13 @@ impl Tracker {
             v.push(lv);
             steps.push(ls);
             tokens.push(lk);
+        }
+        if let Some(end) = until {
+            let keep = t.partition_point(|&x| x < end).max(1.min(t.len()));
+            t.truncate(keep);
+            v.truncate(keep);
+            steps.truncate(keep);
+            tokens.truncate(keep);
         }
         let axis = |a: &[f64]| a.iter().any(|x| !x.is_nan());
         let ctx = Context {

@@ -485,6 +485,38 @@ pub fn teardown_s(events: &[Event], end_s: f64) -> Option<f64> {
     (from > last_start).then_some(from)
 }
 
+/// Where the analysis of a recording (or a stream that has ended) stops:
+/// the job's teardown ([`teardown_s`]), moved back to where what it held
+/// began its last fall ([`freed_before`]) in its resident memory (`tree.rss`,
+/// else `mem.rss`) or, where the job counted its allocations (`watch
+/// --sites`), in what each process held (`pid<N>.alloc_live`): an
+/// interpreter frees its objects on the way out though glibc keeps the
+/// pages. `t` is every sample's time (seconds); `column` a channel's
+/// readings by name, aligned with `t`. None: the job did not end with its
+/// processes exiting.
+pub fn analysis_end<'a>(
+    events: &[Event],
+    t: &[f64],
+    names: impl IntoIterator<Item = &'a str>,
+    column: impl Fn(&str) -> Option<&'a [f64]>,
+) -> Option<f64> {
+    let td = teardown_s(events, t.last().copied().unwrap_or(0.0))?;
+    let t0 = t.first().copied().unwrap_or(0.0);
+    let rss = ["tree.rss", "mem.rss"].into_iter().find_map(&column);
+    let held: Vec<&[f64]> = names
+        .into_iter()
+        .filter(|n| n.ends_with(".alloc_live"))
+        .filter_map(&column)
+        .collect();
+    Some(
+        rss.into_iter()
+            .chain(held)
+            .filter_map(|v| freed_before(t, v, td))
+            .filter(|&at| at > t0)
+            .fold(td, f64::min),
+    )
+}
+
 /// A job frees what it holds as it exits (an interpreter's finalisation,
 /// a mapping closed) before the exit is seen: where its memory's last fall
 /// began, within [`FREED_WINDOW_S`] before `teardown` (seconds, on the
