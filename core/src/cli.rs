@@ -337,6 +337,18 @@ pub struct WatchArgs {
     /// are read as usual.
     #[arg(long, value_name = "REGEX", value_parser = step_pattern)]
     pub step_pattern: Option<flatline_runtime::telemetry::output::StepPattern>,
+    /// Which code holds the memory: start the command with flatline's
+    /// allocation-site library preloaded (sampled allocations, their stacks
+    /// and Python lines; `site<N>.live` and `pid<N>.alloc_live`, the
+    /// receipt's `sites`). A started command only: nothing can be preloaded
+    /// into a running process.
+    #[arg(long)]
+    pub sites: bool,
+    /// Sample one allocation per this many bytes allocated, on average
+    /// (with --sites).
+    #[arg(long, value_name = "BYTES", default_value_t = 512 * 1024, requires = "sites",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub sites_every: u64,
     /// A command to start and watch; flatline exits with its exit code (0 if
     /// flatline stopped it at --seconds or when the window closed).
     #[arg(last = true, value_name = "COMMAND")]

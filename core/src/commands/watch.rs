@@ -1,6 +1,7 @@
 //! `flatline watch`: another process, by PID or started here, with its own
 //! step log, in the dashboard or headless.
 
+use std::path::PathBuf;
 use std::process::{Child, Command};
 
 use std::process::Stdio;
@@ -45,6 +46,11 @@ struct Watched {
     child: Option<Child>,
     /// What a started command prints, passed through and read.
     output: Option<Output>,
+    /// Where the allocation-site library writes its rings (`--sites`),
+    /// removed when the watch ends.
+    sites: Option<tempfile::TempDir>,
+    /// Why `--sites` was not done, said on stderr and in the recording.
+    sites_note: Option<String>,
 }
 
 /// The readers of what the job says: its printed output (a started
@@ -260,6 +266,134 @@ impl Watched {
     }
 }
 
+/// The allocation-site library (`--sites`): `FLATLINE_PRELOAD` if set,
+/// else beside this program (a build's `target/<profile>/`), else in
+/// `../lib/flatline/` from it (where the wheel puts it).
+pub fn preload_library() -> Option<PathBuf> {
+    const NAME: &str = "libflatline_preload.so";
+    if let Some(p) = std::env::var_os("FLATLINE_PRELOAD") {
+        return Some(PathBuf::from(p));
+    }
+    let exe = std::env::current_exe().ok()?;
+    let dir = exe.parent()?;
+    // A test binary runs from target/<profile>/deps/.
+    [
+        dir.join(NAME),
+        dir.join("../lib/flatline").join(NAME),
+        dir.join("..").join(NAME),
+    ]
+    .into_iter()
+    .find(|p| p.is_file())
+}
+
+/// Sets `cmd` up to run with the allocation-site library preloaded, its
+/// rings in a new folder; why not, where it cannot be.
+fn preload(
+    prog: &str,
+    every: u64,
+    cmd: &mut Command,
+) -> std::result::Result<tempfile::TempDir, String> {
+    let lib = preload_library().ok_or(
+        "the allocation-site library (libflatline_preload.so) is neither beside this program nor \
+         in ../lib/flatline/ (build it: cargo build --release; or set FLATLINE_PRELOAD)",
+    )?;
+    let existing = std::env::var("LD_PRELOAD").unwrap_or_default();
+    if let Some(other) = existing.split([' ', ':']).find(|l| {
+        ["jemalloc", "tcmalloc", "mimalloc"]
+            .iter()
+            .any(|a| l.contains(a))
+    }) {
+        return Err(format!(
+            "the job already preloads an allocator ({other}); flatline's library would stand \
+             between it and the job"
+        ));
+    }
+    if let Some(path) = on_path(prog) {
+        match exec_kind(&path) {
+            ExecKind::Static => {
+                return Err(format!(
+                    "{} is linked statically: the dynamic loader, which preloads, never runs",
+                    path.display()
+                ));
+            }
+            ExecKind::SetId => {
+                return Err(format!(
+                    "{} is set-user-ID or set-group-ID: the loader ignores LD_PRELOAD for it",
+                    path.display()
+                ));
+            }
+            ExecKind::Other => {}
+        }
+    }
+    // Shared memory where there is some (the rings never touch a disk).
+    let mut folder = tempfile::Builder::new();
+    folder.prefix("flatline-sites-");
+    let shm = std::path::Path::new("/dev/shm");
+    let dir = if shm.is_dir() {
+        folder.tempdir_in(shm).or_else(|_| folder.tempdir())
+    } else {
+        folder.tempdir()
+    }
+    .map_err(|e| format!("cannot make a folder for the rings: {e}"))?;
+    let preload = if existing.trim().is_empty() {
+        lib.display().to_string()
+    } else {
+        format!("{}:{existing}", lib.display())
+    };
+    cmd.env("LD_PRELOAD", preload)
+        .env("FLATLINE_SITES_DIR", dir.path())
+        .env("FLATLINE_SITES_EVERY", every.to_string());
+    Ok(dir)
+}
+
+/// `prog` as the shell would find it.
+fn on_path(prog: &str) -> Option<PathBuf> {
+    if prog.contains('/') {
+        return Some(PathBuf::from(prog));
+    }
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|d| d.join(prog))
+        .find(|p| p.is_file())
+}
+
+enum ExecKind {
+    Static,
+    SetId,
+    Other,
+}
+
+/// Whether a program file can take a preload: an ELF executable with no
+/// interpreter (PT_INTERP) is static; a set-ID one is refused by the loader.
+fn exec_kind(path: &std::path::Path) -> ExecKind {
+    use std::os::unix::fs::PermissionsExt;
+    let Ok(meta) = std::fs::metadata(path) else {
+        return ExecKind::Other;
+    };
+    if meta.permissions().mode() & 0o6000 != 0 {
+        return ExecKind::SetId;
+    }
+    let Ok(bytes) = std::fs::read(path) else {
+        return ExecKind::Other;
+    };
+    if bytes.len() < 64 || &bytes[..4] != b"\x7fELF" || bytes[4] != 2 {
+        return ExecKind::Other;
+    }
+    let u16_at = |at: usize| u16::from_le_bytes([bytes[at], bytes[at + 1]]);
+    let phoff = u64::from_le_bytes(bytes[32..40].try_into().unwrap_or_default()) as usize;
+    let (size, n) = (usize::from(u16_at(54)), usize::from(u16_at(56)));
+    let interp = (0..n).any(|i| {
+        let at = phoff + i * size;
+        bytes
+            .get(at..at + 4)
+            .is_some_and(|t| t == 3u32.to_le_bytes())
+    });
+    if interp {
+        ExecKind::Other
+    } else {
+        ExecKind::Static
+    }
+}
+
 /// What a started command is told when flatline reads its output: rich
 /// (Lightning's RichProgressBar, many CLIs) draws a progress bar to a pipe
 /// only once, at its end, so a job read through a pipe shows no steps
@@ -282,6 +416,12 @@ fn start_target(args: &WatchArgs, clock: Clock) -> Result<Watched> {
             pid,
             child: None,
             output: None,
+            sites: None,
+            sites_note: args.sites.then(|| {
+                "--sites: nothing can be preloaded into a running process (--pid); \
+                 watching without allocation sites"
+                    .to_owned()
+            }),
         }),
         (None, Some((prog, rest))) => {
             let from = args.steps_from.unwrap_or(StepsFrom::Both);
@@ -299,6 +439,17 @@ fn start_target(args: &WatchArgs, clock: Clock) -> Result<Watched> {
             if err {
                 cmd.stderr(Stdio::piped());
             }
+            let (sites, sites_note) = if args.sites {
+                match preload(prog, args.sites_every, &mut cmd) {
+                    Ok(dir) => (Some(dir), None),
+                    Err(why) => (
+                        None,
+                        Some(format!("--sites: {why}; watching without allocation sites")),
+                    ),
+                }
+            } else {
+                (None, None)
+            };
             if out || err {
                 for (k, v) in TERMINAL_HINTS {
                     if std::env::var_os(k).is_none() {
@@ -349,6 +500,8 @@ fn start_target(args: &WatchArgs, clock: Clock) -> Result<Watched> {
                 pid: child.id(),
                 child: Some(child),
                 output,
+                sites,
+                sites_note,
             })
         }
         (None, None) => bail!("say what to watch: --pid PID, or a command after `--`"),
@@ -418,6 +571,7 @@ fn sampler_config(
         tree: !args.no_tree,
         per_process: !args.no_per_process,
         events: Some(events),
+        sites: target.sites.as_ref().map(|d| d.path().to_owned()),
         cgroup: args
             .cgroup
             .clone()
@@ -439,6 +593,13 @@ pub fn run(args: &WatchArgs, viewer: &dyn crate::Viewer) -> Result<Option<i32>> 
     let mut target = start_target(args, clock)?;
     let events = event_channel();
     let printed_events = events.0.clone();
+    if let Some(why) = &target.sites_note {
+        eprintln!("flatline: {why}");
+        let _ = events.0.try_send(Event {
+            t_ns: clock.now_ns(),
+            kind: EventKind::Note(why.clone()),
+        });
+    }
     if let Err(e) = follow_log(args, &mut target) {
         // Never leave a started command running behind an error.
         if let Some(c) = target.child.as_mut() {

@@ -144,6 +144,9 @@ struct ChannelLabels {
     host: String,
     pid: String,
     role: Option<String>,
+    /// An allocation site's code (`site<N>.live`, `watch --sites`):
+    /// `file:line function`.
+    site: Option<String>,
     #[prometheus(flatten)]
     job: Vec<(String, String)>,
 }
@@ -252,6 +255,10 @@ impl ExportState {
                     .cloned()
                     .unwrap_or_else(|| self.setup.pid.to_string()),
                 role: spec.labels.get("role").cloned(),
+                site: spec.labels.get("function").map(|f| {
+                    let at = |k: &str| spec.labels.get(k).map_or("", String::as_str);
+                    format!("{}:{} {f}", at("file"), at("line"))
+                }),
                 job: self.setup.labels.clone(),
             });
             self.schema.channels.push(spec.clone());
@@ -668,7 +675,7 @@ mod tests {
         assert!(text.contains("pid=\"42\""), "{text}");
         // The run's labels are on every series, a channel's too.
         assert!(
-            text.contains("flatline_channel_value{channel=\"mem.rss\",unit=\"bytes\",kind=\"level\",host=\"node-a\",pid=\"42\",role=\"\",rank=\"5\"}"),
+            text.contains("flatline_channel_value{channel=\"mem.rss\",unit=\"bytes\",kind=\"level\",host=\"node-a\",pid=\"42\",role=\"\",site=\"\",rank=\"5\"}"),
             "{text}"
         );
         assert!(

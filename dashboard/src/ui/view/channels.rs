@@ -76,6 +76,7 @@ pub(super) fn channels(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
         .show(ui, |ui| {
             egui::ScrollArea::vertical().show(ui, |ui| {
                 processes(d, ui, visible);
+                sites(d, ui, visible);
                 let mut groups: BTreeMap<u8, Vec<usize>> = BTreeMap::new();
                 for (i, c) in d.store.schema().channels.iter().enumerate() {
                     // A process's own channels are listed under Processes.
@@ -95,6 +96,62 @@ pub(super) fn channels(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
                 }
             });
         });
+}
+
+/// The allocation sites of a `watch --sites` stream (`site<N>.live`):
+/// growing ones first (by their slope), then by the bytes they hold; each
+/// a channel row, then where it is, its stack on hover.
+fn sites(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
+    let schema = d.store.schema();
+    let mut rows: Vec<(f64, f64, usize)> = schema
+        .channels
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.name.starts_with("site") && c.name.ends_with(".live"))
+        .map(|(i, _)| {
+            let a = d.store.analysis(i);
+            let growth = a
+                .filter(|a| a.verdict.is_growth())
+                .map_or(0.0, |a| a.slope_per_s.max(0.0));
+            let values = d.store.series(i).values();
+            let held = values[..visible.min(values.len())]
+                .iter()
+                .rev()
+                .copied()
+                .find(|v| !v.is_nan())
+                .unwrap_or(0.0);
+            (growth, held, i)
+        })
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    rows.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.total_cmp(&a.1)));
+    let growing = rows.iter().filter(|r| r.0 > 0.0).count();
+    egui::CollapsingHeader::new(format!(
+        "Allocation sites ({}, {growing} growing)",
+        rows.len()
+    ))
+    .default_open(true)
+    .show(ui, |ui| {
+        for (_, _, i) in rows {
+            channel_row(d, ui, i, visible);
+            let labels = &d.store.schema().channels[i].labels;
+            let get = |k: &str| labels.get(k).map_or("", String::as_str);
+            let file = get("file").rsplit('/').next().unwrap_or_default();
+            let place = match get("line") {
+                "" | "0" => format!("{} {}", get("function"), file),
+                line => format!("{file}:{line} {}", get("function")),
+            };
+            let mut stack = format!("pid {}\n", get("pid"));
+            if !get("code").is_empty() {
+                stack.push_str(&format!("{}\n", get("code")));
+            }
+            stack.push_str(get("frames"));
+            ui.label(RichText::new(format!("    {place}")).small().weak())
+                .on_hover_text(stack);
+        }
+    });
 }
 
 /// One process of the watched tree, as the processes panel lists it.
