@@ -19,9 +19,11 @@ case "$profile" in
   *) out="$profile" ;;
 esac
 target="$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')"
-cargo build --locked --profile "$profile" -p flatline --bin flatline
-mkdir -p python/flatline.data/scripts
+cargo build --locked --profile "$profile" -p flatline --bin flatline -p flatline-preload
+mkdir -p python/flatline.data/scripts python/flatline.data/data/lib/flatline
 install -s -m 0755 "$target/$out/flatline" python/flatline.data/scripts/flatline
+# `watch --sites` finds it in ../lib/flatline/ from the program.
+install -s -m 0644 "$target/$out/libflatline_preload.so" python/flatline.data/data/lib/flatline/
 rm -f "$target/wheels"/flatline-*.whl
 maturin build --locked --strip --profile "$profile" -m python/Cargo.toml --out "$target/wheels" \
   --compatibility "${FLATLINE_MANYLINUX:-manylinux_2_35}" "${@:2}"

@@ -60,6 +60,10 @@ grep -q "wrote $work/soak.flr" "$work/soak.txt"
 "${clean[@]}" flatline watch --headless --hz 10 --out "$work/hf.flr" -- python "$root/dashboard/tests/data/printers.py" replay hf >"$work/hf.txt" 2>/dev/null
 grep -q "60 steps" "$work/hf.txt" || { cat "$work/hf.txt"; echo "the bar's 60 steps were not counted" >&2; exit 1; }
 grep -q "progress.it_per_s" "$work/hf.txt"
+# --sites finds the wheel's allocation-site library (lib/flatline/).
+"${clean[@]}" flatline watch --headless --sites --out "$work/sites.flr" -- \
+  python -c 'import time; kept = [bytearray(1 << 20) for _ in range(40)]; time.sleep(2)' >"$work/sites.txt" 2>&1
+grep -q "allocation sites:" "$work/sites.txt" || { cat "$work/sites.txt"; echo "--sites found no sites" >&2; exit 1; }
 "${clean[@]}" xvfb-run -a -s '-screen 0 1920x1200x24' flatline replay "$root/recordings/golden/v1.flr" --screenshot "$work/shot.png"
 python3 -c "import sys; d=open(sys.argv[1],'rb').read(24); assert d[:8]==b'\x89PNG\r\n\x1a\n'; print('screenshot', int.from_bytes(d[16:20],'big'), 'x', int.from_bytes(d[20:24],'big'))" "$work/shot.png"
 cd "$root"

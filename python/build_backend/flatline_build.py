@@ -1,7 +1,9 @@
 """The wheel's build backend (PEP 517), so that `pip install ./python`,
 `pip wheel ./python` and `uv pip install ./python` build the whole wheel
 from a clone: the `flatline` program is built with cargo and placed in
-`flatline.data/scripts/` (which a wheel installs on PATH), then maturin
+`flatline.data/scripts/` (which a wheel installs on PATH), its
+allocation-site library in `flatline.data/data/lib/flatline/` (installed
+as `<prefix>/lib/flatline/`, where `watch --sites` looks), then maturin
 builds the native reader and packs the wheel, as `scripts/build-wheel.sh`
 does by hand.
 
@@ -34,7 +36,8 @@ def _program():
     profile = os.environ.get("FLATLINE_WHEEL_PROFILE", "release")
     # Cargo's progress goes to stderr; stdout is the frontend's.
     subprocess.run(
-        [cargo, "build", "--locked", "--profile", profile, "-p", "flatline", "--bin", "flatline"],
+        [cargo, "build", "--locked", "--profile", profile, "-p", "flatline", "--bin", "flatline",
+         "-p", "flatline-preload"],
         cwd=ROOT,
         check=True,
         stdout=sys.stderr,
@@ -47,10 +50,14 @@ def _program():
         text=True,
     )
     target = Path(json.loads(meta.stdout)["target_directory"])
-    built = target / ("debug" if profile == "dev" else profile) / "flatline"
+    out = target / ("debug" if profile == "dev" else profile)
     scripts = HERE / "flatline.data" / "scripts"
     scripts.mkdir(parents=True, exist_ok=True)
-    shutil.copy2(built, scripts / "flatline")
+    shutil.copy2(out / "flatline", scripts / "flatline")
+    # `watch --sites` finds its library in ../lib/flatline/ from the program.
+    lib = HERE / "flatline.data" / "data" / "lib" / "flatline"
+    lib.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(out / "libflatline_preload.so", lib / "libflatline_preload.so")
 
 
 def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
