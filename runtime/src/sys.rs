@@ -340,6 +340,44 @@ impl SiteRing {
 mod tests {
     use super::*;
 
+    /// A ring written as the preloaded library writes one (all zeros, its
+    /// magic, a published record): the record is taken once, its slot
+    /// handed back for the producers' next lap, and a file that is not a
+    /// ring (too short, no magic) is refused.
+    #[test]
+    fn a_site_ring_s_records_are_taken_once_and_their_slots_handed_back() {
+        use flatline_format::sites as L;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("7.0.ring");
+        let mut bytes = vec![0u8; L::RING_BYTES];
+        std::fs::write(&path, &bytes).unwrap();
+        let e = SiteRing::open(&path).unwrap_err();
+        assert!(e.to_string().contains("not an allocation-site ring"), "{e}");
+        std::fs::write(dir.path().join("short.ring"), [0u8; 64]).unwrap();
+        assert!(SiteRing::open(&dir.path().join("short.ring")).is_err());
+        // Position 5 published (sequence 6), its kind and address set.
+        bytes[L::H_MAGIC..L::H_MAGIC + 8].copy_from_slice(&L::MAGIC.to_le_bytes());
+        let at = L::slot_offset(5);
+        bytes[at..at + 8].copy_from_slice(&L::stored(6, 5).to_le_bytes());
+        bytes[at + L::S_KIND..at + L::S_KIND + 4].copy_from_slice(&L::ALLOC.to_le_bytes());
+        bytes[at + L::S_ADDR..at + L::S_ADDR + 8].copy_from_slice(&0xdead_beefu64.to_le_bytes());
+        std::fs::write(&path, &bytes).unwrap();
+        let mut ring = SiteRing::open(&path).unwrap();
+        assert!(!ring.ready(4) && ring.take(4).is_none(), "nothing at 4");
+        assert!(ring.ready(5));
+        let rec = ring.take(5).unwrap();
+        assert_eq!(rec[L::S_ADDR..L::S_ADDR + 8], 0xdead_beefu64.to_le_bytes());
+        assert!(!ring.ready(5) && ring.take(5).is_none(), "taken once");
+        // Handed back: the next lap's producer finds its sequence.
+        let word = u64::from_le_bytes(
+            std::fs::read(&path).unwrap()[at..at + 8]
+                .try_into()
+                .unwrap(),
+        );
+        assert_eq!(L::sequence(word, 5 + L::SLOTS as u64), 5 + L::SLOTS as u64);
+        assert_eq!(ring.u64_at(L::H_HEAD), 6);
+    }
+
     /// Run by [`the_local_zone_is_what_tz_says`] in a child with `TZ` set:
     /// prints what it reads (the environment is not the test's to change).
     #[test]
