@@ -372,25 +372,9 @@ fn exec_kind(path: &std::path::Path) -> ExecKind {
     if meta.permissions().mode() & 0o6000 != 0 {
         return ExecKind::SetId;
     }
-    let Ok(bytes) = std::fs::read(path) else {
-        return ExecKind::Other;
-    };
-    if bytes.len() < 64 || &bytes[..4] != b"\x7fELF" || bytes[4] != 2 {
-        return ExecKind::Other;
-    }
-    let u16_at = |at: usize| u16::from_le_bytes([bytes[at], bytes[at + 1]]);
-    let phoff = u64::from_le_bytes(bytes[32..40].try_into().unwrap_or_default()) as usize;
-    let (size, n) = (usize::from(u16_at(54)), usize::from(u16_at(56)));
-    let interp = (0..n).any(|i| {
-        let at = phoff + i * size;
-        bytes
-            .get(at..at + 4)
-            .is_some_and(|t| t == 3u32.to_le_bytes())
-    });
-    if interp {
-        ExecKind::Other
-    } else {
-        ExecKind::Static
+    match flatline_runtime::telemetry::sites::elf_segments(path) {
+        Some(segments) if !segments.iter().any(|s| s.kind == 3) => ExecKind::Static,
+        _ => ExecKind::Other,
     }
 }
 

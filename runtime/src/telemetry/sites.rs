@@ -227,6 +227,9 @@ impl SitesProbe {
     }
 
     fn drain(&mut self, r: usize) {
+        // An address no mapping holds makes the maps be read again, at most
+        // once a reading (a library loaded since; JIT code never is).
+        self.rings[r].maps_read = false;
         for _ in 0..BATCH {
             let ring = &mut self.rings[r];
             let Some(rec) = ring.ring.take(ring.head) else {
@@ -331,8 +334,6 @@ impl SitesProbe {
                 out.push(a);
             }
         }
-        // A later miss reads the maps again (a library loaded since).
-        ring.maps_read = false;
         out
     }
 
@@ -584,9 +585,8 @@ fn source_line(pid: u32, file: &str, line: u32) -> Option<String> {
     (!l.is_empty()).then(|| l.chars().take(160).collect())
 }
 
-/// A file's symbols and DWARF, and its loadable segments (file offset,
-/// stated address, size).
-type Symbolized = (addr2line::Loader, Vec<(u64, u64, u64)>);
+/// A file's symbols and DWARF, and its loadable segments.
+type Symbolized = (addr2line::Loader, Vec<Segment>);
 
 /// Files' symbols and DWARF, loaded once each (None: not an ELF file, or
 /// one that could not be read).
@@ -605,17 +605,18 @@ impl Symbols {
     /// (function, file, line) of address `addr` in mapping `m`.
     fn name(&mut self, m: &Map, addr: u64) -> Option<(String, String, u32)> {
         let entry = self.files.entry(m.path.clone()).or_insert_with(|| {
-            let loads = load_segments(Path::new(&m.path))?;
+            let mut loads = elf_segments(Path::new(&m.path))?;
+            loads.retain(|s| s.kind == 1);
             let loader = addr2line::Loader::new(&m.path).ok()?;
             Some((loader, loads))
         });
         let (loader, loads) = entry.as_ref()?;
         // Address → file offset → the address the file states.
         let offset = addr - m.start + m.offset;
-        let &(p_offset, p_vaddr, _) = loads
+        let seg = loads
             .iter()
-            .find(|&&(o, _, size)| o <= offset && offset < o + size)?;
-        let probe = offset - p_offset + p_vaddr;
+            .find(|s| s.offset <= offset && offset < s.offset + s.file_size)?;
+        let probe = offset - seg.offset + seg.vaddr;
         let mut function = None;
         let mut location = None;
         if let Ok(mut frames) = loader.find_frames(probe) {
@@ -644,28 +645,75 @@ impl Symbols {
     }
 }
 
-/// An ELF file's loadable segments: (file offset, stated address, size in
-/// the file).
-fn load_segments(path: &Path) -> Option<Vec<(u64, u64, u64)>> {
-    use std::io::Read;
-    let mut head = vec![0u8; 64];
+/// An ELF program header: its type (`PT_LOAD` 1, `PT_INTERP` 3), where it
+/// starts in the file, the address the file states for it, its size in
+/// the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Segment {
+    pub kind: u32,
+    pub offset: u64,
+    pub vaddr: u64,
+    pub file_size: u64,
+}
+
+/// The program headers of a 64-bit little-endian ELF file (its header and
+/// its table only are read); None for anything else.
+pub fn elf_segments(path: &Path) -> Option<Vec<Segment>> {
+    use std::io::{Read, Seek};
+    let mut head = [0u8; 64];
     let mut f = std::fs::File::open(path).ok()?;
     f.read_exact(&mut head).ok()?;
     if &head[..4] != b"\x7fELF" || head[4] != 2 || head[5] != 1 {
-        return None; // 64-bit little-endian only
+        return None;
     }
-    let u16_at = |b: &[u8], at: usize| u16::from_le_bytes(b[at..at + 2].try_into().unwrap());
-    let u64_at = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap());
-    let (phoff, phentsize, phnum) = (u64_at(&head, 32), u16_at(&head, 54), u16_at(&head, 56));
-    let mut table = vec![0u8; usize::from(phentsize) * usize::from(phnum)];
-    use std::io::Seek;
+    let u16_at = |b: &[u8], at: usize| u16::from_le_bytes([b[at], b[at + 1]]);
+    let u64_at = |b: &[u8], at: usize| {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&b[at..at + 8]);
+        u64::from_le_bytes(w)
+    };
+    let (phoff, size, n) = (
+        u64_at(&head, 32),
+        usize::from(u16_at(&head, 54)),
+        usize::from(u16_at(&head, 56)),
+    );
+    if size < 40 {
+        return None;
+    }
+    let mut table = vec![0u8; size * n];
     f.seek(std::io::SeekFrom::Start(phoff)).ok()?;
     f.read_exact(&mut table).ok()?;
     Some(
         table
-            .chunks_exact(usize::from(phentsize))
-            .filter(|p| u32::from_le_bytes(p[0..4].try_into().unwrap()) == 1)
-            .map(|p| (u64_at(p, 8), u64_at(p, 16), u64_at(p, 32)))
+            .chunks_exact(size)
+            .map(|p| Segment {
+                kind: u32::from(u16_at(p, 0)) | u32::from(u16_at(p, 2)) << 16,
+                offset: u64_at(p, 8),
+                vaddr: u64_at(p, 16),
+                file_size: u64_at(p, 32),
+            })
             .collect(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn this_test_binary_s_segments_are_read_and_a_text_file_is_none() {
+        let exe = std::env::current_exe().unwrap();
+        let segs = elf_segments(&exe).expect("an ELF file");
+        assert!(
+            segs.iter().any(|s| s.kind == 1 && s.file_size > 0),
+            "{segs:?}"
+        );
+        assert!(
+            segs.iter().any(|s| s.kind == 3),
+            "a dynamic executable has an interpreter"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("t.sh"), "#!/bin/sh\necho hi\n").unwrap();
+        assert_eq!(elf_segments(&dir.path().join("t.sh")), None);
+    }
 }
