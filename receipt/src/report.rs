@@ -235,7 +235,7 @@ impl Receipt<'_> {
         let channels: Vec<sites::SiteChannel<'_>> = self
             .rows
             .iter()
-            .filter(|r| is_site(&r.spec.name))
+            .filter(|r| sites::is_site_channel(&r.spec.name))
             .map(|r| sites::SiteChannel {
                 name: &r.spec.name,
                 labels: &r.spec.labels,
@@ -637,13 +637,6 @@ fn evidence_json(e: &analysis::TrendEvidence) -> Value {
         "scatter": num(e.scatter),
         "detectable_per_s": opt(e.detectable_per_s),
     })
-}
-
-/// Whether a channel is an allocation site's (`site<N>.live`).
-fn is_site(name: &str) -> bool {
-    name.strip_suffix(".live")
-        .and_then(|s| s.strip_prefix("site"))
-        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit() || b == b'-'))
 }
 
 /// The JSON receipt.

@@ -12,6 +12,15 @@ use serde::Serialize;
 use super::summary::Finding;
 use super::{ChannelAnalysis, Verdict};
 
+/// Whether a channel is an allocation site's (`site<N>.live`): an
+/// estimate from samples that explains memory; the headline judges memory
+/// itself, never a site.
+pub fn is_site_channel(name: &str) -> bool {
+    name.strip_suffix(".live")
+        .and_then(|s| s.strip_prefix("site"))
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit() || b == b'-'))
+}
+
 /// A site channel as the receipt has it.
 #[derive(Debug, Clone, Copy)]
 pub struct SiteChannel<'a> {
@@ -299,6 +308,45 @@ mod tests {
         );
         // Nothing grows: no finding.
         assert!(finding(&s[1..], Some(("tree.uss", 1e6)), &mib).is_none());
+    }
+
+    #[test]
+    fn a_noisy_site_is_no_part_of_the_headline() {
+        use crate::analysis::summary::{Assessed, headline};
+        use crate::telemetry::Unit;
+        assert!(is_site_channel("site12.live") && is_site_channel("site0-2.live"));
+        assert!(!is_site_channel("site.live") && !is_site_channel("pid7.alloc_live"));
+        let flat = analysed(0.0);
+        let t: Vec<f64> = (0..300).map(|i| f64::from(i) * 0.1).collect();
+        let v: Vec<f64> = (0..t.len())
+            .map(|i| 1e6 + [3e5, -2e5, 1e5, -3e5, 2e5][i % 5])
+            .collect();
+        let noisy = analyze(
+            &t,
+            &v,
+            &Context {
+                warmup_s: Some(0.0),
+                ..Context::default()
+            },
+        );
+        assert_eq!(noisy.verdict, Verdict::Noisy, "{noisy:?}");
+        let row = |name, analysis| Assessed {
+            name,
+            unit: Unit::Bytes,
+            analysis,
+            limit: None,
+        };
+        let h = headline(
+            &[row("mem.rss", &flat), row("site2.live", &noisy)],
+            &|v, _| mib(v),
+            &|s| format!("{s} s"),
+        );
+        assert_eq!(h, "Memory is flat.");
+        // A growing site explains growth; it is never itself the growth.
+        let grows = analysed(1.3e6);
+        assert!(grows.severity.is_some());
+        let rows = [row("mem.rss", &flat), row("site0.live", &grows)];
+        assert!(crate::analysis::summary::growing(&rows).is_empty());
     }
 
     #[test]

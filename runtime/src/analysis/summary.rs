@@ -21,6 +21,7 @@ pub fn growing<'a>(rows: &[Assessed<'a>]) -> Vec<Assessed<'a>> {
     let mut g: Vec<Assessed<'a>> = rows
         .iter()
         .filter(|r| r.analysis.kind == Kind::Level && r.analysis.severity.is_some())
+        .filter(|r| !super::sites::is_site_channel(r.name))
         .copied()
         .collect();
     g.sort_by(|a, b| {
@@ -237,15 +238,18 @@ pub fn headline(
     assess(rows, None, value, duration).headline
 }
 
+/// A level in bytes the headline judges: not an allocation site's
+/// estimate, which explains memory rather than measures it.
+fn judged_memory(r: &Assessed<'_>) -> bool {
+    r.analysis.kind == Kind::Level && r.unit.is_bytes() && !super::sites::is_site_channel(r.name)
+}
+
 /// Memory levels whose readings cannot tell growth from noise, among those
 /// read over at least half of the longest span any memory level covers: a
 /// worker that lived half a second is in the process tree, not the
 /// headline.
 fn untold<'r, 'a>(rows: &'r [Assessed<'a>]) -> Vec<&'r Assessed<'a>> {
-    let memory = || {
-        rows.iter()
-            .filter(|r| r.analysis.kind == Kind::Level && r.unit.is_bytes())
-    };
+    let memory = || rows.iter().filter(|r| judged_memory(r));
     let longest = memory().map(|r| r.analysis.duration_s).fold(0.0, f64::max);
     memory()
         .filter(|r| r.analysis.verdict == Verdict::Insufficient && r.analysis.points >= 2)
@@ -323,10 +327,7 @@ fn headline_of(
     value: &dyn Fn(f64, Unit) -> String,
     duration: &dyn Fn(f64) -> String,
 ) -> String {
-    let memory: Vec<&Assessed<'_>> = rows
-        .iter()
-        .filter(|r| r.analysis.kind == Kind::Level && r.unit.is_bytes())
-        .collect();
+    let memory: Vec<&Assessed<'_>> = rows.iter().filter(|r| judged_memory(r)).collect();
     let Some(top) = growing.first() else {
         // Findings stand on growth verdicts; should one come without them,
         // it is still never hidden behind "flat".
