@@ -235,7 +235,7 @@ impl Receipt<'_> {
         let channels: Vec<sites::SiteChannel<'_>> = self
             .rows
             .iter()
-            .filter(|r| sites::is_site_channel(&r.spec.name))
+            .filter(|r| rules::is_site_channel(&r.spec.name))
             .map(|r| sites::SiteChannel {
                 name: &r.spec.name,
                 labels: &r.spec.labels,

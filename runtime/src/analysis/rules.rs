@@ -209,6 +209,15 @@ pub fn step_axis<'a>(schema: &Schema, column: impl Fn(usize) -> &'a [f64]) -> Op
         .find(|&i| advances(column(i)))
 }
 
+/// Whether a channel is an allocation site's (`site<N>.live`): an
+/// estimate from samples that explains memory; the headline judges memory
+/// itself, never a site.
+pub fn is_site_channel(name: &str) -> bool {
+    name.strip_suffix(".live")
+        .and_then(|s| s.strip_prefix("site"))
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit() || b == b'-'))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

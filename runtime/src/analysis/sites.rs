@@ -12,15 +12,6 @@ use serde::Serialize;
 use super::summary::Finding;
 use super::{ChannelAnalysis, Verdict};
 
-/// Whether a channel is an allocation site's (`site<N>.live`): an
-/// estimate from samples that explains memory; the headline judges memory
-/// itself, never a site.
-pub fn is_site_channel(name: &str) -> bool {
-    name.strip_suffix(".live")
-        .and_then(|s| s.strip_prefix("site"))
-        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit() || b == b'-'))
-}
-
 /// A site channel as the receipt has it.
 #[derive(Debug, Clone, Copy)]
 pub struct SiteChannel<'a> {
@@ -314,8 +305,12 @@ mod tests {
     fn a_noisy_site_is_no_part_of_the_headline() {
         use crate::analysis::summary::{Assessed, headline};
         use crate::telemetry::Unit;
-        assert!(is_site_channel("site12.live") && is_site_channel("site0-2.live"));
-        assert!(!is_site_channel("site.live") && !is_site_channel("pid7.alloc_live"));
+        assert!(
+            crate::analysis::rules::is_site_channel("site12.live")
+                && crate::analysis::rules::is_site_channel("site0-2.live")
+        );
+        assert!(!crate::analysis::rules::is_site_channel("site.live"));
+        assert!(!crate::analysis::rules::is_site_channel("pid7.alloc_live"));
         let flat = analysed(0.0);
         let t: Vec<f64> = (0..300).map(|i| f64::from(i) * 0.1).collect();
         let v: Vec<f64> = (0..t.len())

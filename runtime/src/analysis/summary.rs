@@ -21,7 +21,7 @@ pub fn growing<'a>(rows: &[Assessed<'a>]) -> Vec<Assessed<'a>> {
     let mut g: Vec<Assessed<'a>> = rows
         .iter()
         .filter(|r| r.analysis.kind == Kind::Level && r.analysis.severity.is_some())
-        .filter(|r| !super::sites::is_site_channel(r.name))
+        .filter(|r| !super::rules::is_site_channel(r.name))
         .copied()
         .collect();
     g.sort_by(|a, b| {
@@ -241,7 +241,7 @@ pub fn headline(
 /// A level in bytes the headline judges: not an allocation site's
 /// estimate, which explains memory rather than measures it.
 fn judged_memory(r: &Assessed<'_>) -> bool {
-    r.analysis.kind == Kind::Level && r.unit.is_bytes() && !super::sites::is_site_channel(r.name)
+    r.analysis.kind == Kind::Level && r.unit.is_bytes() && !super::rules::is_site_channel(r.name)
 }
 
 /// Memory levels whose readings cannot tell growth from noise, among those
