@@ -7,6 +7,7 @@ last one. Skipped where nbclient is not installed, except under CI."""
 
 import json
 import os
+import re
 import subprocess
 
 import pytest
@@ -62,9 +63,13 @@ def test_the_magics_in_a_real_kernel(tmp_path):
     )
     # The first line a cell prints is the receipt's headline.
     first = grow.splitlines()[0]
-    assert " grows " in first, grow
+    assert re.match(r"\S+ grows ", first), grow
     first = sleep.splitlines()[0]
-    assert " grows " not in first and "Growth" not in first, sleep
+    # A sleeping cell is flat; on a slow machine a slow channel may have
+    # too few readings to be told, and the headline says so.
+    assert first.startswith(
+        ("Memory is flat", "Memory does not grow", "No memory channel grows beyond its noise")
+    ), sleep
     assert "recording to" in start, start
     assert f"recording: {out}" in stop, stop
     r = subprocess.run([flatline.executable(), "report", str(out), "--format", "json"],
