@@ -762,10 +762,11 @@ fn a_watched_tree_fills_the_processes_panel() {
         .build_ui_state(frame, dash);
     let t0 = std::time::Instant::now();
     while t0.elapsed().as_secs() < 20 {
-        let d = h.state();
+        let d = h.state_mut();
         // Every process is a row from its start event on; wait for all
         // three to have their channels and a PSS reading.
-        let rows = process_rows(d, d.store.len());
+        let n = d.store.len();
+        let rows = process_rows(&d.frame(), n);
         if rows.iter().filter(|r| r.pss.is_some()).count() >= 3 {
             break;
         }
@@ -773,8 +774,9 @@ fn a_watched_tree_fills_the_processes_panel() {
         h.run_steps(1);
     }
     h.run_steps(1);
-    let d = h.state();
-    let rows = process_rows(d, d.store.len());
+    let d = h.state_mut();
+    let n = d.store.len();
+    let rows = process_rows(&d.frame(), n);
     assert_eq!(rows.len(), 3, "{rows:?}");
     assert_eq!(
         d.store.schema().len(),
@@ -879,8 +881,9 @@ fn a_node_sized_tree_folds_its_flat_workers_and_shows_the_one_that_grows() {
     // Every channel analysed (a frame analyses within a budget).
     h.state_mut().store.begin_frame(None);
     h.run_steps(2);
-    let d = h.state();
-    let rows = process_rows(d, d.store.len());
+    let d = h.state_mut();
+    let n = d.store.len();
+    let rows = process_rows(&d.frame(), n);
     assert_eq!(rows.len(), 65, "every live process is a row");
     let grew: Vec<u32> = rows.iter().filter(|r| r.grew).map(|r| r.pid).collect();
     assert_eq!(grew, [copier], "only the copier grew");
@@ -933,18 +936,19 @@ fn markers_are_placed_at_their_time_or_step() {
     .unwrap();
     w.finish("completed").unwrap();
     let (src, store) = ReplaySource::open(&path).unwrap();
-    let d = Dashboard::new(Box::new(src), store, Settings::default());
+    let mut d = Dashboard::new(Box::new(src), store, Settings::default());
     let n = d.store.len();
+    let f = d.frame();
     assert_eq!(
-        marker_lines(&d, n, false),
+        marker_lines(&f, n, false),
         [(0.3, "eval".to_string()), (0.5, lost.to_string())]
     );
     assert_eq!(
-        marker_lines(&d, n, true),
+        marker_lines(&f, n, true),
         [(30.0, "eval".to_string()), (50.0, lost.to_string())]
     );
     assert!(
-        marker_lines(&d, 3, false).is_empty(),
+        marker_lines(&f, 3, false).is_empty(),
         "not yet reached at 0.2 s"
     );
     // "Next event" stops at markers, not at every step; the timeline lists them.

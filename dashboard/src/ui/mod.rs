@@ -1,10 +1,10 @@
 //! The desktop dashboard: eframe window, egui_plot plots.
 //!
 //! State ([`Dashboard`]: source, store, settings) is kept apart from drawing
-//! (`view`), and drawing only reads the [`Store`] and what the frame loop
-//! read of the source this frame ([`Dashboard::seen`]), never the source. The
-//! whole UI is drawn into one `egui::Ui`, so the tests drive exactly the code
-//! the window runs (`egui_kittest`).
+//! (`view`). Drawing is given a [`Frame`], which holds no source: it reads
+//! the [`Store`] and what the frame loop read of the source this frame
+//! ([`Dashboard::seen`]). The whole UI is drawn into one `egui::Ui`, so the
+//! tests drive exactly the code the window runs (`egui_kittest`).
 
 pub mod bench;
 pub mod fleet;
@@ -32,7 +32,9 @@ pub use flatline_core::stream::source::{
 };
 pub use flatline_core::stream::store::{Series, Store};
 pub use timeline::Timeline;
-pub use view::{Action, ProcessRow, RangeReceipt, marker_lines, process_rows, push_column, rates};
+pub use view::{
+    Action, Frame, ProcessRow, RangeReceipt, marker_lines, process_rows, push_column, rates,
+};
 
 /// What the user chose, kept between runs (eframe storage).
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -159,7 +161,8 @@ pub type TreeFindings = (
 /// [`Action`]s; [`Dashboard::apply`] carries them out after the frame.
 pub struct Dashboard {
     /// Asked by the frame loop only ([`Dashboard::tick`], [`Dashboard::show`],
-    /// [`Dashboard::apply`]); the views read [`Dashboard::seen`].
+    /// [`Dashboard::apply`]); the views read [`Dashboard::seen`] through
+    /// their [`Frame`].
     pub source: Box<dyn Source>,
     /// What this frame shows of the source, read once before it is drawn.
     pub seen: SourceFacts,
@@ -325,10 +328,28 @@ impl Dashboard {
 
     /// Samples of B the views draw: up to the same elapsed time as A's.
     pub fn other_visible_len(&self) -> usize {
-        match (&self.other, &self.timeline) {
-            (Some(o), Some(tl)) => o.store.len_until(tl.playhead_s),
-            (Some(o), None) => o.store.len(),
-            (None, _) => 0,
+        other_visible_len(self.other.as_ref(), self.timeline.as_ref())
+    }
+
+    /// What the views are given this frame: all but the source, and to
+    /// change only what is theirs.
+    pub fn frame(&mut self) -> Frame<'_> {
+        Frame {
+            store: &self.store,
+            seen: &self.seen,
+            other: self.other.as_ref(),
+            detail: self.detail.as_ref(),
+            listed: &self.listed,
+            notice: self.notice.as_ref(),
+            window_rss: self.window_rss,
+            recordings_dir: &self.recordings_dir,
+            browser_open: self.browser_open,
+            browsing_for_compare: self.browsing_for_compare,
+            opening: self.opening.as_ref(),
+            capturing: self.capture.is_some(),
+            settings: &mut self.settings,
+            timeline: self.timeline.as_mut(),
+            view: &mut self.view,
         }
     }
 
@@ -436,8 +457,9 @@ impl Dashboard {
         self.listed = listed;
     }
 
-    /// Carries out what the views asked for in the last frame.
-    pub fn apply(&mut self, actions: Vec<Action>) {
+    /// Carries out what the views asked for in the last frame (`ctx` is
+    /// woken when a read it started ends).
+    pub fn apply(&mut self, actions: Vec<Action>, ctx: &egui::Context) {
         for action in actions {
             match action {
                 Action::SetWorkload(on) => self.source.set_workload_running(on),
@@ -491,6 +513,17 @@ impl Dashboard {
                     let (start, end) = self.store.time_range();
                     self.timeline = Some(Timeline::new(start, end));
                 }
+                Action::CloseBrowser => self.browser_open = false,
+                Action::Detail {
+                    view,
+                    held,
+                    columns,
+                } => {
+                    if let Some(dt) = &mut self.detail {
+                        let ctx = ctx.clone();
+                        dt.want(view, held, columns, move || ctx.request_repaint());
+                    }
+                }
             }
         }
     }
@@ -513,10 +546,7 @@ impl Dashboard {
 
     /// Samples the views draw: all of them live, up to the playhead in replay.
     pub fn visible_len(&self) -> usize {
-        match &self.timeline {
-            Some(tl) => self.store.len_until(tl.playhead_s),
-            None => self.store.len(),
-        }
+        visible_len(&self.store, self.timeline.as_ref())
     }
 
     /// Moves new data from the source into the store (and, while recording,
@@ -586,8 +616,11 @@ impl Dashboard {
         }
         self.run_capture(&ctx);
         self.seen = SourceFacts::read(&*self.source);
-        let actions = view::draw(self, ui);
-        self.apply(actions);
+        if let Some(dt) = &mut self.detail {
+            dt.poll();
+        }
+        let actions = view::draw(&mut self.frame(), ui);
+        self.apply(actions, &ctx);
     }
 
     fn run_capture(&mut self, ctx: &egui::Context) {
@@ -600,6 +633,23 @@ impl Dashboard {
             Err(e) => self.say(format!("screenshot failed: {e}")),
         }
         *self.shot_result.lock().expect("result lock") = Some(result);
+    }
+}
+
+/// Samples of `store` drawn: all of them live, up to the playhead in replay.
+fn visible_len(store: &Store, timeline: Option<&Timeline>) -> usize {
+    match timeline {
+        Some(tl) => store.len_until(tl.playhead_s),
+        None => store.len(),
+    }
+}
+
+/// Samples of B drawn: up to the same elapsed time as A's.
+fn other_visible_len(other: Option<&Other>, timeline: Option<&Timeline>) -> usize {
+    match (other, timeline) {
+        (Some(o), Some(tl)) => o.store.len_until(tl.playhead_s),
+        (Some(o), None) => o.store.len(),
+        (None, _) => 0,
     }
 }
 

@@ -1,7 +1,9 @@
-//! Drawing. Reads the store; changes only what the person chose (settings,
-//! the play position) and returns everything else as [`Action`]s, which the
-//! dashboard applies after the frame: no view starts a recording, writes a
-//! file or reads a folder.
+//! Drawing. A view is given a [`Frame`]: it reads the store and what the
+//! frame loop read of the source, changes only what is its own (the
+//! person's settings, the play position, [`ViewState`]) and returns
+//! everything else as [`Action`]s, which the dashboard applies after the
+//! frame: no view starts a recording, writes a file, reads a folder or asks
+//! the source anything (the source is not in a [`Frame`]).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -16,8 +18,9 @@ use flatline_runtime::analysis::{ChannelAnalysis, Kind, Severity, Verdict};
 use flatline_runtime::recording::EventKind;
 use flatline_runtime::telemetry::{Group, Unit};
 
-use super::Dashboard;
+use super::{Listed, Loading, Other, Settings, SourceFacts, Store, Timeline, ViewState};
 use flatline_core::fmt::{bytes, value};
+use flatline_core::stream::detail::Detail;
 
 mod axes;
 mod bars;
@@ -63,10 +66,66 @@ pub enum Action {
     /// Open the browser to choose a recording to compare with.
     BrowseToCompare,
     StopComparing,
+    /// Close the recordings browser.
+    CloseBrowser,
+    /// Read the samples of this time range at full resolution from the
+    /// file, where the store holds fewer than `columns` (`held`) of them.
+    Detail {
+        view: [f64; 2],
+        held: usize,
+        columns: usize,
+    },
+}
+
+/// What one frame's views are given ([`super::Dashboard::frame`]): to read,
+/// the data and what the frame loop read of the source; to change, what is
+/// theirs. Everything else they want is an [`Action`].
+#[derive(Debug)]
+pub struct Frame<'a> {
+    pub store: &'a Store,
+    /// What this frame shows of the source, read once before it is drawn.
+    pub seen: &'a SourceFacts,
+    /// B of a comparison.
+    pub other: Option<&'a Other>,
+    /// Full resolution read from disk where a thinned replay is zoomed in;
+    /// the frame loop polls it, a view asks for more by [`Action::Detail`].
+    pub detail: Option<&'a Detail>,
+    pub listed: &'a [Listed],
+    pub notice: Option<&'a (String, std::time::Instant)>,
+    pub window_rss: Option<u64>,
+    pub recordings_dir: &'a std::path::Path,
+    pub browser_open: bool,
+    pub browsing_for_compare: bool,
+    pub opening: Option<&'a Loading>,
+    /// A screenshot is being taken (hover effects are off).
+    pub capturing: bool,
+    /// The person's choices: theirs to change.
+    pub settings: &'a mut Settings,
+    /// The play position, for a replay: theirs to move.
+    pub timeline: Option<&'a mut Timeline>,
+    /// What the views keep between frames: theirs.
+    pub view: &'a mut ViewState,
+}
+
+impl Frame<'_> {
+    /// True while a screenshot is being prepared.
+    pub fn capturing(&self) -> bool {
+        self.capturing
+    }
+
+    /// Samples the views draw: all of them live, up to the playhead in replay.
+    pub fn visible_len(&self) -> usize {
+        super::visible_len(self.store, self.timeline.as_deref())
+    }
+
+    /// Samples of B the views draw: up to the same elapsed time as A's.
+    pub fn other_visible_len(&self) -> usize {
+        super::other_visible_len(self.other, self.timeline.as_deref())
+    }
 }
 
 /// Draws one frame and returns what the clicks in it asked for.
-pub fn draw(d: &mut Dashboard, ui: &mut egui::Ui) -> Vec<Action> {
+pub fn draw(d: &mut Frame<'_>, ui: &mut egui::Ui) -> Vec<Action> {
     let mut actions = Vec::new();
     // Set by the plots, if drawn.
     d.view.pixel_s = None;
@@ -91,7 +150,7 @@ pub fn draw(d: &mut Dashboard, ui: &mut egui::Ui) -> Vec<Action> {
         if d.opening.is_none() {
             banner(d, ui);
         }
-        egui::CentralPanel::default().show(ui, |ui| plots(d, ui, visible));
+        egui::CentralPanel::default().show(ui, |ui| plots(d, ui, visible, &mut actions));
     }
     if d.browser_open {
         browser(d, ui, &mut actions);

@@ -5,7 +5,7 @@ use super::*;
 
 /// The receipt of a part of the run chosen on a plot, in a window of its
 /// own until closed; "Copy" puts it on the clipboard as Markdown.
-pub(super) fn range_receipt(d: &mut Dashboard, ui: &mut egui::Ui) {
+pub(super) fn range_receipt(d: &mut Frame<'_>, ui: &mut egui::Ui) {
     let Some(r) = &d.view.range_receipt else {
         return;
     };
@@ -59,7 +59,7 @@ pub const KEYS: [(&str, &str); 10] = [
 ];
 
 /// Acts on a key pressed while no text field has the keyboard.
-pub(super) fn keys(d: &mut Dashboard, ui: &mut egui::Ui, actions: &mut Vec<Action>) {
+pub(super) fn keys(d: &mut Frame<'_>, ui: &mut egui::Ui, actions: &mut Vec<Action>) {
     let ctx = ui.ctx().clone();
     if ctx.egui_wants_keyboard_input() {
         return;
@@ -136,7 +136,7 @@ pub(super) fn keys(d: &mut Dashboard, ui: &mut egui::Ui, actions: &mut Vec<Actio
     }
 }
 
-pub(super) fn top_bar(d: &mut Dashboard, ui: &mut egui::Ui, actions: &mut Vec<Action>) {
+pub(super) fn top_bar(d: &mut Frame<'_>, ui: &mut egui::Ui, actions: &mut Vec<Action>) {
     egui::Panel::top("top").show(ui, |ui| {
         ui.horizontal_wrapped(|ui| {
             let meta = d.seen.meta.clone();
@@ -280,7 +280,7 @@ pub(super) fn top_bar(d: &mut Dashboard, ui: &mut egui::Ui, actions: &mut Vec<Ac
 }
 
 /// The strip that ties a picture to its recording.
-pub(super) fn caption(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
+pub(super) fn caption(d: &mut Frame<'_>, ui: &mut egui::Ui, visible: usize) {
     let meta = d.seen.meta.clone();
     let (t0, _) = d.store.time_range();
     let t1 = visible
@@ -326,14 +326,14 @@ pub(super) fn caption(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
     });
 }
 
-pub(super) fn timeline(d: &mut Dashboard, ui: &mut egui::Ui) {
+pub(super) fn timeline(d: &mut Frame<'_>, ui: &mut egui::Ui) {
     let Some(tl) = d.timeline.as_mut() else {
         return;
     };
     // In compare mode both sides' moments count, each named by its side.
     let sides: Vec<(&str, &crate::ui::Store)> = match &d.other {
-        Some(o) => vec![("A: ", &d.store), ("B: ", &o.store)],
-        None => vec![("", &d.store)],
+        Some(o) => vec![("A: ", d.store), ("B: ", &o.store)],
+        None => vec![("", d.store)],
     };
     // Steps are too many to stop at: "Next event" stops at markers, phases,
     // processes joining and leaving, notes.

@@ -2,7 +2,7 @@
 
 use super::*;
 
-pub(super) fn browser(d: &mut Dashboard, ui: &mut egui::Ui, actions: &mut Vec<Action>) {
+pub(super) fn browser(d: &mut Frame<'_>, ui: &mut egui::Ui, actions: &mut Vec<Action>) {
     let mut open = d.browser_open;
     let title = if d.browsing_for_compare {
         "Compare with recording"
@@ -21,7 +21,7 @@ pub(super) fn browser(d: &mut Dashboard, ui: &mut egui::Ui, actions: &mut Vec<Ac
             if d.listed.is_empty() {
                 ui.label("(none here; pass a file: flatline replay FILE)");
             }
-            for f in &d.listed {
+            for f in d.listed {
                 let name = f
                     .path
                     .file_name()
@@ -36,6 +36,6 @@ pub(super) fn browser(d: &mut Dashboard, ui: &mut egui::Ui, actions: &mut Vec<Ac
             }
         });
     if !open {
-        d.browser_open = false;
+        actions.push(Action::CloseBrowser);
     }
 }

@@ -69,7 +69,7 @@ pub(super) fn badge(ui: &mut egui::Ui, a: Option<&ChannelAnalysis>) {
     );
 }
 
-pub(super) fn channels(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
+pub(super) fn channels(d: &mut Frame<'_>, ui: &mut egui::Ui, visible: usize) {
     egui::Panel::left("channels")
         .resizable(true)
         .default_size(330.0)
@@ -101,7 +101,7 @@ pub(super) fn channels(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
 /// The allocation sites of a `watch --sites` stream (`site<N>.live`):
 /// growing ones first (by their slope), then by the bytes they hold; each
 /// a channel row, then where it is, its stack on hover.
-fn sites(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
+fn sites(d: &mut Frame<'_>, ui: &mut egui::Ui, visible: usize) {
     let schema = d.store.schema();
     let mut rows: Vec<(f64, f64, usize)> = schema
         .channels
@@ -184,7 +184,7 @@ pub struct ProcessRow {
 /// start events), those that grew first, then by PSS, largest first; then
 /// the ones that exited (with channels only: a fork storm's thousands of
 /// brief children are counted by the tree, not listed).
-pub fn process_rows(d: &Dashboard, visible: usize) -> Vec<ProcessRow> {
+pub fn process_rows(d: &Frame<'_>, visible: usize) -> Vec<ProcessRow> {
     let store = &d.store;
     let schema = store.schema();
     let until = match visible {
@@ -360,7 +360,7 @@ pub fn process_groups(rows: &[ProcessRow]) -> Vec<ProcessGroup> {
 }
 
 /// `tree.procs` at its last reading before sample `visible`.
-fn tree_procs(d: &Dashboard, visible: usize) -> Option<usize> {
+fn tree_procs(d: &Frame<'_>, visible: usize) -> Option<usize> {
     let store = &d.store;
     let i = store
         .schema()
@@ -377,7 +377,7 @@ fn tree_procs(d: &Dashboard, visible: usize) -> Option<usize> {
 /// the more telling (a process copying its parent's pages grows in USS
 /// while the PSS it shares moves both ways); "rose, held" for a rise that
 /// stopped.
-fn process_badge(d: &Dashboard, ui: &mut egui::Ui, r: &ProcessRow) {
+fn process_badge(d: &Frame<'_>, ui: &mut egui::Ui, r: &ProcessRow) {
     let [pss, uss] = [r.pss_position, r.uss_position].map(|i| i.and_then(|i| d.store.analysis(i)));
     let growth = |a: &Option<&ChannelAnalysis>| a.is_some_and(|a| a.verdict.is_growth());
     let held = |a: &Option<&ChannelAnalysis>| a.is_some_and(ChannelAnalysis::rose_and_held);
@@ -399,7 +399,7 @@ fn process_badge(d: &Dashboard, ui: &mut egui::Ui, r: &ProcessRow) {
 /// The processes panel: one row per process of the watched tree; a click
 /// plots its channels. Past [`GROUP_ABOVE`] rows, workers are grouped under
 /// their parent, those that grew first, and the flat ones fold into a line.
-pub(super) fn processes(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
+pub(super) fn processes(d: &mut Frame<'_>, ui: &mut egui::Ui, visible: usize) {
     let rows = process_rows(d, visible);
     if rows.is_empty() {
         return;
@@ -470,7 +470,7 @@ pub(super) fn processes(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
 /// exited): their count, role and summed readings; a click unfolds them.
 /// Whether they are unfolded.
 fn folded(
-    d: &mut Dashboard,
+    d: &mut Frame<'_>,
     ui: &mut egui::Ui,
     key: u32,
     what: &str,
@@ -518,7 +518,7 @@ fn folded(
     open
 }
 
-fn process_row(d: &mut Dashboard, ui: &mut egui::Ui, r: &ProcessRow, indent: bool) {
+fn process_row(d: &mut Frame<'_>, ui: &mut egui::Ui, r: &ProcessRow, indent: bool) {
     let gone = r.exited_s.is_some();
     let text = |t: String| {
         let t = RichText::new(t).small();
@@ -614,7 +614,7 @@ fn process_row(d: &mut Dashboard, ui: &mut egui::Ui, r: &ProcessRow, indent: boo
     ui.end_row();
 }
 
-pub(super) fn channel_row(d: &mut Dashboard, ui: &mut egui::Ui, i: usize, visible: usize) {
+pub(super) fn channel_row(d: &mut Frame<'_>, ui: &mut egui::Ui, i: usize, visible: usize) {
     let spec = d.store.schema().channels[i].clone();
     let values = d.store.series(i).values();
     let current = values[..visible.min(values.len())]

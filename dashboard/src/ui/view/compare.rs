@@ -7,7 +7,7 @@ use flatline_runtime::analysis::{ChannelAnalysis, Kind};
 use flatline_runtime::telemetry::Unit;
 
 use super::{
-    Dashboard, Mark, axis_unit, badge, decimate_on, draw_markers, lane_plot, line, linked_plot,
+    Frame, Mark, axis_unit, badge, decimate_on, draw_markers, lane_plot, line, linked_plot,
     marks_on, rates,
 };
 use crate::ui::Store;
@@ -38,9 +38,9 @@ fn axis_label(align: AlignArg) -> &'static str {
 }
 
 /// The chosen channels either side has, A's in its order, then B's own.
-fn chosen(d: &Dashboard, b: &Store) -> Vec<String> {
+fn chosen(d: &Frame<'_>, b: &Store) -> Vec<String> {
     let mut names: Vec<String> = Vec::new();
-    for store in [&d.store, b] {
+    for store in [d.store, b] {
         for c in &store.schema().channels {
             if d.settings.selected.contains(&c.name) && !names.contains(&c.name) {
                 names.push(c.name.clone());
@@ -77,7 +77,7 @@ fn side_line(
 }
 
 /// One plot per chosen channel, A and B on the same axis.
-pub fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
+pub fn plots(d: &mut Frame<'_>, ui: &mut egui::Ui, visible: usize) {
     let Some(other) = d.other.as_ref() else {
         return;
     };
@@ -105,7 +105,7 @@ pub fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
                 })
                 .collect::<Vec<_>>()
         };
-        let mut m = side(&d.store, visible, "A");
+        let mut m = side(d.store, visible, "A");
         m.extend(side(&other.store, b_visible, "B"));
         m.sort_by(|a, b| a.x.total_cmp(&b.x));
         m
@@ -128,7 +128,7 @@ pub fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
     }
     egui::ScrollArea::vertical().show(ui, |ui| {
         for name in names {
-            let a = side_line(&d.store, &name, visible, columns, align, drift, counts);
+            let a = side_line(d.store, &name, visible, columns, align, drift, counts);
             let b = side_line(
                 &other.store,
                 &name,
@@ -222,12 +222,12 @@ fn side_row(ui: &mut egui::Ui, letter: &str, color: Color32, u: Unit, a: Option<
 }
 
 /// The verdict cards of both sides, a channel at a time.
-pub fn cards(d: &mut Dashboard, ui: &mut egui::Ui) {
+pub fn cards(d: &mut Frame<'_>, ui: &mut egui::Ui) {
     let Some(other) = d.other.as_ref() else {
         return;
     };
     let names = chosen(d, &other.store);
-    let (ha, hb) = (headline(&d.store), headline(&other.store));
+    let (ha, hb) = (headline(d.store), headline(&other.store));
     egui::Panel::right("verdicts")
         .resizable(true)
         .default_size(300.0)
@@ -245,7 +245,7 @@ pub fn cards(d: &mut Dashboard, ui: &mut egui::Ui) {
                         let i = s.schema().index_of(name)?;
                         Some((s.schema().channels[i].unit, s.analysis(i)))
                     }
-                    let (fa, fb) = (find(&d.store, name), find(&other.store, name));
+                    let (fa, fb) = (find(d.store, name), find(&other.store, name));
                     let Some(unit) = fa.or(fb).map(|f| f.0) else {
                         continue;
                     };

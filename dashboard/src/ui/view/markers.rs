@@ -36,7 +36,7 @@ pub struct Mark {
 
 /// The markers up to the visible end (a job's evals and checkpoints), as
 /// (x, text): the time, or the step when steps are the x axis.
-pub fn marker_lines(d: &Dashboard, visible: usize, x_steps: bool) -> Vec<(f64, String)> {
+pub fn marker_lines(d: &Frame<'_>, visible: usize, x_steps: bool) -> Vec<(f64, String)> {
     marks(d, visible, x_steps)
         .into_iter()
         .map(|m| (m.x, m.text))
@@ -44,9 +44,9 @@ pub fn marker_lines(d: &Dashboard, visible: usize, x_steps: bool) -> Vec<(f64, S
 }
 
 /// [`marker_lines`] with each mark's kind.
-pub(super) fn marks(d: &Dashboard, visible: usize, x_steps: bool) -> Vec<Mark> {
+pub(super) fn marks(d: &Frame<'_>, visible: usize, x_steps: bool) -> Vec<Mark> {
     marks_on(
-        &d.store,
+        d.store,
         visible,
         d.store.step_axis().filter(|_| x_steps),
         true,

@@ -3,7 +3,12 @@
 
 use super::*;
 
-pub(super) fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
+pub(super) fn plots(
+    d: &mut Frame<'_>,
+    ui: &mut egui::Ui,
+    visible: usize,
+    actions: &mut Vec<Action>,
+) {
     if let Some(l) = &d.opening {
         ui.centered_and_justified(|ui| {
             ui.label(
@@ -24,12 +29,14 @@ pub(super) fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
         return;
     }
     let f = frame_of(d, ui, visible, count);
-    if let (Some(z), Some(dt)) = (d.view.zoom, d.detail.as_mut()) {
-        dt.poll();
+    if let (Some(z), Some(_)) = (d.view.zoom, d.detail) {
         let times = &d.store.times()[..visible.min(d.store.times().len())];
         let held = times.partition_point(|&t| t <= z[1]) - times.partition_point(|&t| t < z[0]);
-        let ctx = ui.ctx().clone();
-        dt.want(z, held, f.rows.columns, move || ctx.request_repaint());
+        actions.push(Action::Detail {
+            view: z,
+            held,
+            columns: f.rows.columns,
+        });
     }
     let mut seen_x: Option<[f64; 2]> = None;
     let mut plot_w = 0.0_f32;
@@ -68,7 +75,7 @@ pub(super) fn plots(d: &mut Dashboard, ui: &mut egui::Ui, visible: usize) {
 /// whatever the magnitudes. Counters are drawn as rates (per second, or per
 /// step on a step axis) unless the person asked for counts: a panel of
 /// their own.
-pub(super) fn panels(d: &Dashboard) -> (Option<usize>, Vec<(PanelKey, Vec<usize>)>) {
+pub(super) fn panels(d: &Frame<'_>) -> (Option<usize>, Vec<(PanelKey, Vec<usize>)>) {
     let mut panels: Vec<(PanelKey, Vec<usize>)> = Vec::new();
     let tree = d
         .store
@@ -122,7 +129,7 @@ pub(super) struct PlotFrame {
 }
 
 /// This frame's [`PlotFrame`], for `count` plots.
-fn frame_of(d: &mut Dashboard, ui: &egui::Ui, visible: usize, count: usize) -> PlotFrame {
+fn frame_of(d: &mut Frame<'_>, ui: &egui::Ui, visible: usize, count: usize) -> PlotFrame {
     let link = egui::Id::unique("flatline-x");
     // Each plot has a title line and spacing above it.
     // The last plot also holds the shared time axis.
@@ -168,7 +175,7 @@ fn frame_of(d: &mut Dashboard, ui: &egui::Ui, visible: usize, count: usize) -> P
 /// The data's extent on the axis drawn: every row and the shared axis
 /// include it, so their x ranges agree (each plot fitting its own data
 /// would set rows that start later apart from the rest).
-fn data_extent(d: &Dashboard, visible: usize, x_steps: bool) -> [f64; 2] {
+fn data_extent(d: &Frame<'_>, visible: usize, x_steps: bool) -> [f64; 2] {
     let times = &d.store.times()[..visible.min(d.store.times().len())];
     match d.store.step_axis().filter(|_| x_steps) {
         Some(i) => {
@@ -193,7 +200,7 @@ type PanelLine = (String, Vec<PlotPoint>, Vec<[f64; 2]>);
 
 /// The lines of a panel's channels, in each channel's own unit (less its
 /// baseline when drift is shown; as rates when `rate`).
-fn panel_lines(d: &Dashboard, f: &PlotFrame, chans: &[usize], rate: bool) -> Vec<PanelLine> {
+fn panel_lines(d: &Frame<'_>, f: &PlotFrame, chans: &[usize], rate: bool) -> Vec<PanelLine> {
     let (visible, columns) = (f.visible, f.rows.columns);
     // Values are drawn in the channel's unit, then scaled to the unit
     // that fits what this plot shows (in `panel`).
@@ -291,7 +298,7 @@ fn y_extent(lines: &[PanelLine], drift: bool) -> ((f64, f64), Option<(f64, f64)>
 
 /// A panel's title: its channel's name or its group's, what is drawn (rates,
 /// drift) and the unit.
-fn panel_title(d: &Dashboard, chans: &[usize], group: Group, rate: bool, label: &str) -> String {
+fn panel_title(d: &Frame<'_>, chans: &[usize], group: Group, rate: bool, label: &str) -> String {
     // A plot of one channel is titled by it, a shared one by its group.
     let what = match chans {
         [one] => d.store.schema().channels[*one].name.clone(),
@@ -312,7 +319,7 @@ fn panel_title(d: &Dashboard, chans: &[usize], group: Group, rate: bool, label: 
 /// on it and the read-out under the pointer. Returns the x range it showed
 /// and its width in points; `None` when it had nothing to draw yet.
 fn panel(
-    d: &mut Dashboard,
+    d: &mut Frame<'_>,
     ui: &mut egui::Ui,
     f: &PlotFrame,
     (group, unit, rate, own): PanelKey,
@@ -394,7 +401,7 @@ fn panel(
 
 /// Shift + drag on a plot: the part of the run chosen follows the pointer,
 /// and its receipt opens when the drag ends.
-fn choose_by_drag(d: &mut Dashboard, r: &egui::Response, transform: &egui_plot::PlotTransform) {
+fn choose_by_drag(d: &mut Frame<'_>, r: &egui::Response, transform: &egui_plot::PlotTransform) {
     if let Some(pos) = r.interact_pointer_pos() {
         let x = transform.value_from_position(pos).x;
         if r.drag_started() {
@@ -415,7 +422,7 @@ fn choose_by_drag(d: &mut Dashboard, r: &egui::Response, transform: &egui_plot::
 
 /// The read-out of a panel's channels under the pointer.
 fn hover_readout<R>(
-    d: &Dashboard,
+    d: &Frame<'_>,
     f: &PlotFrame,
     shown: &egui_plot::PlotResponse<R>,
     chans: &[usize],
@@ -449,7 +456,7 @@ fn hover_readout<R>(
 /// Under the rows: the markers' lane, if any, and the time (or step) axis
 /// they share: a plot with no data, linked to the rows, whose y axis is as
 /// wide as theirs so its ticks fall under their times.
-fn shared_axis(d: &Dashboard, ui: &mut egui::Ui, f: &PlotFrame) {
+fn shared_axis(d: &Frame<'_>, ui: &mut egui::Ui, f: &PlotFrame) {
     let data_x = f.rows.data_x;
     if !f.lane_marks.is_empty() {
         let x_steps = f.x_steps;
@@ -538,7 +545,7 @@ pub(super) struct Wall {
 /// The wall clock of the plots' 0, in the local time zone, when the person
 /// asked for a wall clock (`t`) on a time axis and the source knows when
 /// the run began.
-pub(super) fn wall_origin(d: &Dashboard, x_steps: bool) -> Option<Wall> {
+pub(super) fn wall_origin(d: &Frame<'_>, x_steps: bool) -> Option<Wall> {
     if !d.settings.wall_clock || x_steps {
         return None;
     }
@@ -619,7 +626,7 @@ pub(super) fn within(sizes: impl Iterator<Item = f64>, m: f64) -> bool {
 /// each of the plot's channels' value at that sample, and any jump the
 /// analysis found within 8 points of the pointer, with its size.
 pub(super) fn readout(
-    d: &Dashboard,
+    d: &Frame<'_>,
     chans: &[usize],
     visible: usize,
     x: f64,
@@ -708,9 +715,9 @@ pub(super) fn readout(
 
 /// Where a moment at `t` seconds lies on the x axis drawn: `t` itself, or,
 /// with steps as the axis, the step reached by then.
-pub(super) fn jump_x(d: &Dashboard, visible: usize, t: f64, x_steps: bool) -> Option<f64> {
+pub(super) fn jump_x(d: &Frame<'_>, visible: usize, t: f64, x_steps: bool) -> Option<f64> {
     match d.store.step_axis().filter(|_| x_steps) {
-        Some(_) => step_at(&d.store, visible, t),
+        Some(_) => step_at(d.store, visible, t),
         None => Some(t),
     }
 }

@@ -6,7 +6,7 @@ use flatline_runtime::analysis::summary::{self, Assessed};
 use flatline_runtime::analysis::{ChannelAnalysis, Context, analyze, rules};
 use flatline_runtime::telemetry::Unit;
 
-use super::super::Dashboard;
+use super::Frame;
 use super::axes::clock;
 use flatline_core::fmt::value;
 use flatline_core::render::{Block, Col, Doc, Table};
@@ -26,7 +26,7 @@ pub struct RangeReceipt {
 
 /// Analyses the plotted channels' readings from `from` to `to` seconds, each
 /// as its kind, after the window's warm-up where the part begins inside it.
-pub fn receipt(d: &Dashboard, from: f64, to: f64) -> RangeReceipt {
+pub fn receipt(d: &Frame<'_>, from: f64, to: f64) -> RangeReceipt {
     let store = &d.store;
     let times = store.times();
     let (a, b) = (

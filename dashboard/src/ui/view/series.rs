@@ -26,7 +26,7 @@ pub(super) fn axis_unit(g: Group, u: Unit) -> (f64, &'static str) {
 /// pixel column (min and max of each bucket), and runs of one value as their
 /// two ends (see [`push_column`]).
 pub fn decimate(
-    d: &Dashboard,
+    d: &Frame<'_>,
     ch: usize,
     visible: usize,
     columns: usize,
@@ -58,7 +58,7 @@ pub fn decimate(
             ),
         };
     }
-    decimate_on(&d.store, x_axis, ch, visible, columns, baseline, scale)
+    decimate_on(d.store, x_axis, ch, visible, columns, baseline, scale)
 }
 
 /// Points for the samples of `series` (at `times`) within `span` (and the

@@ -46,7 +46,7 @@ pub(super) fn carried(
 }
 
 pub(super) fn tree_plot(
-    d: &Dashboard,
+    d: &Frame<'_>,
     ui: &mut egui::Ui,
     tree: usize,
     visible: usize,

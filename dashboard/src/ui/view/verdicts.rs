@@ -5,7 +5,7 @@ use super::*;
 /// The recording's finding in one sentence, above the plots, in the colour
 /// of its severity: what a person reads first, live as it changes. Clicking
 /// it plots the channels it names.
-pub(super) fn banner(d: &mut Dashboard, ui: &mut egui::Ui) {
+pub(super) fn banner(d: &mut Frame<'_>, ui: &mut egui::Ui) {
     // A recording that cannot be written comes first, whatever the data
     // say: what is on screen is no longer all on disk.
     if let Some(fault) = d.seen.write_fault.clone() {
@@ -21,7 +21,7 @@ pub(super) fn banner(d: &mut Dashboard, ui: &mut egui::Ui) {
             );
         });
     }
-    let (_, assessed) = assessed(&d.store);
+    let (_, assessed) = assessed(d.store);
     if assessed.is_empty() {
         return;
     }
@@ -142,9 +142,9 @@ pub(super) fn assessed(store: &crate::ui::Store) -> (Vec<usize>, Vec<Assessed<'_
         .unzip()
 }
 
-pub(super) fn cards(d: &mut Dashboard, ui: &mut egui::Ui) {
+pub(super) fn cards(d: &mut Frame<'_>, ui: &mut egui::Ui) {
     let schema = d.store.schema();
-    let (index, assessed) = assessed(&d.store);
+    let (index, assessed) = assessed(d.store);
     let layers = summary::gpu_layers(&assessed, &value);
     // The chosen channels, most urgent first.
     let selected: Vec<usize> = summary::order(&assessed)
