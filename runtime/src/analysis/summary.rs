@@ -541,10 +541,10 @@ pub fn gpu_layers(
         rows.iter()
             .find(|r| pred(r.name) && r.analysis.verdict != Verdict::Insufficient)
     };
-    let allocated = find(&|n| n == "torch.allocated")?;
-    let reserved = find(&|n| n == "torch.reserved")?;
-    let driver = find(&|n| n == crate::telemetry::torch::OTHER)
-        .or_else(|| find(&|n| n.starts_with("gpu") && n.ends_with(".proc_used")));
+    use crate::telemetry::{gpu, torch};
+    let allocated = find(&|n| torch::Stat::Allocated.is_channel(n))?;
+    let reserved = find(&|n| torch::Stat::Reserved.is_channel(n))?;
+    let driver = find(&|n| n == torch::OTHER).or_else(|| find(&gpu::is_proc_used));
     let grows = |r: &Assessed<'_>| r.analysis.kind == Kind::Level && r.analysis.severity.is_some();
     let rate = |r: &Assessed<'_>| {
         let per_s = r.analysis.projection_24h.unwrap_or(0.0) / 86_400.0;
@@ -885,5 +885,28 @@ mod tests {
             f.text
         );
         assert_eq!(gpu_layers(&[row("gpu0.used", &leak)], &value), None);
+        // Without `gpu.other`, the driver's count of the job's processes;
+        // another rank's allocator is not the main one's.
+        let driver = |name| {
+            gpu_layers(
+                &[
+                    row("torch.allocated", &flat),
+                    row("torch.reserved", &flat),
+                    row(name, &leak),
+                ],
+                &value,
+            )
+            .map(|f| f.layer)
+        };
+        assert_eq!(driver("gpu1.proc_used"), Some(GpuLayer::OutsidePytorch));
+        assert_eq!(driver("gpu1.used"), Some(GpuLayer::None));
+        let ranks = gpu_layers(
+            &[
+                row("torch.rank1.allocated", &leak),
+                row("torch.reserved", &flat),
+            ],
+            &value,
+        );
+        assert_eq!(ranks, None, "rank 1's allocated is not the main rank's");
     }
 }

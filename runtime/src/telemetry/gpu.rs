@@ -21,7 +21,15 @@ use flatline_format::{Event, EventKind};
 
 /// Channels per device, by leaf, in order (declared in `catalog.rs` as
 /// `gpu#.used`, …).
-const PER_DEVICE: [&str; 5] = ["used", "total", "util", "temp_c", "proc_used"];
+const PER_DEVICE: [&str; 5] = ["used", "total", "util", "temp_c", PROC_USED];
+/// A device's memory that the watched processes use, as the driver counts it.
+const PROC_USED: &str = "proc_used";
+
+/// Whether `name` is a device's memory used by the watched processes
+/// (`gpu0.proc_used`, `gpu1-2.proc_used`).
+pub fn is_proc_used(name: &str) -> bool {
+    super::catalog::declared(name).is_some_and(|d| d.name.strip_prefix("gpu#.") == Some(PROC_USED))
+}
 
 /// Readings in a row a device may fail (a timed-out call, a driver busy
 /// resetting another GPU) before its channels end; `GPU_IS_LOST` ends them
@@ -476,6 +484,24 @@ impl Probe for GpuProbe {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A device's process memory is told by its declaration, lost-and-back
+    /// devices included; nothing else whose name ends alike is.
+    #[test]
+    fn process_memory_is_told_by_its_declaration() {
+        for yes in ["gpu0.proc_used", "gpu12.proc_used", "gpu1-2.proc_used"] {
+            assert!(is_proc_used(yes), "{yes}");
+        }
+        for no in [
+            "gpu0.used",
+            "gpux.proc_used",
+            "pid3.proc_used",
+            "gpu.other",
+            "log.proc_used",
+        ] {
+            assert!(!is_proc_used(no), "{no}");
+        }
+    }
 
     /// On a machine without the NVIDIA driver (CI, this project's build
     /// machines) the probe must be unavailable with the loader's reason.

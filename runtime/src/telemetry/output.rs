@@ -751,7 +751,9 @@ impl Collector {
         });
         if let (Some(seen), Some(r)) = (
             &self.torch,
-            cells.iter().find(|c| c.name == "torch.reserved"),
+            cells
+                .iter()
+                .find(|c| super::torch::Stat::Reserved.is_channel(&c.name)),
         ) {
             seen.set_reserved(r.value);
         }

@@ -42,6 +42,12 @@ impl Stat {
         }
     }
 
+    /// Whether `name` is the main rank's channel of this statistic
+    /// (`torch.allocated`; other ranks' are `torch.rank<r>.allocated`).
+    pub fn is_channel(self, name: &str) -> bool {
+        name.strip_prefix("torch.") == Some(self.leaf())
+    }
+
     pub fn unit(self) -> Unit {
         match self {
             Stat::AllocRetries => Unit::Count,
