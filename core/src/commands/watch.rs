@@ -53,6 +53,10 @@ struct Watched {
     sites_note: Option<String>,
 }
 
+/// The most a watch waits, after its command ended, for readers that are
+/// still reading what it printed (see `Output::settle`).
+const SETTLE_MOST: Duration = Duration::from_secs(20);
+
 /// The readers of what the job says: its printed output (a started
 /// command's) and its log file; their lines go to the collector that
 /// starts with the telemetry.
@@ -125,14 +129,38 @@ impl Output {
         Ok(())
     }
 
-    /// Waits a moment for the last lines (the command has ended, or is being
-    /// stopped) and the log's last rows: a grandchild that keeps the pipe
-    /// open does not hold the watch.
-    fn settle(&mut self, limit: Duration) {
-        let deadline = Instant::now() + limit;
+    /// Waits for the last lines (the command has ended, or is being
+    /// stopped) and the log's last rows while the readers still move: a
+    /// reader behind a burst of output (a loaded machine) is waited for up to
+    /// [`SETTLE_MOST`], and a grandchild that keeps the pipe open and quiet
+    /// holds the watch for `quiet` only.
+    fn settle(&mut self, quiet: Duration) {
+        let started = Instant::now();
+        let stats: Vec<Arc<output::OutputStats>> = (self.printed.iter().cloned())
+            .chain(self.log_read.iter().map(|(_, s)| s.clone()))
+            .collect();
+        let moved = move || {
+            stats
+                .iter()
+                .map(|s| {
+                    s.bytes.load(Ordering::Relaxed)
+                        + s.taken.load(Ordering::Relaxed)
+                        + s.lines.load(Ordering::Relaxed)
+                })
+                .sum::<u64>()
+        };
+        let (mut seen, mut quiet_until) = (moved(), started + quiet);
+        let mut more = move || {
+            let now = Instant::now();
+            let m = moved();
+            if m != seen {
+                (seen, quiet_until) = (m, now + quiet);
+            }
+            now < quiet_until && now < started + SETTLE_MOST
+        };
         if let Some((h, stop)) = self.log_thread.take() {
             stop.store(true, Ordering::Relaxed);
-            while !h.is_finished() && Instant::now() < deadline {
+            while !h.is_finished() && more() {
                 std::thread::sleep(Duration::from_millis(10));
             }
             if h.is_finished()
@@ -141,7 +169,7 @@ impl Output {
                 eprintln!("flatline: reading the log: {e}");
             }
         }
-        while self.readers.iter().any(|r| !r.is_finished()) && Instant::now() < deadline {
+        while self.readers.iter().any(|r| !r.is_finished()) && more() {
             std::thread::sleep(Duration::from_millis(10));
         }
         while self.collector.as_ref().is_some_and(|c| !c.is_finished())
@@ -149,7 +177,7 @@ impl Output {
                 .readers
                 .iter()
                 .all(std::thread::JoinHandle::is_finished)
-            && Instant::now() < deadline
+            && more()
         {
             std::thread::sleep(Duration::from_millis(10));
         }
@@ -744,4 +772,46 @@ pub fn run(args: &WatchArgs, viewer: &dyn crate::Viewer) -> Result<Option<i32>> 
         return Ok(Some(if interrupted { 130 } else { 0 }));
     }
     Ok(target.exit_code())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A reader still taking a burst of output when its command ended is
+    /// waited for past the quiet bound while it moves; one that holds a
+    /// pipe open and reads nothing (a grandchild's) holds the watch for the
+    /// quiet bound only.
+    #[test]
+    fn settling_waits_for_a_reader_that_moves_and_not_for_a_quiet_one() {
+        let quiet = Duration::from_millis(300);
+        let mut o = Output::new();
+        let stats = Arc::new(output::OutputStats::default());
+        o.printed = Some(stats.clone());
+        // Ten steps of 100 ms: over three times the quiet bound in all.
+        o.readers.push(std::thread::spawn(move || {
+            for _ in 0..10 {
+                std::thread::sleep(Duration::from_millis(100));
+                stats.taken.fetch_add(64 << 10, Ordering::Relaxed);
+            }
+        }));
+        o.settle(quiet);
+        assert!(o.readers[0].is_finished(), "the moving reader was left");
+
+        let mut o = Output::new();
+        o.printed = Some(Arc::new(output::OutputStats::default()));
+        let (hold, held) = crossbeam_channel::bounded::<()>(0);
+        o.readers.push(std::thread::spawn(move || {
+            let _ = held.recv();
+        }));
+        let t0 = Instant::now();
+        o.settle(quiet);
+        assert!(!o.readers[0].is_finished());
+        assert!(
+            t0.elapsed() < SETTLE_MOST / 2,
+            "a quiet reader held the watch {:?}",
+            t0.elapsed()
+        );
+        drop(hold);
+    }
 }

@@ -438,6 +438,10 @@ pub struct OutputStats {
     pub skipped_bytes: AtomicU64,
     /// Times a log file was rewritten or replaced under its reader.
     pub rewrites: AtomicU64,
+    /// Bytes the line reader of printed output has taken from the copier,
+    /// read or skipped: what it still holds is `bytes` less this (the
+    /// watch waits while it moves).
+    pub taken: AtomicU64,
 }
 
 /// Longest line read whole; the rest of a longer one is passed through but
@@ -535,6 +539,7 @@ pub fn pass_through(
             let started = std::time::Instant::now();
             let mut spent_ns = 0u64;
             for chunk in rx {
+                stats.taken.fetch_add(chunk.bytes.len() as u64, Relaxed);
                 // Over its CPU budget the reader skips chunks, so that a job
                 // that floods its output keeps its cores.
                 let allowed =
