@@ -470,6 +470,16 @@ fn copy_headline(
         ("copy", "they", "share")
     };
     let whose = if one { "its" } else { "their" };
+    if c.in_start_up {
+        return format!(
+            "Copy-on-access in the start-up: {} copied pages {they} {share} with {whose} parent: \
+             the tree's PSS rose {} ({:+.0} %) from their start and held while every process's \
+             RSS stayed flat. Keep such data in one numpy array, Arrow table or bytes object.",
+            c.who,
+            value(c.grew, Unit::Bytes),
+            c.share * 100.0,
+        );
+    }
     let mut s = format!(
         "Copy-on-access: {} {verb} pages {they} {share} with {whose} parent",
         c.who
@@ -717,6 +727,31 @@ mod tests {
         let a = assess(&[row("mem.rss", &flat)], None, &value, &duration);
         assert_eq!(a.headline, "Memory is flat.");
         assert!(a.findings.is_empty() && a.growing.is_empty() && a.untold.is_empty());
+        // Workers that copied in the start-up, then held: flat after it,
+        // and the headline says what the start-up held, not "flat".
+        let copied = crate::analysis::tree::TreeSummary {
+            finding: Some("copy-on-access in the job's start-up: …".into()),
+            copy: Some(crate::analysis::tree::CopyOnAccess {
+                copiers: vec![11, 12],
+                who: "its 2 workers".into(),
+                grew: 200.0 * 1_048_576.0,
+                share: 0.4,
+                held: true,
+                in_start_up: true,
+                room: None,
+            }),
+            ..tree
+        };
+        let a = assess(&[row("mem.rss", &flat)], Some(&copied), &value, &duration);
+        assert!(
+            a.headline.starts_with(
+                "Copy-on-access in the start-up: its 2 workers copied pages they share with their \
+                 parent: the tree's PSS rose 200"
+            ) && a.headline.contains("(+40 %) from their start and held"),
+            "{}",
+            a.headline
+        );
+        assert!(a.growing.is_empty());
     }
 
     /// Where a process grew is a finding but never a headline of its own

@@ -75,6 +75,12 @@ pub struct CopyOnAccess {
     pub share: f64,
     /// Whether the copying stopped and what was copied stayed.
     pub held: bool,
+    /// The copying began and ended inside the job's start-up (the part the
+    /// analysis leaves out as its warm-up), then held: a fact of the
+    /// start-up, measured on the readings, not a trend. Left out of the
+    /// JSON when false.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub in_start_up: bool,
     /// What the copiers can still copy: the pages they share (their RSS
     /// less their USS) at their last readings. A copy cannot outgrow it.
     pub room: Option<f64>,
@@ -196,8 +202,49 @@ fn copy_on_access<'c, F: Fn(&str) -> Option<&'c [f64]>>(
         grew,
         share: grew / before,
         held,
+        in_start_up: false,
         room,
     })
+}
+
+/// Workers that copied their parent's pages in their first moments and were
+/// done before the job's start-up ended (a small dataset, copied in
+/// seconds): the analysis leaves the start-up out, so after it the tree
+/// reads flat, and no trend test can weigh a rise of a few page-table walks
+/// that then held. What happened is said as a fact of the start-up, on the
+/// same figures as [`copy_on_access`] (the tree's PSS from its shape to its
+/// last reading up by [`MATERIAL_SHARE`], every process's RSS still), when
+/// the tree took its shape inside the start-up, its PSS reads flat after it
+/// (held), and some child's own memory (USS) rose by a material share of
+/// its PSS.
+fn copied_in_start_up<'c, F: Fn(&str) -> Option<&'c [f64]>>(
+    seen: &BTreeMap<u32, ProcessSeen>,
+    data: &Columns<'c, F>,
+    pss: Option<&ChannelAnalysis>,
+    warmup_end: f64,
+    own_rose: &[u32],
+) -> Option<CopyOnAccess> {
+    // Copies of a parent's pages are a child's: a parent whose USS rose
+    // was left pages its children copied (its fault counts, which would
+    // tell, also count faults that copy nothing).
+    let children: Vec<u32> = own_rose
+        .iter()
+        .copied()
+        .filter(|p| {
+            seen.get(p)
+                .and_then(|p| p.ppid)
+                .is_some_and(|pp| seen.contains_key(&pp))
+        })
+        .collect();
+    if children.is_empty() || settled(seen).is_none_or(|s| s >= warmup_end) {
+        return None;
+    }
+    if pss.is_none_or(|a| a.verdict != Verdict::Flat) {
+        return None;
+    }
+    let mut c = copy_on_access(seen, data, &children, true, true)?;
+    c.in_start_up = true;
+    Some(c)
 }
 
 /// The copiers by role and parent: "worker 11 and worker 12 of main 10",
@@ -231,18 +278,27 @@ fn who_copies(seen: &BTreeMap<u32, ProcessSeen>, copiers: &[&ProcessSeen]) -> St
 /// The finding's line in the receipt.
 fn copy_text(c: &CopyOnAccess) -> String {
     let one = c.copiers.len() == 1;
+    let (copies, when) = match (c.in_start_up, one) {
+        (true, _) => ("copied", " in the job's start-up"),
+        (false, true) => ("copies", ""),
+        (false, false) => ("copy", ""),
+    };
     format!(
-        "copy-on-access: {} cop{} pages {} share{} with {} parent: the tree's PSS grew \
-         {:+.1} MiB ({:+.0} %){} while every process's RSS stayed within {:.0} %{}: reading a \
+        "copy-on-access{when}: {} {copies} pages {} share{} with {} parent: the tree's PSS grew \
+         {:+.1} MiB ({:+.0} %){}{} while every process's RSS stayed within {:.0} %{}: reading a \
          Python list of objects writes their reference counts (DataLoader workers); keep \
          such data in one numpy array, Arrow table or bytes object",
         c.who,
-        if one { "ies" } else { "y" },
         if one { "it" } else { "they" },
         if one { "s" } else { "" },
         if one { "its" } else { "their" },
         c.grew / 1_048_576.0,
         c.share * 100.0,
+        if c.in_start_up {
+            " from their start"
+        } else {
+            ""
+        },
         if c.held { ", then held," } else { "" },
         STILL_SHARE * 100.0,
         c.room
@@ -347,6 +403,9 @@ pub fn summarize<'a, 'c, F: Fn(&str) -> Option<&'c [f64]>>(
         .partition_point(|&t| t < settled(&seen).unwrap_or(warmup_end));
     let mut grew = Vec::new();
     let mut grew_held = true;
+    // Whose own memory rose by a material share, whatever its readings'
+    // trend says (see `copied_in_start_up`).
+    let mut own_rose = Vec::new();
     for p in seen.values_mut() {
         let column = |leaf: &str| {
             p.channels
@@ -395,6 +454,9 @@ pub fn summarize<'a, 'c, F: Fn(&str) -> Option<&'c [f64]>>(
             grew.push(p.pid);
             grew_held &= own.is_some_and(ChannelAnalysis::rose_and_held);
         }
+        if material && !left_to_it {
+            own_rose.push(p.pid);
+        }
     }
     // The tree's PSS rose by its own readings; or, where those are too
     // sparse to weigh (a big tree's full rounds come every several seconds),
@@ -413,7 +475,8 @@ pub fn summarize<'a, 'c, F: Fn(&str) -> Option<&'c [f64]>>(
             p.where_ = each.remove(&p.pid);
         }
     }
-    let copy = copy_on_access(&seen, data, &grew, rose, held);
+    let copy = copy_on_access(&seen, data, &grew, rose, held)
+        .or_else(|| copied_in_start_up(&seen, data, pss, warmup_end, &own_rose));
     let finding = copy.as_ref().map(copy_text);
     let peak = (data.column)("tree.procs")
         .map(|c| {
@@ -787,5 +850,109 @@ mod tests {
                 && finding.contains(", then held,"),
             "{finding}"
         );
+    }
+
+    /// Two DataLoader workers copy 100 MiB each of their parent's pages in
+    /// their first ten seconds and are done before the start-up the
+    /// analysis leaves out has ended: after it the tree reads flat, yet the
+    /// copying is told, as a fact of the start-up, naming the workers and
+    /// not their parent (whose USS rose by the pages left to it). Workers
+    /// whose RSS rose with their USS (their own imports), or whose own
+    /// memory barely moved (an array they only read), are no copying.
+    #[test]
+    fn copying_done_inside_the_start_up_is_told_and_nothing_else_is() {
+        const MIB: f64 = 1_048_576.0;
+        let schema = three_processes();
+        let worker = |pid: u32| {
+            ev(
+                4.0,
+                EventKind::ProcessStarted {
+                    pid,
+                    ppid: 10,
+                    name: "pt_data_worker".into(),
+                    role: "worker".into(),
+                },
+            )
+        };
+        let events = [started(0.0, 10), worker(11), worker(12)];
+        let t: Vec<f64> = (0..=60).map(f64::from).collect();
+        let wobble = |i: usize| [0.0, 4096.0, -4096.0, 0.0][i % 4];
+        let tree = |copy_mib: f64, rss_follows: bool| {
+            // Each worker copies from 4 s to 14 s, then holds it.
+            let copied = |i: usize| (t[i] - 4.0).clamp(0.0, 10.0) / 10.0 * copy_mib * MIB;
+            let col = |f: &dyn Fn(usize) -> f64| -> Vec<f64> {
+                (0..t.len()).map(|i| f(i) + wobble(i)).collect()
+            };
+            let mut cols: std::collections::HashMap<String, Vec<f64>> = Default::default();
+            for pid in [10, 11, 12] {
+                let own = move |i: usize| {
+                    if pid == 10 {
+                        0.5 * copied(i)
+                    } else {
+                        copied(i)
+                    }
+                };
+                let rss = move |i: usize| {
+                    400.0 * MIB
+                        + if rss_follows && pid != 10 {
+                            copied(i)
+                        } else {
+                            0.0
+                        }
+                };
+                cols.insert(format!("pid{pid}.rss"), col(&rss));
+                cols.insert(format!("pid{pid}.pss"), col(&|i| 150.0 * MIB + own(i)));
+                cols.insert(format!("pid{pid}.uss"), col(&|i| 5.0 * MIB + own(i)));
+            }
+            // The sums, read at a page-table walk every 3 s.
+            let sums: Vec<f64> = (0..t.len())
+                .map(|i| {
+                    if i % 3 == 0 {
+                        450.0 * MIB + 2.5 * copied(i) + wobble(i)
+                    } else {
+                        f64::NAN
+                    }
+                })
+                .collect();
+            cols.insert("tree.pss".into(), sums);
+            // The receipt's analysis, after the warm-up it found at 20 s.
+            let ctx = super::super::Context {
+                warmup_s: Some(20.0),
+                min_growth: 4096.0,
+                ..Default::default()
+            };
+            let analyses: std::collections::HashMap<String, ChannelAnalysis> = cols
+                .iter()
+                .map(|(name, v)| {
+                    let (tt, vv): (Vec<f64>, Vec<f64>) = t
+                        .iter()
+                        .zip(v)
+                        .filter(|(_, x)| x.is_finite())
+                        .map(|(a, b)| (*a, *b))
+                        .unzip();
+                    (name.clone(), super::super::analyze(&tt, &vv, &ctx))
+                })
+                .collect();
+            assert_eq!(analyses["tree.pss"].verdict, Verdict::Flat);
+            summarize_columns(&schema, &events, &analyses, &t, &cols)
+        };
+        let copied = tree(100.0, false);
+        let c = copied.copy.as_ref().expect("the copying in the start-up");
+        assert!(c.in_start_up && c.held, "{c:?}");
+        assert_eq!(c.copiers, [11, 12]);
+        // From the first walk after the workers started (6 s, 50 MiB in).
+        assert!((c.grew / MIB - 200.0).abs() < 1.0, "{}", c.grew / MIB);
+        let finding = copied.finding.unwrap();
+        assert!(
+            finding.starts_with(
+                "copy-on-access in the job's start-up: worker 11 and worker 12 of rank 10 \
+                 copied pages they share with their parent: the tree's PSS grew +200.0 MiB"
+            ) && finding.contains("from their start, then held,"),
+            "{finding}"
+        );
+        let imports = tree(100.0, true);
+        assert_eq!(imports.copy, None, "{:?}", imports.finding);
+        let read_only = tree(1.0, false);
+        assert_eq!(read_only.copy, None, "{:?}", read_only.finding);
     }
 }
