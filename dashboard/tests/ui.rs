@@ -246,6 +246,42 @@ fn a_snapshot_of_the_arena_loader() {
     );
 }
 
+/// The banner reads a job's tree up to where its analyses stop, as its
+/// receipt does: a DataLoader whose workers exit with the job gives its
+/// memory back in its last second, and read to there the copying it did
+/// was not told (the banner said "cannot be told" where the receipt names
+/// the four copying workers). Both name the same copiers; whether the
+/// copying held in the start-up follows each one's warm-up (the window
+/// finds its own on its analyses: 25.0 s here, the receipt's 23.1 s).
+#[test]
+fn the_banner_tells_a_trees_copying_as_its_receipt_does() {
+    use egui_kittest::kittest::{By, NodeT};
+    let path = support::recording("watch-loader-list-burst-60s.flr");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_flatline"))
+        .args(["report", "--format", "json"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let receipt: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let headline = receipt["headline"].as_str().unwrap();
+    let who = "worker 24601, worker 24602, worker 24603 and worker 24604 of main 24589 cop";
+    assert!(
+        headline.starts_with("Copy-on-access") && headline.contains(who),
+        "{headline}"
+    );
+    let h = harness(&path);
+    // A label keeps its text as its AccessKit value.
+    let banner = h
+        .query(By::new().label_contains(who))
+        .and_then(|n| n.accesskit_node().value().map(|v| v.to_string()));
+    assert!(
+        banner
+            .as_deref()
+            .is_some_and(|l| l.starts_with("Copy-on-access")),
+        "{banner:?}"
+    );
+}
+
 /// A critical leak found in a watched PyTorch job: the banner says so in red.
 #[test]
 fn a_snapshot_of_a_leak_found_in_a_watched_job() {

@@ -341,6 +341,12 @@ impl Store {
         self.live.ends_at(end);
     }
 
+    /// Where the analyses stop (stream seconds): the job's teardown, once
+    /// [`Store::check_end`] found one.
+    pub fn analysis_end(&self) -> Option<f64> {
+        self.live.until()
+    }
+
     /// The stream is of a job the watch launched (its `command` in the
     /// setup): one that exits within [`analysis::START_UP_ONLY_S`] of its
     /// first reading ended during its start-up, as its receipt says.

@@ -76,6 +76,11 @@ impl LiveAnalysis {
         }
     }
 
+    /// Where the analyses stop ([`Self::ends_at`]), if the job ended.
+    pub fn until(&self) -> Option<f64> {
+        self.until
+    }
+
     /// One sample: `value(i)` is channel `i`'s reading (`NaN`: none), `steps`
     /// and `tokens` the training axes at that moment (`NaN`: unknown).
     pub fn push(&mut self, t_s: f64, value: impl Fn(usize) -> f64, steps: f64, tokens: f64) {

@@ -207,44 +207,43 @@ fn copy_on_access<'c, F: Fn(&str) -> Option<&'c [f64]>>(
     })
 }
 
-/// Workers that copied their parent's pages in their first moments and were
-/// done before the job's start-up ended (a small dataset, copied in
-/// seconds): the analysis leaves the start-up out, so after it the tree
-/// reads flat, and no trend test can weigh a rise of a few page-table walks
-/// that then held. What happened is said as a fact of the start-up, on the
-/// same figures as [`copy_on_access`] (the tree's PSS from its shape to its
-/// last reading up by [`MATERIAL_SHARE`], every process's RSS still), when
-/// the tree took its shape inside the start-up, its PSS reads flat after it
-/// (held), and some child's own memory (USS) rose by a material share of
-/// its PSS.
-fn copied_in_start_up<'c, F: Fn(&str) -> Option<&'c [f64]>>(
+/// Workers that copied their parent's pages in a burst no trend test can
+/// weigh: a rise of a few page-table walks that then held (a small dataset,
+/// copied in seconds), or one the analysis left out as the job's start-up.
+/// What happened is said on the figures [`copy_on_access`] stands on (the
+/// tree's PSS from its shape to its last reading up by [`MATERIAL_SHARE`],
+/// every process's RSS still), where some child's own memory (USS) rose by
+/// a material share of its PSS too and the tree's PSS is not growth (growth
+/// is the trend's to say). It held where the tree's PSS reads flat; it was
+/// in the start-up where, besides, the tree took its shape before the
+/// warm-up ended.
+fn copied_by_its_figures<'c, F: Fn(&str) -> Option<&'c [f64]>>(
     seen: &BTreeMap<u32, ProcessSeen>,
     data: &Columns<'c, F>,
     pss: Option<&ChannelAnalysis>,
     warmup_end: f64,
-    own_rose: &[u32],
+    copiers: &[u32],
 ) -> Option<CopyOnAccess> {
-    // Copies of a parent's pages are a child's: a parent whose USS rose
-    // was left pages its children copied (its fault counts, which would
-    // tell, also count faults that copy nothing).
-    let children: Vec<u32> = own_rose
-        .iter()
+    let pss = pss?;
+    if copiers.is_empty() || pss.verdict.is_growth() {
+        return None;
+    }
+    let held = pss.verdict == Verdict::Flat;
+    let mut c = copy_on_access(seen, data, copiers, true, held)?;
+    c.in_start_up = held && settled(seen).is_some_and(|s| s < warmup_end);
+    Some(c)
+}
+
+/// Those of `pids` whose parent is in the tree.
+fn children(seen: &BTreeMap<u32, ProcessSeen>, pids: &[u32]) -> Vec<u32> {
+    pids.iter()
         .copied()
         .filter(|p| {
             seen.get(p)
                 .and_then(|p| p.ppid)
                 .is_some_and(|pp| seen.contains_key(&pp))
         })
-        .collect();
-    if children.is_empty() || settled(seen).is_none_or(|s| s >= warmup_end) {
-        return None;
-    }
-    if pss.is_none_or(|a| a.verdict != Verdict::Flat) {
-        return None;
-    }
-    let mut c = copy_on_access(seen, data, &children, true, true)?;
-    c.in_start_up = true;
-    Some(c)
+        .collect()
 }
 
 /// The copiers by role and parent: "worker 11 and worker 12 of main 10",
@@ -402,9 +401,9 @@ pub fn summarize<'a, 'c, F: Fn(&str) -> Option<&'c [f64]>>(
         .t
         .partition_point(|&t| t < settled(&seen).unwrap_or(warmup_end));
     let mut grew = Vec::new();
-    let mut grew_held = true;
+    let mut grew_held = Vec::new();
     // Whose own memory rose by a material share, whatever its readings'
-    // trend says (see `copied_in_start_up`).
+    // trend says (see `copied_by_its_figures`).
     let mut own_rose = Vec::new();
     for p in seen.values_mut() {
         let column = |leaf: &str| {
@@ -452,7 +451,7 @@ pub fn summarize<'a, 'c, F: Fn(&str) -> Option<&'c [f64]>>(
         };
         if called && material && !left_to_it {
             grew.push(p.pid);
-            grew_held &= own.is_some_and(ChannelAnalysis::rose_and_held);
+            grew_held.push((p.pid, own.is_some_and(ChannelAnalysis::rose_and_held)));
         }
         if material && !left_to_it {
             own_rose.push(p.pid);
@@ -461,11 +460,20 @@ pub fn summarize<'a, 'c, F: Fn(&str) -> Option<&'c [f64]>>(
     // The tree's PSS rose by its own readings; or, where those are too
     // sparse to weigh (a big tree's full rounds come every several seconds),
     // processes' own USS did, read at every second while they copy.
+    // Copies of a parent's pages are a child's: a parent whose USS rose
+    // was left pages its children copied (its fault counts, which would
+    // tell, also count faults that copy nothing), so only children of the
+    // tree are named as copying, or stand for the tree's PSS.
+    let copiers = children(&seen, &grew);
     let pss = analysis("tree.pss");
     let (rose, held) = if pss.is_some_and(ChannelAnalysis::rose) {
         (true, pss.is_some_and(ChannelAnalysis::rose_and_held))
     } else {
-        (!grew.is_empty(), grew_held)
+        let held = grew_held
+            .iter()
+            .filter(|(pid, _)| copiers.contains(pid))
+            .all(|&(_, held)| held);
+        (!copiers.is_empty(), held)
     };
     // Where each process grew, from the same moment on: what a start-up
     // (an import) or the workers' start took is not the growth.
@@ -475,8 +483,9 @@ pub fn summarize<'a, 'c, F: Fn(&str) -> Option<&'c [f64]>>(
             p.where_ = each.remove(&p.pid);
         }
     }
-    let copy = copy_on_access(&seen, data, &grew, rose, held)
-        .or_else(|| copied_in_start_up(&seen, data, pss, warmup_end, &own_rose));
+    let copy = copy_on_access(&seen, data, &copiers, rose, held).or_else(|| {
+        copied_by_its_figures(&seen, data, pss, warmup_end, &children(&seen, &own_rose))
+    });
     let finding = copy.as_ref().map(copy_text);
     let peak = (data.column)("tree.procs")
         .map(|c| {
@@ -934,6 +943,10 @@ mod tests {
                 })
                 .collect();
             assert_eq!(analyses["tree.pss"].verdict, Verdict::Flat);
+            (analyses, cols)
+        };
+        let tree = |copy_mib: f64, rss_follows: bool| {
+            let (analyses, cols) = tree(copy_mib, rss_follows);
             summarize_columns(&schema, &events, &analyses, &t, &cols)
         };
         let copied = tree(100.0, false);
@@ -954,5 +967,82 @@ mod tests {
         assert_eq!(imports.copy, None, "{:?}", imports.finding);
         let read_only = tree(1.0, false);
         assert_eq!(read_only.copy, None, "{:?}", read_only.finding);
+    }
+
+    /// Copying that a trend cannot weigh and that did not hold (the tree's
+    /// PSS reads noisy after the warm-up) is still told by its figures, but
+    /// neither as held nor as the start-up's; a tree's PSS called growth is
+    /// the trend's finding, not this one.
+    #[test]
+    fn copying_told_by_its_figures_says_held_only_where_the_tree_reads_flat() {
+        const MIB: f64 = 1_048_576.0;
+        let schema = three_processes();
+        let worker = |pid: u32| {
+            ev(
+                4.0,
+                EventKind::ProcessStarted {
+                    pid,
+                    ppid: 10,
+                    name: "pt_data_worker".into(),
+                    role: "worker".into(),
+                },
+            )
+        };
+        let events = [started(0.0, 10), worker(11), worker(12)];
+        let t: Vec<f64> = (0..=60).map(f64::from).collect();
+        let copied = |i: usize| (t[i] - 4.0).clamp(0.0, 10.0) * 10.0 * MIB;
+        let mut cols: std::collections::HashMap<String, Vec<f64>> = Default::default();
+        for pid in [10, 11, 12] {
+            let own = |i: usize| if pid == 10 { 0.0 } else { copied(i) };
+            cols.insert(format!("pid{pid}.rss"), vec![400.0 * MIB; t.len()]);
+            cols.insert(
+                format!("pid{pid}.pss"),
+                (0..t.len()).map(|i| 150.0 * MIB + own(i)).collect(),
+            );
+            cols.insert(
+                format!("pid{pid}.uss"),
+                (0..t.len()).map(|i| 5.0 * MIB + own(i)).collect(),
+            );
+        }
+        cols.insert(
+            "tree.pss".into(),
+            (0..t.len())
+                .map(|i| 450.0 * MIB + 2.0 * copied(i))
+                .collect(),
+        );
+        let ctx = super::super::Context {
+            warmup_s: Some(20.0),
+            min_growth: 4096.0,
+            ..Default::default()
+        };
+        let mut analyses: std::collections::HashMap<String, ChannelAnalysis> = cols
+            .iter()
+            .map(|(n, v)| (n.clone(), super::super::analyze(&t, v, &ctx)))
+            .collect();
+        // The tree's PSS as a level that varies by ±10 % after the warm-up.
+        let swings: Vec<f64> = (0..t.len())
+            .map(|i| 650.0 * MIB * if i % 2 == 0 { 1.1 } else { 0.9 })
+            .collect();
+        let noisy = super::super::analyze(&t, &swings, &ctx);
+        assert_eq!(noisy.verdict, Verdict::Noisy);
+        analyses.insert("tree.pss".into(), noisy);
+        let tree = summarize_columns(&schema, &events, &analyses, &t, &cols);
+        let c = tree.copy.expect("copying told by its figures");
+        assert!(!c.held && !c.in_start_up, "{c:?}");
+        assert_eq!(c.copiers, [11, 12]);
+        let finding = tree.finding.unwrap();
+        assert!(
+            finding.starts_with("copy-on-access: worker 11 and worker 12 of rank 10 copy pages")
+                && !finding.contains("held"),
+            "{finding}"
+        );
+        // Called growth: the trend's finding, which says it grows.
+        let rising: Vec<f64> = t.iter().map(|&s| 650.0 * MIB + s * MIB).collect();
+        let growth = super::super::analyze(&t, &rising, &ctx);
+        assert!(growth.verdict.is_growth());
+        analyses.insert("tree.pss".into(), growth);
+        let tree = summarize_columns(&schema, &events, &analyses, &t, &cols);
+        let c = tree.copy.expect("the trend's finding");
+        assert!(!c.held && !c.in_start_up, "{c:?}");
     }
 }

@@ -49,12 +49,26 @@ pub(super) fn banner(d: &mut Frame<'_>, ui: &mut egui::Ui) {
         let store = &d.store;
         let schema = store.schema();
         let by_name = |n: &str| schema.index_of(n).and_then(|i| store.analysis(i));
-        let data = flatline_runtime::analysis::tree::Columns {
-            t: store.times(),
-            column: |n: &str| schema.index_of(n).map(|i| store.series(i).values()),
+        // The tree up to where the analyses stop (a job's teardown), and
+        // who died over the whole stream, as the receipt reads them.
+        let times = store.times();
+        let until = |n: usize| flatline_runtime::analysis::tree::Columns {
+            t: &times[..n],
+            column: move |c: &str| {
+                let v = store.series(schema.index_of(c)?).values();
+                Some(&v[..n.min(v.len())])
+            },
         };
-        let tree =
-            flatline_runtime::analysis::tree::summarize(schema, store.events(), by_name, &data);
+        let end = store
+            .analysis_end()
+            .map_or(times.len(), |end| times.partition_point(|&t| t < end));
+        let tree = flatline_runtime::analysis::tree::summarize(
+            schema,
+            store.events(),
+            by_name,
+            &until(end),
+        );
+        let data = until(times.len());
         // The host's RAM is not the store's to know: a death is measured
         // against the cgroup's limit where there is one.
         let ending = flatline_runtime::analysis::death::read(
