@@ -832,19 +832,7 @@ mod tests {
             })
             .collect();
         cols.insert("tree.pss".into(), sparse);
-        let ctx = copy_context();
-        let analyses: std::collections::HashMap<String, ChannelAnalysis> = cols
-            .iter()
-            .map(|(name, v)| {
-                let (tt, vv): (Vec<f64>, Vec<f64>) = t
-                    .iter()
-                    .zip(v)
-                    .filter(|(_, x)| x.is_finite())
-                    .map(|(a, b)| (*a, *b))
-                    .unzip();
-                (name.clone(), super::super::analyze(&tt, &vv, &ctx))
-            })
-            .collect();
+        let analyses = analysed(&t, &cols, &copy_context());
         assert!(!analyses["tree.pss"].rose(), "{:?}", analyses["tree.pss"]);
         assert!(
             analyses["pid11.uss"].rose_and_held(),
@@ -861,17 +849,8 @@ mod tests {
         );
     }
 
-    /// Two DataLoader workers copy 100 MiB each of their parent's pages in
-    /// their first ten seconds and are done before the start-up the
-    /// analysis leaves out has ended: after it the tree reads flat, yet the
-    /// copying is told, as a fact of the start-up, naming the workers and
-    /// not their parent (whose USS rose by the pages left to it). Workers
-    /// whose RSS rose with their USS (their own imports), or whose own
-    /// memory barely moved (an array they only read), are no copying.
-    #[test]
-    fn copying_done_inside_the_start_up_is_told_and_nothing_else_is() {
-        const MIB: f64 = 1_048_576.0;
-        let schema = three_processes();
+    /// Rank 10 from the start; its DataLoader workers 11 and 12 from 4 s.
+    fn loader_events() -> [Event; 3] {
         let worker = |pid: u32| {
             ev(
                 4.0,
@@ -883,7 +862,40 @@ mod tests {
                 },
             )
         };
-        let events = [started(0.0, 10), worker(11), worker(12)];
+        [started(0.0, 10), worker(11), worker(12)]
+    }
+
+    /// Each column analysed on its readings (its `NaN`s left out).
+    fn analysed(
+        t: &[f64],
+        cols: &std::collections::HashMap<String, Vec<f64>>,
+        ctx: &super::super::Context<'_>,
+    ) -> std::collections::HashMap<String, ChannelAnalysis> {
+        cols.iter()
+            .map(|(name, v)| {
+                let (tt, vv): (Vec<f64>, Vec<f64>) = t
+                    .iter()
+                    .zip(v)
+                    .filter(|(_, x)| x.is_finite())
+                    .map(|(a, b)| (*a, *b))
+                    .unzip();
+                (name.clone(), super::super::analyze(&tt, &vv, ctx))
+            })
+            .collect()
+    }
+
+    /// Two DataLoader workers copy 100 MiB each of their parent's pages in
+    /// their first ten seconds and are done before the start-up the
+    /// analysis leaves out has ended: after it the tree reads flat, yet the
+    /// copying is told, as a fact of the start-up, naming the workers and
+    /// not their parent (whose USS rose by the pages left to it). Workers
+    /// whose RSS rose with their USS (their own imports), or whose own
+    /// memory barely moved (an array they only read), are no copying.
+    #[test]
+    fn copying_done_inside_the_start_up_is_told_and_nothing_else_is() {
+        const MIB: f64 = 1_048_576.0;
+        let schema = three_processes();
+        let events = loader_events();
         let t: Vec<f64> = (0..=60).map(f64::from).collect();
         let wobble = |i: usize| [0.0, 4096.0, -4096.0, 0.0][i % 4];
         let tree = |copy_mib: f64, rss_follows: bool| {
@@ -930,18 +942,7 @@ mod tests {
                 min_growth: 4096.0,
                 ..Default::default()
             };
-            let analyses: std::collections::HashMap<String, ChannelAnalysis> = cols
-                .iter()
-                .map(|(name, v)| {
-                    let (tt, vv): (Vec<f64>, Vec<f64>) = t
-                        .iter()
-                        .zip(v)
-                        .filter(|(_, x)| x.is_finite())
-                        .map(|(a, b)| (*a, *b))
-                        .unzip();
-                    (name.clone(), super::super::analyze(&tt, &vv, &ctx))
-                })
-                .collect();
+            let analyses = analysed(&t, &cols, &ctx);
             assert_eq!(analyses["tree.pss"].verdict, Verdict::Flat);
             (analyses, cols)
         };
@@ -977,18 +978,7 @@ mod tests {
     fn copying_told_by_its_figures_says_held_only_where_the_tree_reads_flat() {
         const MIB: f64 = 1_048_576.0;
         let schema = three_processes();
-        let worker = |pid: u32| {
-            ev(
-                4.0,
-                EventKind::ProcessStarted {
-                    pid,
-                    ppid: 10,
-                    name: "pt_data_worker".into(),
-                    role: "worker".into(),
-                },
-            )
-        };
-        let events = [started(0.0, 10), worker(11), worker(12)];
+        let events = loader_events();
         let t: Vec<f64> = (0..=60).map(f64::from).collect();
         let copied = |i: usize| (t[i] - 4.0).clamp(0.0, 10.0) * 10.0 * MIB;
         let mut cols: std::collections::HashMap<String, Vec<f64>> = Default::default();
@@ -1015,10 +1005,7 @@ mod tests {
             min_growth: 4096.0,
             ..Default::default()
         };
-        let mut analyses: std::collections::HashMap<String, ChannelAnalysis> = cols
-            .iter()
-            .map(|(n, v)| (n.clone(), super::super::analyze(&t, v, &ctx)))
-            .collect();
+        let mut analyses = analysed(&t, &cols, &ctx);
         // The tree's PSS as a level that varies by ±10 % after the warm-up.
         let swings: Vec<f64> = (0..t.len())
             .map(|i| 650.0 * MIB * if i % 2 == 0 { 1.1 } else { 0.9 })
