@@ -491,8 +491,32 @@ fn shared_axis(d: &Frame<'_>, ui: &mut egui::Ui, f: &PlotFrame) {
     .include_x(data_x[1]);
     let axis = strip(axis);
     let axis = if d.view.keys.fit { axis.reset() } else { axis };
-    wall_clock_axis(axis, f.wall.as_ref()).show(ui, |_| {});
+    let axis = wall_clock_axis(axis, f.wall.as_ref());
+    // A tick's label is centred on it: one nearer the right end than half
+    // its width would be cut by the plot's edge ("1:10" of a run that ends
+    // at 70.4 s), so it is left out.
+    let width = f64::from(ui.available_width() - Y_AXIS_WIDTH).max(1.0);
+    let (x_steps, wall) = (f.x_steps, f.wall.as_ref().map(|w| w.origin));
+    let axis = axis.x_axis_formatter(move |m, range| {
+        let text = match (wall, x_steps) {
+            (Some(origin), _) => axes::wall(origin + m.value),
+            (None, true) => axes::step_label(m.value),
+            (None, false) => axes::clock(m.value),
+        };
+        let span = range.end() - range.start();
+        let to_edge = (range.end() - m.value) / span * width;
+        if span > 0.0 && to_edge < TICK_CHAR_W * text.chars().count() as f64 / 2.0 {
+            String::new()
+        } else {
+            text
+        }
+    });
+    axis.show(ui, |_| {});
 }
+
+/// About how wide a character of a tick's label is drawn, in points (the
+/// axis's small text; a little over, so that no label is cut).
+const TICK_CHAR_W: f64 = 7.0;
 
 /// A plot that shows no data, only where x is (the shared time axis, the
 /// markers' lane): no grid, nothing to read out, drag or zoom, and a y axis
