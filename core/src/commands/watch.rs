@@ -784,14 +784,15 @@ mod tests {
     /// quiet bound only.
     #[test]
     fn settling_waits_for_a_reader_that_moves_and_not_for_a_quiet_one() {
-        let quiet = Duration::from_millis(300);
+        let quiet = Duration::from_millis(500);
         let mut o = Output::new();
         let stats = Arc::new(output::OutputStats::default());
         o.printed = Some(stats.clone());
-        // Ten steps of 100 ms: over three times the quiet bound in all.
+        // Twenty steps of 75 ms: three times the quiet bound in all, each
+        // step a seventh of it (a loaded machine's late wake-ups included).
         o.readers.push(std::thread::spawn(move || {
-            for _ in 0..10 {
-                std::thread::sleep(Duration::from_millis(100));
+            for _ in 0..20 {
+                std::thread::sleep(Duration::from_millis(75));
                 stats.taken.fetch_add(64 << 10, Ordering::Relaxed);
             }
         }));
