@@ -5,9 +5,9 @@
 
 use std::time::{Duration, Instant};
 
-use super::{ChannelAnalysis, Kind, Tracker, find_warmup, rules};
+use super::{ChannelAnalysis, Tracker, find_warmup, rules};
 use crate::recording::HostFacts;
-use crate::telemetry::{ChannelSpec, Unit};
+use crate::telemetry::ChannelSpec;
 
 /// How often each channel's analysis and the warm-up are refreshed.
 const REFRESH: Duration = Duration::from_secs(1);
@@ -249,7 +249,7 @@ impl LiveAnalysis {
         self.channels
             .iter()
             .zip(&self.trackers)
-            .filter(|(c, _)| c.kind == Kind::Level && is_warmup_source(&c.name, c.unit))
+            .filter(|(c, _)| super::warmup::is_warmup_source(c))
             .filter_map(|(c, tr)| {
                 let (t, v) = tr.points();
                 let floor = rules::evidence_floor(&c.name, c.unit);
@@ -259,16 +259,11 @@ impl LiveAnalysis {
     }
 }
 
-/// The channels whose start-up ends the stream's warm-up.
-fn is_warmup_source(name: &str, unit: Unit) -> bool {
-    rules::is_host_memory(name, unit) || name == "alloc.live"
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::analysis::Verdict;
-    use crate::telemetry::{Group, Kind};
+    use crate::telemetry::{Group, Kind, Unit};
 
     fn spec(name: &str, kind: Kind) -> ChannelSpec {
         ChannelSpec::new(name, Unit::Bytes, Group::Memory).with_kind(kind)

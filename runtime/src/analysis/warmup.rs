@@ -32,7 +32,7 @@
 //! ramp or a step up followed by a plateau does.
 
 use super::rules;
-use crate::telemetry::{Kind, Schema};
+use crate::telemetry::{ChannelSpec, Kind, Schema};
 
 /// Most points the break is searched over.
 pub const BUCKETS: usize = 400;
@@ -256,9 +256,25 @@ fn reached(bv: &[f64], k: usize, rise: f64) -> usize {
         .unwrap_or(k)
 }
 
-/// The warm-up of a whole recording: the latest start-up found among its
-/// memory levels other than a tree's per-process channels (host memory, the allocator's live bytes, GPU memory in
-/// use), or `None` when none has one. Every channel is then analysed after
+/// Whether a channel's start-up ends a stream's warm-up: memory levels
+/// other than a tree's per-process channels (host memory, the allocator's
+/// live bytes, GPU memory in use). The receipt ([`recording_warmup`]) and
+/// the window ([`super::LiveAnalysis`]) ask the same.
+pub fn is_warmup_source(c: &ChannelSpec) -> bool {
+    // Not a process's own channels: their readings start with its first
+    // page-table walk, which at a big tree can come long after the process
+    // started (a worker first walked when it begins to copy would read its
+    // copying as its start-up). The job's start-up shows in its own and the
+    // tree's sums.
+    c.kind == Kind::Level
+        && !c.labels.contains_key("pid")
+        && (rules::is_host_memory(&c.name, c.unit)
+            || c.name == "alloc.live"
+            || (c.name.starts_with("gpu") && c.name.ends_with(".used")))
+}
+
+/// The warm-up of a whole recording: the latest start-up found among the
+/// channels [`is_warmup_source`] names, or `None` when none has one. Every channel is then analysed after
 /// it, so one receipt has one warm-up.
 pub fn recording_warmup<'a>(
     schema: &Schema,
@@ -269,18 +285,7 @@ pub fn recording_warmup<'a>(
         .channels
         .iter()
         .enumerate()
-        .filter(|(_, c)| {
-            // Not a process's own channels: their readings start with its
-            // first page-table walk, which at a big tree can come long after
-            // the process started (a worker first walked when it begins to
-            // copy would read its copying as its start-up). The job's
-            // start-up shows in its own and the tree's sums.
-            c.kind == Kind::Level
-                && !c.labels.contains_key("pid")
-                && (rules::is_host_memory(&c.name, c.unit)
-                    || c.name == "alloc.live"
-                    || (c.name.starts_with("gpu") && c.name.ends_with(".used")))
-        })
+        .filter(|(_, c)| is_warmup_source(c))
         .filter_map(|(i, c)| {
             let floor = rules::evidence_floor(&c.name, c.unit);
             find_warmup(t_s, column(i), floor).map(|w| Warmup {
