@@ -273,27 +273,29 @@ impl Alerts {
     }
 
     /// Checks every alert against every channel and returns those that have
-    /// just begun to hold. One that holds still does not fire again; one
-    /// that stopped holding (or whose channel has no such number now) may.
+    /// just begun to hold. One that holds still does not fire again, nor one
+    /// whose channel has no such number for a while; one that a number says
+    /// stopped holding may.
     pub fn check(&mut self, readings: &[Reading<'_>]) -> Vec<Firing> {
         let mut fired = Vec::new();
         for (k, alert) in self.alerts.iter().enumerate() {
             for r in readings.iter().filter(|r| alert.applies_to(r.name)) {
                 let key = (k, r.name.to_owned());
-                match alert.measure(r) {
-                    Some(v) if alert.op.holds(v, alert.threshold) => {
-                        if self.firing.insert(key) {
-                            fired.push(Firing {
-                                alert: alert.text.clone(),
-                                channel: r.name.to_owned(),
-                                measure: alert.measure.name(),
-                                value: v,
-                            });
-                        }
-                    }
-                    _ => {
-                        self.firing.remove(&key);
-                    }
+                // No number now (an analysis recomputed, a warm-up found
+                // later, a channel that ended) is not "stopped holding":
+                // the alert's state stands until a number says.
+                let Some(v) = alert.measure(r) else {
+                    continue;
+                };
+                if !alert.op.holds(v, alert.threshold) {
+                    self.firing.remove(&key);
+                } else if self.firing.insert(key) {
+                    fired.push(Firing {
+                        alert: alert.text.clone(),
+                        channel: r.name.to_owned(),
+                        measure: alert.measure.name(),
+                        value: v,
+                    });
                 }
             }
         }
@@ -367,6 +369,12 @@ mod tests {
         assert!(check(&mut alerts, 4096.0, 10.0).is_empty(), "still holding");
         assert_eq!(check(&mut alerts, 10.0, 2048.0), ["pid2.pss"]);
         assert_eq!(check(&mut alerts, 2048.0, 2048.0), ["pid1.pss"], "re-armed");
+        // A reading with no number between two that hold: still holding.
+        assert!(check(&mut alerts, f64::NAN, 2048.0).is_empty());
+        assert!(
+            check(&mut alerts, 2048.0, 2048.0).is_empty(),
+            "no number is no end"
+        );
     }
 
     /// A start-up's steep second is not a slope to alert on; the same
