@@ -991,11 +991,16 @@ fn speeds_up(t: &[f64], x: &[f64]) -> bool {
 /// whose own Theil–Sen trend is under a quarter of that and below it by
 /// more than [`evidence::Z_CRIT`] standard errors of the tail's slope
 /// (`scatter · √(12 / n) / span`, the least-squares error at its noise, `n`
-/// the readings the slope stands on).
+/// the readings the slope stands on). A series that moves in steps and
+/// seldom falls ([`steps_up`]: an allocation site's sampled bytes, each
+/// sample adding its weight) has not stopped where it already paused as
+/// long, rising no more, while it grew ([`paused_before`]): a few seconds
+/// without a sample are no stop.
 fn stopped(t: &[f64], x: &[f64], rate: f64, evidence: f64) -> Option<f64> {
     if rate <= 0.0 {
         return None;
     }
+    let stepped = steps_up(x);
     let n = t.len();
     let duration = t[n - 1] - t[0];
     // Growth still going in the last tenth (least squares at half the rate
@@ -1020,8 +1025,37 @@ fn stopped(t: &[f64], x: &[f64], rate: f64, evidence: f64) -> Option<f64> {
         // The slope stands on at most MAX_THEIL_SEN_POINTS of the readings.
         let used = xt.len().min(MAX_THEIL_SEN_POINTS) as f64;
         let se = tail.scatter * (12.0 / used).sqrt();
-        (grew < 0.25 * expected && expected - grew > evidence::Z_CRIT * se).then_some(tt[0])
+        let paused = || paused_before(t, x, from, span, xt[xt.len() - 1] - xt[0]);
+        (grew < 0.25 * expected
+            && expected - grew > evidence::Z_CRIT * se
+            && !(stepped && paused()))
+        .then_some(tt[0])
     })
+}
+
+/// Whether a series moves in steps that seldom go down: at least a tenth
+/// of its readings unmoved and at most a tenth lower than the one before.
+fn steps_up(x: &[f64]) -> bool {
+    let d = x.len().saturating_sub(1);
+    let (still, falls) = x.windows(2).fold((0, 0), |(s, f), w| {
+        (s + usize::from(w[1] == w[0]), f + usize::from(w[1] < w[0]))
+    });
+    d > 0 && 10 * still >= d && 10 * falls <= d
+}
+
+/// Whether, before reading `before`, a stretch of `span` seconds (one
+/// beginning at each reading) rose by no more than `rise`.
+fn paused_before(t: &[f64], x: &[f64], before: usize, span: f64, rise: f64) -> bool {
+    let mut end = 0;
+    (0..before)
+        .take_while(|&i| t[i] + span <= t[before])
+        .any(|i| {
+            end = end.max(i);
+            while end < before && t[end + 1] <= t[i] + span {
+                end += 1;
+            }
+            x[end] - x[i] <= rise
+        })
 }
 
 /// The verdict of a level whose growth did not hold, by the readings since:

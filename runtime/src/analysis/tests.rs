@@ -724,6 +724,41 @@ fn a_ramp_that_stopped_is_settled() {
     assert_eq!(analyze(&t, &v, &ctx).verdict, Verdict::Linear);
 }
 
+/// An allocation site's sampled bytes (a watched C leak of 1.25 MiB/s,
+/// sampled one per 512 KiB on average, read every half second): each
+/// sample adds its weight, and the last two seconds happened to bring
+/// none. That is no stop: the run paused as long while it grew. The
+/// same steps ending in a wait twice as long as any before still stop.
+#[test]
+fn a_sampled_series_that_waits_for_its_next_sample_has_not_stopped() {
+    let weight = 557_738.0;
+    let samples = [
+        1, 0, 1, 1, 0, 2, 0, 0, 1, 0, 0, 1, 0, 2, 2, 1, 1, 2, 2, 1, 3, 1, 0, 1, 1, 3, 1, 1, 1, 2,
+        0, 2, 2, 0, 0, 3, 3, 2, 1, 1, 1, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 3, 0, 0, 0, 0,
+    ];
+    let read = |waits: usize| {
+        let mut v = vec![2.0 * weight];
+        for k in samples.iter().chain(std::iter::repeat_n(&0, waits)) {
+            v.push(v[v.len() - 1] + f64::from(*k) * weight);
+        }
+        let t: Vec<f64> = (0..v.len()).map(|i| 2.1 + 0.5 * i as f64).collect();
+        (t, v)
+    };
+    let ctx = Context {
+        warmup_s: Some(0.0),
+        ..Context::default()
+    };
+    let (t, v) = read(0);
+    let a = analyze(&t, &v, &ctx);
+    assert_eq!(a.verdict, Verdict::Linear, "{a:?}");
+    let truth = 1.25 * 1_048_576.0;
+    assert!((a.slope_per_s - truth).abs() < 0.3 * truth, "{a:?}");
+    let (t, v) = read(12);
+    let a = analyze(&t, &v, &ctx);
+    assert!(!a.verdict.is_growth(), "{a:?}");
+    assert_eq!(a.note, Some(Note::NotSustained), "{a:?}");
+}
+
 /// PSS that rises while USS does not is shared pages changing hands.
 #[test]
 fn pss_growth_without_uss_growth_is_shared_pages() {
