@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """The runtime's layers point down: probes, workloads and the arena import
 nothing from the analysis or the recording. No two files of a crate import
-each other, directly or round a longer circle. Below core's command layer
-(core/src/stream, core/src/export) nothing names the CLI's types or clap.
+each other, directly or round a longer circle. Below the command layers
+(core/src/stream and core/src/export; the dashboard's window, dashboard/src/ui)
+nothing names the CLI's types or clap: they take plain settings, which the
+commands make from the arguments.
 The dashboard's views (dashboard/src/ui/view.rs and view/) never call the
 source: they are given a `Frame` (the store, what the frame loop read of the
 source, and their own state), which has no source in it; they name neither
@@ -125,8 +127,12 @@ def violations(path):
 
 
 CRATES = ["format", "runtime", "receipt", "core", "dashboard", "python"]
-# core's folders below its command layer: plain settings in, no clap.
-BELOW_CLI = [os.path.join("core", "src", "stream"), os.path.join("core", "src", "export")]
+# Folders below a command layer: plain settings in, no clap.
+BELOW_CLI = [
+    os.path.join("core", "src", "stream"),
+    os.path.join("core", "src", "export"),
+    os.path.join("dashboard", "src", "ui"),
+]
 
 
 def modules(src):
@@ -223,18 +229,21 @@ def circles():
 
 
 def below_cli():
-    """(file, line, what) where core's stream/ or export/ names the CLI or clap."""
+    """(file, line, what) where a file below a command layer names the CLI or clap."""
     out = []
     for folder in BELOW_CLI:
         path = os.path.join(ROOT, folder)
         if not os.path.isdir(path):
             out.append((folder, 0, None))
             continue
-        for name in sorted(os.listdir(path)):
-            if name.endswith(".rs"):
-                f = os.path.join(path, name)
+        for dirpath, _, names in sorted(os.walk(path)):
+            for name in sorted(names):
+                if not name.endswith(".rs"):
+                    continue
+                f = os.path.join(dirpath, name)
                 text = without_tests(code(open(f, encoding="utf-8").read()))
-                for m in re.finditer(r"\bcrate\s*::\s*cli\b|\bclap\b|\bsuper\s*::\s*super\s*::\s*cli\b", text):
+                pattern = r"\b(?:crate|flatline_core)\s*::\s*cli\b|\bclap\b|\bsuper\s*::\s*super\s*::\s*cli\b"
+                for m in re.finditer(pattern, text):
                     out.append((os.path.relpath(f, ROOT), text.count("\n", 0, m.start()) + 1, m.group(0)))
     return out
 

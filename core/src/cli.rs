@@ -545,13 +545,22 @@ pub struct CompareArgs {
     pub warmup_s: Option<f64>,
 }
 
-/// What two runs are lined up by.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
+/// What two runs are lined up by (`--align`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum AlignArg {
     Time,
     Step,
     Tokens,
+}
+
+impl From<AlignArg> for crate::stream::store::Align {
+    fn from(a: AlignArg) -> Self {
+        match a {
+            AlignArg::Time => Self::Time,
+            AlignArg::Step => Self::Step,
+            AlignArg::Tokens => Self::Tokens,
+        }
+    }
 }
 
 /// A verdict a level channel can have, by its receipt name.

@@ -5,6 +5,8 @@
 //! windows through the [`Viewer`](flatline_core::Viewer) this crate gives it
 //! ([`window::Window`]).
 
+pub mod bench;
+pub mod settings;
 pub mod ui;
 pub mod window;
 

@@ -1,15 +1,18 @@
 //! The window as flatline_core's [`Viewer`]: `live`, `replay`, `compare`,
-//! a watch's window and the window benchmarks.
+//! a watch's window, fleet's window and the window benchmarks (`crate::bench`).
 
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 use flatline_runtime::recording::{FrameReader, Recording};
 
-use flatline_core::cli::{AlignArg, BenchCommand, CompareArgs, LiveArgs, ReplayArgs, WindowArgs};
+use flatline_core::cli::{
+    AlignArg, BenchCommand, CompareArgs, FleetArgs, LiveArgs, ReplayArgs, WindowArgs,
+};
 use flatline_core::stream::store::Store;
 use flatline_core::{Closed, Viewer};
 
+use crate::settings;
 use crate::ui::{self, Dashboard, LiveSource, ReplaySource, Settings, Source, WatchSource};
 
 /// The eframe window.
@@ -40,21 +43,24 @@ impl Viewer for Window {
         ui::run_window(
             &format!("flatline — watching {pid}"),
             [1600.0, 1000.0],
-            ui::WindowOptions::new(window, hz, ui::SourceKind::Watch),
+            ui::WindowOptions::new(settings::asked(window), hz, ui::SourceKind::Watch),
             move |settings| Dashboard::new(Box::new(src), store, settings),
         )
     }
-    fn fleet(
-        &self,
-        args: &flatline_core::cli::FleetArgs,
-        fleet: flatline_core::commands::fleet::Fleet,
-    ) -> Result<()> {
-        ui::fleet::run(args, fleet)
+    fn fleet(&self, args: &FleetArgs, fleet: flatline_core::commands::fleet::Fleet) -> Result<()> {
+        let window = ui::fleet::FleetWindow {
+            screenshot: args.screenshot.clone(),
+            size: args.size,
+            renderer: args
+                .renderer
+                .map_or(ui::DEFAULT_RENDERER, settings::renderer),
+        };
+        ui::fleet::run(&window, fleet)
     }
     fn bench(&self, cmd: BenchCommand) -> Result<()> {
         match cmd {
-            BenchCommand::Ui(args) => ui::bench::run(&args),
-            BenchCommand::Window(args) => ui::winbench::run(&args),
+            BenchCommand::Ui(args) => crate::bench::ui::run(&args),
+            BenchCommand::Window(args) => crate::bench::window::run(&args),
             _ => unreachable!("flatline_core runs the other benchmarks"),
         }
     }
@@ -67,7 +73,8 @@ pub fn live(args: &LiveArgs) -> Result<()> {
     if let Some(path) = &args.record {
         src.start_recording(path)?;
     }
-    let window = ui::WindowOptions::new(&args.window, args.hz, ui::SourceKind::Live);
+    let window =
+        ui::WindowOptions::new(settings::asked(&args.window), args.hz, ui::SourceKind::Live);
     ui::run_window(
         "flatline — live",
         [1600.0, 1000.0],
@@ -80,7 +87,11 @@ pub fn live(args: &LiveArgs) -> Result<()> {
 pub fn replay(args: &ReplayArgs) -> Result<()> {
     ui::check_display()?;
     let name = args.file.display().to_string();
-    let window = ui::WindowOptions::new(&args.window, ui::MAX_DEFAULT_FPS, ui::SourceKind::Replay);
+    let window = ui::WindowOptions::new(
+        settings::asked(&args.window),
+        ui::MAX_DEFAULT_FPS,
+        ui::SourceKind::Replay,
+    );
     if !args.follow && args.screenshot.is_none() {
         // The window comes up at once and reads the file on a thread of its
         // own; what is not a recording at all is refused first, here.
@@ -123,8 +134,12 @@ pub fn compare(args: &CompareArgs, a: Recording, b: Recording) -> Result<()> {
     let meta = other.meta();
     // Step when both runs have steps (the dashboard falls back to time
     // where one has none), unless asked.
-    let align = args.align.unwrap_or(AlignArg::Step);
-    let window = ui::WindowOptions::new(&args.window, ui::MAX_DEFAULT_FPS, ui::SourceKind::Replay);
+    let align = args.align.unwrap_or(AlignArg::Step).into();
+    let window = ui::WindowOptions::new(
+        settings::asked(&args.window),
+        ui::MAX_DEFAULT_FPS,
+        ui::SourceKind::Replay,
+    );
     let dash = move |settings| {
         let mut d = Dashboard::new(Box::new(src), store, settings);
         d.compare_with(meta, other_store, align);

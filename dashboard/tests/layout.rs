@@ -9,8 +9,7 @@ use std::path::{Path, PathBuf};
 
 use eframe::egui::{self, Rect, Shape};
 use egui_kittest::Harness;
-use flatline_core::cli::AlignArg;
-use flatline_dashboard::ui::{Dashboard, ReplaySource, Settings, Source};
+use flatline_dashboard::ui::{Align, Dashboard, ReplaySource, Settings, Source};
 
 /// The sizes checked: the one screenshots are taken at, and the smallest
 /// the window promises to stay readable at.
@@ -229,7 +228,7 @@ fn the_compare_view_draws_no_text_over_text() {
     for size in SIZES {
         let mut d = replay(&a);
         let (other, store) = ReplaySource::open(&b).unwrap();
-        d.compare_with(other.meta(), store, AlignArg::Step);
+        d.compare_with(other.meta(), store, Align::Step);
         all.extend(check(d, size));
     }
     assert!(

@@ -8,8 +8,7 @@ use std::path::Path;
 use eframe::egui::accesskit::Role;
 use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
-use flatline_core::cli::AlignArg;
-use flatline_dashboard::ui::{Dashboard, ReplaySource, Settings, Source};
+use flatline_dashboard::ui::{Align, Dashboard, ReplaySource, Settings, Source};
 use flatline_runtime::recording::{Event, EventKind};
 use support::golden_v1;
 
@@ -1079,7 +1078,7 @@ fn compare_harness(a: &Path, b: &Path) -> Harness<'static, Dashboard> {
     let (src, store) = ReplaySource::open(a).unwrap();
     let (other, other_store) = ReplaySource::open(b).unwrap();
     let mut dash = Dashboard::new(Box::new(src), store, Settings::default());
-    dash.compare_with(other.meta(), other_store, AlignArg::Step);
+    dash.compare_with(other.meta(), other_store, Align::Step);
     let mut h = Harness::builder()
         .with_size([1600.0, 1000.0])
         .build_ui_state(frame, dash);
@@ -1104,7 +1103,7 @@ fn compare_mode_draws_both_sides_and_scrubs_both() {
     );
     let mut h = compare_harness(&a, &b);
     let other = h.state().other.as_ref().unwrap();
-    assert_eq!(other.align, AlignArg::Step, "both soaks have steps");
+    assert_eq!(other.align, Align::Step, "both soaks have steps");
     let b_len = other.store.len();
     let b_digest = other.meta.digest.clone().unwrap();
     // One plot a channel, both verdicts on each card, both files in the caption.

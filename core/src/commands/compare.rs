@@ -15,10 +15,11 @@ use flatline_runtime::recording::Recording;
 use flatline_runtime::telemetry::{Group, TOKEN_CHANNELS, Unit};
 use serde_json::{Map, Value, json};
 
-use crate::cli::{AlignArg, CompareArgs, ReportFormat};
+use crate::cli::{CompareArgs, ReportFormat};
 use crate::commands::report::{self, Receipt, Row, change, verdict_text};
 use crate::fmt::{bytes, value};
 use crate::render::{Block, Col, Doc, Table, num, opt};
+use crate::stream::store::Align;
 
 /// One recording of a comparison, analysed.
 #[derive(Debug)]
@@ -98,7 +99,7 @@ impl Pair<'_> {
 pub struct Comparison<'a> {
     pub a: Side<'a>,
     pub b: Side<'a>,
-    pub align: AlignArg,
+    pub align: Align,
     /// Why the alignment asked for could not be had, where it could not.
     pub align_note: Option<String>,
 }
@@ -111,7 +112,7 @@ impl<'a> Comparison<'a> {
     pub fn new(
         a: &'a Recording,
         b: &'a Recording,
-        align: Option<AlignArg>,
+        align: Option<Align>,
         warmup_s: Option<f64>,
     ) -> Self {
         let a = Side {
@@ -250,14 +251,14 @@ impl<'a> Comparison<'a> {
     /// Drift per step or per token of a side's channel, as aligned.
     fn per_axis(&self, a: &ChannelAnalysis) -> Option<f64> {
         match self.align {
-            AlignArg::Time => None,
-            AlignArg::Step => a.drift_per_step,
-            AlignArg::Tokens => a.drift_per_token,
+            Align::Time => None,
+            Align::Step => a.drift_per_step,
+            Align::Tokens => a.drift_per_token,
         }
     }
 }
 
-fn choose_axis(a: &Side<'_>, b: &Side<'_>, asked: Option<AlignArg>) -> (AlignArg, Option<String>) {
+fn choose_axis(a: &Side<'_>, b: &Side<'_>, asked: Option<Align>) -> (Align, Option<String>) {
     let steps = (a.has_steps(), b.has_steps());
     let tokens = (a.has_tokens(), b.has_tokens());
     let lacking = |have: (bool, bool), what: &str| {
@@ -269,20 +270,12 @@ fn choose_axis(a: &Side<'_>, b: &Side<'_>, asked: Option<AlignArg>) -> (AlignArg
         format!("{} has no {what}: aligned by time", who.join(" and "))
     };
     match asked {
-        None if steps == (true, true) => (AlignArg::Step, None),
-        None | Some(AlignArg::Time) => (AlignArg::Time, None),
-        Some(AlignArg::Step) if steps == (true, true) => (AlignArg::Step, None),
-        Some(AlignArg::Step) => (AlignArg::Time, Some(lacking(steps, "steps"))),
-        Some(AlignArg::Tokens) if tokens == (true, true) => (AlignArg::Tokens, None),
-        Some(AlignArg::Tokens) => (AlignArg::Time, Some(lacking(tokens, "tokens"))),
-    }
-}
-
-fn align_name(a: AlignArg) -> &'static str {
-    match a {
-        AlignArg::Time => "time",
-        AlignArg::Step => "step",
-        AlignArg::Tokens => "tokens",
+        None if steps == (true, true) => (Align::Step, None),
+        None | Some(Align::Time) => (Align::Time, None),
+        Some(Align::Step) if steps == (true, true) => (Align::Step, None),
+        Some(Align::Step) => (Align::Time, Some(lacking(steps, "steps"))),
+        Some(Align::Tokens) if tokens == (true, true) => (Align::Tokens, None),
+        Some(Align::Tokens) => (Align::Time, Some(lacking(tokens, "tokens"))),
     }
 }
 
@@ -506,7 +499,7 @@ fn identity_line(side: &SideContent<'_>) -> String {
 fn alignment(c: &Comparison<'_>) -> String {
     format!(
         "aligned by {}{}; {} of {} channels differ",
-        align_name(c.align),
+        c.align.name(),
         c.align_note
             .as_ref()
             .map_or(String::new(), |n| format!(" ({n})")),
@@ -525,9 +518,9 @@ fn marker_list(side: &Side<'_>) -> Option<String> {
 
 fn per_label(c: &Comparison<'_>) -> Option<&'static str> {
     match c.align {
-        AlignArg::Time => None,
-        AlignArg::Step => Some("drift/step"),
-        AlignArg::Tokens => Some("drift/token"),
+        Align::Time => None,
+        Align::Step => Some("drift/step"),
+        Align::Tokens => Some("drift/token"),
     }
 }
 
@@ -823,7 +816,7 @@ pub fn run(args: &CompareArgs, viewer: &dyn crate::Viewer) -> Result<()> {
     let a = report::open(&args.a)?;
     let b = report::open(&args.b)?;
     if let Some(format) = args.format {
-        let c = Comparison::new(&a, &b, args.align, args.warmup_s);
+        let c = Comparison::new(&a, &b, args.align.map(Align::from), args.warmup_s);
         match format {
             ReportFormat::Json => println!("{}", serde_json::to_string_pretty(&json_report(&c))?),
             ReportFormat::Md => print!("{}", md_report(&c)),

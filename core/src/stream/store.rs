@@ -9,6 +9,27 @@ use flatline_runtime::recording::Slots;
 use flatline_runtime::recording::{Event, HostFacts, Recording};
 use flatline_runtime::telemetry::{STEP_CHANNELS, Sample, Schema, TOKEN_CHANNELS};
 
+/// What two runs are lined up by: time since each one's start, the step,
+/// or the token count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Align {
+    Time,
+    Step,
+    Tokens,
+}
+
+impl Align {
+    /// The name a receipt and the command line give it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Align::Time => "time",
+            Align::Step => "step",
+            Align::Tokens => "tokens",
+        }
+    }
+}
+
 /// Points per bucket from one pyramid level to the next.
 const FAN: usize = 8;
 
@@ -383,6 +404,16 @@ impl Store {
     pub fn token_axis(&self) -> Option<usize> {
         self.tokens_idx
             .filter(|&i| rules::advances(self.series[i].values()))
+    }
+
+    /// The channel this store's x axis follows when lined up by `align`:
+    /// none for time, or where the store has no such axis.
+    pub fn axis(&self, align: Align) -> Option<usize> {
+        match align {
+            Align::Time => None,
+            Align::Step => self.step_axis(),
+            Align::Tokens => self.token_axis(),
+        }
     }
 
     /// Takes one item of a stream (the road every source's data travels).

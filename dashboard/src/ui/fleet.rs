@@ -10,7 +10,6 @@ use std::sync::{Arc, Mutex};
 use anyhow::{Context, Result};
 use eframe::egui::{self, Color32, RichText};
 use egui_plot::{Line, Plot, PlotPoints};
-use flatline_core::cli::FleetArgs;
 use flatline_core::commands::fleet::{Fleet, set_digest};
 use flatline_core::fmt::value;
 use flatline_runtime::telemetry::Unit;
@@ -274,8 +273,18 @@ fn small_multiple(ui: &mut egui::Ui, f: &Fleet, name: &str, unit: Unit, size: [f
         });
 }
 
+/// How the fleet's window opens (`fleet --window`, `--screenshot`, `--size`,
+/// `--renderer`).
+#[derive(Debug, Clone)]
+pub struct FleetWindow {
+    /// Saves the first full frame here and closes.
+    pub screenshot: Option<PathBuf>,
+    pub size: [f32; 2],
+    pub renderer: super::Renderer,
+}
+
 /// `flatline fleet --window` or `--screenshot PNG`.
-pub fn run(args: &FleetArgs, fleet: Fleet) -> Result<()> {
+pub fn run(args: &FleetWindow, fleet: Fleet) -> Result<()> {
     super::check_display()?;
     let mut view = FleetView::new(fleet);
     let result = view.shot_result.clone();
@@ -289,10 +298,7 @@ pub fn run(args: &FleetArgs, fleet: Fleet) -> Result<()> {
             .with_inner_size(args.size),
         persist_window: false,
         dithering: false,
-        renderer: super::native_renderer(
-            args.renderer
-                .unwrap_or(flatline_core::cli::RendererArg::Glow),
-        )?,
+        renderer: super::native_renderer(args.renderer)?,
         ..Default::default()
     };
     eframe::run_ui_native("flatline", options, move |ui, _frame| {

@@ -6,12 +6,10 @@
 //! ([`Dashboard::seen`]). The whole UI is drawn into one `egui::Ui`, so the
 //! tests drive exactly the code the window runs (`egui_kittest`).
 
-pub mod bench;
 pub mod fleet;
 pub mod icon;
 mod timeline;
 mod view;
-pub mod winbench;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -22,15 +20,13 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, Result, bail};
 use eframe::egui;
 
-use flatline_core::cli::{AlignArg, RendererArg, WindowArgs};
-
 pub use flatline_core::Closed;
 use flatline_core::stream::detail;
 pub use flatline_core::stream::source::{
     Activity, LIVE_CAP, LiveSource, Meta, Opening, ReplaySource, ServeConfig, Source, SourceFacts,
     SourceKind, WatchSource,
 };
-pub use flatline_core::stream::store::{Series, Store};
+pub use flatline_core::stream::store::{Align, Series, Store};
 pub use timeline::Timeline;
 pub use view::{
     Action, Frame, ProcessRow, RangeReceipt, marker_lines, process_rows, push_column, rates,
@@ -144,7 +140,7 @@ pub struct Other {
     pub meta: Meta,
     pub store: Store,
     /// What the two runs are lined up by on the x axis.
-    pub align: AlignArg,
+    pub align: Align,
 }
 
 /// The banner's tree findings (see [`Dashboard::tree_findings`]).
@@ -298,20 +294,11 @@ impl Dashboard {
     /// Draws `store` (a recording, B) beside the source (A) on the same
     /// axis, lined up by `align` where both have that axis (else by time).
     /// The timeline spans both and moves both.
-    pub fn compare_with(&mut self, meta: Meta, store: Store, align: AlignArg) {
+    pub fn compare_with(&mut self, meta: Meta, store: Store, align: Align) {
         let (a0, a1) = self.store.time_range();
         let (b0, b1) = store.time_range();
-        let align = match align {
-            AlignArg::Step if self.store.step_axis().is_none() || store.step_axis().is_none() => {
-                AlignArg::Time
-            }
-            AlignArg::Tokens
-                if self.store.token_axis().is_none() || store.token_axis().is_none() =>
-            {
-                AlignArg::Time
-            }
-            a => a,
-        };
+        let both = self.store.axis(align).is_some() && store.axis(align).is_some();
+        let align = if both { align } else { Align::Time };
         self.timeline = Some(Timeline::new(a0.min(b0), a1.max(b1)));
         self.other = Some(Other { meta, store, align });
     }
@@ -320,7 +307,7 @@ impl Dashboard {
     pub fn compare_path(&mut self, path: &Path) -> Result<()> {
         let (src, store) = ReplaySource::open(path)?;
         // By step where both have steps: compare_with falls back to time.
-        self.compare_with(src.meta(), store, AlignArg::Step);
+        self.compare_with(src.meta(), store, Align::Step);
         self.browser_open = false;
         self.say(format!("comparing with {}", path.display()));
         Ok(())
@@ -667,12 +654,38 @@ pub fn save_png(img: &egui::ColorImage, path: &Path) -> Result<()> {
     .with_context(|| format!("writing {}", path.display()))
 }
 
-/// How the window draws (`--fps`, `--renderer`).
+/// Which renderer draws a window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Renderer {
+    /// OpenGL.
+    Glow,
+    Wgpu,
+}
+
+impl Renderer {
+    /// Its name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Renderer::Glow => "glow",
+            Renderer::Wgpu => "wgpu",
+        }
+    }
+}
+
+/// What was asked of a window (`--fps`, `--renderer`); unset, the defaults
+/// for its stream.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WindowAsked {
+    pub fps: Option<f64>,
+    pub renderer: Option<Renderer>,
+}
+
+/// How the window draws.
 #[derive(Debug, Clone, Copy)]
 pub struct WindowOptions {
     /// Most frames a second while there is something new to show.
     pub fps: f64,
-    pub renderer: RendererArg,
+    pub renderer: Renderer,
     /// What the window shows: each kind keeps its own layout and settings.
     pub kind: SourceKind,
 }
@@ -680,7 +693,7 @@ pub struct WindowOptions {
 /// Under Mesa's software rasteriser (a remote node over X forwarding or
 /// VNC, Xvfb) glow draws a frame for a fraction of what wgpu costs; see the
 /// figures in docs/dashboard.md, "What the window costs".
-pub const DEFAULT_RENDERER: RendererArg = RendererArg::Glow;
+pub const DEFAULT_RENDERER: Renderer = Renderer::Glow;
 
 /// Frames a second at most, by default: the sample rate, capped here (a
 /// replay playing; see [`MAX_LIVE_FPS`] for a stream being taken).
@@ -694,15 +707,16 @@ pub const MAX_DEFAULT_FPS: f64 = 30.0;
 pub const MAX_LIVE_FPS: f64 = 5.0;
 
 impl WindowOptions {
-    /// `args`, with the defaults for a stream of `sample_hz` samples a second.
-    pub fn new(args: &WindowArgs, sample_hz: f64, kind: SourceKind) -> Self {
+    /// What was `asked`, with the defaults for a stream of `sample_hz`
+    /// samples a second.
+    pub fn new(asked: WindowAsked, sample_hz: f64, kind: SourceKind) -> Self {
         let most = match kind {
             SourceKind::Live | SourceKind::Watch => MAX_LIVE_FPS,
             SourceKind::Replay => MAX_DEFAULT_FPS,
         };
         Self {
-            fps: args.fps.unwrap_or(sample_hz.min(most)),
-            renderer: args.renderer.unwrap_or(DEFAULT_RENDERER),
+            fps: asked.fps.unwrap_or(sample_hz.min(most)),
+            renderer: asked.renderer.unwrap_or(DEFAULT_RENDERER),
             kind,
         }
     }
@@ -931,13 +945,13 @@ pub fn check_display() -> Result<()> {
 
 /// The eframe renderer for `--renderer`; wgpu only in a build with the
 /// `wgpu` feature (see the feature's note in dashboard/Cargo.toml).
-fn native_renderer(which: RendererArg) -> Result<eframe::Renderer> {
+fn native_renderer(which: Renderer) -> Result<eframe::Renderer> {
     match which {
-        RendererArg::Glow => Ok(eframe::Renderer::Glow),
+        Renderer::Glow => Ok(eframe::Renderer::Glow),
         #[cfg(feature = "wgpu")]
-        RendererArg::Wgpu => Ok(eframe::Renderer::Wgpu),
+        Renderer::Wgpu => Ok(eframe::Renderer::Wgpu),
         #[cfg(not(feature = "wgpu"))]
-        RendererArg::Wgpu => bail!(
+        Renderer::Wgpu => bail!(
             "this flatline was built without the wgpu renderer; use `--renderer glow` (the default), or build with \
              `cargo build --release --features wgpu`"
         ),
@@ -1055,23 +1069,20 @@ mod tests {
 
     #[test]
     fn a_stream_being_taken_is_drawn_at_most_five_times_a_second_by_default() {
-        let none = WindowArgs::default();
-        assert_eq!(WindowOptions::new(&none, 10.0, SourceKind::Watch).fps, 5.0);
-        assert_eq!(WindowOptions::new(&none, 100.0, SourceKind::Live).fps, 5.0);
+        let none = WindowAsked::default();
+        assert_eq!(WindowOptions::new(none, 10.0, SourceKind::Watch).fps, 5.0);
+        assert_eq!(WindowOptions::new(none, 100.0, SourceKind::Live).fps, 5.0);
         // A slower stream is drawn at its own rate.
-        assert_eq!(WindowOptions::new(&none, 2.0, SourceKind::Watch).fps, 2.0);
+        assert_eq!(WindowOptions::new(none, 2.0, SourceKind::Watch).fps, 2.0);
         // A replay playing keeps its smooth cap, and --fps wins over both.
         assert_eq!(
-            WindowOptions::new(&none, MAX_DEFAULT_FPS, SourceKind::Replay).fps,
+            WindowOptions::new(none, MAX_DEFAULT_FPS, SourceKind::Replay).fps,
             30.0
         );
-        let asked = WindowArgs {
+        let asked = WindowAsked {
             fps: Some(10.0),
-            ..WindowArgs::default()
+            ..WindowAsked::default()
         };
-        assert_eq!(
-            WindowOptions::new(&asked, 10.0, SourceKind::Watch).fps,
-            10.0
-        );
+        assert_eq!(WindowOptions::new(asked, 10.0, SourceKind::Watch).fps, 10.0);
     }
 }

@@ -10,8 +10,7 @@ use super::{
     Frame, Mark, axis_unit, badge, decimate_on, draw_markers, lane_plot, line, linked_plot,
     marks_on, rates,
 };
-use crate::ui::Store;
-use flatline_core::cli::AlignArg;
+use crate::ui::{Align, Store};
 use flatline_core::fmt::value;
 
 /// Side A's colour (the source): blue.
@@ -20,20 +19,11 @@ pub const A: Color32 = Color32::from_rgb(90, 160, 255);
 /// which the badges use for growth.
 pub const B: Color32 = Color32::from_rgb(70, 200, 180);
 
-/// The channel a side's x axis follows: none for time.
-fn x_axis(store: &Store, align: AlignArg) -> Option<usize> {
+fn axis_label(align: Align) -> &'static str {
     match align {
-        AlignArg::Time => None,
-        AlignArg::Step => store.step_axis(),
-        AlignArg::Tokens => store.token_axis(),
-    }
-}
-
-fn axis_label(align: AlignArg) -> &'static str {
-    match align {
-        AlignArg::Time => "time since the start",
-        AlignArg::Step => "step",
-        AlignArg::Tokens => "tokens",
+        Align::Time => "time since the start",
+        Align::Step => "step",
+        Align::Tokens => "tokens",
     }
 }
 
@@ -58,7 +48,7 @@ fn side_line(
     name: &str,
     visible: usize,
     columns: usize,
-    align: AlignArg,
+    align: Align,
     drift: bool,
     counts: bool,
 ) -> Option<(Vec<egui_plot::PlotPoint>, &'static str, bool)> {
@@ -70,7 +60,7 @@ fn side_line(
         Some(a) if drift && !rate && a.baseline.is_finite() => a.baseline,
         _ => 0.0,
     };
-    let x = x_axis(store, align);
+    let x = store.axis(align);
     let pts = decimate_on(store, x, i, visible, columns, baseline, scale);
     let pts = if rate { rates(&pts) } else { pts };
     Some((pts, label, rate))
@@ -97,7 +87,7 @@ pub fn plots(d: &mut Frame<'_>, ui: &mut egui::Ui, visible: usize) {
     let marks: Vec<Mark> = {
         let side = |store: &Store, n: usize, letter: &str| {
             // Each side's own warm-up is said on the cards, not as marks.
-            marks_on(store, n, x_axis(store, align), false)
+            marks_on(store, n, store.axis(align), false)
                 .into_iter()
                 .map(|m| Mark {
                     text: format!("{letter}: {}", m.text),
@@ -112,7 +102,7 @@ pub fn plots(d: &mut Frame<'_>, ui: &mut egui::Ui, visible: usize) {
     };
     if !marks.is_empty() {
         let say_x = move |x: f64| match align {
-            AlignArg::Time => format!("{x:.1} s"),
+            Align::Time => format!("{x:.1} s"),
             _ => format!("{} {}", axis_label(align), super::axes::step_label(x)),
         };
         lane_plot(
@@ -148,7 +138,7 @@ pub fn plots(d: &mut Frame<'_>, ui: &mut egui::Ui, visible: usize) {
             } else {
                 ""
             };
-            let per = if align == AlignArg::Time { "s" } else { "step" };
+            let per = if align == Align::Time { "s" } else { "step" };
             let unit = if *rate {
                 format!("{label}/{per}").replace("count/", "/")
             } else {

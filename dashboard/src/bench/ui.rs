@@ -12,7 +12,7 @@ use eframe::egui;
 use flatline_runtime::recording::{Header, HostFacts, RecordingWriter};
 use flatline_runtime::telemetry::{ChannelSpec, Group, Sample, Schema, Unit};
 
-use super::{Dashboard, ReplaySource, Settings, Store};
+use crate::ui::{Dashboard, ReplaySource, Settings, Store};
 use flatline_core::cli::UiBenchArgs;
 use flatline_core::fmt::{bytes, nanos};
 
@@ -157,7 +157,7 @@ pub fn run(args: &UiBenchArgs) -> Result<()> {
     // cap: its size after one, three and seven days.
     let day = 86_400 * 10;
     let live_samples = 7 * day;
-    let mut live = Store::new(schema.clone(), super::LIVE_CAP);
+    let mut live = Store::new(schema.clone(), crate::ui::LIVE_CAP);
     let mut live_by_day: Vec<(u64, usize)> = Vec::new();
     for i in 0..live_samples {
         live.push(&sample(i, n));
@@ -254,7 +254,7 @@ pub fn run(args: &UiBenchArgs) -> Result<()> {
         flatline_core::fmt::thousands(live_samples),
         flatline_core::fmt::thousands(live.len() as u64),
         bytes(live_bytes as f64),
-        flatline_core::fmt::thousands(super::LIVE_CAP as u64),
+        flatline_core::fmt::thousands(crate::ui::LIVE_CAP as u64),
         live_by_day
             .iter()
             .map(|(d, b)| format!("{d} d: {}", bytes(*b as f64)))

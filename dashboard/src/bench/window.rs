@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, Result, bail};
 use flatline_runtime::workload::driver::Workload;
 
-use super::{Dashboard, LiveSource, ReplaySource, ServeConfig, Settings, WindowOptions};
+use crate::ui::{Dashboard, LiveSource, ReplaySource, ServeConfig, Settings, WindowOptions};
 use flatline_core::cli::WindowBenchArgs;
 
 /// Left out at the start of each case.
@@ -48,7 +48,7 @@ fn process_cpu_s() -> Result<f64> {
 /// One case, in this process: opens the window, measures, closes it, prints
 /// one JSON line.
 fn run_case(args: &WindowBenchArgs, case: &str) -> Result<()> {
-    super::check_display()?;
+    crate::ui::check_display()?;
     let dir = tempfile::tempdir().context("creating a temporary folder")?;
     let (dash, fps): (Dashboard, f64) = match case {
         "live" => {
@@ -60,16 +60,20 @@ fn run_case(args: &WindowBenchArgs, case: &str) -> Result<()> {
         }
         "paused" => {
             let path = dir.path().join("paused.flr");
-            super::bench::write_synthetic(&path, 60_000)?;
+            super::ui::write_synthetic(&path, 60_000)?;
             let (src, store) = ReplaySource::open(&path)?;
             (
                 Dashboard::new(Box::new(src), store, Settings::default()),
-                super::MAX_DEFAULT_FPS,
+                crate::ui::MAX_DEFAULT_FPS,
             )
         }
         other => bail!("no case {other:?}: live or paused"),
     };
-    let window = WindowOptions::new(&args.window, fps, dash.source.kind());
+    let window = WindowOptions::new(
+        crate::settings::asked(&args.window),
+        fps,
+        dash.source.kind(),
+    );
     let seconds = args.seconds;
     let measured = std::sync::Arc::new(std::sync::Mutex::new(None));
     let result = measured.clone();
@@ -78,13 +82,13 @@ fn run_case(args: &WindowBenchArgs, case: &str) -> Result<()> {
         std::thread::sleep(SETTLE);
         let (c0, f0, t0) = (
             process_cpu_s(),
-            super::FRAMES.load(std::sync::atomic::Ordering::Relaxed),
+            crate::ui::FRAMES.load(std::sync::atomic::Ordering::Relaxed),
             Instant::now(),
         );
         std::thread::sleep(Duration::from_secs_f64(seconds));
         let (c1, f1, t1) = (
             process_cpu_s(),
-            super::FRAMES.load(std::sync::atomic::Ordering::Relaxed),
+            crate::ui::FRAMES.load(std::sync::atomic::Ordering::Relaxed),
             t0.elapsed(),
         );
         *result.lock().expect("result lock") = Some(match (c0, c1) {
@@ -93,7 +97,7 @@ fn run_case(args: &WindowBenchArgs, case: &str) -> Result<()> {
         });
         let _ = flatline_runtime::sys::terminate(std::process::id());
     });
-    super::run_window(
+    crate::ui::run_window(
         &format!("flatline — bench window ({case})"),
         [1600.0, 1000.0],
         window,
@@ -114,7 +118,7 @@ fn run_case(args: &WindowBenchArgs, case: &str) -> Result<()> {
         // What a frame costs: machines of different speed compare on it.
         "cpu_ms_per_frame": (frames > 0).then(|| 1000.0 * cpu_s / frames as f64),
         "fps_cap": window.fps,
-        "renderer": format!("{:?}", window.renderer).to_lowercase(),
+        "renderer": window.renderer.name(),
     });
     println!("{v}");
     Ok(())
@@ -124,7 +128,7 @@ pub fn run(args: &WindowBenchArgs) -> Result<()> {
     if let Some(case) = &args.case {
         return run_case(args, case);
     }
-    super::check_display()?;
+    crate::ui::check_display()?;
     let exe = std::env::current_exe().context("finding flatline's own executable")?;
     let mut results = Vec::new();
     for case in ["live", "paused"] {
