@@ -10,8 +10,9 @@
 //!
 //! ```text
 //! magic    8 bytes  "FLATLINE"
-//! version  4 bytes  u32 little-endian (1, 2 or 3)
-//! frames   each:    length u32 LE | CRC-32 of the payload u32 LE | payload
+//! version  4 bytes  u32 little-endian (1 to 5)
+//! frames   each:    length u32 LE | CRC-32 of the payload u32 LE | payload      (v1 to v4)
+//!                   SYNC | length u32 LE | CRC-32 u32 LE | sample index u64 LE | payload   (v5)
 //! ```
 //!
 //! Every payload is one MessagePack [`Frame`] (rmp-serde, structs as maps so
@@ -74,6 +75,26 @@
 //! The column codec is v2's; a v3 writer stores −0 and NaNs other than
 //! `f64::NAN` as floats, so that every `f64` reads back bit for bit.
 //!
+//! ## Version 4
+//!
+//! Version 3's frames, plus facts (events read from outside the samples:
+//! a death, the job's exit status).
+//!
+//! ## Version 5: read past damage
+//!
+//! Version 4's frames in a head that lets a reader go on past a damaged
+//! frame (see `layout`): every stored frame starts with the sync word
+//! [`layout::SYNC`] and carries the number of samples written before it,
+//! covered by its checksum. A reader that meets a frame whose checksum,
+//! length or payload is wrong looks for the next sync word whose frame
+//! checks, goes on from there, and knows from that frame's sample index how
+//! many samples it lost ([`Loss`]). What the frames after it depend on is
+//! written twice: the header, and every schema change (channels that join
+//! or end), the second copy right after the first; a reader takes the first
+//! copy it can read and passes over the other. One damaged byte then costs
+//! at most the frame it falls in. Older versions are read past a damaged
+//! frame only where its length still points at a frame that checks.
+//!
 //! Hostile input is bounded: a frame over [`MAX_FRAME_BYTES`] is refused
 //! before anything is allocated for it, a schema over [`MAX_SCHEMA_CHANNELS`]
 //! channels or a name over [`MAX_NAME_BYTES`] bytes is refused, and no list
@@ -82,6 +103,7 @@
 mod codec;
 mod header;
 mod item;
+pub mod layout;
 mod reader;
 mod sample;
 mod schema;
@@ -96,8 +118,8 @@ pub use header::{
 };
 pub use item::Item;
 pub use reader::{
-    ColumnStats, FrameReader, Lifetime, Recording, Scanned, Scanner, TailProblem, TailProblemKind,
-    Thinned, Visit, scan,
+    ColumnStats, FrameReader, Lifetime, Loss, Recording, Scanned, Scanner, TailProblem,
+    TailProblemKind, Thinned, Visit, scan,
 };
 pub use sample::{MAX_CHANNELS, Sample};
 pub use schema::{
@@ -107,8 +129,8 @@ pub use schema::{
 pub use seek::{SEEK_EVERY, SampleIndex, Samples, SeekPoint};
 pub use slots::Slots;
 pub use writer::{
-    BLOCK_AGE, BLOCK_SAMPLES, DIGEST_EVERY, GAP_NOTE, PACK_EVENTS, RecordingWriter, WRITE_RETRY,
-    WriteFault, WriteSummary,
+    BLOCK_AGE, BLOCK_SAMPLES, DIGEST_EVERY, GAP_NOTE, PACK_EVENTS, RecordingWriter, Storage,
+    WRITE_RETRY, WriteFault, WriteSummary,
 };
 
 use std::path::PathBuf;
@@ -116,9 +138,9 @@ use std::path::PathBuf;
 /// The first 8 bytes of every recording.
 pub const MAGIC: [u8; 8] = *b"FLATLINE";
 /// The format version this build writes.
-pub const FORMAT_VERSION: u32 = 4;
+pub const FORMAT_VERSION: u32 = 5;
 /// Versions this build reads.
-pub const READABLE_VERSIONS: &[u32] = &[1, 2, 3, 4];
+pub const READABLE_VERSIONS: &[u32] = &[1, 2, 3, 4, 5];
 /// A frame longer than this is damage, never an allocation.
 pub const MAX_FRAME_BYTES: u32 = 16 << 20;
 /// Most channels a recording may have over its whole life (ended ones count).
@@ -197,3 +219,5 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_damage;

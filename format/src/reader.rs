@@ -42,9 +42,57 @@ impl std::fmt::Display for TailProblem {
     }
 }
 
+/// A stretch of bytes a reader passed over: frames that did not check or
+/// decode, between two it could read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skipped {
+    pub offset: u64,
+    pub bytes: u64,
+    pub reason: String,
+}
+
+/// What a recording lost to damage: bytes passed over between frames that
+/// read, the samples in them (exact where the format says: v5, or a footer
+/// or schema change after the loss), and the time between the last sample
+/// read before and the first after.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Loss {
+    /// Byte offset of the first byte lost.
+    pub offset: u64,
+    pub bytes: u64,
+    /// Samples lost; `None` where the file does not say.
+    pub samples: Option<u64>,
+    /// Time of the last sample read before the loss, and of the first
+    /// after it (`None`: the recording's start, or its end).
+    pub after_ns: Option<u64>,
+    pub before_ns: Option<u64>,
+    pub reason: String,
+}
+
+impl std::fmt::Display for Loss {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let secs =
+            |t: Option<u64>| t.map_or("?".to_string(), |t| format!("{:.1} s", t as f64 / 1e9));
+        write!(f, "{} bytes at byte {}", self.bytes, self.offset)?;
+        match self.samples {
+            Some(n) => write!(f, ", {n} samples")?,
+            None => write!(f, ", samples unknown")?,
+        }
+        write!(
+            f,
+            " between {} and {}: {}",
+            self.after_ns.map_or("the start".into(), |t| secs(Some(t))),
+            self.before_ns.map_or("the end".into(), |t| secs(Some(t))),
+            self.reason
+        )
+    }
+}
+
 /// Reads frames one at a time. On an incomplete frame it seeks back to the
 /// frame's start, so a reader following a file that is still being written
-/// can simply ask again later.
+/// can simply ask again later. A frame that does not check or decode is
+/// passed over, and the reader goes on at the next frame that does (see
+/// [`FrameReader::take_skipped`]).
 #[derive(Debug)]
 pub struct FrameReader<R> {
     r: R,
@@ -56,6 +104,43 @@ pub struct FrameReader<R> {
     unpacked: std::collections::VecDeque<Frame>,
     /// Where the stored frame last read starts (a pack's, for its frames).
     stored_at: u64,
+    /// The sample index the stored frame last read carries (v5).
+    at: Option<u64>,
+    /// Damage passed over since [`FrameReader::take_skipped`] was last asked.
+    skipped: Vec<Skipped>,
+}
+
+/// Why a stored frame could not be read where the reader stands.
+enum Bad {
+    /// The input ends inside it.
+    Truncated(String),
+    /// Its bytes are wrong; `next` is where the next frame starts if its
+    /// length can be believed (its checksum matched).
+    Damaged(String, Option<u64>),
+}
+
+/// A stored frame read whole and checked.
+struct Stored {
+    head: crate::layout::Head,
+    payload: Vec<u8>,
+}
+
+#[cfg(fuzzing)]
+static CHECK_CRC: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Under the fuzzer, checksums are skipped unless asked for, so that
+/// mutations reach the decoders behind them; a target that corrupts bytes
+/// on purpose turns them back on.
+#[cfg(fuzzing)]
+pub fn check_checksums(on: bool) {
+    CHECK_CRC.store(on, std::sync::atomic::Ordering::Relaxed);
+}
+
+fn checksums_on() -> bool {
+    #[cfg(fuzzing)]
+    return CHECK_CRC.load(std::sync::atomic::Ordering::Relaxed);
+    #[cfg(not(fuzzing))]
+    true
 }
 
 /// Reads until `buf` is full or the input ends; returns the bytes read.
@@ -109,6 +194,8 @@ impl<R: Read + Seek> FrameReader<R> {
             frames: 0,
             unpacked: Default::default(),
             stored_at: 12,
+            at: None,
+            skipped: Vec::new(),
         };
         let bad = |reason: String| RecordingError::BadHeader {
             path: path.to_owned(),
@@ -141,18 +228,16 @@ impl<R: Read + Seek> FrameReader<R> {
             let start = self.offset;
             match self.next_stored()? {
                 Some(Frame::Packed(p)) => {
-                    let damaged = |reason: String| TailProblem {
-                        kind: TailProblemKind::Damaged,
-                        offset: start,
-                        reason,
+                    let unpacked = if self.version < 3 {
+                        Err(format!("a packed frame in a format v{} file", self.version))
+                    } else {
+                        p.unpack()
                     };
-                    if self.version < 3 {
-                        return Err(damaged(format!(
-                            "a packed frame in a format v{} file",
-                            self.version
-                        )));
+                    match unpacked {
+                        Ok(frames) => self.unpacked = frames.into(),
+                        // Its bytes checked: the next frame is right after it.
+                        Err(reason) => self.skip(start, self.offset - start, reason),
                     }
-                    self.unpacked = p.unpack().map_err(damaged)?.into();
                 }
                 other => return Ok(other),
             }
@@ -172,6 +257,8 @@ impl<R: Read + Seek> FrameReader<R> {
             frames: 0,
             unpacked: Default::default(),
             stored_at: offset,
+            at: None,
+            skipped: Vec::new(),
         })
     }
 
@@ -181,62 +268,210 @@ impl<R: Read + Seek> FrameReader<R> {
         self.stored_at
     }
 
-    /// The next frame as stored in the file.
+    /// The next frame as stored in the file, past any damage.
     fn next_stored(&mut self) -> Result<Option<Frame>, TailProblem> {
         let start = self.offset;
+        let mut pos = start;
+        // The first problem met, while looking for a frame that reads.
+        let mut first: Option<(TailProblemKind, String)> = None;
+        loop {
+            let bad = match self.read_stored(pos) {
+                Ok(None) if first.is_none() => return Ok(None),
+                Ok(None) => break,
+                Ok(Some(st)) => match decode(&st.payload) {
+                    Ok(frame) => {
+                        match first {
+                            Some((TailProblemKind::Truncated, reason)) => self.skip(
+                                start,
+                                pos - start,
+                                format!("a frame's length is wrong ({reason})"),
+                            ),
+                            Some((_, reason)) => self.skip(start, pos - start, reason),
+                            None => {}
+                        }
+                        self.take(&frame, &st, pos);
+                        return Ok(Some(frame));
+                    }
+                    Err(e) => Bad::Damaged(
+                        format!("undecodable frame: {e}"),
+                        Some(
+                            pos + (crate::layout::head_len(self.version) + st.payload.len()) as u64,
+                        ),
+                    ),
+                },
+                Err(b) => b,
+            };
+            let next = match bad {
+                Bad::Truncated(reason) => {
+                    if first.is_none() {
+                        first = Some((TailProblemKind::Truncated, reason));
+                    }
+                    if self.version < 5 {
+                        // What is there ends inside a frame (a writer's
+                        // frame not finished yet, or a cut file).
+                        break;
+                    }
+                    // v5: a length that runs past the end may be the
+                    // damage; a frame that checks after it says so.
+                    None
+                }
+                Bad::Damaged(reason, next) => {
+                    first = match first {
+                        Some((TailProblemKind::Truncated, _)) | None => {
+                            Some((TailProblemKind::Damaged, reason))
+                        }
+                        f => f,
+                    };
+                    next
+                }
+            };
+            // Where to look next: v5 by the sync word, older versions only
+            // where a frame's own length points.
+            let found = if self.version >= 5 {
+                self.find_sync(pos + 1).map_err(|e| TailProblem {
+                    kind: TailProblemKind::Damaged,
+                    offset: pos,
+                    reason: format!("read error: {e}"),
+                })?
+            } else if pos == start {
+                next
+            } else {
+                None
+            };
+            let Some(p) = found else { break };
+            if self.r.seek(SeekFrom::Start(p)).is_err() {
+                break;
+            }
+            pos = p;
+        }
+        // Nothing more reads: the first problem is where reading stops.
+        let (kind, reason) = first.expect("a problem was met");
+        let _ = self.r.seek(SeekFrom::Start(start));
+        if kind == TailProblemKind::Damaged {
+            // What follows is lost, to the end of the input.
+            let rest = std::io::copy(&mut (&mut self.r).take(u64::MAX), &mut std::io::sink());
+            let _ = self.r.seek(SeekFrom::Start(start));
+            self.skip(start, rest.unwrap_or(0), reason.clone());
+        }
         self.stored_at = start;
-        let problem = |kind, reason: String| TailProblem {
+        Err(TailProblem {
             kind,
             offset: start,
             reason,
-        };
-        let mut head = [0u8; 8];
-        let n = read_full(&mut self.r, &mut head)
-            .map_err(|e| problem(TailProblemKind::Damaged, format!("read error: {e}")))?;
+        })
+    }
+
+    /// Reads and checks the stored frame where the input stands (`pos`).
+    fn read_stored(&mut self, pos: u64) -> Result<Option<Stored>, Bad> {
+        let mut head = [0u8; 20];
+        let head = &mut head[..crate::layout::head_len(self.version)];
+        let n = read_full(&mut self.r, head)
+            .map_err(|e| Bad::Damaged(format!("read error: {e}"), None))?;
         if n == 0 {
             return Ok(None);
         }
         if n < head.len() {
-            let _ = self.r.seek(SeekFrom::Start(start));
-            return Err(problem(
-                TailProblemKind::Truncated,
-                format!("the file ends inside a frame header ({n} of 8 bytes)"),
+            return Err(Bad::Truncated(format!(
+                "the file ends inside a frame header ({n} of {} bytes)",
+                head.len()
+            )));
+        }
+        let Some(h) = crate::layout::Head::parse(self.version, head) else {
+            return Err(Bad::Damaged(
+                "no sync word where a frame starts".into(),
+                None,
+            ));
+        };
+        if h.len > MAX_FRAME_BYTES {
+            return Err(Bad::Damaged(
+                format!(
+                    "frame length {} is over the limit of {MAX_FRAME_BYTES}",
+                    h.len
+                ),
+                None,
             ));
         }
-        let len = u32::from_le_bytes([head[0], head[1], head[2], head[3]]);
-        let crc = u32::from_le_bytes([head[4], head[5], head[6], head[7]]);
-        if len > MAX_FRAME_BYTES {
-            return Err(problem(
-                TailProblemKind::Damaged,
-                format!("frame length {len} is over the limit of {MAX_FRAME_BYTES}"),
-            ));
-        }
-        let mut payload = vec![0u8; len as usize];
+        let mut payload = vec![0u8; h.len as usize];
         let got = read_full(&mut self.r, &mut payload)
-            .map_err(|e| problem(TailProblemKind::Damaged, format!("read error: {e}")))?;
+            .map_err(|e| Bad::Damaged(format!("read error: {e}"), None))?;
         if got < payload.len() {
-            let _ = self.r.seek(SeekFrom::Start(start));
-            return Err(problem(
-                TailProblemKind::Truncated,
-                format!("the file ends inside a frame ({got} of {len} bytes)"),
-            ));
+            return Err(Bad::Truncated(format!(
+                "the file ends inside a frame ({got} of {} bytes)",
+                h.len
+            )));
         }
-        // The fuzzer (cfg(fuzzing)) skips the checksum so that its mutations
-        // reach the decoders behind it.
-        if !cfg!(fuzzing) && crc32fast::hash(&payload) != crc {
-            return Err(problem(
-                TailProblemKind::Damaged,
-                "frame checksum mismatch".into(),
-            ));
+        // The fuzzer skips the checksum (unless its target asks) so that
+        // its mutations reach the decoders behind it.
+        if checksums_on() && !h.checks(&payload) {
+            // Its length may still be right (a flipped bit in the payload).
+            let next = pos + (head.len() + payload.len()) as u64;
+            return Err(Bad::Damaged("frame checksum mismatch".into(), Some(next)));
         }
-        let frame = decode(&payload)
-            .map_err(|e| problem(TailProblemKind::Damaged, format!("undecodable frame: {e}")))?;
+        Ok(Some(Stored { head: h, payload }))
+    }
+
+    /// Takes a frame read at `pos`: the digest, the counts, where the next
+    /// one starts.
+    fn take(&mut self, frame: &Frame, st: &Stored, pos: u64) {
         if !matches!(frame, Frame::Footer(_)) {
-            self.hasher.update(&payload);
+            self.hasher.update(&st.payload);
         }
         self.frames += 1;
-        self.offset = start + 8 + u64::from(len);
-        Ok(Some(frame))
+        self.stored_at = pos;
+        self.at = st.head.at;
+        self.offset = pos + (crate::layout::head_len(self.version) + st.payload.len()) as u64;
+    }
+
+    /// The next v5 sync word at or after `from` (the input is left there),
+    /// or `None` at the end of the input.
+    fn find_sync(&mut self, from: u64) -> std::io::Result<Option<u64>> {
+        use crate::layout::SYNC;
+        self.r.seek(SeekFrom::Start(from))?;
+        let mut buf = vec![0u8; 64 << 10];
+        // Bytes carried over from the last chunk (a sync word may straddle).
+        let mut keep = 0usize;
+        let mut base = from;
+        loop {
+            let n = read_full(&mut self.r, &mut buf[keep..])?;
+            let have = keep + n;
+            if let Some(i) = buf[..have].windows(SYNC.len()).position(|w| w == SYNC) {
+                let at = base + i as u64;
+                self.r.seek(SeekFrom::Start(at))?;
+                return Ok(Some(at));
+            }
+            if n == 0 {
+                return Ok(None);
+            }
+            keep = (SYNC.len() - 1).min(have);
+            buf.copy_within(have - keep..have, 0);
+            base += (have - keep) as u64;
+        }
+    }
+
+    /// Notes damage passed over (merged with the last note where they meet).
+    fn skip(&mut self, offset: u64, bytes: u64, reason: String) {
+        if let Some(last) = self.skipped.last_mut()
+            && last.offset + last.bytes >= offset
+        {
+            last.bytes = last.bytes.max(offset + bytes - last.offset);
+            return;
+        }
+        self.skipped.push(Skipped {
+            offset,
+            bytes,
+            reason,
+        });
+    }
+
+    /// Damage passed over since the last call, oldest first.
+    pub fn take_skipped(&mut self) -> Vec<Skipped> {
+        std::mem::take(&mut self.skipped)
+    }
+
+    /// The sample index the stored frame last read carries (format v5):
+    /// how many samples were written before it.
+    pub fn frame_at(&self) -> Option<u64> {
+        self.at
     }
 
     /// The file's format version.
@@ -288,6 +523,8 @@ pub struct Scanned {
     pub footer: Option<Footer>,
     pub digest: String,
     pub tail: Option<TailProblem>,
+    /// Damage read past, in file order (a damaged tail last).
+    pub losses: Vec<Loss>,
     pub bytes: u64,
     pub frames: u64,
     /// A seek point every [`crate::SEEK_EVERY`] samples or so.
@@ -315,6 +552,10 @@ struct ReadAhead {
     /// Offset of the frame (for a frame of a pack: past the pack).
     at: u64,
     stored_at: u64,
+    /// The stored frame's sample index (v5).
+    frame_at: Option<u64>,
+    /// Damage the reader passed over before this frame.
+    skipped: Vec<Skipped>,
     after: ReaderState,
     item: ReadItem,
 }
@@ -358,6 +599,8 @@ fn next_read<R: Read + Seek>(reader: &mut FrameReader<R>) -> ReadAhead {
     ReadAhead {
         at,
         stored_at: reader.stored_at(),
+        frame_at: reader.frame_at(),
+        skipped: reader.take_skipped(),
         after: reader.state(),
         item,
     }
@@ -449,6 +692,20 @@ struct Pass {
     seq: Vec<u64>,
     t_buf: Vec<u64>,
     v_buf: Vec<f64>,
+    /// The header as opened: a copy of it (v5 writes two) is passed over.
+    header: Header,
+    /// The last schema change taken, while no sample followed it: its copy
+    /// (v5 writes two) is passed over.
+    last_change: Option<Frame>,
+    /// Samples lost to damage so far: the writer's sample index of the next
+    /// sample is `samples + lost`.
+    lost: u64,
+    /// The loss no sample has followed yet.
+    open_loss: Option<usize>,
+    /// Time of the last sample read.
+    last_t: Option<u64>,
+    /// The stored frame whose sample index was checked last.
+    checked: u64,
 }
 
 impl<R: Read + Seek> Scanner<R> {
@@ -456,6 +713,7 @@ impl<R: Read + Seek> Scanner<R> {
     pub fn open(r: R, path: &Path) -> Result<Self, RecordingError> {
         let (reader, header) = FrameReader::open(r, path)?;
         let channels = header.schema.len();
+        let header_copy = header.clone();
         let pass = Pass {
             s: Scanned {
                 lifetimes: vec![
@@ -470,6 +728,7 @@ impl<R: Read + Seek> Scanner<R> {
                 footer: None,
                 digest: String::new(),
                 tail: None,
+                losses: Vec::new(),
                 bytes: 0,
                 frames: 0,
                 seeks: Vec::new(),
@@ -479,6 +738,12 @@ impl<R: Read + Seek> Scanner<R> {
             seq: Vec::new(),
             t_buf: Vec::new(),
             v_buf: Vec::new(),
+            header: header_copy,
+            last_change: None,
+            lost: 0,
+            open_loss: None,
+            last_t: None,
+            checked: 0,
         };
         Ok(Self {
             reader,
@@ -555,33 +820,69 @@ impl Pass {
     fn apply(&mut self, read: ReadAhead, visit: &mut dyn Visit, mode: Mode) -> Applied {
         self.state = read.after;
         let at = read.at;
-        let s = &mut self.s;
-        let version = self.version;
-        let damaged = |reason: String| TailProblem {
-            kind: TailProblemKind::Damaged,
-            offset: at,
-            reason,
-        };
         // A follower waits at the end of what is written, before the
         // footer, and inside a frame not finished yet (even after the
-        // footer: what follows it is judged once it is whole).
+        // footer: what follows it is judged once it is whole). It waits at
+        // damage too: the frame after it may not be written yet, and once
+        // it is, reading goes on there (the reader stands where it was).
         let follows = mode == Mode::Follow;
+        if follows && matches!(read.item, ReadItem::Tail(_)) {
+            return Applied::Waiting;
+        }
+        for sk in read.skipped {
+            self.note_loss(sk.offset, sk.bytes, sk.reason);
+        }
         let frame = match read.item {
-            ReadItem::End if follows && s.footer.is_none() => return Applied::Waiting,
+            ReadItem::End if follows && self.s.footer.is_none() => return Applied::Waiting,
             ReadItem::End => return Applied::Over,
-            ReadItem::Tail(p) if follows && p.kind == TailProblemKind::Truncated => {
-                return Applied::Waiting;
-            }
             ReadItem::Tail(p) => {
-                s.tail = Some(p);
+                self.s.tail = Some(p);
                 return Applied::Over;
             }
-            _ if s.footer.is_some() => {
-                s.tail = Some(damaged("data after the footer".into()));
+            _ if self.s.footer.is_some() => {
+                self.s.tail = Some(TailProblem {
+                    kind: TailProblemKind::Damaged,
+                    offset: at,
+                    reason: "data after the footer".into(),
+                });
                 return Applied::Over;
             }
             ReadItem::Frame(f) => f,
         };
+        let stored_bytes = self.state.offset.saturating_sub(read.stored_at);
+        // A copy of what was just taken (v5 writes the header and every
+        // schema change twice) is passed over.
+        let copy = match &frame {
+            Frame::Header(h) => *h == self.header,
+            Frame::Channels(_) | Frame::Ended(_) => self.last_change.as_ref() == Some(&frame),
+            _ => false,
+        };
+        if copy {
+            self.s.bytes = self.state.offset;
+            return Applied::More;
+        }
+        // v5: each stored frame says how many samples came before it.
+        if read.stored_at != self.checked {
+            self.checked = read.stored_at;
+            if let Some(fa) = read.frame_at
+                && let Err(e) = self.account(fa)
+            {
+                self.note_loss(read.stored_at, stored_bytes, e);
+                return Applied::More;
+            }
+        }
+        match self.take(frame, read.stored_at, visit) {
+            Ok(()) => self.s.bytes = self.state.offset,
+            // A frame that checks but does not fit what came before is
+            // lost like a damaged one, and reading goes on.
+            Err(e) => self.note_loss(read.stored_at, stored_bytes, e),
+        }
+        Applied::More
+    }
+
+    /// Takes a frame that read: rows, schema changes, events, the footer.
+    fn take(&mut self, frame: Frame, stored_at: u64, visit: &mut dyn Visit) -> Result<(), String> {
+        let version = self.version;
         let (seq, t_buf, v_buf) = (&mut self.seq, &mut self.t_buf, &mut self.v_buf);
         seq.clear();
         t_buf.clear();
@@ -600,28 +901,67 @@ impl Pass {
             _ => None,
         };
         if let Some((width, decoded)) = decoded {
-            return match decoded
-                .and_then(|()| s.apply_rows(width, t_buf, v_buf, read.stored_at, visit))
-            {
-                Ok(()) => {
-                    s.bytes = self.state.offset;
-                    Applied::More
+            decoded?;
+            let known = self.s.lifetimes.len();
+            if width > known && !self.s.losses.is_empty() {
+                // Both copies of a schema change were lost: its channels'
+                // names are gone, but not their values. They read on as
+                // gauges named by position (no growth is told of a gauge),
+                // and the loss says so.
+                let specs: Vec<ChannelSpec> = (known..width)
+                    .map(|p| {
+                        ChannelSpec::new(
+                            format!("lost.{p}"),
+                            crate::Unit::Number,
+                            crate::Group::Telemetry,
+                        )
+                        .with_kind(crate::Kind::Gauge)
+                    })
+                    .collect();
+                check_new_channels(&self.s.header.schema, &specs)?;
+                if let Some(l) = self.s.losses.last_mut() {
+                    l.reason.push_str(&format!(
+                        "; the names of channels {known} to {} were lost with it (read as lost.{known}…)",
+                        width - 1
+                    ));
                 }
-                Err(e) => {
-                    s.tail = Some(damaged(e));
-                    Applied::Over
+                let n = self.s.samples;
+                visit.channels(n, &specs);
+                for spec in specs {
+                    self.s.header.schema.channels.push(spec);
+                    self.s.lifetimes.push(Lifetime {
+                        from: n,
+                        until: None,
+                    });
                 }
-            };
+            }
+            self.s.apply_rows(width, t_buf, v_buf, stored_at, visit)?;
+            self.last_change = None;
+            if let Some(i) = self.open_loss.take() {
+                self.s.losses[i].before_ns = t_buf.first().copied();
+            }
+            if let Some(&t) = t_buf.last() {
+                self.last_t = Some(t);
+            }
+            return Ok(());
         }
-        let applied = match frame {
+        match frame {
             Frame::Samples(_) | Frame::Block(_) => Err(format!(
                 "a sample block of another format version than the file's {version}"
             )),
             Frame::Channels(_) | Frame::Ended(_) if version < 2 => {
                 Err("a schema change in a format v1 file".into())
             }
-            Frame::Channels(ext) => s.add_channels(ext, visit),
-            Frame::Ended(end) => s.end_channels(&end, visit),
+            Frame::Channels(ext) => {
+                self.account(ext.at)?;
+                self.last_change = Some(Frame::Channels(ext.clone()));
+                self.s.add_channels(ext, self.lost, visit)
+            }
+            Frame::Ended(end) => {
+                self.account(end.at)?;
+                self.last_change = Some(Frame::Ended(end.clone()));
+                self.s.end_channels(&end, self.lost, visit)
+            }
             Frame::Event(e) => {
                 visit.event(e);
                 Ok(())
@@ -631,16 +971,51 @@ impl Pass {
             // The frame reader opens packs; one never reaches here.
             Frame::Packed(_) => Err("a pack that was not opened".into()),
             Frame::Footer(f) => {
-                s.footer = Some(f);
+                self.s.footer = Some(f);
                 Ok(())
             }
-        };
-        if let Err(e) = applied {
-            s.tail = Some(damaged(e));
-            return Applied::Over;
         }
-        s.bytes = self.state.offset;
-        Applied::More
+    }
+
+    /// Checks a sample index the file gives (a v5 frame's, a schema
+    /// change's) against the samples read and lost so far: more means
+    /// samples lost with the damage just passed over.
+    fn account(&mut self, at: u64) -> Result<(), String> {
+        let next = self.s.samples as u64 + self.lost;
+        if at < next || (at > next && self.s.losses.is_empty()) {
+            return Err(format!(
+                "a frame at sample {at} where sample {next} is next"
+            ));
+        }
+        if at > next {
+            let gap = at - next;
+            self.lost += gap;
+            let last = self.s.losses.last_mut().expect("checked above");
+            last.samples = Some(last.samples.unwrap_or(0) + gap);
+        }
+        Ok(())
+    }
+
+    /// Notes bytes lost at `offset` (merged with the loss no sample has
+    /// followed yet where they meet).
+    fn note_loss(&mut self, offset: u64, bytes: u64, reason: String) {
+        if let Some(i) = self.open_loss {
+            let l = &mut self.s.losses[i];
+            if l.offset + l.bytes >= offset {
+                l.bytes = l.bytes.max(offset + bytes - l.offset);
+                return;
+            }
+        }
+        self.s.losses.push(Loss {
+            offset,
+            bytes,
+            // v5 frames say how many samples came before them.
+            samples: (self.version >= 5).then_some(0),
+            after_ns: self.last_t,
+            before_ns: None,
+            reason,
+        });
+        self.open_loss = Some(self.s.losses.len() - 1);
     }
 
     /// Closes the pass where its reader stands: the digest, and the tail of a
@@ -651,6 +1026,20 @@ impl Pass {
         s.digest = hex(&state.hash.clone().finalize());
         if s.bytes == 0 {
             s.bytes = state.offset;
+        }
+        if let Some(f) = &s.footer
+            && !s.losses.is_empty()
+        {
+            // The footer counts every sample written: what was not read is
+            // what the losses took, and a single loss of unknown size took
+            // all of it. Its digest cannot match: frames are missing.
+            let lost = f.samples.saturating_sub(s.samples as u64);
+            let known: u64 = s.losses.iter().filter_map(|l| l.samples).sum();
+            let mut unknown = s.losses.iter_mut().filter(|l| l.samples.is_none());
+            if let (Some(l), None) = (unknown.next(), unknown.next()) {
+                l.samples = Some(lost.saturating_sub(known));
+            }
+            return;
         }
         if s.tail.is_none() {
             match &s.footer {
@@ -728,10 +1117,11 @@ impl Scanned {
     fn add_channels(
         &mut self,
         ext: crate::SchemaExtension,
+        lost: u64,
         visit: &mut dyn Visit,
     ) -> Result<(), String> {
         let n = self.samples;
-        if ext.at != n as u64 {
+        if ext.at != n as u64 + lost {
             return Err(format!(
                 "channels added at sample {} after {n} samples",
                 ext.at
@@ -752,10 +1142,11 @@ impl Scanned {
     fn end_channels(
         &mut self,
         end: &crate::ChannelsEnded,
+        lost: u64,
         visit: &mut dyn Visit,
     ) -> Result<(), String> {
         let n = self.samples;
-        if end.at != n as u64 {
+        if end.at != n as u64 + lost {
             return Err(format!(
                 "channels ended at sample {} after {n} samples",
                 end.at
@@ -802,6 +1193,8 @@ pub struct Recording {
     pub digest: String,
     /// What went wrong at the end, if anything; everything before it is here.
     pub tail: Option<TailProblem>,
+    /// Damage read past, in file order: what each cost.
+    pub losses: Vec<Loss>,
     /// Bytes of intact frames (from the start of the file).
     pub bytes: u64,
     pub frames: u64,
@@ -1074,6 +1467,7 @@ impl Recording {
             footer: s.footer,
             digest: s.digest,
             tail: s.tail,
+            losses: s.losses,
             bytes: s.bytes,
             frames: s.frames,
             thinned,
@@ -1136,6 +1530,17 @@ impl Recording {
     /// True when the recording did not end cleanly with an intact footer.
     pub fn is_truncated(&self) -> bool {
         self.tail.is_some()
+    }
+
+    /// True when some of the file could not be read: frames passed over,
+    /// or a damaged tail (a file that only stops early, as a killed run's
+    /// does, is truncated, not damaged).
+    pub fn is_damaged(&self) -> bool {
+        !self.losses.is_empty()
+            || self
+                .tail
+                .as_ref()
+                .is_some_and(|t| t.kind == TailProblemKind::Damaged)
     }
 
     /// Seconds from the first sample to the last.

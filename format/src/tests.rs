@@ -173,19 +173,35 @@ fn a_cut_at_any_byte_keeps_every_complete_frame_before_it() {
 }
 
 #[test]
-fn damage_is_reported_where_it_starts_and_what_precedes_it_loads() {
+fn damage_is_reported_where_it_is_and_reading_goes_on_after_it() {
     let dir = tempfile::tempdir().unwrap();
     let (mut bytes, _) = recording_bytes(dir.path(), 1000, 4);
     let full = load(&bytes).unwrap();
     let at = bytes.len() / 2;
+    let (start, len) = *stored_frames(&bytes)
+        .iter()
+        .find(|(s, l)| (*s..s + 20 + l).contains(&at))
+        .unwrap();
     bytes[at] ^= 0x40;
     let rec = load(&bytes).unwrap();
-    let tail = rec.tail.clone().unwrap();
-    assert_eq!(tail.kind, TailProblemKind::Damaged);
-    assert!(tail.offset <= at as u64, "{tail}");
-    assert!(tail.reason.contains("checksum"), "{tail}");
-    assert!(rec.len() > 100 && rec.len() < 1000, "{}", rec.len());
-    assert_eq!(rec.t_ns[..], full.t_ns[..rec.len()]);
+    assert_eq!(rec.tail, None, "the footer was read");
+    assert!(rec.is_damaged());
+    let [loss] = &rec.losses[..] else {
+        panic!("{:?}", rec.losses)
+    };
+    assert_eq!((loss.offset, loss.bytes), (start as u64, 20 + len as u64));
+    assert!(loss.reason.contains("checksum"), "{loss}");
+    // The pack held one block of 256 samples: exactly those are missing.
+    assert_eq!(loss.samples, Some(256));
+    assert_eq!(rec.len(), 1000 - 256);
+    let first = rec
+        .t_ns
+        .iter()
+        .position(|t| Some(*t) > loss.after_ns)
+        .unwrap();
+    assert_eq!(rec.t_ns[..first], full.t_ns[..first]);
+    assert_eq!(rec.t_ns[first..], full.t_ns[first + 256..]);
+    assert_eq!(loss.before_ns, Some(full.t_ns[first + 256]));
 }
 
 #[test]
@@ -195,8 +211,9 @@ fn an_absurd_frame_length_is_damage_not_an_allocation() {
     // A frame header that claims 4 GiB: the reader must refuse it before
     // allocating anything for its payload.
     let mut evil = bytes.clone();
+    evil.extend_from_slice(&layout::SYNC);
     evil.extend_from_slice(&u32::MAX.to_le_bytes());
-    evil.extend_from_slice(&[0; 4]);
+    evil.extend_from_slice(&[0; 12]);
     let rec = load(&evil).unwrap();
     let tail = rec.tail.clone().unwrap();
     assert_eq!(tail.kind, TailProblemKind::Damaged);
@@ -229,7 +246,7 @@ fn bad_magic_and_unknown_versions_are_named() {
     v99.extend_from_slice(&99u32.to_le_bytes());
     let msg = load(&v99).unwrap_err().to_string();
     assert!(
-        msg.contains("version 99") && msg.contains("[1, 2, 3, 4]"),
+        msg.contains("version 99") && msg.contains("[1, 2, 3, 4, 5]"),
         "{msg}"
     );
     assert!(matches!(load(b""), Err(RecordingError::BadMagic { .. })));
@@ -288,13 +305,30 @@ fn raw_file(frames: &[Frame]) -> Vec<u8> {
 fn raw_file_of(version: u32, frames: &[Frame]) -> Vec<u8> {
     let mut out = MAGIC.to_vec();
     out.extend_from_slice(&version.to_le_bytes());
+    // v5 frames carry the samples before them, as a writer counts them.
+    let mut at = 0u64;
     for f in frames {
         let payload = codec_encode(f);
-        out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-        out.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
-        out.extend_from_slice(&payload);
+        out.extend_from_slice(&layout::stored(version, at, &payload));
+        let blocks = match f {
+            Frame::Packed(p) => p.unpack().unwrap_or_default(),
+            other => vec![other.clone()],
+        };
+        for b in blocks {
+            if let Frame::Block(b) = b {
+                at += b.len() as u64;
+            }
+        }
     }
     out
+}
+
+/// Every reason a recording gives for what it could not read: its losses',
+/// then its tail's.
+fn reasons(rec: &Recording) -> String {
+    let mut all: Vec<String> = rec.losses.iter().map(|l| l.reason.clone()).collect();
+    all.extend(rec.tail.iter().map(|t| t.reason.clone()));
+    all.join("; ")
 }
 
 fn codec_encode(f: &Frame) -> Vec<u8> {
@@ -419,8 +453,9 @@ fn hostile_schema_frames_are_refused_without_allocating_them() {
 
     // A name of 1 GB cannot even be a frame: the length is refused first.
     let mut big = raw_file(&ok);
+    big.extend_from_slice(&layout::SYNC);
     big.extend_from_slice(&(1u32 << 30).to_le_bytes());
-    big.extend_from_slice(&[0; 4]);
+    big.extend_from_slice(&[0; 12]);
     let rec = load(&big).unwrap();
     assert!(rec.tail.unwrap().reason.contains("over the limit"));
 
@@ -434,12 +469,10 @@ fn hostile_schema_frames_are_refused_without_allocating_them() {
     claim.push(0xdd); // array32
     claim.extend_from_slice(&10_000_000u32.to_be_bytes());
     let mut file = raw_file(&ok);
-    file.extend_from_slice(&(claim.len() as u32).to_le_bytes());
-    file.extend_from_slice(&crc32fast::hash(&claim).to_le_bytes());
-    file.extend_from_slice(&claim);
+    file.extend_from_slice(&layout::stored(FORMAT_VERSION, 0, &claim));
     let rec = load(&file).unwrap();
-    let tail = rec.tail.unwrap();
-    assert_eq!(tail.kind, TailProblemKind::Damaged, "{tail}");
+    assert!(rec.is_damaged(), "{:?}", rec.losses);
+    assert_eq!(rec.header.schema.len(), 1);
 
     // Real channels, but too many, a name too long, or a name taken.
     let spec = |n: String| ChannelSpec::new(n, Unit::Bytes, Group::Memory);
@@ -456,8 +489,7 @@ fn hostile_schema_frames_are_refused_without_allocating_them() {
     for (channels, what) in cases {
         let ext = Frame::Channels(SchemaExtension { at: 0, channels });
         let rec = load(&raw_file(&[Frame::Header(h.clone()), ext])).unwrap();
-        let tail = rec.tail.unwrap();
-        assert!(tail.reason.contains(what), "{what}: {tail}");
+        assert!(reasons(&rec).contains(what), "{what}: {}", reasons(&rec));
         assert_eq!(rec.header.schema.len(), 1);
     }
     // A schema change that does not sit where the samples are.
@@ -466,7 +498,7 @@ fn hostile_schema_frames_are_refused_without_allocating_them() {
         channels: vec![spec("late".into())],
     });
     let rec = load(&raw_file(&[Frame::Header(h.clone()), ext])).unwrap();
-    assert!(rec.tail.unwrap().reason.contains("at sample 5"));
+    assert!(reasons(&rec).contains("at sample 5"), "{}", reasons(&rec));
     // And a header whose own schema is hostile is no recording at all.
     let mut bad = h;
     bad.schema.channels.push(spec("c0".into()));
@@ -495,7 +527,7 @@ fn older_readers_refuse_newer_files_and_v1_files_keep_their_rules() {
     h.format_version = 1;
     let block = Frame::Block(ColumnBlock::encode(&[sample(0, 2)], 2).unwrap());
     let rec = load(&raw_file_of(1, &[Frame::Header(h), block])).unwrap();
-    assert!(rec.tail.unwrap().reason.contains("another format version"));
+    assert!(reasons(&rec).contains("another format version"));
 }
 
 /// A bounded load holds every `stride`-th sample and the last, keeps exact
@@ -611,15 +643,26 @@ fn pack_of(frames: &[Frame]) -> Frame {
     })
 }
 
-/// Start and length of every stored frame after the magic and version.
+/// Start and payload length of every stored frame after the magic and
+/// version (of this build's format).
 fn stored_frames(bytes: &[u8]) -> Vec<(usize, usize)> {
+    let head = layout::head_len(FORMAT_VERSION);
     let (mut at, mut out) = (12, Vec::new());
-    while at + 8 <= bytes.len() {
-        let len = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
-        out.push((at, len));
-        at += 8 + len;
+    while at + head <= bytes.len() {
+        let h = layout::Head::parse(FORMAT_VERSION, &bytes[at..at + head]).unwrap();
+        out.push((at, h.len as usize));
+        at += head + h.len as usize;
     }
     out
+}
+
+/// Fixes the checksum of the stored frame at `at` after its payload was
+/// changed.
+fn fix_checksum(b: &mut [u8], at: usize) {
+    let head = layout::head_len(FORMAT_VERSION);
+    let h = layout::Head::parse(FORMAT_VERSION, &b[at..at + head]).unwrap();
+    let crc = layout::checksum(h.at, &b[at + head..at + head + h.len as usize]);
+    b[at + 8..at + 12].copy_from_slice(&crc.to_le_bytes());
 }
 
 #[test]
@@ -676,9 +719,9 @@ fn events_share_packs_with_their_samples_and_bursts_are_split() {
     let (bytes, summary) = recording_bytes(dir.path(), 1000, 4);
     // 1000 samples written at once are 4 blocks of 256; each pack carries
     // the events queued since the last: no event has a frame of its own.
-    // Frames: header, 4 packs, footer.
-    assert_eq!(summary.frames, 6, "{summary:?}");
-    assert_eq!(stored_frames(&bytes).len(), 6);
+    // Frames: the header twice, 4 packs, footer.
+    assert_eq!(summary.frames, 7, "{summary:?}");
+    assert_eq!(stored_frames(&bytes).len(), 7);
     let path = dir.path().join("burst.flr");
     let mut w = RecordingWriter::create(&path, &header(1), false).unwrap();
     let n = 2 * PACK_EVENTS as u64 + 5;
@@ -691,7 +734,7 @@ fn events_share_packs_with_their_samples_and_bursts_are_split() {
     }
     let summary = w.finish("completed").unwrap();
     // Two full packs as the burst arrives, the rest with the footer.
-    assert_eq!(summary.frames, 1 + 3 + 1, "{summary:?}");
+    assert_eq!(summary.frames, 2 + 3 + 1, "{summary:?}");
     let rec = Recording::open(&path).unwrap();
     assert_eq!(rec.tail, None);
     assert_eq!(rec.events.len() as u64, n);
@@ -743,23 +786,29 @@ fn hostile_packs_are_damage_not_allocations() {
         ("other than", pack_of(&[block(1), good.clone()])),
     ];
     for (want, bad) in cases {
-        let rec = load(&raw_file(&[Frame::Header(header(2)), good.clone(), bad])).unwrap();
-        assert_eq!(rec.len(), 1, "{want}: what precedes the bad pack loads");
-        let tail = rec.tail.expect(want);
-        assert_eq!(tail.kind, TailProblemKind::Damaged, "{want}");
-        assert!(tail.reason.contains(want), "{want}: {}", tail.reason);
+        let rec = load(&raw_file(&[
+            Frame::Header(header(2)),
+            good.clone(),
+            bad,
+            good.clone(),
+        ]))
+        .unwrap();
+        assert_eq!(
+            rec.len(),
+            2,
+            "{want}: what is on either side of the bad pack loads"
+        );
+        let [loss] = &rec.losses[..] else {
+            panic!("{want}: {:?}", rec.losses)
+        };
+        assert!(loss.reason.contains(want), "{want}: {}", loss.reason);
     }
     // A pack in a v2 file is damage too: v2 has no packs.
     let mut h = header(2);
     h.format_version = 2;
     let rec = load(&raw_file_of(2, &[Frame::Header(h), block(0), good])).unwrap();
     assert_eq!(rec.len(), 1);
-    assert!(
-        rec.tail
-            .unwrap()
-            .reason
-            .contains("packed frame in a format v2 file")
-    );
+    assert!(reasons(&rec).contains("packed frame in a format v2 file"));
 }
 
 /// A small fuzzer that runs in every test run: bytes of packs changed at
@@ -778,15 +827,14 @@ fn mutated_packs_give_errors_or_consistent_recordings() {
         let mut b = bytes.clone();
         let (at, len) = packs[rng.below(packs.len() as u64) as usize];
         for _ in 0..1 + rng.below(4) {
-            let i = at + 8 + rng.below(len as u64) as usize;
+            let i = at + 20 + rng.below(len as u64) as usize;
             b[i] ^= 1 << rng.below(8);
         }
-        let crc = crc32fast::hash(&b[at + 8..at + 8 + len]);
-        b[at + 4..at + 8].copy_from_slice(&crc.to_le_bytes());
+        fix_checksum(&mut b, at);
         if let Ok(rec) = load(&b) {
             assert_eq!(rec.columns.len(), rec.header.schema.len());
             assert!(rec.columns.iter().all(|c| c.len() == rec.t_ns.len()));
-            damaged += usize::from(rec.tail.is_some());
+            damaged += usize::from(rec.is_damaged());
         }
     }
     // Nearly every change is caught: a pack's stream is deflate, its list
@@ -1035,6 +1083,7 @@ fn same_scan(a: &Scanned, b: &Scanned, what: &str) {
         ),
         "{what}"
     );
+    assert_eq!(a.losses, b.losses, "{what}");
     assert_eq!(a.footer.is_some(), b.footer.is_some(), "{what}");
     assert_eq!(a.header.schema.len(), b.header.schema.len(), "{what}");
 }
@@ -1108,7 +1157,7 @@ fn a_follower_keeps_the_checks_of_a_whole_scan() {
         ("data after the footer", doubled),
     ] {
         let (whole_log, whole) = scan_whole(&file);
-        assert!(whole.tail.is_some(), "{what}");
+        assert!(whole.tail.is_some() || !whole.losses.is_empty(), "{what}");
         for step in [13, 500] {
             let (log, s) = follow_in_steps(&file, step);
             assert_eq!(log, whole_log, "{what}");

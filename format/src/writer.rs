@@ -10,6 +10,7 @@ use sha2::{Digest, Sha256};
 use crate::codec::{
     ChannelsEnded, Code, ColumnBlock, Frame, Packed, Packer, SchemaExtension, encode_into,
 };
+use crate::layout;
 use crate::{
     ChannelSpec, DigestMark, Event, EventKind, FORMAT_VERSION, Footer, Header, Item, MAGIC,
     MAX_CHANNELS, RecordingError, Sample, Schema, Slots, check_new_channels, hex,
@@ -89,11 +90,37 @@ pub struct WriteSummary {
     pub complete: bool,
 }
 
-/// Appends frames to a new recording file.
+/// Where a recording's bytes go: a file, or (in tests) a store that fails
+/// on cue. Besides writing, the writer cuts it back to what was last whole
+/// after a failed write, and syncs it at the end.
+pub trait Storage: Write + Sized {
+    /// A second handle on the same storage (the writer drops its buffer by
+    /// taking the old handle apart).
+    fn try_clone(&self) -> std::io::Result<Self>;
+    /// Cuts the storage to `len` bytes and puts the write position there.
+    fn cut_to(&mut self, len: u64) -> std::io::Result<()>;
+    /// Makes what was written durable.
+    fn sync(&mut self) -> std::io::Result<()>;
+}
+
+impl Storage for File {
+    fn try_clone(&self) -> std::io::Result<Self> {
+        File::try_clone(self)
+    }
+    fn cut_to(&mut self, len: u64) -> std::io::Result<()> {
+        self.set_len(len)?;
+        self.seek(SeekFrom::Start(len)).map(|_| ())
+    }
+    fn sync(&mut self) -> std::io::Result<()> {
+        self.sync_all()
+    }
+}
+
+/// Appends frames to a new recording file (or any [`Storage`]).
 #[derive(Debug)]
-pub struct RecordingWriter {
+pub struct RecordingWriter<S: Storage = File> {
     path: PathBuf,
-    out: BufWriter<File>,
+    out: BufWriter<S>,
     hasher: Sha256,
     /// Every channel so far, ended ones included (each is a column of every
     /// block).
@@ -116,6 +143,11 @@ pub struct RecordingWriter {
     /// [`RecordingWriter::take_resumed`].
     fault: Option<WriteFault>,
     owed: Vec<Frame>,
+    /// Schema changes written since the last flush that succeeded: a
+    /// roll-back cuts them off the file, and then they are owed again (the
+    /// schema in memory already has them, and every later block has their
+    /// columns).
+    unflushed: Vec<Frame>,
     last_retry: Instant,
     resumed: Option<WriteFault>,
     frames: u64,
@@ -147,7 +179,27 @@ fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> RecordingError + '_ {
     }
 }
 
-impl RecordingWriter {
+/// What a header must be for this build to write it: this build's
+/// version, a schema that fits a sample.
+fn check_header(header: &Header) -> Result<(), RecordingError> {
+    if header.format_version != FORMAT_VERSION {
+        return Err(RecordingError::Encode(format!(
+            "this build writes format version {FORMAT_VERSION}, not {}",
+            header.format_version
+        )));
+    }
+    check_new_channels(&Schema::default(), &header.schema.channels)
+        .map_err(RecordingError::BadSchema)?;
+    if header.schema.len() > MAX_CHANNELS {
+        return Err(RecordingError::BadSchema(format!(
+            "{} channels do not fit in a sample of {MAX_CHANNELS}",
+            header.schema.len()
+        )));
+    }
+    Ok(())
+}
+
+impl RecordingWriter<File> {
     /// Creates `path` and writes the magic, the version and `header` (whose
     /// `format_version` must be this build's [`FORMAT_VERSION`]).
     /// Refuses to overwrite an existing file unless `force`, and names a
@@ -163,20 +215,7 @@ impl RecordingWriter {
                 dir,
             });
         }
-        if header.format_version != FORMAT_VERSION {
-            return Err(RecordingError::Encode(format!(
-                "this build writes format version {FORMAT_VERSION}, not {}",
-                header.format_version
-            )));
-        }
-        check_new_channels(&Schema::default(), &header.schema.channels)
-            .map_err(RecordingError::BadSchema)?;
-        if header.schema.len() > MAX_CHANNELS {
-            return Err(RecordingError::BadSchema(format!(
-                "{} channels do not fit in a sample of {MAX_CHANNELS}",
-                header.schema.len()
-            )));
-        }
+        check_header(header)?;
         let mut opts = OpenOptions::new();
         opts.write(true);
         if force {
@@ -196,9 +235,30 @@ impl RecordingWriter {
                 }
             }
         })?;
+        Self::with_storage(file, path, header)
+    }
+
+    /// A second recording of the same stream from now on, at `path`: the
+    /// same header (source, configuration, host, clock) and the schema
+    /// changes so far, so that the stream's samples fit its slots too. What
+    /// a live window records while its workload process streams to it.
+    pub fn fork(&self, path: &Path, force: bool) -> Result<Self, RecordingError> {
+        let mut w = Self::create(path, &self.initial, force)?;
+        for c in &self.changes {
+            w.push(c)?;
+        }
+        Ok(w)
+    }
+}
+
+impl<S: Storage> RecordingWriter<S> {
+    /// A recording written to `storage` (empty, at its start), named
+    /// `path` in what it reports: the magic, the version and `header`.
+    pub fn with_storage(storage: S, path: &Path, header: &Header) -> Result<Self, RecordingError> {
+        check_header(header)?;
         let mut w = Self {
             path: path.to_owned(),
-            out: BufWriter::with_capacity(64 << 10, file),
+            out: BufWriter::with_capacity(64 << 10, storage),
             hasher: Sha256::new(),
             schema: header.schema.clone(),
             slots: Slots::new(header.schema.len()),
@@ -217,6 +277,7 @@ impl RecordingWriter {
             },
             fault: None,
             owed: Vec::new(),
+            unflushed: Vec::new(),
             last_retry: Instant::now(),
             resumed: None,
             frames: 0,
@@ -241,7 +302,11 @@ impl RecordingWriter {
         head[8..].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
         w.out.write_all(&head).map_err(io_err(path))?;
         w.bytes = head.len() as u64;
-        w.write_frame(&Frame::Header(header.clone()))?;
+        // Twice: a reader whose first copy is damaged reads the second, and
+        // every frame after it keeps its meaning.
+        let frame = Frame::Header(header.clone());
+        w.write_frame(&frame)?;
+        w.write_frame(&frame)?;
         w.flush()?;
         Ok(w)
     }
@@ -256,21 +321,18 @@ impl RecordingWriter {
     }
 
     fn write_payload(&mut self, payload: &[u8], footer: bool) -> Result<(), RecordingError> {
-        let len = u32::try_from(payload.len())
-            .ok()
-            .filter(|&l| l <= super::MAX_FRAME_BYTES)
-            .ok_or_else(|| {
-                RecordingError::Encode(format!(
-                    "a frame of {} bytes is over the limit",
-                    payload.len()
-                ))
-            })?;
-        let mut head = [0u8; 8];
-        head[..4].copy_from_slice(&len.to_le_bytes());
-        head[4..].copy_from_slice(&crc32fast::hash(payload).to_le_bytes());
+        if u32::try_from(payload.len()).map_or(true, |l| l > super::MAX_FRAME_BYTES) {
+            return Err(RecordingError::Encode(format!(
+                "a frame of {} bytes is over the limit",
+                payload.len()
+            )));
+        }
+        let mut head = [0u8; 20];
+        let head = &mut head[..layout::head_len(FORMAT_VERSION)];
+        layout::write_head(FORMAT_VERSION, self.written_samples, payload, head);
         if let Err(e) = self
             .out
-            .write_all(&head)
+            .write_all(head)
             .and_then(|()| self.out.write_all(payload))
         {
             return Err(self.trip(e));
@@ -279,7 +341,7 @@ impl RecordingWriter {
             self.hasher.update(payload);
         }
         self.frames += 1;
-        self.bytes += 8 + payload.len() as u64;
+        self.bytes += (head.len() + payload.len()) as u64;
         self.dirty = true;
         Ok(())
     }
@@ -377,12 +439,7 @@ impl RecordingWriter {
             at: self.samples,
             channels: channels.to_vec(),
         });
-        if self.fault.is_some() {
-            self.owed.push(frame);
-        } else {
-            self.write_pending()?;
-            self.write_frame(&frame)?;
-        }
+        self.write_change(frame)?;
         self.schema.channels.extend_from_slice(channels);
         self.slots.add(channels.len());
         self.changes.push(Item::Add(channels.to_vec()));
@@ -423,15 +480,25 @@ impl RecordingWriter {
             at: self.samples,
             channels: ending,
         });
-        if self.fault.is_some() {
-            self.owed.push(frame);
-        } else {
-            self.write_pending()?;
-            self.write_frame(&frame)?;
-        }
+        self.write_change(frame)?;
         self.slots.end(positions);
         self.changes.push(Item::End(positions.to_vec()));
         self.tick()
+    }
+
+    /// Writes a schema change (after what is queued), or owes it to the
+    /// file while writes fail. Written twice, so that one damaged copy
+    /// costs nothing: every block after it has the change's columns.
+    fn write_change(&mut self, frame: Frame) -> Result<(), RecordingError> {
+        if self.fault.is_some() {
+            self.owed.push(frame);
+            return Ok(());
+        }
+        self.write_pending()?;
+        self.write_frame(&frame)?;
+        self.write_frame(&frame)?;
+        self.unflushed.push(frame);
+        Ok(())
     }
 
     /// Writes one item of a live stream (see [`Item`]).
@@ -442,18 +509,6 @@ impl RecordingWriter {
             Item::Sample(s) => self.push_sample(s),
             Item::Event(e) => self.push_event(e.clone()),
         }
-    }
-
-    /// A second recording of the same stream from now on, at `path`: the
-    /// same header (source, configuration, host, clock) and the schema
-    /// changes so far, so that the stream's samples fit its slots too. What
-    /// a live window records while its workload process streams to it.
-    pub fn fork(&self, path: &Path, force: bool) -> Result<Self, RecordingError> {
-        let mut w = Self::create(path, &self.initial, force)?;
-        for c in &self.changes {
-            w.push(c)?;
-        }
-        Ok(w)
     }
 
     /// Where each live channel's value sits in the samples it takes.
@@ -514,6 +569,16 @@ impl RecordingWriter {
         Ok(())
     }
 
+    /// Writes what is queued now (as one pack) and flushes: what a caller
+    /// that wants a durable point at once asks for, instead of waiting for
+    /// the block's age.
+    pub fn write_queued(&mut self) -> Result<(), RecordingError> {
+        if self.fault.is_some() {
+            return self.tick();
+        }
+        self.write_pending()
+    }
+
     /// Hands everything written so far to the operating system.
     pub fn flush(&mut self) -> Result<(), RecordingError> {
         if let Err(e) = self.out.flush() {
@@ -521,6 +586,7 @@ impl RecordingWriter {
         }
         self.dirty = false;
         self.last_flush = Instant::now();
+        self.unflushed.clear();
         self.durable = Durable {
             bytes: self.bytes,
             frames: self.frames,
@@ -578,14 +644,23 @@ impl RecordingWriter {
         self.pending_events.clear();
         self.pending_since = None;
         self.dirty = false;
+        // The schema changes the cut takes off the file are owed again,
+        // before those made since, from the next sample written on.
+        let mut owed = std::mem::take(&mut self.unflushed);
+        owed.append(&mut self.owed);
+        for f in &mut owed {
+            match f {
+                Frame::Channels(x) => x.at = d.samples,
+                Frame::Ended(x) => x.at = d.samples,
+                _ => {}
+            }
+        }
+        self.owed = owed;
         let file = self.out.get_ref().try_clone()?;
         let old = std::mem::replace(&mut self.out, BufWriter::with_capacity(64 << 10, file));
         // Dropping a BufWriter would write its buffer: take it apart instead.
         let (_, _unwritten) = old.into_parts();
-        let f = self.out.get_mut();
-        f.set_len(d.bytes)?;
-        f.seek(SeekFrom::Start(d.bytes))?;
-        Ok(())
+        self.out.get_mut().cut_to(d.bytes)
     }
 
     /// While writes fail: tries again (at most every [`WRITE_RETRY`]). On
@@ -612,7 +687,12 @@ impl RecordingWriter {
         self.fault = None;
         let mut tried = Ok(());
         for f in &owed {
-            tried = tried.and_then(|()| self.write_frame(f));
+            tried = tried
+                .and_then(|()| self.write_frame(f))
+                .and_then(|()| self.write_frame(f));
+            if tried.is_ok() {
+                self.unflushed.push(f.clone());
+            }
         }
         tried = tried
             .and_then(|()| self.write_frame(&Frame::Event(gap.clone())))
@@ -630,6 +710,7 @@ impl RecordingWriter {
                 // already); keep the first fault's figures and cause.
                 let _ = self.roll_back();
                 self.fault = Some(fault);
+                // What the roll-back owes again is a part of these.
                 self.owed = owed;
             }
         }
@@ -722,7 +803,7 @@ impl RecordingWriter {
         };
         self.write_frame(&Frame::Footer(footer))?;
         self.flush()?;
-        if let Err(e) = self.out.get_ref().sync_all() {
+        if let Err(e) = self.out.get_mut().sync() {
             return Err(self.trip(e));
         }
         Ok(WriteSummary {
