@@ -511,6 +511,10 @@ pub struct ReportArgs {
     /// globs (comma-separated, e.g. `mem.rss,tree.*,gpu*.used`).
     #[arg(long, value_name = "GLOBS", value_delimiter = ',', value_parser = channel_glob, requires = "fail_on")]
     pub channels: Vec<glob::Pattern>,
+    /// With `--fail-on`: judge a damaged recording on what could be read
+    /// of it, instead of failing it with exit 4.
+    #[arg(long, requires = "fail_on")]
+    pub allow_damaged: bool,
     /// Most MiB of samples the analysis holds: a longer recording is
     /// analysed on every 2nd, 4th, 8th… sample (counts, first, last, min
     /// and max still cover every sample), so a week reports in bounded memory.

@@ -144,6 +144,7 @@ pub fn run(cli: cli::Cli, viewer: &dyn Viewer) -> ExitCode {
         Some(cli::Command::Serve(args)) => soak::serve(&args),
         Some(cli::Command::Report(args)) => match report::run(&args) {
             Ok(report::Gate::Failed) => return ExitCode::from(report::EXIT_GATE_FAILED),
+            Ok(report::Gate::Damaged) => return ExitCode::from(report::EXIT_DAMAGED),
             other => other.map(drop),
         },
         Some(cli::Command::Compare(args)) => compare::run(&args, viewer),

@@ -351,3 +351,50 @@ fn a_watch_that_keeps_sampling_resumes_when_space_returns() {
         "{v:#}"
     );
 }
+
+/// The case that lost 13.5 s of 14 s: a disk full while a watch's channels
+/// join (its command's process channels arrive with the slow probes), freed
+/// 8 s in. The file reads to its end, whole: no frame orphaned by the
+/// roll-back, every sample after the gap there.
+#[test]
+fn a_watch_whose_disk_fills_while_channels_join_reads_to_its_end() {
+    let Some(disk) = SmallDisk::mount(200) else {
+        return;
+    };
+    let filler = disk.path("filler");
+    std::fs::write(&filler, vec![0u8; 196 << 10]).unwrap();
+    let out = disk.path("d.flr");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_flatline"))
+        .args(["watch", "--headless", "--hz", "20", "--out"])
+        .arg(&out)
+        .args([
+            "--",
+            "python3",
+            "-c",
+            "import time; [time.sleep(0.1) for _ in range(130)]",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = Stderr::of(&mut child);
+    assert!(err.until("cannot write"), "no fault within {PATIENCE:?}");
+    std::thread::sleep(Duration::from_secs(3));
+    std::fs::remove_file(&filler).unwrap();
+    assert!(err.until("written again"), "no resume:\n{}", err.text);
+    let run: Output = child.wait_with_output().unwrap();
+    assert!(run.status.code().is_some(), "{run:?}");
+    let v = readable(&out);
+    let r = &v["recording"];
+    assert_eq!(r["damaged"], false, "{r:#}");
+    assert_eq!(r["losses"], serde_json::json!([]), "{r:#}");
+    assert!(r["tail"].is_null(), "the footer was read: {r:#}");
+    // The command ran 13 s: the samples after the gap are there.
+    assert!(r["duration_s"].as_f64().unwrap() > 12.0, "{r:#}");
+    assert!(
+        v["events"]["notes"].to_string().contains("recording gap"),
+        "{v:#}"
+    );
+    let headline = v["headline"].as_str().unwrap();
+    assert!(!headline.starts_with("Read "), "{headline}");
+}

@@ -117,8 +117,10 @@ pub use header::{
     DigestMark, Event, EventKind, Footer, GpuFacts, Header, HostFacts, labels_line, with_labels,
 };
 pub use item::Item;
+#[cfg(fuzzing)]
+pub use reader::check_checksums;
 pub use reader::{
-    ColumnStats, FrameReader, Lifetime, Loss, Recording, Scanned, Scanner, TailProblem,
+    ColumnStats, FrameReader, Lifetime, Loss, Recording, Scanned, Scanner, Skipped, TailProblem,
     TailProblemKind, Thinned, Visit, scan,
 };
 pub use sample::{MAX_CHANNELS, Sample};

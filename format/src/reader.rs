@@ -826,11 +826,19 @@ impl Pass {
         // damage too: the frame after it may not be written yet, and once
         // it is, reading goes on there (the reader stands where it was).
         let follows = mode == Mode::Follow;
-        if follows && matches!(read.item, ReadItem::Tail(_)) {
-            return Applied::Waiting;
-        }
+        let tail_at = match &read.item {
+            ReadItem::Tail(p) => Some(p.offset),
+            _ => None,
+        };
         for sk in read.skipped {
-            self.note_loss(sk.offset, sk.bytes, sk.reason);
+            // A follower that waits at damage reads it again later: what
+            // the reader gave up on there is not lost yet.
+            if !(follows && tail_at == Some(sk.offset)) {
+                self.note_loss(sk.offset, sk.bytes, sk.reason);
+            }
+        }
+        if follows && tail_at.is_some() {
+            return Applied::Waiting;
         }
         let frame = match read.item {
             ReadItem::End if follows && self.s.footer.is_none() => return Applied::Waiting,
@@ -920,10 +928,14 @@ impl Pass {
                     .collect();
                 check_new_channels(&self.s.header.schema, &specs)?;
                 if let Some(l) = self.s.losses.last_mut() {
-                    l.reason.push_str(&format!(
-                        "; the names of channels {known} to {} were lost with it (read as lost.{known}…)",
-                        width - 1
-                    ));
+                    l.reason.push_str(&if width - known == 1 {
+                        format!("; channel {known}'s name was lost with it, read as lost.{known}")
+                    } else {
+                        format!(
+                            "; the names of channels {known} to {} were lost with it, read as lost.{known}…",
+                            width - 1
+                        )
+                    });
                 }
                 let n = self.s.samples;
                 visit.channels(n, &specs);

@@ -5,14 +5,16 @@
 //! MessagePack, column-block and schema decoders instead of dying at the CRC.
 //! The same bytes are then followed as a growing file (the watch window's
 //! road, [`Scanner`]), shown in two parts: it must find what a whole scan
-//! finds.
+//! finds. And the fuzzer's first five bytes pick a byte of the v5 golden
+//! recording to damage: read with checksums on, it may cost at most the
+//! frame it falls in.
 #![no_main]
 
 use std::cell::Cell;
 use std::io::{Cursor, Read, Seek, SeekFrom};
 use std::path::Path;
 
-use flatline_format::{Recording, Scanned, Scanner, Visit, scan};
+use flatline_format::{Recording, Scanned, Scanner, Visit, layout, scan};
 use libfuzzer_sys::fuzz_target;
 
 /// The fuzzer's bytes as a file still being written: reads see `shown`.
@@ -67,10 +69,59 @@ impl Visit for Counts {
 }
 
 fn key(s: &Scanned) -> impl PartialEq + std::fmt::Debug + '_ {
-    (s.samples, s.bytes, s.frames, &s.digest, &s.tail, &s.lifetimes)
+    (
+        s.samples,
+        s.bytes,
+        s.frames,
+        &s.digest,
+        &s.tail,
+        &s.lifetimes,
+        &s.losses,
+    )
+}
+
+/// A whole v5 recording in which channels join and end (the golden file).
+const V5: &[u8] = include_bytes!("../../recordings/golden/v5.flr");
+
+/// One damaged byte of a good v5 recording, where the fuzzer's first bytes
+/// say, with checksums checked as a real reader checks them: it costs at
+/// most the frame it falls in (its samples, its bytes).
+fn one_damaged_byte(data: &[u8]) {
+    let Some(pick) = data.get(..5) else { return };
+    let at = 12 + u32::from_le_bytes(pick[..4].try_into().unwrap()) as usize % (V5.len() - 12);
+    let flip = pick[4].max(1);
+    // The clean file's frames: where each starts, how long, and the
+    // samples it holds (the next frame's index less its own).
+    let head = layout::head_len(5);
+    let mut frames = Vec::new();
+    let mut p = 12;
+    while p + head <= V5.len() {
+        let h = layout::Head::parse(5, &V5[p..p + head]).expect("the golden file is whole");
+        frames.push((p, head + h.len as usize, h.at.unwrap()));
+        p += head + h.len as usize;
+    }
+    let k = frames.iter().position(|f| (f.0..f.0 + f.1).contains(&at)).unwrap();
+    let held = frames.get(k + 1).map_or(0, |f| f.2) .saturating_sub(frames[k].2);
+    let clean = Recording::from_bytes(V5, Path::new("v5.flr")).unwrap();
+    let mut bad = V5.to_vec();
+    bad[at] ^= flip;
+    flatline_format::check_checksums(true);
+    let read = Recording::from_bytes(&bad, Path::new("v5.flr"));
+    flatline_format::check_checksums(false);
+    let rec = read.expect("one damaged byte leaves a recording");
+    assert!(
+        rec.len() as u64 + held >= clean.len() as u64,
+        "byte {at}: {} of {} samples read, the frame held {held}",
+        rec.len(),
+        clean.len()
+    );
+    let lost: u64 = rec.losses.iter().map(|l| l.bytes).sum();
+    assert!(lost <= frames[k].1 as u64, "byte {at}: {:?}", rec.losses);
+    assert_eq!(rec.header.schema.len(), clean.header.schema.len(), "byte {at}");
 }
 
 fuzz_target!(|data: &[u8]| {
+    one_damaged_byte(data);
     if let Ok(rec) = Recording::from_bytes(data, Path::new("fuzz.flr")) {
         assert_eq!(rec.columns.len(), rec.header.schema.len());
         assert_eq!(rec.lifetimes.len(), rec.header.schema.len());

@@ -10,6 +10,7 @@
 //!
 //! [`Recording`]: flatline_runtime::recording::Recording
 
+pub mod damage;
 pub mod fmt;
 pub mod render;
 pub mod report;

@@ -178,6 +178,8 @@ pub struct Receipt<'a> {
     pub ending: Ending,
     /// The job's rank, where its labels say.
     pub rank: Option<String>,
+    /// What the file lost to damage, where it did.
+    pub damage: Option<crate::damage::Damage>,
 }
 
 impl Receipt<'_> {
@@ -214,6 +216,20 @@ impl Receipt<'_> {
                 kind: "trend",
                 text: trend,
             });
+        }
+        // A damaged file says so first: what was read of what, then what
+        // the part read says.
+        if let Some(d) = &self.damage {
+            a.findings.insert(
+                0,
+                summary::Finding {
+                    kind: "damage",
+                    text: format!("{} Lost: {}.", d.sentence(), d.lines().join("; ")),
+                },
+            );
+            if d.in_headline() {
+                a.headline = format!("{} {}", d.sentence(), a.headline);
+            }
         }
         a
     }
@@ -479,6 +495,7 @@ fn analyse_part(
         tree,
         ending,
         rank: rec.header.labels.get("rank").cloned(),
+        damage: crate::damage::Damage::of(rec),
     }
 }
 
@@ -727,6 +744,8 @@ pub fn json_report(rec: &Recording, receipt: &Receipt<'_>) -> Value {
             "analysed_every": rec.thinned.as_ref().map_or(1, |t| t.stride),
             "bytes": rec.bytes,
             "truncated": rec.is_truncated(),
+            "damaged": rec.is_damaged(),
+            "losses": receipt.damage.as_ref().map_or(json!([]), |d| d.json()),
             "tail": rec.tail,
             "digest": rec.digest,
             "end": rec.footer.as_ref().map(|f| f.end.clone()),

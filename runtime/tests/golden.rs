@@ -236,3 +236,44 @@ fn sha256_hex(bytes: &[u8]) -> String {
 /// SHA-256 of `flatline export --csv` of `golden/v2.flr`, taken when the file
 /// was made: any change in how v2 values read back changes it.
 const V2_CSV_SHA256: &str = "205d548c9b67ed2dbad1298e752f8e0c115b2d709ae689d281865255c681b9fa";
+
+/// v5: v4's frames in heads with a sync word and the sample index, the
+/// header and every schema change written twice (a reader goes on past a
+/// damaged frame). Made by `flatline watch --headless --redact-host --hz
+/// 10 --cgroup pod -- python3 dashboard/tests/data/oom_job.py pod 3 1` with
+/// a fake cgroup folder: two workers join, one is killed and its channels
+/// end.
+#[test]
+fn format_v5_still_loads() {
+    let rec = golden("v5.flr");
+    assert_eq!(rec.tail, None, "the golden file is whole");
+    assert!(rec.losses.is_empty());
+    assert_eq!(rec.header.format_version, 5);
+    assert_eq!(rec.header.host.hostname, "redacted");
+    assert_eq!(
+        rec.digest,
+        "12d1a99d802aadb7a08ea5de3cb08ae35dccb90e0f8a5c626af90665e0e5470a"
+    );
+    assert_eq!(
+        (
+            rec.len(),
+            rec.events.len(),
+            rec.header.schema.len(),
+            rec.bytes,
+            rec.frames
+        ),
+        (56, 12, 43, 12310, 26)
+    );
+    // Channels joined (the workers) and ended (the killed one), each
+    // change written twice and read once.
+    let joined = rec.lifetimes.iter().filter(|l| l.from > 0).count();
+    let ended = rec.lifetimes.iter().filter(|l| l.until.is_some()).count();
+    assert_eq!((joined, ended), (12, 8));
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("v5.csv");
+    flatline_runtime::recording::csv::export(&rec.path, &out, true, Default::default()).unwrap();
+    assert_eq!(
+        sha256_hex(&std::fs::read(&out).unwrap()),
+        "d6308573140105ba089fb5f20eb4012c9a36c28d4717b45832bca61af187a980"
+    );
+}

@@ -24,6 +24,12 @@ pub fn open_within(path: &Path, budget: usize) -> Result<Recording> {
     if let Some(t) = &rec.tail {
         warn_tail(path, t, rec.samples_total());
     }
+    for l in &rec.losses {
+        eprintln!(
+            "flatline: warning: {}: damaged, read past it: {l}",
+            path.display()
+        );
+    }
     Ok(rec)
 }
 
@@ -39,10 +45,15 @@ pub enum Gate {
     Passed,
     /// A channel has a verdict `--fail-on` names (exit 3).
     Failed,
+    /// `--fail-on` on a damaged recording, without `--allow-damaged`
+    /// (exit 4): a verdict on part of a file is no pass.
+    Damaged,
 }
 
 /// `report`'s exit code when `--fail-on` finds a matching verdict.
 pub const EXIT_GATE_FAILED: u8 = 3;
+/// `report`'s exit code when `--fail-on` meets a damaged recording.
+pub const EXIT_DAMAGED: u8 = 4;
 
 /// The level channels whose verdict is one of `verdicts` (growth only, for
 /// linear and staircase), among those `channels` names (all if empty), as
@@ -94,6 +105,19 @@ pub fn run(args: &ReportArgs) -> Result<Gate> {
         ),
         ReportFormat::Md => print!("{}", md_report(&rec, &receipt)),
         ReportFormat::Text => print!("{}", text_report(&rec, &receipt)),
+    }
+    // A verdict on part of a file is no verdict on the file: damage fails
+    // the gate first (exit 4), whatever the part read says.
+    if let Some(d) = receipt.damage.as_ref()
+        && !args.fail_on.is_empty()
+        && !args.allow_damaged
+    {
+        eprintln!(
+            "flatline: --fail-on: {} is damaged: {} (pass --allow-damaged to judge what could be read)",
+            args.file.display(),
+            d.sentence()
+        );
+        return Ok(Gate::Damaged);
     }
     // No --fail-on matches nothing.
     let matched = gate_matches(&receipt, &args.fail_on, &args.channels);

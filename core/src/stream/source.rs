@@ -776,6 +776,9 @@ impl ReplaySource {
     pub fn from_recording(mut rec: Recording) -> (Self, Store) {
         let store = Store::from_recording(&mut rec);
         let mut status: String = match &rec.tail {
+            None if rec.is_damaged() => {
+                format!("read past damage at byte {}", rec.losses[0].offset)
+            }
             None => "ended".into(),
             Some(t) if t.kind == TailProblemKind::Truncated => "truncated".into(),
             Some(t) => format!("damaged at byte {}", t.offset),

@@ -269,6 +269,9 @@ pub struct Store {
     /// For each of those, its `rss` and `uss` channels.
     process_leaves: Vec<[Option<usize>; 2]>,
     process_rows: Vec<usize>,
+    /// What the recording it was loaded from lost to damage: said before
+    /// any verdict, as the receipt says it.
+    damage: Option<flatline_receipt::damage::Damage>,
 }
 
 impl Store {
@@ -295,8 +298,14 @@ impl Store {
             steps_advance: false,
             steps_first: None,
             launched: false,
+            damage: None,
             schema,
         }
+    }
+
+    /// What the recording it holds lost to damage, if anything.
+    pub fn damage(&self) -> Option<&flatline_receipt::damage::Damage> {
+        self.damage.as_ref()
     }
 
     pub fn schema(&self) -> &Schema {
@@ -459,6 +468,7 @@ impl Store {
     /// while it opens.
     pub fn from_recording(rec: &mut Recording) -> Self {
         let mut s = Self::new(rec.header.schema.clone(), usize::MAX);
+        s.damage = flatline_receipt::damage::Damage::of(rec);
         s.t = rec.t_ns.iter().map(|&t| t as f64 / 1e9).collect();
         s.n = (0..s.t.len() as u64).collect();
         s.pushed = s.t.len() as u64;

@@ -16,7 +16,7 @@ pub mod synth;
 
 pub use flatline_format::{
     ChannelsEnded, ColumnBlock, ColumnStats, DigestMark, EXTENSION, Event, EventKind,
-    FORMAT_VERSION, Footer, Frame, FrameReader, Header, HostFacts, Item, Lifetime, MAGIC,
+    FORMAT_VERSION, Footer, Frame, FrameReader, Header, HostFacts, Item, Lifetime, Loss, MAGIC,
     MAX_FRAME_BYTES, READABLE_VERSIONS, Recording, RecordingError, RecordingWriter, SEEK_EVERY,
     SampleBlock, SampleIndex, Samples, Scanned, Scanner, SchemaExtension, SeekPoint, Slots,
     TailProblem, TailProblemKind, Thinned, Visit, WRITE_RETRY, WriteFault, WriteSummary, scan,

@@ -102,7 +102,11 @@ pub(super) fn banner(d: &mut Frame<'_>, ui: &mut egui::Ui) {
             d.settings.selected.insert(n.clone());
         }
     }
-    let text = died.clone().unwrap_or_else(|| assessment.headline.clone());
+    let mut text = died.clone().unwrap_or_else(|| assessment.headline.clone());
+    // A damaged file says what was read of it first, as its receipt does.
+    if let Some(dmg) = d.store.damage().filter(|dmg| dmg.in_headline()) {
+        text = format!("{} {text}", dmg.sentence());
+    }
     let color = match assessment.severity() {
         _ if died.is_some() => CRITICAL,
         Some(s) => severity_color(s),
