@@ -361,8 +361,10 @@ fn a_watch_whose_disk_fills_while_channels_join_reads_to_its_end() {
     let Some(disk) = SmallDisk::mount(200) else {
         return;
     };
+    // 8 KiB left: the header (written twice) fits, the first seconds do
+    // not.
     let filler = disk.path("filler");
-    std::fs::write(&filler, vec![0u8; 196 << 10]).unwrap();
+    std::fs::write(&filler, vec![0u8; 192 << 10]).unwrap();
     let out = disk.path("d.flr");
     let mut child = Command::new(env!("CARGO_BIN_EXE_flatline"))
         .args(["watch", "--headless", "--hz", "20", "--out"])
@@ -384,6 +386,7 @@ fn a_watch_whose_disk_fills_while_channels_join_reads_to_its_end() {
     assert!(err.until("written again"), "no resume:\n{}", err.text);
     let run: Output = child.wait_with_output().unwrap();
     assert!(run.status.code().is_some(), "{run:?}");
+    assert!(err.until("the file is whole"), "{}", err.text);
     let v = readable(&out);
     let r = &v["recording"];
     assert_eq!(r["damaged"], false, "{r:#}");
