@@ -124,7 +124,9 @@ pub struct PrometheusArgs {
     /// `CHANNEL [value|drift|slope|time_to_limit|severity] OP THRESHOLD`,
     /// e.g. `tree.pss > 20GiB`, `mem.rss slope > 10MiB/min`,
     /// `gpu0.used time_to_limit < 2h`, `any severity >= warning`. A firing
-    /// prints a line on stderr and marks the recording.
+    /// prints a line on stderr and marks the recording. A CHANNEL no stream
+    /// can have (no declared channel, nor a job's `log.`, `torch.` or
+    /// `progress.` key) is refused before anything starts.
     #[arg(long, value_name = "EXPR", value_parser = crate::export::alert::parse)]
     pub alert: Vec<crate::export::alert::Alert>,
     /// Run CMD (with `sh -c`) once per firing, the alert in its environment:
@@ -508,7 +510,9 @@ pub struct ReportArgs {
     #[arg(long, value_name = "VERDICTS", value_delimiter = ',', value_parser = level_verdict)]
     pub fail_on: Vec<flatline_runtime::analysis::Verdict>,
     /// With `--fail-on`: only the channels whose names match one of these
-    /// globs (comma-separated, e.g. `mem.rss,tree.*,gpu*.used`).
+    /// globs (comma-separated, e.g. `mem.rss,tree.*,gpu*.used`). A list that
+    /// selects no level channel of the recording exits 2, naming those it
+    /// has; a glob of it that selects nothing is warned of.
     #[arg(long, value_name = "GLOBS", value_delimiter = ',', value_parser = channel_glob, requires = "fail_on")]
     pub channels: Vec<glob::Pattern>,
     /// Most MiB of samples the analysis holds: a longer recording is
