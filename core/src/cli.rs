@@ -680,7 +680,7 @@ pub struct MarkArgs {
 pub struct ExportArgs {
     /// The recording.
     pub file: PathBuf,
-    /// The CSV to write.
+    /// The CSV to write (`-`: standard output; `./-` is a file named `-`).
     #[arg(long, value_name = "OUT")]
     pub csv: PathBuf,
     /// Overwrite OUT if it exists.
@@ -881,19 +881,29 @@ fn non_negative(s: &str) -> Result<f64, String> {
     }
 }
 
-/// A sampling rate above 0, up to 10 kHz.
+/// The slowest sampling rate: one sample every 100 s. Slower, a watch
+/// would wait longer than most jobs live for its first reading (`1e-9` Hz
+/// is one sample in 32 years).
+pub const MIN_HZ: f64 = 0.01;
+/// The fastest sampling rate.
+pub const MAX_HZ: f64 = 10_000.0;
+
+/// A sampling rate from [`MIN_HZ`] to [`MAX_HZ`].
 fn positive_rate(s: &str) -> Result<f64, String> {
-    match rate(s)? {
-        0.0 => Err("must be above 0".into()),
-        hz => Ok(hz),
+    match s.parse::<f64>() {
+        Ok(hz) if (MIN_HZ..=MAX_HZ).contains(&hz) => Ok(hz),
+        Ok(_) => Err(format!("must be from {MIN_HZ} to {MAX_HZ} a second")),
+        Err(e) => Err(e.to_string()),
     }
 }
 
-/// A sampling rate: 0 (off) or up to 10 kHz.
+/// A sampling rate: 0 (off), or from [`MIN_HZ`] to [`MAX_HZ`].
 fn rate(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
-        Ok(hz) if (0.0..=10_000.0).contains(&hz) => Ok(hz),
-        Ok(_) => Err("must be between 0 (off) and 10000".into()),
+        Ok(hz) if hz == 0.0 || (MIN_HZ..=MAX_HZ).contains(&hz) => Ok(hz),
+        Ok(_) => Err(format!(
+            "must be 0 (off) or from {MIN_HZ} to {MAX_HZ} a second"
+        )),
         Err(e) => Err(e.to_string()),
     }
 }
@@ -1044,6 +1054,10 @@ mod tests {
             &["flatline", "watch", "--pid", "12", "--", "sleep", "1"],
             &["flatline", "watch", "--pid", "x"],
             &["flatline", "watch", "--pid", "1", "--hz", "0"],
+            &["flatline", "watch", "--pid", "1", "--hz", "1e-9"],
+            &["flatline", "watch", "--pid", "1", "--hz", "0.001"],
+            &["flatline", "soak", "--seconds", "5", "--hz", "10001"],
+            &["flatline", "bench", "ops1b", "--telemetry-hz", "1e-9"],
             &["flatline", "--frobnicate"],
         ] {
             assert!(Cli::try_parse_from(args).is_err(), "{args:?} was accepted");

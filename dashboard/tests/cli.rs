@@ -467,3 +467,90 @@ fn report_analyses_a_part_of_the_run() {
         support::fails(&flatline(&all), needle);
     }
 }
+
+/// A job's step counter that wrapped (`-1` printed unsigned) is not the
+/// number of steps it took: the receipt counts the steps that are counts.
+#[test]
+fn a_wrapped_step_counter_is_not_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("wrapped.csv");
+    std::fs::write(
+        &csv,
+        "step,rss_mb\n0,10\n1,11\n2,12\n18446744073709551615,13\n",
+    )
+    .unwrap();
+    let rec = dir.path().join("wrapped.flr");
+    assert!(support::import(&csv, &rec).status.success());
+    let text = support::ok(&flatline(&["report", rec.to_str().unwrap()]));
+    assert!(!text.contains("18,446,744"), "{text}");
+    assert!(text.contains("training 2 steps"), "{text}");
+    let v = support::report(&rec);
+    assert_eq!(v["events"]["steps"], 3, "{}", v["events"]);
+}
+
+/// `export --csv -` writes the CSV to standard output (its summary to
+/// stderr), not to a file named `-`.
+#[test]
+fn export_to_dash_writes_standard_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = support::golden_v1();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_flatline"))
+        .args(["export", g.to_str().unwrap(), "--csv", "-"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let csv = support::ok(&o);
+    let lines: Vec<&str> = csv.lines().collect();
+    assert!(lines[0].starts_with("t_s,"), "{}", lines[0]);
+    assert_eq!(lines.len(), 62, "a header and the 61 samples");
+    assert!(
+        String::from_utf8_lossy(&o.stderr)
+            .contains("wrote 61 rows of 34 channels to standard output")
+    );
+    assert!(!dir.path().join("-").exists(), "a file named - was written");
+}
+
+/// A sampling rate too slow to sample (`1e-9` Hz: one sample in 32 years)
+/// is a bad flag, as one too fast is.
+#[test]
+fn a_rate_too_slow_to_sample_is_a_bad_flag() {
+    for args in [
+        &["watch", "--pid", "1", "--hz", "1e-9"][..],
+        &["soak", "--seconds", "1", "--hz", "0.001"],
+        &["soak", "--seconds", "1", "--hz", "10001"],
+        &["bench", "ops1b", "--telemetry-hz", "1e-9"],
+    ] {
+        let o = flatline(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {o:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("0.01 to 10000 a second"), "{args:?}: {err}");
+    }
+}
+
+/// An error about a number given on the command line says it back short:
+/// `--from 1e308`, not its 309 digits.
+#[test]
+fn a_huge_number_is_said_back_short() {
+    let g = support::golden_v1();
+    let g = g.to_str().unwrap();
+    for (args, says) in [
+        (
+            &["report", g, "--from", "1e308"][..],
+            "--from 1e308 is past the end",
+        ),
+        (
+            &["report", g, "--from", "1e308", "--to", "5"],
+            "--from 1e308 is not before --to 5",
+        ),
+        (
+            &["export", g, "--csv", "-", "--from", "1e308", "--to", "1"],
+            "--from 1e308 is after --to 1",
+        ),
+    ] {
+        let o = flatline(args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(err.len() < 200, "{args:?}: {err}");
+    }
+}

@@ -144,12 +144,14 @@ pub fn run(args: &ReportArgs) -> Result<Gate> {
         (None, None) => None,
         (from, to) => {
             let [from, to] = [from.unwrap_or(0.0), to.unwrap_or(f64::INFINITY)];
+            let given = crate::fmt::given;
             if from >= to {
-                anyhow::bail!("--from {from} is not before --to {to}");
+                anyhow::bail!("--from {} is not before --to {}", given(from), given(to));
             }
             if from > rec.duration_s() {
                 anyhow::bail!(
-                    "--from {from} is past the end of {} ({:.1} s long)",
+                    "--from {} is past the end of {} ({:.1} s long)",
+                    given(from),
                     args.file.display(),
                     rec.duration_s()
                 );
