@@ -124,7 +124,9 @@ pub struct PrometheusArgs {
     /// `CHANNEL [value|drift|slope|time_to_limit|severity] OP THRESHOLD`,
     /// e.g. `tree.pss > 20GiB`, `mem.rss slope > 10MiB/min`,
     /// `gpu0.used time_to_limit < 2h`, `any severity >= warning`. A firing
-    /// prints a line on stderr and marks the recording.
+    /// prints a line on stderr and marks the recording. A CHANNEL no stream
+    /// can have (no declared channel, nor a job's `log.`, `torch.` or
+    /// `progress.` key) is refused before anything starts.
     #[arg(long, value_name = "EXPR", value_parser = crate::export::alert::parse)]
     pub alert: Vec<crate::export::alert::Alert>,
     /// Run CMD (with `sh -c`) once per firing, the alert in its environment:
@@ -508,7 +510,9 @@ pub struct ReportArgs {
     #[arg(long, value_name = "VERDICTS", value_delimiter = ',', value_parser = level_verdict)]
     pub fail_on: Vec<flatline_runtime::analysis::Verdict>,
     /// With `--fail-on`: only the channels whose names match one of these
-    /// globs (comma-separated, e.g. `mem.rss,tree.*,gpu*.used`).
+    /// globs (comma-separated, e.g. `mem.rss,tree.*,gpu*.used`). A list that
+    /// selects no level channel of the recording exits 2, naming those it
+    /// has; a glob of it that selects nothing is warned of.
     #[arg(long, value_name = "GLOBS", value_delimiter = ',', value_parser = channel_glob, requires = "fail_on")]
     pub channels: Vec<glob::Pattern>,
     /// With `--fail-on`: judge a damaged recording on what could be read
@@ -680,7 +684,7 @@ pub struct MarkArgs {
 pub struct ExportArgs {
     /// The recording.
     pub file: PathBuf,
-    /// The CSV to write.
+    /// The CSV to write (`-`: standard output; `./-` is a file named `-`).
     #[arg(long, value_name = "OUT")]
     pub csv: PathBuf,
     /// Overwrite OUT if it exists.
@@ -881,19 +885,29 @@ fn non_negative(s: &str) -> Result<f64, String> {
     }
 }
 
-/// A sampling rate above 0, up to 10 kHz.
+/// The slowest sampling rate: one sample every 100 s. Slower, a watch
+/// would wait longer than most jobs live for its first reading (`1e-9` Hz
+/// is one sample in 32 years).
+pub const MIN_HZ: f64 = 0.01;
+/// The fastest sampling rate.
+pub const MAX_HZ: f64 = 10_000.0;
+
+/// A sampling rate from [`MIN_HZ`] to [`MAX_HZ`].
 fn positive_rate(s: &str) -> Result<f64, String> {
-    match rate(s)? {
-        0.0 => Err("must be above 0".into()),
-        hz => Ok(hz),
+    match s.parse::<f64>() {
+        Ok(hz) if (MIN_HZ..=MAX_HZ).contains(&hz) => Ok(hz),
+        Ok(_) => Err(format!("must be from {MIN_HZ} to {MAX_HZ} a second")),
+        Err(e) => Err(e.to_string()),
     }
 }
 
-/// A sampling rate: 0 (off) or up to 10 kHz.
+/// A sampling rate: 0 (off), or from [`MIN_HZ`] to [`MAX_HZ`].
 fn rate(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
-        Ok(hz) if (0.0..=10_000.0).contains(&hz) => Ok(hz),
-        Ok(_) => Err("must be between 0 (off) and 10000".into()),
+        Ok(hz) if hz == 0.0 || (MIN_HZ..=MAX_HZ).contains(&hz) => Ok(hz),
+        Ok(_) => Err(format!(
+            "must be 0 (off) or from {MIN_HZ} to {MAX_HZ} a second"
+        )),
         Err(e) => Err(e.to_string()),
     }
 }
@@ -1044,6 +1058,10 @@ mod tests {
             &["flatline", "watch", "--pid", "12", "--", "sleep", "1"],
             &["flatline", "watch", "--pid", "x"],
             &["flatline", "watch", "--pid", "1", "--hz", "0"],
+            &["flatline", "watch", "--pid", "1", "--hz", "1e-9"],
+            &["flatline", "watch", "--pid", "1", "--hz", "0.001"],
+            &["flatline", "soak", "--seconds", "5", "--hz", "10001"],
+            &["flatline", "bench", "ops1b", "--telemetry-hz", "1e-9"],
             &["flatline", "--frobnicate"],
         ] {
             assert!(Cli::try_parse_from(args).is_err(), "{args:?} was accepted");

@@ -12,6 +12,7 @@ pub use flatline_receipt::{fmt, render};
 pub mod cli;
 pub mod commands;
 pub mod export;
+pub mod select;
 pub mod stream;
 
 use commands::{bench, compare, convert, fleet, report, soak, watch};
@@ -35,6 +36,32 @@ impl std::fmt::Display for AlreadySaid {
 }
 
 impl std::error::Error for AlreadySaid {}
+
+/// A flag that asks for something the run cannot do (a channel selector
+/// that selects nothing, say), found after clap parsed it: exit 2, as
+/// clap's own flag errors, never a run that passes by not looking.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadFlag(pub String);
+
+impl std::fmt::Display for BadFlag {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for BadFlag {}
+
+/// The exit code of a bad flag (clap's, and [`BadFlag`]'s).
+pub const EXIT_BAD_FLAG: u8 = 2;
+
+/// The exit code of a failed run: 2 when a flag was at fault, else 1.
+fn failure(err: &anyhow::Error) -> ExitCode {
+    if err.chain().any(|e| e.downcast_ref::<BadFlag>().is_some()) {
+        ExitCode::from(EXIT_BAD_FLAG)
+    } else {
+        ExitCode::FAILURE
+    }
+}
 
 /// Prints an error once, as one line; one already said prints nothing.
 fn say(err: &anyhow::Error) {
@@ -131,7 +158,7 @@ pub fn run(cli: cli::Cli, viewer: &dyn Viewer) -> ExitCode {
             Ok(None) => ExitCode::SUCCESS,
             Err(err) => {
                 say(&err);
-                ExitCode::FAILURE
+                failure(&err)
             }
         };
     }
@@ -160,7 +187,7 @@ pub fn run(cli: cli::Cli, viewer: &dyn Viewer) -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             say(&err);
-            ExitCode::FAILURE
+            failure(&err)
         }
     }
 }

@@ -287,8 +287,9 @@ fn report_fail_on_gates_on_growth() {
     assert_eq!(failed.status.code(), Some(3), "{failed:?}");
     let err = String::from_utf8_lossy(&failed.stderr);
     assert!(err.contains("log.rss_mb (linear)"), "{err}");
+    let matched = err.split("(checked").next().unwrap();
     assert!(
-        !err.contains("freed_mb"),
+        !matched.contains("freed_mb"),
         "shrinking memory fails nothing: {err}"
     );
     // The receipt is still printed in full.
@@ -307,6 +308,129 @@ fn report_fail_on_gates_on_growth() {
     assert!(String::from_utf8_lossy(&bad.stderr).contains("not a level channel's verdict"));
     let orphan = gate(&["--channels", "mem.*"]);
     assert_eq!(orphan.status.code(), Some(2), "--channels needs --fail-on");
+
+    // The gate names what it checked, and what matched.
+    assert!(
+        err.contains(
+            "--fail-on linear,staircase: 1 of 3 level channels matched: log.rss_mb (linear)"
+        ),
+        "{err}"
+    );
+    assert!(
+        err.contains("(checked: log.rss_mb, log.cache_mb, log.freed_mb)"),
+        "{err}"
+    );
+    let passed = String::from_utf8_lossy(&only_cache.stderr);
+    assert!(
+        passed
+            .contains("--fail-on linear: none of 1 level channel matched (checked: log.cache_mb)"),
+        "{passed}"
+    );
+}
+
+/// A gate that selects nothing fails closed: a typo'd `--channels` on a
+/// recording with a leak exits 2, naming the channels there are, before the
+/// receipt is printed; so does a glob that selects no level channel (the
+/// only kind `--fail-on` judges). A glob of a list that selects nothing
+/// while the others select something is warned of.
+#[test]
+fn a_gate_that_selects_nothing_is_a_bad_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("leak.csv");
+    let mut text = String::from("step,elapsed_s,rss_mb,cache_mb\n");
+    for i in 0..300 {
+        let wobble = [0.0, 0.3, -0.2, 0.1][i % 4];
+        text += &format!(
+            "{i},{i}.0,{},{}\n",
+            1000.0 + 8.0 * i as f64 + wobble,
+            500.0 + wobble
+        );
+    }
+    std::fs::write(&csv, text).unwrap();
+    let rec = dir.path().join("leak.flr");
+    assert!(support::import(&csv, &rec).status.success());
+    let rec = rec.to_str().unwrap();
+    let gate =
+        |channels: &str| flatline(&["report", rec, "--fail-on", "linear", "--channels", channels]);
+    // Without the typo the gate fails on the leak.
+    assert_eq!(gate("log.rss*").status.code(), Some(3));
+    for (channels, says) in [
+        (
+            "log.rss",
+            "--channels 'log.rss' selects no channel; the recording has 3: log.rss_mb, log.step, log.cache_mb",
+        ),
+        (
+            "mem.rs,tree.*",
+            "--channels 'mem.rs','tree.*' selects no channel; the recording has 3: log.rss_mb, log.step, log.cache_mb",
+        ),
+        (
+            "log.step",
+            "--channels 'log.step' selects no level channel (--fail-on judges levels only); the recording's levels are 2: log.rss_mb, log.cache_mb",
+        ),
+    ] {
+        let o = gate(channels);
+        assert_eq!(o.status.code(), Some(2), "{channels}: {o:?}");
+        assert!(o.stdout.is_empty(), "{channels}: a receipt was printed");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.starts_with("flatline: error: "), "{err}");
+        assert!(err.contains(says), "{channels}: {err}");
+    }
+    // A list shared by recordings of several kinds gates on what it
+    // selects, and says what selected nothing.
+    let o = gate("log.rss_mb,gpu*.used");
+    assert_eq!(o.status.code(), Some(3), "{o:?}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("warning: --channels 'gpu*.used' selects no channel of this recording"),
+        "{err}"
+    );
+}
+
+/// An `--alert` whose channel no stream can ever have (`mem.rs` for
+/// `mem.rss`) is refused as a bad flag before anything starts, naming the
+/// channels there can be, nearest first; a per-process or printed channel
+/// that joins later is taken.
+#[test]
+fn an_alert_on_no_channel_is_refused_before_the_command_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("started");
+    let out = dir.path().join("w.flr");
+    let o = flatline(&[
+        "watch",
+        "--headless",
+        "--out",
+        out.to_str().unwrap(),
+        "--alert",
+        "mem.rs > 1GiB",
+        "--",
+        "touch",
+        marker.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("'mem.rs' names no channel a stream can have"),
+        "{err}"
+    );
+    assert!(err.contains(": mem.rss, mem.rss_anon, "), "{err}");
+    assert!(!marker.exists(), "the command was started");
+    assert!(!out.exists(), "a recording was made");
+    // Names that join later parse: a process's, a GPU's, a printed key's.
+    for ok in ["pid*.pss > 1GiB", "gpu1.used > 1GiB", "log.loss > 3"] {
+        let o = flatline(&[
+            "watch",
+            "--headless",
+            "--alert",
+            ok,
+            "--pid",
+            "0",
+            "--seconds",
+            "x",
+        ]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!err.contains("names no channel"), "{ok}: {err}");
+    }
 }
 
 /// `report --from/--to` analyses a part of the run: the receipt says which,
@@ -341,5 +465,92 @@ fn report_analyses_a_part_of_the_run() {
         let mut all = vec!["report", g];
         all.extend_from_slice(args);
         support::fails(&flatline(&all), needle);
+    }
+}
+
+/// A job's step counter that wrapped (`-1` printed unsigned) is not the
+/// number of steps it took: the receipt counts the steps that are counts.
+#[test]
+fn a_wrapped_step_counter_is_not_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("wrapped.csv");
+    std::fs::write(
+        &csv,
+        "step,rss_mb\n0,10\n1,11\n2,12\n18446744073709551615,13\n",
+    )
+    .unwrap();
+    let rec = dir.path().join("wrapped.flr");
+    assert!(support::import(&csv, &rec).status.success());
+    let text = support::ok(&flatline(&["report", rec.to_str().unwrap()]));
+    assert!(!text.contains("18,446,744"), "{text}");
+    assert!(text.contains("training 2 steps"), "{text}");
+    let v = support::report(&rec);
+    assert_eq!(v["events"]["steps"], 3, "{}", v["events"]);
+}
+
+/// `export --csv -` writes the CSV to standard output (its summary to
+/// stderr), not to a file named `-`.
+#[test]
+fn export_to_dash_writes_standard_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = support::golden_v1();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_flatline"))
+        .args(["export", g.to_str().unwrap(), "--csv", "-"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let csv = support::ok(&o);
+    let lines: Vec<&str> = csv.lines().collect();
+    assert!(lines[0].starts_with("t_s,"), "{}", lines[0]);
+    assert_eq!(lines.len(), 62, "a header and the 61 samples");
+    assert!(
+        String::from_utf8_lossy(&o.stderr)
+            .contains("wrote 61 rows of 34 channels to standard output")
+    );
+    assert!(!dir.path().join("-").exists(), "a file named - was written");
+}
+
+/// A sampling rate too slow to sample (`1e-9` Hz: one sample in 32 years)
+/// is a bad flag, as one too fast is.
+#[test]
+fn a_rate_too_slow_to_sample_is_a_bad_flag() {
+    for args in [
+        &["watch", "--pid", "1", "--hz", "1e-9"][..],
+        &["soak", "--seconds", "1", "--hz", "0.001"],
+        &["soak", "--seconds", "1", "--hz", "10001"],
+        &["bench", "ops1b", "--telemetry-hz", "1e-9"],
+    ] {
+        let o = flatline(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {o:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("0.01 to 10000 a second"), "{args:?}: {err}");
+    }
+}
+
+/// An error about a number given on the command line says it back short:
+/// `--from 1e308`, not its 309 digits.
+#[test]
+fn a_huge_number_is_said_back_short() {
+    let g = support::golden_v1();
+    let g = g.to_str().unwrap();
+    for (args, says) in [
+        (
+            &["report", g, "--from", "1e308"][..],
+            "--from 1e308 is past the end",
+        ),
+        (
+            &["report", g, "--from", "1e308", "--to", "5"],
+            "--from 1e308 is not before --to 5",
+        ),
+        (
+            &["export", g, "--csv", "-", "--from", "1e308", "--to", "1"],
+            "--from 1e308 is after --to 1",
+        ),
+    ] {
+        let o = flatline(args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(err.len() < 200, "{args:?}: {err}");
     }
 }

@@ -360,3 +360,91 @@ fn a_job_that_ends_during_its_start_up_is_not_projected() {
         "{rss}"
     );
 }
+
+/// A watch that cannot run says so before it starts the command: an
+/// `--out` that exists (without `--force`), a folder that is missing or
+/// takes no files, a `--prometheus` port in use and a `--web-config` that
+/// does not parse each end the run with one error line, and the command
+/// (`touch MARKER`) never ran. The file that existed is untouched.
+#[test]
+fn a_watch_that_cannot_run_never_starts_its_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = |n: &str| dir.path().join(n).to_str().unwrap().to_owned();
+    let marker = path("started");
+    std::fs::write(path("exists.flr"), b"kept").unwrap();
+    std::fs::write(path("bad.yml"), "tls_server_config: {cert_file: x}\n").unwrap();
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let busy = busy.local_addr().unwrap().to_string();
+    let new = path("new.flr");
+    let cases: [(&[&str], &str); 5] = [
+        (&["--out", &path("exists.flr")], "already exists"),
+        (&["--out", &path("no/such.flr")], "does not exist"),
+        (
+            &["--out", "/proc/flatline-test.flr"],
+            "/proc/flatline-test.flr",
+        ),
+        (
+            &["--out", &new, "--prometheus", &busy],
+            "Address already in use",
+        ),
+        (
+            &[
+                "--out",
+                &new,
+                "--prometheus",
+                "127.0.0.1:0",
+                "--web-config",
+                &path("bad.yml"),
+            ],
+            "cert_file and key_file",
+        ),
+    ];
+    for (flags, says) in cases {
+        let mut args = vec!["watch", "--headless"];
+        args.extend_from_slice(flags);
+        args.extend(["--", "touch", &marker]);
+        let o = flatline(&args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{flags:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{flags:?}: {err}");
+        assert!(err.contains(says), "{flags:?}: {err}");
+        assert!(!Path::new(&marker).exists(), "{flags:?}: the command ran");
+        assert!(!Path::new(&new).exists(), "{flags:?}: a recording was made");
+    }
+    assert_eq!(std::fs::read(path("exists.flr")).unwrap(), b"kept");
+}
+
+/// A command that ends before flatline's first reading of it (`sh -c
+/// 'exit 7'` ends within a millisecond) ends the watch with its own exit
+/// code, every time, and the receipt says it ended unread.
+#[test]
+fn a_command_that_ends_at_once_gives_its_own_exit_code() {
+    let dir = tempfile::tempdir().unwrap();
+    for run in 0..10 {
+        let out = dir.path().join(format!("quick{run}.flr"));
+        let o = flatline(&[
+            "watch",
+            "--headless",
+            "--out",
+            out.to_str().unwrap(),
+            "--",
+            "sh",
+            "-c",
+            "exit 7",
+        ]);
+        let text = String::from_utf8_lossy(&o.stdout);
+        assert_eq!(
+            o.status.code(),
+            Some(7),
+            "run {run}: {text}{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        // Read before it ended or not, the receipt says how it ended.
+        assert!(
+            text.contains("ended before flatline could read it")
+                && text.contains("exited with code 7")
+                || text.contains("(sh) exited with code 7"),
+            "run {run}: {text}"
+        );
+    }
+}

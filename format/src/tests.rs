@@ -1165,3 +1165,27 @@ fn a_follower_keeps_the_checks_of_a_whole_scan() {
         }
     }
 }
+
+/// What `create` would refuse, `check_path` says first, and leaves nothing.
+#[test]
+fn a_path_is_checked_before_anything_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let new = dir.path().join("new.flr");
+    RecordingWriter::check_path(&new, false).unwrap();
+    assert!(!new.exists());
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "left nothing"
+    );
+    let old = dir.path().join("old.flr");
+    std::fs::write(&old, b"kept").unwrap();
+    let e = RecordingWriter::check_path(&old, false).unwrap_err();
+    assert!(matches!(e, RecordingError::Exists { .. }), "{e}");
+    RecordingWriter::check_path(&old, true).unwrap();
+    assert_eq!(std::fs::read(&old).unwrap(), b"kept", "not truncated");
+    let e = RecordingWriter::check_path(&dir.path().join("no/such.flr"), false).unwrap_err();
+    assert!(matches!(e, RecordingError::MissingFolder { .. }), "{e}");
+    let e = RecordingWriter::check_path(dir.path(), true).unwrap_err();
+    assert!(e.to_string().contains("a folder"), "{e}");
+}

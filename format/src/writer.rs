@@ -200,6 +200,56 @@ fn check_header(header: &Header) -> Result<(), RecordingError> {
 }
 
 impl RecordingWriter<File> {
+    /// Whether [`RecordingWriter::create`] could make `path`: its folder
+    /// exists and takes a new file, and `path` does not exist (unless
+    /// `force`, when it must be a file that opens for writing). Nothing is
+    /// left behind; a command checks this before it starts what it records.
+    pub fn check_path(path: &Path, force: bool) -> Result<(), RecordingError> {
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_owned(),
+            _ => PathBuf::from("."),
+        };
+        if !dir.is_dir() {
+            return Err(RecordingError::MissingFolder {
+                path: path.to_owned(),
+                dir,
+            });
+        }
+        let io = |cause| RecordingError::Io {
+            path: path.to_owned(),
+            cause,
+        };
+        match std::fs::symlink_metadata(path) {
+            Ok(_) if !force => {
+                return Err(RecordingError::Exists {
+                    path: path.to_owned(),
+                });
+            }
+            Ok(m) if m.is_dir() => {
+                return Err(io(std::io::Error::new(
+                    std::io::ErrorKind::IsADirectory,
+                    "a folder, not a file",
+                )));
+            }
+            Ok(_) => {
+                OpenOptions::new().write(true).open(path).map_err(io)?;
+                return Ok(());
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io(e)),
+        }
+        // A file of our own beside it, made and removed: the folder takes
+        // new files (permissions, a read-only mount).
+        let probe = dir.join(format!(".flatline-check-{}", std::process::id()));
+        OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&probe)
+            .map_err(io)?;
+        let _ = std::fs::remove_file(&probe);
+        Ok(())
+    }
+
     /// Creates `path` and writes the magic, the version and `header` (whose
     /// `format_version` must be this build's [`FORMAT_VERSION`]).
     /// Refuses to overwrite an existing file unless `force`, and names a

@@ -15,6 +15,17 @@ pub fn thousands(n: u64) -> String {
     out
 }
 
+/// A number as given on the command line, said back readably: `1.5`,
+/// `3600`, and past a billion (or under a millionth) in exponent form,
+/// `1e308`, never its 309 digits.
+pub fn given(v: f64) -> String {
+    if v != 0.0 && v.is_finite() && !(1e-6..1e9).contains(&v.abs()) {
+        format!("{v:e}")
+    } else {
+        format!("{v}")
+    }
+}
+
 /// `1st`, `2nd`, `3rd`, `4th`, … `11th`, `256th`.
 pub fn ordinal(n: usize) -> String {
     let suffix = match (n % 10, n % 100) {
@@ -114,6 +125,16 @@ pub fn compact(v: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_given_number_is_said_back_short() {
+        assert_eq!(given(1e308), "1e308");
+        assert_eq!(given(1.5), "1.5");
+        assert_eq!(given(3600.0), "3600");
+        assert_eq!(given(0.0), "0");
+        assert_eq!(given(2.5e-9), "2.5e-9");
+        assert_eq!(given(f64::INFINITY), "inf");
+    }
 
     #[test]
     fn durations_pick_a_unit() {

@@ -10,7 +10,7 @@ use flatline_runtime::analysis::summary::{self, Assessed};
 use flatline_runtime::analysis::tree::{self as tree_analysis, TreeSummary};
 use flatline_runtime::analysis::{self, ChannelAnalysis, Context, Note, Verdict};
 use flatline_runtime::recording::{EventKind, Recording, TailProblem, TailProblemKind};
-use flatline_runtime::telemetry::{ChannelSpec, TOKEN_CHANNELS, Unit};
+use flatline_runtime::telemetry::{ChannelSpec, MAX_STEP, TOKEN_CHANNELS, Unit};
 use serde_json::{Map, Value, json};
 
 use crate::fmt::{bytes, duration, value};
@@ -807,27 +807,27 @@ fn ending(rec: &Recording) -> String {
 /// pipe redraws a few times a second, so a fast job's 60 steps can be 15
 /// step events (a Hugging Face Trainer's), while its bar says 60.
 pub fn steps_taken(rec: &Recording) -> u64 {
-    let column = |i: usize| rec.columns[i].as_slice();
-    let axis = rules::step_axis(&rec.header.schema, column)
-        .and_then(|i| rec.channel(&rec.header.schema.channels[i].name))
-        .map(channel_stats)
-        .map(|s| s.max)
-        .filter(|v| v.is_finite() && *v >= 0.0)
-        .map_or(0, |v| v as u64);
+    let axis = last_step(rec).map_or(0, |v| v as u64);
     (rec.step_events() as u64).max(axis)
 }
 
-pub fn training_axes(rec: &Recording) -> Option<String> {
-    let last = |name: &str| {
-        rec.channel(name)
-            .map(channel_stats)
-            .map(|s| s.max)
-            .filter(|v| v.is_finite())
-    };
+/// The highest step number of the recording's step axis that is a count
+/// (at most [`MAX_STEP`]: a job's counter that wrapped, 18446744073709551615,
+/// is not the number of steps it took).
+fn last_step(rec: &Recording) -> Option<f64> {
     let column = |i: usize| rec.columns[i].as_slice();
-    let steps = rules::step_axis(&rec.header.schema, column)
-        .map(|i| &rec.header.schema.channels[i].name)
-        .and_then(|n| last(n));
+    let values = rules::step_axis(&rec.header.schema, column)
+        .and_then(|i| rec.channel(&rec.header.schema.channels[i].name))?;
+    let counts = |v: &f64| v.is_finite() && *v >= 0.0 && *v <= MAX_STEP as f64;
+    // The format's max covers every sample, a bounded load's too; only
+    // when it is no count are the readings held searched for the last one.
+    Some(channel_stats(values).max)
+        .filter(counts)
+        .or_else(|| values.iter().copied().filter(counts).reduce(f64::max))
+}
+
+pub fn training_axes(rec: &Recording) -> Option<String> {
+    let steps = last_step(rec);
     // A count that never moved (a workload without steps or tokens) says
     // nothing: only what advanced is told.
     let tokens_seen = TOKEN_CHANNELS

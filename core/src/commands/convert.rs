@@ -34,23 +34,36 @@ pub fn export(args: &ExportArgs) -> Result<()> {
     if let (Some(from), Some(to)) = (args.from, args.to)
         && from > to
     {
-        anyhow::bail!("--from {from} is after --to {to}: no sample lies between");
+        anyhow::bail!(
+            "--from {} is after --to {}: no sample lies between",
+            crate::fmt::given(from),
+            crate::fmt::given(to)
+        );
     }
     let range = csv::ExportRange {
         from_s: args.from,
         to_s: args.to,
         every_s: args.every,
     };
-    let done = csv::export(&args.file, &args.csv, args.force, range).context("exporting")?;
+    // `-` is standard output, as for most tools that write a file; the
+    // summary then goes to stderr, out of the CSV's way.
+    let to_stdout = args.csv.as_os_str() == "-";
+    let done = if to_stdout {
+        let out = std::path::Path::new("standard output");
+        csv::export_into(&args.file, out, std::io::stdout().lock(), range)
+    } else {
+        csv::export(&args.file, &args.csv, args.force, range)
+    }
+    .context("exporting")?;
     if let Some(t) = &done.scanned.tail {
         crate::commands::report::warn_tail(&args.file, t, done.scanned.samples);
     }
-    println!(
-        "wrote {} rows of {} channels to {}",
-        done.rows,
-        done.channels,
-        args.csv.display()
-    );
+    let said = format!("wrote {} rows of {} channels to", done.rows, done.channels);
+    if to_stdout {
+        eprintln!("flatline: {said} standard output");
+    } else {
+        println!("{said} {}", args.csv.display());
+    }
     Ok(())
 }
 

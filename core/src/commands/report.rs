@@ -55,27 +55,98 @@ pub const EXIT_GATE_FAILED: u8 = 3;
 /// `report`'s exit code when `--fail-on` meets a damaged recording.
 pub const EXIT_DAMAGED: u8 = 4;
 
-/// The level channels whose verdict is one of `verdicts` (growth only, for
-/// linear and staircase), among those `channels` names (all if empty), as
-/// "name (verdict)".
-pub fn gate_matches(
+/// What a `--fail-on` gate looked at and what it found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GateCheck {
+    /// The level channels it judged (those `--channels` selects, or all).
+    pub checked: Vec<String>,
+    /// Those with a verdict it names, as "name (verdict)".
+    pub matched: Vec<String>,
+}
+
+impl GateCheck {
+    /// The line that says what was checked and what matched, for stderr.
+    pub fn describe(&self, verdicts: &[Verdict]) -> String {
+        let names: Vec<&str> = verdicts.iter().map(|v| v.as_str()).collect();
+        let n = self.checked.len();
+        let of = format!("{n} level channel{}", if n == 1 { "" } else { "s" });
+        let checked = crate::select::list(&self.checked);
+        if self.matched.is_empty() {
+            format!(
+                "--fail-on {}: none of {of} matched (checked: {checked})",
+                names.join(",")
+            )
+        } else {
+            format!(
+                "--fail-on {}: {} of {of} matched: {} (checked: {checked})",
+                names.join(","),
+                self.matched.len(),
+                self.matched.join(", ")
+            )
+        }
+    }
+}
+
+/// Checks `--fail-on` against a receipt: the level channels `channels`
+/// selects (all if empty) whose verdict is one of `verdicts` (growth only,
+/// for linear and staircase). A gate that would judge nothing is a bad
+/// flag: a glob that selects no channel of the recording, or none that is
+/// a level, or a recording without a level channel.
+pub fn gate(
     receipt: &Receipt<'_>,
     verdicts: &[Verdict],
     channels: &[glob::Pattern],
-) -> Vec<String> {
+) -> Result<GateCheck, crate::BadFlag> {
+    let all: Vec<&str> = receipt.rows.iter().map(|r| r.spec.name.as_str()).collect();
+    let levels: Vec<&str> = receipt
+        .rows
+        .iter()
+        .filter(|r| r.analysis.kind == analysis::Kind::Level)
+        .map(|r| r.spec.name.as_str())
+        .collect();
+    let unmatched =
+        crate::select::selects("--channels", channels, &all, "channel", "the recording has")?;
+    if levels.is_empty() {
+        return Err(crate::BadFlag(format!(
+            "--fail-on: the recording has no level channel to judge (its {} channels are counters and gauges)",
+            all.len()
+        )));
+    }
+    let not_levels = crate::select::selects(
+        "--channels",
+        channels,
+        &levels,
+        "level channel (--fail-on judges levels only)",
+        "the recording's levels are",
+    )?;
+    for g in not_levels {
+        let what = if unmatched.contains(&g) {
+            "no channel"
+        } else {
+            "no level channel"
+        };
+        eprintln!("flatline: warning: --channels '{g}' selects {what} of this recording");
+    }
     let growing = receipt.growing();
-    receipt
+    let judged: Vec<&Row<'_>> = receipt
         .rows
         .iter()
         .filter(|r| r.analysis.kind == analysis::Kind::Level)
         .filter(|r| channels.is_empty() || channels.iter().any(|g| g.matches(&r.spec.name)))
+        .collect();
+    let matched = judged
+        .iter()
         .filter(|r| verdicts.contains(&r.analysis.verdict))
         .filter(|r| match r.analysis.verdict {
             Verdict::Linear | Verdict::Staircase => growing.contains(&r.spec.name.as_str()),
             _ => true,
         })
         .map(|r| format!("{} ({})", r.spec.name, r.analysis.verdict.as_str()))
-        .collect()
+        .collect();
+    Ok(GateCheck {
+        checked: judged.iter().map(|r| r.spec.name.clone()).collect(),
+        matched,
+    })
 }
 
 pub fn run(args: &ReportArgs) -> Result<Gate> {
@@ -84,12 +155,14 @@ pub fn run(args: &ReportArgs) -> Result<Gate> {
         (None, None) => None,
         (from, to) => {
             let [from, to] = [from.unwrap_or(0.0), to.unwrap_or(f64::INFINITY)];
+            let given = crate::fmt::given;
             if from >= to {
-                anyhow::bail!("--from {from} is not before --to {to}");
+                anyhow::bail!("--from {} is not before --to {}", given(from), given(to));
             }
             if from > rec.duration_s() {
                 anyhow::bail!(
-                    "--from {from} is past the end of {} ({:.1} s long)",
+                    "--from {} is past the end of {} ({:.1} s long)",
+                    given(from),
                     args.file.display(),
                     rec.duration_s()
                 );
@@ -98,6 +171,12 @@ pub fn run(args: &ReportArgs) -> Result<Gate> {
         }
     };
     let receipt = analyse_range(&rec, args.warmup_s, range);
+    // The gate's flags are checked before anything is printed.
+    let gate = if args.fail_on.is_empty() {
+        None
+    } else {
+        Some(gate(&receipt, &args.fail_on, &args.channels)?)
+    };
     match args.format {
         ReportFormat::Json => println!(
             "{}",
@@ -119,11 +198,13 @@ pub fn run(args: &ReportArgs) -> Result<Gate> {
         );
         return Ok(Gate::Damaged);
     }
-    // No --fail-on matches nothing.
-    let matched = gate_matches(&receipt, &args.fail_on, &args.channels);
-    if matched.is_empty() {
+    let Some(gate) = gate else {
         return Ok(Gate::Passed);
-    }
-    eprintln!("flatline: --fail-on: {}", matched.join(", "));
-    Ok(Gate::Failed)
+    };
+    eprintln!("flatline: {}", gate.describe(&args.fail_on));
+    Ok(if gate.matched.is_empty() {
+        Gate::Passed
+    } else {
+        Gate::Failed
+    })
 }

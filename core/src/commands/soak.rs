@@ -21,12 +21,19 @@ use crate::stream::session::{Session, SessionEnd};
 
 /// `recordings/<prefix>-<UTC time>.flr`, creating `recordings/` if needed.
 pub fn default_path(prefix: &str) -> Result<PathBuf> {
-    let dir = PathBuf::from("recordings");
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let dir = default_dir()?;
     let now = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
         .to_string()
         .replace(':', "-");
     Ok(dir.join(format!("{prefix}-{now}.flr")))
+}
+
+/// The folder of recordings made without `--out` (`recordings/`), made
+/// where it is missing.
+pub fn default_dir() -> Result<PathBuf> {
+    let dir = PathBuf::from("recordings");
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    Ok(dir)
 }
 
 /// Ctrl-C (SIGINT) and SIGTERM set this flag instead of ending the process,

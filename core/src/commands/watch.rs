@@ -276,6 +276,37 @@ impl Watched {
         }
     }
 
+    /// When the stream could not start (`err`): a command we started that
+    /// has already ended (`sh -c 'exit 7'` ends within a millisecond, before
+    /// its first reading) ends the watch with its own exit code, and what it
+    /// printed passed through; any other cause is the error, and a command
+    /// still running is stopped. We are the command's parent, so it stays
+    /// ours to reap however soon it ended: its status is never lost.
+    fn before_first_reading(
+        &mut self,
+        err: anyhow::Error,
+        args: &WatchArgs,
+    ) -> Result<Option<i32>> {
+        let Some(child) = self.child.as_mut() else {
+            return Err(err);
+        };
+        let Ok(Some(status)) = child.try_wait() else {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(err);
+        };
+        if let Some(o) = self.output.as_mut() {
+            o.settle(Duration::from_secs(1));
+        }
+        let line = ended_unread(self.pid, &args.command, status);
+        if args.headless {
+            println!("{line}");
+        } else {
+            eprintln!("flatline: {line}");
+        }
+        Ok(self.exit_code())
+    }
+
     /// The started command's exit code (after waiting for it), if we started one.
     fn exit_code(&mut self) -> Option<i32> {
         let status = self.child.as_mut()?.wait().ok()?;
@@ -413,6 +444,47 @@ fn exec_kind(path: &std::path::Path) -> ExecKind {
 /// already does through a pipe. A variable the user set is left as it is
 /// (`TTY_INTERACTIVE=0` turns this off).
 const TERMINAL_HINTS: [(&str, &str); 2] = [("TTY_COMPATIBLE", "1"), ("TTY_INTERACTIVE", "1")];
+
+/// What the receipt says of a command that ended before flatline could
+/// read it: nothing was recorded.
+fn ended_unread(pid: u32, command: &[String], status: std::process::ExitStatus) -> String {
+    let prog = command.first().map_or("", String::as_str);
+    let name = prog.rsplit('/').next().unwrap_or(prog);
+    #[cfg(unix)]
+    let how = {
+        use std::os::unix::process::ExitStatusExt;
+        match (status.code(), status.signal()) {
+            (Some(c), _) => format!("exited with code {c}"),
+            (None, Some(s)) => format!("was killed by signal {s}"),
+            _ => status.to_string(),
+        }
+    };
+    #[cfg(not(unix))]
+    let how = status.to_string();
+    format!(
+        "The command ended before flatline could read it: process {pid} ({name}) {how}; nothing was recorded."
+    )
+}
+
+/// Everything a watch can check before it starts a command, checked: the
+/// recording's path (exists without --force, a missing or unwritable
+/// folder), the exporter's port (bound here and handed on) and its
+/// --web-config (read here). `--cgroup DIR` and the flags' own values
+/// were checked as they were parsed. So a watch that cannot run never
+/// starts the command it would have watched.
+fn check_before_start(args: &WatchArgs) -> Result<Option<crate::stream::session::Ready>> {
+    use flatline_runtime::recording::RecordingWriter;
+    match &args.out {
+        Some(out) => RecordingWriter::check_path(out, args.force)?,
+        // Its name has the pid: its folder is checked now.
+        None if args.headless => {
+            let dir = crate::commands::soak::default_dir()?;
+            RecordingWriter::check_path(&dir.join("watch-check.flr"), false)?;
+        }
+        None => {}
+    }
+    args.export.config().prepare()
+}
 
 fn start_target(args: &WatchArgs, clock: Clock) -> Result<Watched> {
     match (args.pid, args.command.split_first()) {
@@ -601,6 +673,13 @@ pub fn run(args: &WatchArgs, viewer: &dyn crate::Viewer) -> Result<Option<i32>> 
     // One clock for the samples, the log's step events and the command's
     // printed lines, which go straight to whoever records (the recorder
     // thread, or the window).
+    let ready = check_before_start(args)?;
+    let export = |pid: u32| {
+        args.export.export(pid).map(|mut e| {
+            e.ready.clone_from(&ready);
+            e
+        })
+    };
     let clock = Clock::start();
     let mut target = start_target(args, clock)?;
     let events = event_channel();
@@ -614,11 +693,7 @@ pub fn run(args: &WatchArgs, viewer: &dyn crate::Viewer) -> Result<Option<i32>> 
     }
     if let Err(e) = follow_log(args, &mut target) {
         // Never leave a started command running behind an error.
-        if let Some(c) = target.child.as_mut() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-        return Err(e);
+        return target.before_first_reading(e, args);
     }
     // `flatline mark TEXT` reaches this watch while it runs.
     let mark = |recording: Option<&std::path::Path>| {
@@ -632,7 +707,7 @@ pub fn run(args: &WatchArgs, viewer: &dyn crate::Viewer) -> Result<Option<i32>> 
     };
     if !args.headless {
         let _marks = mark(args.out.as_deref());
-        let (src, store) = crate::stream::source::WatchSource::start(
+        let started = crate::stream::source::WatchSource::start(
             target.pid,
             sampler_config(args, &target, clock, events.0.clone()),
             Vec::new(),
@@ -641,8 +716,12 @@ pub fn run(args: &WatchArgs, viewer: &dyn crate::Viewer) -> Result<Option<i32>> 
             args.out.as_deref(),
             args.force,
             args.on_write_error,
-            args.export.export(target.pid),
-        )?;
+            export(target.pid),
+        );
+        let (src, store) = match started {
+            Ok(s) => s,
+            Err(e) => return target.before_first_reading(e, args),
+        };
         if let Some(o) = target.output.as_mut() {
             o.collect(src.grow(), printed_events, clock)?;
         }
@@ -672,15 +751,22 @@ pub fn run(args: &WatchArgs, viewer: &dyn crate::Viewer) -> Result<Option<i32>> 
         None => crate::commands::soak::default_path(&format!("watch-{}", target.pid))?,
     };
     let marks = mark(Some(&out));
-    let session = Session::start_with(
+    let started = Session::start_with(
         setup(args, target.pid),
         sampler_config(args, &target, clock, events.0.clone()),
         Vec::new(),
         events,
         &out,
         args.force,
-        args.export.export(target.pid),
-    )?;
+        export(target.pid),
+    );
+    let session = match started {
+        Ok(s) => s,
+        Err(e) => {
+            drop(marks);
+            return target.before_first_reading(e, args);
+        }
+    };
     if let Some(o) = target.output.as_mut() {
         o.collect(session.grow(), printed_events, clock)?;
     }
@@ -739,6 +825,17 @@ pub fn run(args: &WatchArgs, viewer: &dyn crate::Viewer) -> Result<Option<i32>> 
         for line in o.summary() {
             println!("  {line}");
         }
+    }
+    if end.recorder.write.samples == 0
+        && let (Some(status), SamplerExit::TargetExited { .. }) = (
+            target
+                .child
+                .as_mut()
+                .and_then(|c| c.try_wait().ok().flatten()),
+            &end.exit,
+        )
+    {
+        println!("  {}", ended_unread(target.pid, &args.command, status));
     }
     if let SamplerExit::TargetExited { pid } = end.exit
         && stopped.is_none()

@@ -3,7 +3,10 @@
 //!
 //! An expression is `SUBJECT [MEASURE] OP THRESHOLD`:
 //! - SUBJECT: a channel name or glob (`tree.pss`, `pid*.pss`, `gpu?.used`),
-//!   or `any` for every channel;
+//!   or `any` for every channel; one that no stream can ever have (it
+//!   matches no name the catalog declares, nor a job's `log.`, `torch.` or
+//!   `progress.` key: [`crate::select::could_name`]) is refused as it is
+//!   parsed, so an alert is never accepted that cannot fire;
 //! - MEASURE: `value` (the default: the latest reading), `drift`, `slope`
 //!   (per second, levels only), `time_to_limit`, `severity` (of a growing
 //!   level: info, warning, critical);
@@ -113,10 +116,16 @@ pub fn parse(text: &str) -> Result<Alert, String> {
     };
     let subject = match subject {
         "any" => None,
-        s => Some(
-            glob::Pattern::new(s)
-                .map_err(|e| format!("{text:?}: {s:?} is not a channel glob: {e}"))?,
-        ),
+        s => {
+            let glob = glob::Pattern::new(s)
+                .map_err(|e| format!("{text:?}: {s:?} is not a channel glob: {e}"))?;
+            // Checked now, before a stream starts: one that can never have
+            // such a channel would watch in silence (see crate::select).
+            if !crate::select::could_name(s) {
+                return Err(crate::select::no_such_channel(text, s));
+            }
+            Some(glob)
+        }
     };
     let threshold = match measure {
         Measure::Value | Measure::Drift => size(threshold),
@@ -344,6 +353,11 @@ mod tests {
             ("gpu0.used time_to_limit < soon", "not a duration"),
             ("any severity >= bad", "info, warning or critical"),
             ("pid[.pss > 1", "not a channel glob"),
+            (
+                "mem.rs > 1GiB",
+                "'mem.rs' names no channel a stream can have",
+            ),
+            ("gpu0.fan > 1", "(`#`: a number): gpu#.used, gpu#.total"),
         ] {
             let e = parse(bad).unwrap_err();
             assert!(e.contains(says), "{bad}: {e}");

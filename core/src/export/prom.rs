@@ -77,11 +77,11 @@ impl std::fmt::Debug for Exporter {
 }
 
 impl Exporter {
-    /// Binds `addr`, if given (an error now, not at the first scrape, when
-    /// it cannot be bound), serves it behind `door`, and starts following
-    /// the stream that `rx` taps: its exposition and its alerts.
+    /// Serves `listener`, if given (bound by the caller, so that a port in
+    /// use is an error before anything starts), behind `door`, and starts
+    /// following the stream that `rx` taps: its exposition and its alerts.
     pub fn start(
-        addr: Option<SocketAddr>,
+        listener: Option<TcpListener>,
         door: Option<Door>,
         schema: &Schema,
         setup: ExportSetup,
@@ -89,12 +89,6 @@ impl Exporter {
         tap: Arc<TapStats>,
         sampler_dropped: DroppedCount,
     ) -> Result<Self> {
-        let listener = match addr {
-            Some(addr) => Some(
-                TcpListener::bind(addr).with_context(|| format!("serving /metrics on {addr}"))?,
-            ),
-            None => None,
-        };
         let stop = Arc::new(AtomicBool::new(false));
         let mut state = ExportState::new(schema, setup, tap, sampler_dropped);
         let published: Published = Arc::new(Mutex::new(Bytes::from(state.encode())));

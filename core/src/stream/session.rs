@@ -2,8 +2,9 @@
 //! Shared by `soak`, headless `watch` and `bench --telemetry-hz`; the header
 //! comes from the one [`RecordingSetup`] every recording is made with.
 
-use std::net::SocketAddr;
+use std::net::{SocketAddr, TcpListener};
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 
 use anyhow::{Context, Result};
 use crossbeam_channel::{Receiver, Sender};
@@ -35,6 +36,48 @@ pub struct Export {
     pub pid: u32,
     pub alerts: Vec<crate::export::alert::Alert>,
     pub on_alert: Option<String>,
+    /// The listener and door made before the watched command started
+    /// ([`ExportConfig::prepare`]); without it they are made as the stream
+    /// starts.
+    pub ready: Option<Ready>,
+}
+
+/// An exporter's listener, bound, and its `--web-config`, read: made before
+/// a watched command starts, so that a port in use or a bad config never
+/// starts it, and handed to the exporter as they are (never bound twice).
+#[derive(Clone)]
+pub struct Ready {
+    listener: Arc<Mutex<Option<TcpListener>>>,
+    door: Option<crate::export::web::Door>,
+}
+
+impl std::fmt::Debug for Ready {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ready")
+            .field("listener", &self.listener)
+            .field("door", &self.door.is_some())
+            .finish()
+    }
+}
+
+impl Ready {
+    /// Binds `addr` (where given) and reads `web_config` (where given).
+    pub fn make(addr: Option<SocketAddr>, web_config: Option<&Path>) -> Result<Self> {
+        let door = web_config.map(crate::export::web::Door::load).transpose()?;
+        let listener = addr
+            .map(|a| TcpListener::bind(a).with_context(|| format!("serving /metrics on {a}")))
+            .transpose()?;
+        Ok(Self {
+            listener: Arc::new(Mutex::new(listener)),
+            door,
+        })
+    }
+
+    /// Where the listener is bound, while it is held here.
+    pub fn addr(&self) -> Option<SocketAddr> {
+        let held = self.listener.lock().unwrap_or_else(|p| p.into_inner());
+        held.as_ref().and_then(|l| l.local_addr().ok())
+    }
 }
 
 /// What a stream is followed for, before the process it watches is known:
@@ -58,7 +101,17 @@ impl ExportConfig {
             pid,
             alerts: self.alerts.clone(),
             on_alert: self.on_alert.clone(),
+            ready: None,
         })
+    }
+
+    /// Binds the listener and reads the web config now, before what is
+    /// watched starts (see [`Ready`]); `None` when nothing is exported.
+    pub fn prepare(&self) -> Result<Option<Ready>> {
+        if self.addr.is_none() && self.alerts.is_empty() {
+            return Ok(None);
+        }
+        Ready::make(self.addr, self.web_config.as_deref()).map(Some)
     }
 }
 
@@ -299,15 +352,28 @@ pub fn start_exporter(
     sampler: &telemetry::Sampler,
     events: Sender<Event>,
 ) -> Result<(Tap, Exporter)> {
-    let door = e
-        .web_config
-        .as_deref()
-        .map(crate::export::web::Door::load)
-        .transpose()?;
+    let ready = match e.ready {
+        Some(r) => r,
+        None => Ready::make(e.addr, e.web_config.as_deref())?,
+    };
+    let door = ready.door;
+    let listener = ready
+        .listener
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .take();
+    // A listener already handed on (a copy of the same Ready) is bound anew.
+    let listener = match (listener, e.addr) {
+        (Some(l), _) => Some(l),
+        (None, Some(a)) => {
+            Some(TcpListener::bind(a).with_context(|| format!("serving /metrics on {a}"))?)
+        }
+        (None, None) => None,
+    };
     let (tap, rx, stats) = Tap::new();
     let progress = sampler.progress();
     let exporter = Exporter::start(
-        e.addr,
+        listener,
         door.clone(),
         schema,
         ExportSetup {

@@ -218,6 +218,8 @@ pub fn import(
         if let Some(at) = step_at
             && v[at].is_finite()
             && v[at] >= 0.0
+            // A counter that wrapped (-1 printed unsigned) is no step.
+            && v[at] <= crate::telemetry::MAX_STEP as f64
             && last_step != Some(v[at])
         {
             last_step = Some(v[at]);
@@ -347,6 +349,28 @@ pub fn export(
     force: bool,
     range: ExportRange,
 ) -> Result<Exported, CsvError> {
+    export_with(path, out, range, || create(out, force))
+}
+
+/// [`export`] into `w` (standard output, say) instead of a file; `out` names
+/// it in errors.
+pub fn export_into<W: std::io::Write>(
+    path: &Path,
+    out: &Path,
+    w: W,
+    range: ExportRange,
+) -> Result<Exported, CsvError> {
+    export_with(path, out, range, || Ok(w))
+}
+
+/// The export, into what `open` gives once the recording's channels are
+/// known (so a recording that cannot be read makes no file).
+fn export_with<W: std::io::Write>(
+    path: &Path,
+    out: &Path,
+    range: ExportRange,
+    open: impl FnOnce() -> Result<W, CsvError>,
+) -> Result<Exported, CsvError> {
     /// The first pass: every channel's name.
     struct Names(Vec<String>);
     impl super::Visit for Names {
@@ -412,7 +436,7 @@ pub fn export(
     };
     let mut names = Names(Vec::new());
     scan_file(path, &mut names)?;
-    let file = create(out, force)?;
+    let file = open()?;
     let mut w = csv::Writer::from_writer(std::io::BufWriter::new(file));
     let mut head = vec!["t_s".to_owned()];
     head.extend(names.0.iter().cloned());

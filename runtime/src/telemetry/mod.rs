@@ -36,6 +36,12 @@ pub mod tree;
 pub mod work;
 
 pub use dynamic::{DynamicChannels, SchemaFeed};
+
+/// The largest step number that is a count: 2^53, the last integer a
+/// channel's f64 holds exactly. A job's counter that wrapped (`-1` printed
+/// unsigned: 18446744073709551615) or a float printed as a step is not
+/// one; the parsers drop it and the receipts do not count it.
+pub const MAX_STEP: u64 = 1 << 53;
 pub use flatline_format::{
     ChannelSpec, Group, Item, Kind, MAX_CHANNELS, STEP_CHANNELS, Sample, Schema, TOKEN_CHANNELS,
     Unavailable, Unit,

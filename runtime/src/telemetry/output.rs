@@ -181,7 +181,10 @@ pub fn pairs_line<'a>(pairs: impl IntoIterator<Item = (&'a str, f64)>) -> Line {
             continue;
         }
         if is_step_key(k) && v >= 0.0 && v.fract() == 0.0 {
-            out.step = Some(v as u64);
+            // A wrapped counter is no step (and no metric either).
+            if v <= super::MAX_STEP as f64 {
+                out.step = Some(v as u64);
+            }
             continue;
         }
         let l = leaf(k);
@@ -220,7 +223,8 @@ fn number_with_unit(s: &str) -> Option<(f64, &'static str, Unit)> {
 }
 
 fn step_number(s: &str) -> Option<u64> {
-    s.trim().trim_end_matches([':', ',']).parse().ok()
+    let n: u64 = s.trim().trim_end_matches([':', ',']).parse().ok()?;
+    (n <= super::MAX_STEP).then_some(n)
 }
 
 /// Reads `key value, key value…` (nanoGPT's list after `iter N:`).
@@ -830,6 +834,7 @@ impl Collector {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::telemetry::MAX_STEP;
 
     fn keys(l: &Line) -> Vec<(&str, f64)> {
         l.values.iter().map(|(k, v, _)| (k.as_str(), *v)).collect()
@@ -852,6 +857,26 @@ mod tests {
         let c = parse_line("saving checkpoint to out");
         assert_eq!(c.marker.as_deref(), Some("saving checkpoint to out"));
         assert!(c.step.is_none() && c.values.is_empty());
+    }
+
+    /// A step counter that wrapped (`-1` printed unsigned) is no step: a
+    /// receipt would count 18,446,744,073,709,551,615 of them.
+    #[test]
+    fn a_wrapped_step_counter_is_no_step() {
+        for line in [
+            r#"{"step": 18446744073709551615, "loss": 1.5}"#,
+            "iter 18446744073709551615: loss 1.5",
+            "step=1e30 loss=1.5",
+        ] {
+            assert_eq!(parse_line(line).step, None, "{line}");
+        }
+        let json = parse_line(r#"{"step": 18446744073709551615, "loss": 1.5}"#);
+        assert_eq!(keys(&json), [("loss", 1.5)], "its metrics are kept");
+        assert_eq!(
+            parse_line(r#"{"step": 9007199254740992}"#).step,
+            Some(MAX_STEP)
+        );
+        assert_eq!(parse_line("iter 41: loss 1.5").step, Some(41));
     }
 
     #[test]
