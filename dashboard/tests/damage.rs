@@ -63,6 +63,12 @@ fn one_flipped_bit_costs_one_frame_and_the_gate_says_damaged() {
         whole["recording"]["samples"].as_u64().unwrap()
     );
     assert!(v["findings"][0]["kind"] == "damage", "{:#}", v["findings"]);
+    // Samples were lost: said before any verdict.
+    let headline = v["headline"].as_str().unwrap();
+    assert!(
+        headline.starts_with("Read ") && headline.contains("6 samples lost. mem.rss grows"),
+        "{headline}"
+    );
     // The leak is still found in what was read.
     assert_eq!(v["growing"], whole["growing"]);
 

@@ -16,7 +16,8 @@ pub struct Damage {
     pub losses: Vec<Loss>,
 }
 
-/// A loss costs more than this before the headline says it first.
+/// A loss of no samples that still costs more than this (a gap in time)
+/// is said first.
 pub const HEADLINE_LOSS_S: f64 = 1.0;
 
 impl Damage {
@@ -65,13 +66,11 @@ impl Damage {
         })
     }
 
-    /// Whether the loss is large enough to be the headline's first words.
+    /// Whether the loss is the headline's first words: it took samples
+    /// (or an unknown number of them), or more than a second. A lost copy
+    /// of a frame written twice costs nothing, and is only listed.
     pub fn in_headline(&self) -> bool {
-        self.lost_s > HEADLINE_LOSS_S
-            || self
-                .losses
-                .iter()
-                .any(|l| l.before_ns.is_none() && l.bytes > 0)
+        self.lost_s > HEADLINE_LOSS_S || self.losses.iter().any(|l| l.samples != Some(0))
     }
 
     /// "Read 0.5 s of a 14.2 s recording: damaged at byte 3568 (a block
