@@ -10,9 +10,13 @@
 //! - a thread-local guard stops recursion: whatever the sampling path
 //!   itself allocates (glibc's `backtrace` loads libgcc once) is forwarded
 //!   and counted, never sampled;
-//! - the slow path (a sample) takes one spin lock around a table update,
-//!   never while calling anything that could allocate; `fork` takes the
-//!   locks first (`pthread_atfork`) so a child never inherits one held.
+//! - the tables of sampled blocks and mappings take no lock (a signal
+//!   handler that allocates may interrupt an update, and must not wait for
+//!   its own thread: `crate::table`); the one lock, around a new Python
+//!   code object's record, is taken only with the guard set (so never by a
+//!   handler on the thread that holds it), never while calling anything that
+//!   could allocate; `fork` takes it first (`pthread_atfork`) so a child
+//!   never inherits it held.
 //!
 //! The blocks that read the interpreter's frames read several words of one
 //! structure whose validity one comment states; `multiple_unsafe_ops_per_block`
@@ -27,6 +31,8 @@ use core::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
 use core::sync::atomic::{AtomicBool, AtomicI64, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize};
 
 use flatline_format::sites as L;
+
+use crate::table;
 
 // ---------------------------------------------------------------------------
 // The allocator that comes next.
@@ -174,19 +180,16 @@ thread_local! {
 static RING: AtomicPtr<u8> = AtomicPtr::new(ptr::null_mut());
 static EVERY: AtomicU64 = AtomicU64::new(512 << 10);
 
-/// Sampled live blocks' addresses (0 empty, 1 a removed one), open
-/// addressing, at most `PROBES` from home.
+/// Sampled live blocks' addresses, and anonymous mappings seen (address,
+/// length, so that `munmap` takes back only what `mmap` counted): open
+/// addressing without a lock (`crate::table`), so that a signal handler
+/// that allocates never waits on its own interrupted thread.
 const TABLE: usize = 1 << 18;
-const PROBES: usize = 32;
-const TOMB: u64 = 1;
 static SAMPLED: [AtomicU64; TABLE] = [const { AtomicU64::new(0) }; TABLE];
 static SAMPLED_COUNT: AtomicUsize = AtomicUsize::new(0);
-/// Anonymous mappings seen: (address, length), so that `munmap` takes back
-/// only what `mmap` counted.
 const MAPS: usize = 1 << 16;
 static MAP_ADDR: [AtomicU64; MAPS] = [const { AtomicU64::new(0) }; MAPS];
 static MAP_LEN: [AtomicU64; MAPS] = [const { AtomicU64::new(0) }; MAPS];
-static TABLE_LOCK: AtomicBool = AtomicBool::new(false);
 
 fn lock(l: &AtomicBool) {
     while l
@@ -199,10 +202,6 @@ fn lock(l: &AtomicBool) {
 
 fn unlock(l: &AtomicBool) {
     l.store(false, Release);
-}
-
-fn home(addr: u64, bits: u32) -> usize {
-    ((addr >> 4).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - bits)) as usize
 }
 
 fn header_u64(base: *mut u8, at: usize) -> &'static AtomicU64 {
@@ -222,20 +221,10 @@ fn header_u32(base: *mut u8, at: usize) -> &'static AtomicU32 {
 }
 
 fn sampled_insert(addr: u64) -> bool {
-    let h = home(addr, TABLE.trailing_zeros());
-    lock(&TABLE_LOCK);
-    let mut done = false;
-    for i in 0..PROBES {
-        let slot = &SAMPLED[(h + i) & (TABLE - 1)];
-        let v = slot.load(Relaxed);
-        if v == 0 || v == TOMB {
-            slot.store(addr, Release);
-            SAMPLED_COUNT.fetch_add(1, Relaxed);
-            done = true;
-            break;
-        }
+    let done = table::insert(&SAMPLED, addr).is_some();
+    if done {
+        SAMPLED_COUNT.fetch_add(1, Relaxed);
     }
-    unlock(&TABLE_LOCK);
     done
 }
 
@@ -245,71 +234,28 @@ fn sampled_remove(addr: u64) -> bool {
     if SAMPLED_COUNT.load(Relaxed) == 0 {
         return false;
     }
-    let h = home(addr, TABLE.trailing_zeros());
-    // A block is inserted before its malloc returns, so before any free of
-    // it: a lookup without the lock sees it; the removal takes the lock.
-    for i in 0..PROBES {
-        let slot = &SAMPLED[(h + i) & (TABLE - 1)];
-        match slot.load(Acquire) {
-            0 => return false,
-            v if v == addr => {
-                lock(&TABLE_LOCK);
-                let still = slot.load(Relaxed) == addr;
-                if still {
-                    slot.store(TOMB, Relaxed);
-                    SAMPLED_COUNT.fetch_sub(1, Relaxed);
-                }
-                unlock(&TABLE_LOCK);
-                return still;
-            }
-            _ => {}
-        }
+    let done = table::remove(&SAMPLED, addr).is_some();
+    if done {
+        SAMPLED_COUNT.fetch_sub(1, Relaxed);
     }
-    false
+    done
 }
 
 fn map_insert(addr: u64, len: u64) {
-    let h = home(addr, MAPS.trailing_zeros());
-    lock(&TABLE_LOCK);
-    for i in 0..PROBES {
-        let j = (h + i) & (MAPS - 1);
-        let v = MAP_ADDR[j].load(Relaxed);
-        if v == 0 || v == TOMB {
-            MAP_LEN[j].store(len, Relaxed);
-            MAP_ADDR[j].store(addr, Relaxed);
-            break;
-        }
-    }
-    unlock(&TABLE_LOCK);
+    table::insert_with_value(&MAP_ADDR, &MAP_LEN, addr, len);
 }
 
 /// The length counted for a mapping at `addr`, taken out; 0 if it was not
 /// counted (a file mapping, one made before the library, or the middle of
 /// one). A prefix unmapped leaves the rest counted.
 fn map_remove(addr: u64, len: u64) -> u64 {
-    let h = home(addr, MAPS.trailing_zeros());
-    lock(&TABLE_LOCK);
-    let mut taken = 0;
-    for i in 0..PROBES {
-        let j = (h + i) & (MAPS - 1);
-        let v = MAP_ADDR[j].load(Relaxed);
-        if v == 0 {
-            break;
-        }
-        if v == addr {
-            let had = MAP_LEN[j].load(Relaxed);
-            MAP_ADDR[j].store(TOMB, Relaxed);
-            taken = had.min(len);
-            if had > len {
-                unlock(&TABLE_LOCK);
-                map_insert(addr + len, had - len);
-                return taken;
-            }
-            break;
-        }
+    let Some(had) = table::remove_with_value(&MAP_ADDR, &MAP_LEN, addr) else {
+        return 0;
+    };
+    if had > len {
+        map_insert(addr + len, had - len);
     }
-    unlock(&TABLE_LOCK);
-    taken
+    had.min(len)
 }
 
 // ---------------------------------------------------------------------------
@@ -861,18 +807,15 @@ fn open_ring(live: i64) -> *mut u8 {
 }
 
 extern "C" fn before_fork() {
-    lock(&TABLE_LOCK);
     lock(&python::CODE_LOCK);
 }
 
 extern "C" fn after_fork_parent() {
     unlock(&python::CODE_LOCK);
-    unlock(&TABLE_LOCK);
 }
 
 extern "C" fn after_fork_child() {
     unlock(&python::CODE_LOCK);
-    unlock(&TABLE_LOCK);
     let parent = RING.load(Relaxed);
     if parent.is_null() {
         return;
