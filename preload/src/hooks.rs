@@ -32,7 +32,7 @@ use core::sync::atomic::{AtomicBool, AtomicI64, AtomicPtr, AtomicU32, AtomicU64,
 
 use flatline_format::sites as L;
 
-use crate::table;
+use crate::{ring, sampling, table};
 
 // ---------------------------------------------------------------------------
 // The allocator that comes next.
@@ -266,55 +266,34 @@ fn slot_ptr(base: *mut u8, pos: u64) -> *mut u8 {
     unsafe { base.add(L::slot_offset(pos)) }
 }
 
-/// Claims a slot, lets `fill` write it (everything but the sequence), and
-/// publishes it; false (and a drop counted) when the ring is full.
-fn push(base: *mut u8, fill: impl FnOnce(*mut u8)) -> bool {
+fn slot_seq(base: *mut u8, pos: u64) -> &'static AtomicU64 {
+    // SAFETY: a slot starts with its 8-aligned sequence word, inside the
+    // mapping, which is never unmapped.
+    unsafe { &*slot_ptr(base, pos).cast::<AtomicU64>() }
+}
+
+/// Claims a slot, copies `rec` in and publishes it (`crate::ring`); false
+/// (and a drop counted) when the ring is full.
+fn push(base: *mut u8, rec: &ring::Record) -> bool {
     let tail = header_u64(base, L::H_TAIL);
-    let mut pos = tail.load(Relaxed);
-    loop {
-        let slot = slot_ptr(base, pos);
-        // SAFETY: a slot starts with its 8-aligned sequence word.
-        let seq = unsafe { &*slot.cast::<AtomicU64>() };
-        let s = L::sequence(seq.load(Acquire), pos);
-        let dif = s.wrapping_sub(pos) as i64;
-        if dif == 0 {
-            match tail.compare_exchange_weak(pos, pos + 1, Relaxed, Relaxed) {
-                Ok(_) => {
-                    fill(slot);
-                    seq.store(L::stored(pos + 1, pos), Release);
-                    return true;
-                }
-                Err(p) => pos = p,
-            }
-        } else if dif < 0 {
-            header_u64(base, L::H_DROPPED).fetch_add(1, Relaxed);
-            return false;
-        } else {
-            pos = tail.load(Relaxed);
-        }
-    }
-}
-
-fn put_u64(slot: *mut u8, at: usize, v: u64) {
-    // SAFETY: `slot` is a claimed slot (no one else writes it until it is
-    // published) and `at + 8 ≤ SLOT_BYTES`; unaligned writes are allowed.
-    unsafe { slot.add(at).cast::<u64>().write_unaligned(v) }
-}
-
-fn put_u32(slot: *mut u8, at: usize, v: u32) {
-    // SAFETY: as `put_u64`.
-    unsafe { slot.add(at).cast::<u32>().write_unaligned(v) }
-}
-
-fn put_u16(slot: *mut u8, at: usize, v: u16) {
-    // SAFETY: as `put_u64`.
-    unsafe { slot.add(at).cast::<u16>().write_unaligned(v) }
-}
-
-fn put_bytes(slot: *mut u8, at: usize, b: &[u8]) {
-    debug_assert!(at + b.len() <= L::SLOT_BYTES);
-    // SAFETY: as `put_u64`; `b` is not inside the ring.
-    unsafe { ptr::copy_nonoverlapping(b.as_ptr(), slot.add(at), b.len()) }
+    let dropped = header_u64(base, L::H_DROPPED);
+    let Some(pos) = ring::claim(tail, dropped, |pos| slot_seq(base, pos)) else {
+        return false;
+    };
+    let body = rec.body();
+    debug_assert!(L::S_KIND + body.len() <= L::SLOT_BYTES);
+    // SAFETY: the slot at `pos` is claimed (no one else writes it until it
+    // is published); the body fits after its sequence word; `body` is not
+    // inside the ring.
+    unsafe {
+        ptr::copy_nonoverlapping(
+            body.as_ptr(),
+            slot_ptr(base, pos).add(L::S_KIND),
+            body.len(),
+        )
+    };
+    ring::publish(slot_seq(base, pos), pos);
+    true
 }
 
 fn tid() -> u32 {
@@ -334,18 +313,12 @@ fn flush(base: *mut u8, t: &Thread) {
 fn draw(t: &Thread) -> i64 {
     let mut x = t.rng.get();
     if !t.seeded.get() {
-        x = (tid() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (t as *const Thread as u64) | 1;
+        x = sampling::seed(tid(), t as *const Thread as u64);
         t.seeded.set(true);
     }
-    // xorshift64*
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
+    let gap = sampling::gap(&mut x, EVERY.load(Relaxed));
     t.rng.set(x);
-    let r = x.wrapping_mul(0x2545_F491_4F6C_DD1D);
-    let u = ((r >> 11) as f64 + 1.0) / (1u64 << 53) as f64;
-    let every = EVERY.load(Relaxed) as f64;
-    (-u.ln() * every).max(1.0) as i64
+    gap
 }
 
 /// After the program got `p` of `size` bytes (`mapped`: a mapping's
@@ -369,8 +342,7 @@ fn allocated(p: *mut c_void, size: usize, mapped: Option<usize>) {
         if !t.seeded.get() {
             t.until_sample.set(draw(t));
         }
-        let left = t.until_sample.get() - size as i64;
-        if left > 0 {
+        if let Some(left) = sampling::countdown(t.until_sample.get(), size) {
             t.until_sample.set(left);
             return;
         }
@@ -397,12 +369,7 @@ fn freeing(p: *mut c_void, mapped: Option<usize>) {
         }
     });
     if sampled_remove(p as u64) {
-        push(base, |slot| {
-            put_u32(slot, L::S_KIND, L::FREE);
-            put_u16(slot, L::S_N_NATIVE, 0);
-            put_u16(slot, L::S_N_PY, 0);
-            put_u64(slot, L::S_ADDR, p as u64);
-        });
+        push(base, &ring::Record::free(p as u64));
     }
 }
 
@@ -433,22 +400,12 @@ fn sample(base: *mut u8, addr: u64, size: u64) {
         return;
     }
     let w = L::weight(size, EVERY.load(Relaxed));
-    let pushed = push(base, |slot| {
-        put_u32(slot, L::S_KIND, L::ALLOC);
-        put_u16(slot, L::S_N_NATIVE, n as u16);
-        put_u16(slot, L::S_N_PY, n_py as u16);
-        put_u64(slot, L::S_ADDR, addr);
-        put_u64(slot, L::S_SIZE, size);
-        put_u64(slot, L::S_WEIGHT, w);
-        put_u32(slot, L::S_TID, tid());
-        for (i, f) in frames[..n].iter().enumerate() {
-            put_u64(slot, L::S_NATIVE + 8 * i, *f as u64);
-        }
-        for (i, (code, line)) in py[..n_py].iter().enumerate() {
-            put_u32(slot, L::S_PY + 8 * i, *code);
-            put_u32(slot, L::S_PY + 8 * i + 4, *line);
-        }
-    });
+    let mut native = [0u64; L::MAX_NATIVE];
+    for (to, f) in native.iter_mut().zip(&frames[..n]) {
+        *to = *f as u64;
+    }
+    let rec = ring::Record::alloc(addr, size, w, tid(), &native[..n], &py[..n_py]);
+    let pushed = push(base, &rec);
     if !pushed {
         sampled_remove(addr);
     }
@@ -1063,20 +1020,8 @@ mod python {
                 let first = (word(code, CODE_FIRSTLINENO) & 0xffff_ffff) as u64;
                 let name = utf8(name).unwrap_or(b"?");
                 let file = utf8(file).unwrap_or(b"?");
-                let n = name.len().min(L::MAX_TEXT / 2);
-                let f = file.len().min(L::MAX_TEXT - n);
                 let this = j as u32 + 1;
-                let said = push(base, |slot| {
-                    put_u32(slot, L::S_KIND, L::CODE);
-                    put_u16(slot, L::S_N_NATIVE, 0);
-                    put_u16(slot, L::S_N_PY, 0);
-                    put_u64(slot, L::S_ADDR, u64::from(this));
-                    put_u64(slot, L::S_SIZE, first);
-                    put_u64(slot, L::S_WEIGHT, n as u64 | (f as u64) << 16);
-                    put_bytes(slot, L::S_TEXT, &name[..n]);
-                    // The file's end says most (the path's start is the venv).
-                    put_bytes(slot, L::S_TEXT + n, &file[file.len() - f..]);
-                });
+                let said = push(base, &ring::Record::code(this, first, name, file));
                 if said {
                     CODE_KEY[j].store(code, Relaxed);
                     CODE_CHECK[j].store(check, Relaxed);
