@@ -55,7 +55,7 @@ run() {
     >"$work/$name.log" 2>&1 || rc=$?
   echo "$name: exit $rc in $((SECONDS - start)) s"
   grep -E '^(Total tests|Result):' "$work/$name.log" | sed 's/^/  /' || true
-  [ -s "$work/$name.xml" ] || { echo "$name: no JUnit results" >&2; tail -40 "$work/$name.log" >&2; exit 1; }
+  [ -s "$work/$name.xml" ] || { echo "$name: no JUnit results; its output began:" >&2; head -40 "$work/$name.log" >&2; exit 1; }
 }
 
 echo "== ${tests[*]} ($("$py" -c 'import sys; print(sys.version.split()[0])'), -j$jobs), without and with --sites --sites-every $every"
@@ -79,6 +79,9 @@ plain, sites = outcomes(sys.argv[1]), outcomes(sys.argv[2])
 for label, o in (("without --sites", plain), ("with --sites", sites)):
     c = collections.Counter(o.values())
     print(f"  {label:16} {len(o):5} run, {c['passed']:5} passed, {c['failed']:3} failed, {c['skipped']:4} skipped")
+both = sorted(n for n in plain if plain[n] == "failed" and sites.get(n) == "failed")
+for n in both[:20]:
+    print(f"  failed in both runs: {n}")
 differ = sorted(n for n in set(plain) | set(sites) if plain.get(n) != sites.get(n))
 for n in differ:
     print(f"  differs: {n}: {plain.get(n, 'not run')} without, {sites.get(n, 'not run')} with --sites")
