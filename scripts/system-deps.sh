@@ -10,9 +10,11 @@
 # fetches maturin, auditwheel, numpy, pytest and pandas from PyPI there. They build a stand-in NVML library from C
 # (dashboard/tests/data/nvml_stub.c): gcc and libc6-dev, which Rust's linker
 # needs anyway. CI checks the Prometheus exporter against a real server:
-# prometheus (not needed to run flatline).
+# prometheus (not needed to run flatline). scripts/preload-suite.sh runs
+# CPython's own regression tests, which Debian ships apart from Python:
+# libpython3.11-testsuite.
 set -euo pipefail
-packages=(xvfb xauth libegl1 libgl1-mesa-dri python3 python3-venv gcc libc6-dev prometheus)
+packages=(xvfb xauth libegl1 libgl1-mesa-dri python3 python3-venv gcc libc6-dev prometheus libpython3.11-testsuite)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

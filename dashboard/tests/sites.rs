@@ -9,32 +9,8 @@ mod support;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Once;
 
-use support::{flatline, report};
-
-/// The library, built beside the binary under test if it is not there yet
-/// (`cargo test` builds no cdylib a test does not link).
-fn library() -> PathBuf {
-    static BUILD: Once = Once::new();
-    let bin = Path::new(env!("CARGO_BIN_EXE_flatline"));
-    let lib = bin.with_file_name("libflatline_preload.so");
-    BUILD.call_once(|| {
-        if lib.is_file() {
-            return;
-        }
-        let release = bin.parent().and_then(|d| d.file_name()) == Some("release".as_ref());
-        let mut cargo = Command::new(env!("CARGO"));
-        cargo.args(["build", "-p", "flatline-preload"]);
-        if release {
-            cargo.arg("--release");
-        }
-        let status = cargo.status().expect("cargo runs");
-        assert!(status.success(), "building flatline-preload");
-    });
-    assert!(lib.is_file(), "{} is missing", lib.display());
-    lib
-}
+use support::{flatline, library, report};
 
 fn data(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

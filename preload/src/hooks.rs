@@ -10,9 +10,13 @@
 //! - a thread-local guard stops recursion: whatever the sampling path
 //!   itself allocates (glibc's `backtrace` loads libgcc once) is forwarded
 //!   and counted, never sampled;
-//! - the slow path (a sample) takes one spin lock around a table update,
-//!   never while calling anything that could allocate; `fork` takes the
-//!   locks first (`pthread_atfork`) so a child never inherits one held.
+//! - the tables of sampled blocks and mappings take no lock (a signal
+//!   handler that allocates may interrupt an update, and must not wait for
+//!   its own thread: `crate::table`); the one lock, around a new Python
+//!   code object's record, is taken only with the guard set (so never by a
+//!   handler on the thread that holds it), never while calling anything that
+//!   could allocate; `fork` takes it first (`pthread_atfork`) so a child
+//!   never inherits it held.
 //!
 //! The blocks that read the interpreter's frames read several words of one
 //! structure whose validity one comment states; `multiple_unsafe_ops_per_block`
@@ -27,6 +31,8 @@ use core::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
 use core::sync::atomic::{AtomicBool, AtomicI64, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize};
 
 use flatline_format::sites as L;
+
+use crate::{ring, sampling, table};
 
 // ---------------------------------------------------------------------------
 // The allocator that comes next.
@@ -174,19 +180,16 @@ thread_local! {
 static RING: AtomicPtr<u8> = AtomicPtr::new(ptr::null_mut());
 static EVERY: AtomicU64 = AtomicU64::new(512 << 10);
 
-/// Sampled live blocks' addresses (0 empty, 1 a removed one), open
-/// addressing, at most `PROBES` from home.
+/// Sampled live blocks' addresses, and anonymous mappings seen (address,
+/// length, so that `munmap` takes back only what `mmap` counted): open
+/// addressing without a lock (`crate::table`), so that a signal handler
+/// that allocates never waits on its own interrupted thread.
 const TABLE: usize = 1 << 18;
-const PROBES: usize = 32;
-const TOMB: u64 = 1;
 static SAMPLED: [AtomicU64; TABLE] = [const { AtomicU64::new(0) }; TABLE];
 static SAMPLED_COUNT: AtomicUsize = AtomicUsize::new(0);
-/// Anonymous mappings seen: (address, length), so that `munmap` takes back
-/// only what `mmap` counted.
 const MAPS: usize = 1 << 16;
 static MAP_ADDR: [AtomicU64; MAPS] = [const { AtomicU64::new(0) }; MAPS];
 static MAP_LEN: [AtomicU64; MAPS] = [const { AtomicU64::new(0) }; MAPS];
-static TABLE_LOCK: AtomicBool = AtomicBool::new(false);
 
 fn lock(l: &AtomicBool) {
     while l
@@ -199,10 +202,6 @@ fn lock(l: &AtomicBool) {
 
 fn unlock(l: &AtomicBool) {
     l.store(false, Release);
-}
-
-fn home(addr: u64, bits: u32) -> usize {
-    ((addr >> 4).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - bits)) as usize
 }
 
 fn header_u64(base: *mut u8, at: usize) -> &'static AtomicU64 {
@@ -222,20 +221,10 @@ fn header_u32(base: *mut u8, at: usize) -> &'static AtomicU32 {
 }
 
 fn sampled_insert(addr: u64) -> bool {
-    let h = home(addr, TABLE.trailing_zeros());
-    lock(&TABLE_LOCK);
-    let mut done = false;
-    for i in 0..PROBES {
-        let slot = &SAMPLED[(h + i) & (TABLE - 1)];
-        let v = slot.load(Relaxed);
-        if v == 0 || v == TOMB {
-            slot.store(addr, Release);
-            SAMPLED_COUNT.fetch_add(1, Relaxed);
-            done = true;
-            break;
-        }
+    let done = table::insert(&SAMPLED, addr).is_some();
+    if done {
+        SAMPLED_COUNT.fetch_add(1, Relaxed);
     }
-    unlock(&TABLE_LOCK);
     done
 }
 
@@ -245,71 +234,28 @@ fn sampled_remove(addr: u64) -> bool {
     if SAMPLED_COUNT.load(Relaxed) == 0 {
         return false;
     }
-    let h = home(addr, TABLE.trailing_zeros());
-    // A block is inserted before its malloc returns, so before any free of
-    // it: a lookup without the lock sees it; the removal takes the lock.
-    for i in 0..PROBES {
-        let slot = &SAMPLED[(h + i) & (TABLE - 1)];
-        match slot.load(Acquire) {
-            0 => return false,
-            v if v == addr => {
-                lock(&TABLE_LOCK);
-                let still = slot.load(Relaxed) == addr;
-                if still {
-                    slot.store(TOMB, Relaxed);
-                    SAMPLED_COUNT.fetch_sub(1, Relaxed);
-                }
-                unlock(&TABLE_LOCK);
-                return still;
-            }
-            _ => {}
-        }
+    let done = table::remove(&SAMPLED, addr).is_some();
+    if done {
+        SAMPLED_COUNT.fetch_sub(1, Relaxed);
     }
-    false
+    done
 }
 
 fn map_insert(addr: u64, len: u64) {
-    let h = home(addr, MAPS.trailing_zeros());
-    lock(&TABLE_LOCK);
-    for i in 0..PROBES {
-        let j = (h + i) & (MAPS - 1);
-        let v = MAP_ADDR[j].load(Relaxed);
-        if v == 0 || v == TOMB {
-            MAP_LEN[j].store(len, Relaxed);
-            MAP_ADDR[j].store(addr, Relaxed);
-            break;
-        }
-    }
-    unlock(&TABLE_LOCK);
+    table::insert_with_value(&MAP_ADDR, &MAP_LEN, addr, len);
 }
 
 /// The length counted for a mapping at `addr`, taken out; 0 if it was not
 /// counted (a file mapping, one made before the library, or the middle of
 /// one). A prefix unmapped leaves the rest counted.
 fn map_remove(addr: u64, len: u64) -> u64 {
-    let h = home(addr, MAPS.trailing_zeros());
-    lock(&TABLE_LOCK);
-    let mut taken = 0;
-    for i in 0..PROBES {
-        let j = (h + i) & (MAPS - 1);
-        let v = MAP_ADDR[j].load(Relaxed);
-        if v == 0 {
-            break;
-        }
-        if v == addr {
-            let had = MAP_LEN[j].load(Relaxed);
-            MAP_ADDR[j].store(TOMB, Relaxed);
-            taken = had.min(len);
-            if had > len {
-                unlock(&TABLE_LOCK);
-                map_insert(addr + len, had - len);
-                return taken;
-            }
-            break;
-        }
+    let Some(had) = table::remove_with_value(&MAP_ADDR, &MAP_LEN, addr) else {
+        return 0;
+    };
+    if had > len {
+        map_insert(addr + len, had - len);
     }
-    unlock(&TABLE_LOCK);
-    taken
+    had.min(len)
 }
 
 // ---------------------------------------------------------------------------
@@ -320,55 +266,34 @@ fn slot_ptr(base: *mut u8, pos: u64) -> *mut u8 {
     unsafe { base.add(L::slot_offset(pos)) }
 }
 
-/// Claims a slot, lets `fill` write it (everything but the sequence), and
-/// publishes it; false (and a drop counted) when the ring is full.
-fn push(base: *mut u8, fill: impl FnOnce(*mut u8)) -> bool {
+fn slot_seq(base: *mut u8, pos: u64) -> &'static AtomicU64 {
+    // SAFETY: a slot starts with its 8-aligned sequence word, inside the
+    // mapping, which is never unmapped.
+    unsafe { &*slot_ptr(base, pos).cast::<AtomicU64>() }
+}
+
+/// Claims a slot, copies `rec` in and publishes it (`crate::ring`); false
+/// (and a drop counted) when the ring is full.
+fn push(base: *mut u8, rec: &ring::Record) -> bool {
     let tail = header_u64(base, L::H_TAIL);
-    let mut pos = tail.load(Relaxed);
-    loop {
-        let slot = slot_ptr(base, pos);
-        // SAFETY: a slot starts with its 8-aligned sequence word.
-        let seq = unsafe { &*slot.cast::<AtomicU64>() };
-        let s = L::sequence(seq.load(Acquire), pos);
-        let dif = s.wrapping_sub(pos) as i64;
-        if dif == 0 {
-            match tail.compare_exchange_weak(pos, pos + 1, Relaxed, Relaxed) {
-                Ok(_) => {
-                    fill(slot);
-                    seq.store(L::stored(pos + 1, pos), Release);
-                    return true;
-                }
-                Err(p) => pos = p,
-            }
-        } else if dif < 0 {
-            header_u64(base, L::H_DROPPED).fetch_add(1, Relaxed);
-            return false;
-        } else {
-            pos = tail.load(Relaxed);
-        }
-    }
-}
-
-fn put_u64(slot: *mut u8, at: usize, v: u64) {
-    // SAFETY: `slot` is a claimed slot (no one else writes it until it is
-    // published) and `at + 8 ≤ SLOT_BYTES`; unaligned writes are allowed.
-    unsafe { slot.add(at).cast::<u64>().write_unaligned(v) }
-}
-
-fn put_u32(slot: *mut u8, at: usize, v: u32) {
-    // SAFETY: as `put_u64`.
-    unsafe { slot.add(at).cast::<u32>().write_unaligned(v) }
-}
-
-fn put_u16(slot: *mut u8, at: usize, v: u16) {
-    // SAFETY: as `put_u64`.
-    unsafe { slot.add(at).cast::<u16>().write_unaligned(v) }
-}
-
-fn put_bytes(slot: *mut u8, at: usize, b: &[u8]) {
-    debug_assert!(at + b.len() <= L::SLOT_BYTES);
-    // SAFETY: as `put_u64`; `b` is not inside the ring.
-    unsafe { ptr::copy_nonoverlapping(b.as_ptr(), slot.add(at), b.len()) }
+    let dropped = header_u64(base, L::H_DROPPED);
+    let Some(pos) = ring::claim(tail, dropped, |pos| slot_seq(base, pos)) else {
+        return false;
+    };
+    let body = rec.body();
+    debug_assert!(L::S_KIND + body.len() <= L::SLOT_BYTES);
+    // SAFETY: the slot at `pos` is claimed (no one else writes it until it
+    // is published); the body fits after its sequence word; `body` is not
+    // inside the ring.
+    unsafe {
+        ptr::copy_nonoverlapping(
+            body.as_ptr(),
+            slot_ptr(base, pos).add(L::S_KIND),
+            body.len(),
+        )
+    };
+    ring::publish(slot_seq(base, pos), pos);
+    true
 }
 
 fn tid() -> u32 {
@@ -388,18 +313,12 @@ fn flush(base: *mut u8, t: &Thread) {
 fn draw(t: &Thread) -> i64 {
     let mut x = t.rng.get();
     if !t.seeded.get() {
-        x = (tid() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (t as *const Thread as u64) | 1;
+        x = sampling::seed(tid(), t as *const Thread as u64);
         t.seeded.set(true);
     }
-    // xorshift64*
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
+    let gap = sampling::gap(&mut x, EVERY.load(Relaxed));
     t.rng.set(x);
-    let r = x.wrapping_mul(0x2545_F491_4F6C_DD1D);
-    let u = ((r >> 11) as f64 + 1.0) / (1u64 << 53) as f64;
-    let every = EVERY.load(Relaxed) as f64;
-    (-u.ln() * every).max(1.0) as i64
+    gap
 }
 
 /// After the program got `p` of `size` bytes (`mapped`: a mapping's
@@ -423,8 +342,7 @@ fn allocated(p: *mut c_void, size: usize, mapped: Option<usize>) {
         if !t.seeded.get() {
             t.until_sample.set(draw(t));
         }
-        let left = t.until_sample.get() - size as i64;
-        if left > 0 {
+        if let Some(left) = sampling::countdown(t.until_sample.get(), size) {
             t.until_sample.set(left);
             return;
         }
@@ -451,12 +369,7 @@ fn freeing(p: *mut c_void, mapped: Option<usize>) {
         }
     });
     if sampled_remove(p as u64) {
-        push(base, |slot| {
-            put_u32(slot, L::S_KIND, L::FREE);
-            put_u16(slot, L::S_N_NATIVE, 0);
-            put_u16(slot, L::S_N_PY, 0);
-            put_u64(slot, L::S_ADDR, p as u64);
-        });
+        push(base, &ring::Record::free(p as u64));
     }
 }
 
@@ -487,22 +400,12 @@ fn sample(base: *mut u8, addr: u64, size: u64) {
         return;
     }
     let w = L::weight(size, EVERY.load(Relaxed));
-    let pushed = push(base, |slot| {
-        put_u32(slot, L::S_KIND, L::ALLOC);
-        put_u16(slot, L::S_N_NATIVE, n as u16);
-        put_u16(slot, L::S_N_PY, n_py as u16);
-        put_u64(slot, L::S_ADDR, addr);
-        put_u64(slot, L::S_SIZE, size);
-        put_u64(slot, L::S_WEIGHT, w);
-        put_u32(slot, L::S_TID, tid());
-        for (i, f) in frames[..n].iter().enumerate() {
-            put_u64(slot, L::S_NATIVE + 8 * i, *f as u64);
-        }
-        for (i, (code, line)) in py[..n_py].iter().enumerate() {
-            put_u32(slot, L::S_PY + 8 * i, *code);
-            put_u32(slot, L::S_PY + 8 * i + 4, *line);
-        }
-    });
+    let mut native = [0u64; L::MAX_NATIVE];
+    for (to, f) in native.iter_mut().zip(&frames[..n]) {
+        *to = *f as u64;
+    }
+    let rec = ring::Record::alloc(addr, size, w, tid(), &native[..n], &py[..n_py]);
+    let pushed = push(base, &rec);
     if !pushed {
         sampled_remove(addr);
     }
@@ -861,18 +764,15 @@ fn open_ring(live: i64) -> *mut u8 {
 }
 
 extern "C" fn before_fork() {
-    lock(&TABLE_LOCK);
     lock(&python::CODE_LOCK);
 }
 
 extern "C" fn after_fork_parent() {
     unlock(&python::CODE_LOCK);
-    unlock(&TABLE_LOCK);
 }
 
 extern "C" fn after_fork_child() {
     unlock(&python::CODE_LOCK);
-    unlock(&TABLE_LOCK);
     let parent = RING.load(Relaxed);
     if parent.is_null() {
         return;
@@ -1120,20 +1020,8 @@ mod python {
                 let first = (word(code, CODE_FIRSTLINENO) & 0xffff_ffff) as u64;
                 let name = utf8(name).unwrap_or(b"?");
                 let file = utf8(file).unwrap_or(b"?");
-                let n = name.len().min(L::MAX_TEXT / 2);
-                let f = file.len().min(L::MAX_TEXT - n);
                 let this = j as u32 + 1;
-                let said = push(base, |slot| {
-                    put_u32(slot, L::S_KIND, L::CODE);
-                    put_u16(slot, L::S_N_NATIVE, 0);
-                    put_u16(slot, L::S_N_PY, 0);
-                    put_u64(slot, L::S_ADDR, u64::from(this));
-                    put_u64(slot, L::S_SIZE, first);
-                    put_u64(slot, L::S_WEIGHT, n as u64 | (f as u64) << 16);
-                    put_bytes(slot, L::S_TEXT, &name[..n]);
-                    // The file's end says most (the path's start is the venv).
-                    put_bytes(slot, L::S_TEXT + n, &file[file.len() - f..]);
-                });
+                let said = push(base, &ring::Record::code(this, first, name, file));
                 if said {
                     CODE_KEY[j].store(code, Relaxed);
                     CODE_CHECK[j].store(check, Relaxed);

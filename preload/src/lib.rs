@@ -28,7 +28,17 @@
 //! new program is sampled too, into a new ring. Without
 //! `FLATLINE_SITES_DIR` the library only forwards.
 //!
-//! Every `unsafe` block is in [`hooks`]; the rest is plain data.
+//! Every `unsafe` block is in `hooks`; the rest is plain logic, tested as
+//! such (also under Miri): when to sample ([`sampling`]), the ring's
+//! records and their claim and publication ([`ring`]), the tables
+//! ([`table`]). The hooks are left out
+//! of the test build: a test binary's own `malloc` would be theirs.
 
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", not(test)))]
 mod hooks;
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+pub(crate) mod ring;
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+pub(crate) mod sampling;
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+pub(crate) mod table;

@@ -273,3 +273,24 @@ pub fn watch_recording(
     );
     RecordingWriter::create(path, &header, false).unwrap()
 }
+
+/// The library, built beside the binary under test (`cargo test` builds no
+/// cdylib a test does not link); built every time, once per test binary, so
+/// that a library left from older sources is never the one tested.
+pub fn library() -> PathBuf {
+    static BUILD: std::sync::Once = std::sync::Once::new();
+    let bin = Path::new(env!("CARGO_BIN_EXE_flatline"));
+    let lib = bin.with_file_name("libflatline_preload.so");
+    BUILD.call_once(|| {
+        let release = bin.parent().and_then(|d| d.file_name()) == Some("release".as_ref());
+        let mut cargo = Command::new(env!("CARGO"));
+        cargo.args(["build", "-p", "flatline-preload"]);
+        if release {
+            cargo.arg("--release");
+        }
+        let status = cargo.status().expect("cargo runs");
+        assert!(status.success(), "building flatline-preload");
+    });
+    assert!(lib.is_file(), "{} is missing", lib.display());
+    lib
+}

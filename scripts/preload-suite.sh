@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# A real program's own test suite, run under `flatline watch --headless`
+# twice, without and with `--sites` (the allocation-site library preloaded
+# into it and every process it starts, sampling often): the two runs must
+# give every test the same outcome (passed, failed, skipped), and the run
+# with --sites must have read the library's rings (a run in which nothing
+# was preloaded must not pass). Both runs are under `watch`, so that the
+# library is the only difference (a watch, like any parent, decides what
+# its command inherits: signal dispositions, the terminal).
+#
+# The suite is CPython's own regression tests (`python3 -m test`), whose
+# threads, subprocesses, forks, signals and mappings go through every hook.
+#
+# usage: scripts/preload-suite.sh FLATLINE_BIN [TEST ...]
+#   PYTHON        the interpreter (python3)
+#   SITES_EVERY   --sites-every (16384: a sample per 16 KiB allocated)
+#   JOBS          regrtest's -j (2)
+# Under CI=true a Python without its test package fails; elsewhere it says
+# "not run" and exits 0.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bin=${1:?usage: scripts/preload-suite.sh FLATLINE_BIN [TEST ...]}
+shift
+bin=$(realpath "$bin")
+py=${PYTHON:-python3}
+every=${SITES_EVERY:-16384}
+jobs=${JOBS:-2}
+if [ $# -gt 0 ]; then
+  tests=("$@")
+else
+  # About a minute a run on two cores.
+  tests=(test_threading test_thread test_threading_local test_subprocess test_fork1
+         test_wait4 test_signal test_select test_mmap test_os)
+fi
+if ! "$py" -c 'import test.libregrtest, test.test_threading, test.test_subprocess' 2>/dev/null; then
+  why="$py has no regression tests (Debian: apt-get install libpython3.11-testsuite)"
+  if [ "${CI:-}" = true ]; then
+    echo "preload suite: $why, so it did not run" >&2
+    exit 1
+  fi
+  echo "preload suite: not run: $why" >&2
+  exit 0
+fi
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# run NAME [watch flags...]: the suite under watch; its JUnit XML and log.
+run() {
+  local name=$1
+  shift
+  local start=$SECONDS rc=0
+  mkdir -p "$work/$name"
+  (cd "$work/$name" && "$bin" watch --headless --hz 5 "$@" --out "$work/$name.flr" -- \
+    "$py" -m test -j"$jobs" --junit-xml "$work/$name.xml" "${tests[@]}") \
+    >"$work/$name.log" 2>&1 || rc=$?
+  echo "$name: exit $rc in $((SECONDS - start)) s"
+  grep -E '^(Total tests|Result):' "$work/$name.log" | sed 's/^/  /' || true
+  [ -s "$work/$name.xml" ] || { echo "$name: no JUnit results; its output began:" >&2; head -40 "$work/$name.log" >&2; exit 1; }
+}
+
+echo "== ${tests[*]} ($("$py" -c 'import sys; print(sys.version.split()[0])'), -j$jobs), without and with --sites --sites-every $every"
+run plain
+run sites --sites --sites-every "$every"
+
+python3 - "$work/plain.xml" "$work/sites.xml" "$bin" "$work/sites.flr" <<'PY'
+import collections, json, subprocess, sys
+import xml.etree.ElementTree as ET
+
+def outcomes(path):
+    out = {}
+    for tc in ET.parse(path).getroot().iter("testcase"):
+        name = tc.get("name")
+        kinds = {c.tag for c in tc}
+        out[name] = ("failed" if kinds & {"failure", "error"}
+                     else "skipped" if "skipped" in kinds else "passed")
+    return out
+
+plain, sites = outcomes(sys.argv[1]), outcomes(sys.argv[2])
+for label, o in (("without --sites", plain), ("with --sites", sites)):
+    c = collections.Counter(o.values())
+    print(f"  {label:16} {len(o):5} run, {c['passed']:5} passed, {c['failed']:3} failed, {c['skipped']:4} skipped")
+both = sorted(n for n in plain if plain[n] == "failed" and sites.get(n) == "failed")
+for n in both[:20]:
+    print(f"  failed in both runs: {n}")
+differ = sorted(n for n in set(plain) | set(sites) if plain.get(n) != sites.get(n))
+for n in differ:
+    print(f"  differs: {n}: {plain.get(n, 'not run')} without, {sites.get(n, 'not run')} with --sites")
+if not plain or differ:
+    sys.exit("preload suite: the outcomes differ with --sites" if differ else "preload suite: no tests ran")
+
+# The library was live: the recording read its rings (each process that
+# allocated has an exact count of what it held, pid<N>.alloc_live).
+r = json.loads(subprocess.run([sys.argv[3], "report", sys.argv[4], "--format", "json"],
+                              check=True, capture_output=True, text=True).stdout)
+held = [k for k in r["channels"] if k.endswith(".alloc_live")]
+print(f"  with --sites: {len(held)} processes' rings read, {len(r.get('sites') or [])} sites named")
+if not held:
+    sys.exit("preload suite: the run with --sites read no ring: was the library preloaded?")
+print("preload suite: the same outcomes with and without --sites")
+PY
