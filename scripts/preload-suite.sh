@@ -53,6 +53,7 @@ run() {
   (cd "$work/$name" && "$bin" watch --headless --hz 5 "$@" --out "$work/$name.flr" -- \
     "$py" -m test -j"$jobs" --junit-xml "$work/$name.xml" "${tests[@]}") \
     >"$work/$name.log" 2>&1 || rc=$?
+  echo "$rc" >"$work/$name.rc"
   echo "$name: exit $rc in $((SECONDS - start)) s"
   grep -E '^(Total tests|Result):' "$work/$name.log" | sed 's/^/  /' || true
   [ -s "$work/$name.xml" ] || { echo "$name: no JUnit results; its output began:" >&2; head -40 "$work/$name.log" >&2; exit 1; }
@@ -62,6 +63,12 @@ echo "== ${tests[*]} ($("$py" -c 'import sys; print(sys.version.split()[0])'), -
 run plain
 run sites --sites --sites-every "$every"
 
+# regrtest's exit code says what no test case does (a file that failed to
+# import, a worker that crashed): it must be the same too.
+if [ "$(cat "$work/plain.rc")" != "$(cat "$work/sites.rc")" ]; then
+  echo "preload suite: regrtest exited $(cat "$work/plain.rc") without --sites, $(cat "$work/sites.rc") with" >&2
+  exit 1
+fi
 python3 - "$work/plain.xml" "$work/sites.xml" "$bin" "$work/sites.flr" <<'PY'
 import collections, json, subprocess, sys
 import xml.etree.ElementTree as ET
