@@ -179,6 +179,22 @@ fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> RecordingError + '_ {
     }
 }
 
+/// The folder `path` would be made in, which must exist (it is named,
+/// never created).
+fn folder_of(path: &Path) -> Result<PathBuf, RecordingError> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_owned(),
+        _ => PathBuf::from("."),
+    };
+    if !dir.is_dir() {
+        return Err(RecordingError::MissingFolder {
+            path: path.to_owned(),
+            dir,
+        });
+    }
+    Ok(dir)
+}
+
 /// What a header must be for this build to write it: this build's
 /// version, a schema that fits a sample.
 fn check_header(header: &Header) -> Result<(), RecordingError> {
@@ -205,16 +221,7 @@ impl RecordingWriter<File> {
     /// `force`, when it must be a file that opens for writing). Nothing is
     /// left behind; a command checks this before it starts what it records.
     pub fn check_path(path: &Path, force: bool) -> Result<(), RecordingError> {
-        let dir = match path.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d.to_owned(),
-            _ => PathBuf::from("."),
-        };
-        if !dir.is_dir() {
-            return Err(RecordingError::MissingFolder {
-                path: path.to_owned(),
-                dir,
-            });
-        }
+        let dir = folder_of(path)?;
         let io = |cause| RecordingError::Io {
             path: path.to_owned(),
             cause,
@@ -255,16 +262,7 @@ impl RecordingWriter<File> {
     /// Refuses to overwrite an existing file unless `force`, and names a
     /// missing folder rather than creating it.
     pub fn create(path: &Path, header: &Header, force: bool) -> Result<Self, RecordingError> {
-        let dir = match path.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d.to_owned(),
-            _ => PathBuf::from("."),
-        };
-        if !dir.is_dir() {
-            return Err(RecordingError::MissingFolder {
-                path: path.to_owned(),
-                dir,
-            });
-        }
+        folder_of(path)?;
         check_header(header)?;
         let mut opts = OpenOptions::new();
         opts.write(true);
