@@ -21,6 +21,9 @@ cargo fuzz --version
 seeds=$(mktemp -d)
 trap 'rm -rf "$seeds"' EXIT
 cp recordings/golden/*.flr "$seeds"/
+# Inputs that once failed run first, every time (libFuzzer runs its seeds
+# before it mutates).
+cp fuzz/regressions/* "$seeds"/
 cd fuzz
 cargo "+$toolchain" fuzz build recording_reader
 # libFuzzer ends with a non-zero exit on the first crash, leak or timeout

@@ -353,7 +353,15 @@ impl<R: Read + Seek> FrameReader<R> {
             // What follows is lost, to the end of the input.
             let rest = std::io::copy(&mut (&mut self.r).take(u64::MAX), &mut std::io::sink());
             let _ = self.r.seek(SeekFrom::Start(start));
-            self.skip(start, rest.unwrap_or(0), reason.clone());
+            // Noted apart, never merged with damage passed before it in
+            // this call (a pack that did not inflate): a follower waits
+            // here and reads these bytes again once more is written, so
+            // it must be able to tell them from what is lost for good.
+            self.skipped.push(Skipped {
+                offset: start,
+                bytes: rest.unwrap_or(0),
+                reason: reason.clone(),
+            });
         }
         self.stored_at = start;
         Err(TailProblem {
