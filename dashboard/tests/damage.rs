@@ -66,7 +66,8 @@ fn one_flipped_bit_costs_one_frame_and_the_gate_says_damaged() {
     // Samples were lost: said before any verdict.
     let headline = v["headline"].as_str().unwrap();
     assert!(
-        headline.starts_with("Read ") && headline.contains("6 samples lost. mem.rss grows"),
+        headline.starts_with("Read ")
+            && headline.contains("6 samples lost. python 11315 (main) grows"),
         "{headline}"
     );
     // The leak is still found in what was read.

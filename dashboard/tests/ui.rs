@@ -276,7 +276,7 @@ fn the_banner_tells_a_trees_copying_as_its_receipt_does() {
 #[test]
 fn a_snapshot_of_a_leak_found_in_a_watched_job() {
     let mut h = harness(&support::recording("watch-torch-leak-45s.flr"));
-    h.get_by_label_contains("mem.rss grows");
+    h.get_by_label_contains("python 11315 (main) grows");
     h.snapshot("replay_torch_leak");
 }
 

@@ -1,6 +1,5 @@
 //! A recording's receipt: what it says (verdicts, headline, findings), as text, Markdown or JSON.
 
-use std::fmt::Write as _;
 use std::path::Path;
 
 use flatline_runtime::analysis::death::{self, Ending};
@@ -13,8 +12,9 @@ use flatline_runtime::recording::{EventKind, Recording, TailProblem, TailProblem
 use flatline_runtime::telemetry::{ChannelSpec, MAX_STEP, TOKEN_CHANNELS, Unit};
 use serde_json::{Map, Value, json};
 
-use crate::fmt::{bytes, duration, value};
-use crate::render::{Block, Col, Doc, Table, num, opt};
+use crate::fmt::{duration, value};
+use crate::render::{num, opt};
+pub use crate::text::{md_report, text_report};
 
 /// One channel of a receipt.
 #[derive(Debug)]
@@ -30,7 +30,7 @@ pub struct Row<'a> {
 
 /// The ceiling a channel cannot pass, where the recording knows it, and
 /// where it comes from.
-fn limit_of(rec: &Recording, name: &str, unit: Unit) -> Option<(f64, LimitSource)> {
+pub(crate) fn limit_of(rec: &Recording, name: &str, unit: Unit) -> Option<(f64, LimitSource)> {
     rules::limit_for(name, unit, &rec.header.host, |c| latest(rec.channel(c)?))
 }
 
@@ -61,7 +61,7 @@ pub fn markers(rec: &Recording) -> impl Iterator<Item = (f64, &str)> {
 /// line, an out-of-memory error printed) are among them; a process that
 /// exited with code 0 is not, nor the readings of where each process's
 /// memory lives (`classes`: its `where` in the process tree says them).
-fn event_notes(rec: &Recording) -> impl Iterator<Item = (f64, &str)> {
+pub(crate) fn event_notes(rec: &Recording) -> impl Iterator<Item = (f64, &str)> {
     rec.events.iter().filter_map(|e| match &e.kind {
         EventKind::Note(text) => Some((e.t_ns as f64 / 1e9, text.as_str())),
         EventKind::Fact {
@@ -78,7 +78,7 @@ fn event_notes(rec: &Recording) -> impl Iterator<Item = (f64, &str)> {
 
 /// Every fact of a recording, for the JSON receipt, but the readings of
 /// where each process's memory lives (`classes`), which its `where` says.
-fn facts_json(rec: &Recording) -> Vec<Value> {
+pub(crate) fn facts_json(rec: &Recording) -> Vec<Value> {
     rec.events
         .iter()
         .filter_map(|e| match &e.kind {
@@ -101,7 +101,7 @@ fn facts_json(rec: &Recording) -> Vec<Value> {
 
 /// Each reader's last line counts (what the job printed, its log): source,
 /// lines read, lines that said something.
-fn lines_read(rec: &Recording) -> Vec<(&str, u64, u64)> {
+pub(crate) fn lines_read(rec: &Recording) -> Vec<(&str, u64, u64)> {
     let mut out: Vec<(&str, u64, u64)> = Vec::new();
     for e in &rec.events {
         if let EventKind::LinesRead {
@@ -120,7 +120,7 @@ fn lines_read(rec: &Recording) -> Vec<(&str, u64, u64)> {
 }
 
 /// The limit the memory channels' time to limit was computed against.
-fn memory_limit(rows: &[Row<'_>]) -> Option<(f64, LimitSource)> {
+pub(crate) fn memory_limit(rows: &[Row<'_>]) -> Option<(f64, LimitSource)> {
     rows.iter()
         .filter(|r| {
             r.limit
@@ -148,7 +148,7 @@ impl WarmupChoice {
         }
     }
 
-    fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match self {
             WarmupChoice::Given(s) => format!("a warm-up of {s:.1} s (--warmup-s)"),
             WarmupChoice::Found { s, channel } => {
@@ -183,55 +183,23 @@ pub struct Receipt<'a> {
 }
 
 impl Receipt<'_> {
-    /// The one assessment: headline, growing channels, findings.
+    /// The one assessment: headline, growing channels, growths, findings.
     pub fn assessment(&self) -> summary::Assessment<'_> {
-        let mut a = summary::assess(&self.assessed(), self.tree.as_ref(), &value, &duration);
-        let rank = self.rank.as_deref();
-        let e = &self.ending;
-        for d in &e.deaths {
-            a.findings.push(summary::Finding {
-                kind: match d.cause {
-                    death::Cause::Signal => "killed_by_signal",
-                    _ => "oom_kill",
-                },
-                text: d.sentence(rank, &value, &duration),
-            });
-        }
-        for p in &e.out_of_memory {
-            a.findings.push(summary::Finding {
-                kind: "out_of_memory",
-                text: format!("at {:.1} s the job printed: {}", p.t_s, p.text),
-            });
-        }
-        // Which code holds the growth, and whether the program holds it.
-        let top = a.growing.first().map(|g| (g.name, g.analysis.slope_per_s));
-        let in_bytes = |v: f64| value(v, Unit::Bytes);
-        a.findings
-            .extend(sites::finding(&self.sites(), top, &in_bytes));
-        a.findings.extend(self.retention());
-        if let Some(h) = e.headline(rank, &value, &duration) {
-            // The trend is still told, after the death.
-            let trend = std::mem::replace(&mut a.headline, h);
-            a.findings.push(summary::Finding {
-                kind: "trend",
-                text: trend,
-            });
-        }
-        // A damaged file says so first: what was read of what, then what
-        // the part read says.
-        if let Some(d) = &self.damage {
-            a.findings.insert(
-                0,
-                summary::Finding {
-                    kind: "damage",
-                    text: format!("{} Lost: {}.", d.sentence(), d.lines().join("; ")),
-                },
-            );
-            if d.in_headline() {
-                a.headline = format!("{} {}", d.sentence(), a.headline);
-            }
-        }
-        a
+        let sites = self.sites();
+        let damage = self.damage.as_ref().map(|d| summary::DamageNote {
+            sentence: d.sentence(),
+            lost: d.lines(),
+            in_headline: d.in_headline(),
+        });
+        let known = summary::Known {
+            tree: self.tree.as_ref(),
+            ending: Some(&self.ending),
+            sites: &sites,
+            sites_sampled: self.rows.iter().any(|r| rules::samples_sites(&r.spec.name)),
+            rank: self.rank.as_deref(),
+            damage: damage.as_ref(),
+        };
+        summary::assess(&self.assessed(), &known, &value, &duration)
     }
 
     fn assessed(&self) -> Vec<Assessed<'_>> {
@@ -260,30 +228,6 @@ impl Receipt<'_> {
             })
             .collect();
         sites::sites(&channels)
-    }
-
-    /// Each process's resident memory against the bytes it holds by the
-    /// allocation-site library's count.
-    fn retention(&self) -> Vec<summary::Finding> {
-        self.rows
-            .iter()
-            .filter_map(|r| {
-                let stem = r.spec.name.strip_suffix(".alloc_live")?;
-                let pid: u32 = r.spec.labels.get("pid")?.parse().ok()?;
-                let resident = self
-                    .rows
-                    .iter()
-                    .find(|x| x.spec.name == format!("{stem}.rss"))?;
-                sites::retention(
-                    &sites::Held {
-                        pid,
-                        resident: (&resident.spec.name, &resident.analysis),
-                        alloc_live: &r.analysis,
-                    },
-                    &|v| value(v, Unit::Bytes),
-                )
-            })
-            .collect()
     }
 
     /// The one sentence a receipt starts with.
@@ -552,7 +496,7 @@ pub fn verdict_text(a: &ChannelAnalysis, u: Unit) -> String {
 
 /// The sensitivity of the run, said of its main memory channel: how long a
 /// reference leak takes to show at this run's noise.
-fn sensitivity(receipt: &Receipt<'_>) -> Option<String> {
+pub(crate) fn sensitivity(receipt: &Receipt<'_>) -> Option<String> {
     // A job that ended during its start-up had no run to be sensitive in.
     if receipt
         .rows
@@ -595,7 +539,7 @@ fn sensitivity(receipt: &Receipt<'_>) -> Option<String> {
 /// What the readings of a level could and could not tell, for every level
 /// whose verdict is `insufficient`: how many readings over what span, and
 /// why no growth rate was detectable (too few effective readings).
-fn untold(receipt: &Receipt<'_>) -> Vec<String> {
+pub(crate) fn untold(receipt: &Receipt<'_>) -> Vec<String> {
     receipt
         .rows
         .iter()
@@ -793,7 +737,7 @@ pub fn started(rec: &Recording) -> String {
     .to_string()
 }
 
-fn ending(rec: &Recording) -> String {
+pub(crate) fn ending(rec: &Recording) -> String {
     match (&rec.footer, &rec.tail) {
         (_, Some(t)) => format!("{t}"),
         (Some(f), None) => format!("ended: {}", f.end),
@@ -814,7 +758,7 @@ pub fn steps_taken(rec: &Recording) -> u64 {
 /// The highest step number of the recording's step axis that is a count
 /// (at most [`MAX_STEP`]: a job's counter that wrapped, 18446744073709551615,
 /// is not the number of steps it took).
-fn last_step(rec: &Recording) -> Option<f64> {
+pub(crate) fn last_step(rec: &Recording) -> Option<f64> {
     let column = |i: usize| rec.columns[i].as_slice();
     let values = rules::step_axis(&rec.header.schema, column)
         .and_then(|i| rec.channel(&rec.header.schema.channels[i].name))?;
@@ -866,7 +810,7 @@ pub fn change(v: f64, unit: Unit) -> String {
     }
 }
 
-fn jumps_cell(a: &ChannelAnalysis, unit: Unit) -> String {
+pub(crate) fn jumps_cell(a: &ChannelAnalysis, unit: Unit) -> String {
     match (a.jumps, a.quantum) {
         (0, _) => "0".into(),
         (n, Some(q)) => format!("{n} × {}", value(q, unit)),
@@ -877,7 +821,7 @@ fn jumps_cell(a: &ChannelAnalysis, unit: Unit) -> String {
 /// A channel's baseline, final, drift, trend, jumps, 24 h and time-to-limit
 /// cells, as its kind is read: counters as rates, gauges by % an hour, peaks
 /// by their rises; only levels are projected.
-fn cells(a: &ChannelAnalysis, u: Unit) -> [String; 7] {
+pub(crate) fn cells(a: &ChannelAnalysis, u: Unit) -> [String; 7] {
     let dash = || "–".to_string();
     let rate = |v: f64| {
         if v.is_nan() {
@@ -943,701 +887,11 @@ pub fn trend_text(a: &ChannelAnalysis) -> Option<String> {
     })
 }
 
-fn eta(a: &ChannelAnalysis) -> String {
+pub(crate) fn eta(a: &ChannelAnalysis) -> String {
     match a.time_to_limit_s {
         Some(s) => duration(s),
         None => "–".into(),
     }
-}
-
-/// One channel's line of a receipt: every cell a layout may show.
-struct ChannelLine {
-    name: String,
-    kind: &'static str,
-    verdict: String,
-    /// How sure the verdict is, 0–1.
-    confidence: f64,
-    severity: Option<&'static str>,
-    /// Baseline, final, drift, trend, jumps, 24 h and time-to-limit.
-    cells: [String; 7],
-    per_step: String,
-    longest_flat: String,
-}
-
-/// What a receipt says, decided once from a recording and its analysis.
-/// [`text_report`] and [`md_report`] only lay it out; each takes it apart
-/// whole (no `..`), so a fact added here does not compile until both
-/// media say it, or say in their code why not.
-struct Content<'r> {
-    headline: String,
-    gpu_layers: Option<String>,
-    path: String,
-    file_name: String,
-    size: String,
-    format_version: u32,
-    source: &'r str,
-    tool_version: &'r str,
-    started: String,
-    duration_s: f64,
-    samples: usize,
-    events: usize,
-    ending: String,
-    digest: &'r str,
-    host: String,
-    labels: Vec<(&'r str, &'r str)>,
-    config: Vec<(&'r str, &'r str)>,
-    training: Option<String>,
-    command: Option<String>,
-    notes: &'r [String],
-    range: Option<[f64; 2]>,
-    warmup: String,
-    teardown_s: Option<f64>,
-    thinned: Option<String>,
-    sensitivity: Option<String>,
-    insufficient: Vec<String>,
-    channels: Vec<ChannelLine>,
-    /// What the time to a limit is computed against, and its size.
-    limit: Option<(String, String)>,
-    /// `"12.0 s text"`, in time order.
-    markers: Vec<String>,
-    /// What happened at a moment, as `(seconds, text)`.
-    event_notes: Vec<(f64, &'r str)>,
-    /// `(source, lines, lines parsed)` of each output read.
-    lines_read: Vec<(&'r str, u64, u64)>,
-    tree: Option<&'r TreeSummary>,
-    unavailable: Vec<(&'r str, &'r str)>,
-    /// The level channels called growth, most urgent first.
-    growing: Vec<&'r str>,
-    /// Who died, each as its sentence and what said so.
-    deaths: Vec<(String, String)>,
-}
-
-fn content<'r>(rec: &'r Recording, receipt: &'r Receipt<'_>) -> Content<'r> {
-    let h = &rec.header;
-    let pairs = |m: &'r std::collections::BTreeMap<String, String>| {
-        m.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect()
-    };
-    Content {
-        headline: receipt.headline(),
-        gpu_layers: receipt.gpu_layers().map(|f| f.text),
-        path: rec.path.display().to_string(),
-        file_name: rec.path.file_name().map_or_else(
-            || rec.path.display().to_string(),
-            |n| n.to_string_lossy().into(),
-        ),
-        size: bytes(rec.bytes as f64),
-        format_version: h.format_version,
-        source: &h.source,
-        tool_version: &h.tool_version,
-        started: started(rec),
-        duration_s: rec.duration_s(),
-        samples: rec.samples_total(),
-        events: rec.events_total(),
-        ending: ending(rec),
-        digest: &rec.digest,
-        host: h.host_line(),
-        labels: pairs(&h.labels),
-        config: pairs(&h.config),
-        training: training_axes(rec),
-        command: (!h.command_line.is_empty()).then(|| h.command_line.join(" ")),
-        notes: &h.notes,
-        range: receipt.range,
-        warmup: receipt.warmup.describe(),
-        teardown_s: receipt.teardown_s,
-        thinned: thinned_note(rec),
-        sensitivity: sensitivity(receipt),
-        insufficient: untold(receipt),
-        channels: receipt
-            .rows
-            .iter()
-            .map(|r| {
-                let (a, u) = (&r.analysis, r.spec.unit);
-                ChannelLine {
-                    name: r.spec.name.clone(),
-                    kind: a.kind.name(),
-                    verdict: verdict_text(a, u),
-                    confidence: a.confidence,
-                    severity: a.severity.map(|s| s.as_str()),
-                    cells: cells(a, u),
-                    per_step: a.drift_per_step.map_or("–".into(), |dv| change(dv, u)),
-                    longest_flat: duration(a.longest_flat_s),
-                }
-            })
-            .collect(),
-        limit: memory_limit(&receipt.rows)
-            .map(|(v, src)| (src.describe().to_owned(), value(v, Unit::Bytes))),
-        markers: markers(rec)
-            .map(|(t, text)| format!("{t:.1} s {text}"))
-            .collect(),
-        event_notes: event_notes(rec).collect(),
-        lines_read: lines_read(rec),
-        tree: receipt.tree.as_ref(),
-        unavailable: h
-            .unavailable
-            .iter()
-            .map(|u| (u.probe.as_str(), u.reason.as_str()))
-            .collect(),
-        growing: receipt.growing(),
-        deaths: receipt
-            .ending
-            .deaths
-            .iter()
-            .map(|d| {
-                (
-                    d.sentence(receipt.rank.as_deref(), &value, &duration),
-                    d.evidence.join("; "),
-                )
-            })
-            .collect(),
-    }
-}
-
-/// `"{source}: N lines read, …"`: what reading one output found.
-fn lines_read_text((source, lines, parsed): (&str, u64, u64)) -> String {
-    format!(
-        "{source}: {lines} lines read, {parsed} with steps, metrics or markers, {} ignored",
-        lines.saturating_sub(parsed)
-    )
-}
-
-fn teardown_text(td: f64) -> String {
-    format!(
-        "analysis up to {td:.1} s, where the job began to exit (its memory given back, its processes ending)"
-    )
-}
-
-/// The terminal receipt: a headline, then `key value` lines and the table,
-/// narrow enough for a terminal.
-pub fn text_report(rec: &Recording, receipt: &Receipt<'_>) -> String {
-    let Content {
-        headline,
-        gpu_layers,
-        path,
-        // The path says it.
-        file_name: _,
-        size,
-        format_version,
-        source,
-        tool_version,
-        started,
-        duration_s,
-        samples,
-        events,
-        ending,
-        digest,
-        host,
-        labels,
-        config,
-        training,
-        command,
-        notes,
-        range,
-        warmup,
-        teardown_s,
-        thinned,
-        sensitivity,
-        insufficient,
-        channels,
-        limit,
-        markers,
-        event_notes,
-        lines_read,
-        tree,
-        unavailable,
-        growing,
-        deaths,
-    } = content(rec, receipt);
-    let kv = |pairs: &[(&str, &str)]| {
-        let v: Vec<String> = pairs.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        v.join(" ")
-    };
-    let mut d = Doc::default();
-    let line = |d: &mut Doc, l: String| {
-        d.push(Block::Para(l));
-    };
-    d.push(Block::Headline(headline));
-    if let Some(f) = gpu_layers {
-        line(&mut d, f);
-    }
-    d.push(Block::Gap);
-    line(&mut d, format!("recording  {path}"));
-    line(
-        &mut d,
-        format!(
-            "  {source} from {started}, flatline {tool_version}, format v{format_version}; {duration_s:.1} s, {samples} samples, {events} events, {size}; {ending}",
-        ),
-    );
-    line(&mut d, format!("  digest sha256:{digest}"));
-    line(&mut d, format!("  host {host}"));
-    if !labels.is_empty() {
-        line(&mut d, format!("  labels {}", kv(&labels)));
-    }
-    if !config.is_empty() {
-        line(&mut d, format!("  config {}", kv(&config)));
-    }
-    if let Some(c) = command {
-        line(&mut d, format!("  command {c}"));
-    }
-    if let Some(axes) = training {
-        line(&mut d, format!("  training {axes}"));
-    }
-    for n in notes {
-        line(&mut d, format!("  note: {n}"));
-    }
-    if let Some([from, to]) = range {
-        line(
-            &mut d,
-            format!(
-                "  part analysed: {from:.1} s to {to:.1} s after the start (of {duration_s:.1} s)"
-            ),
-        );
-    }
-    line(&mut d, format!("  analysis after {warmup}"));
-    if let Some(td) = teardown_s {
-        line(&mut d, format!("  {}", teardown_text(td)));
-    }
-    if let Some(note) = thinned {
-        line(&mut d, format!("  {note}"));
-    }
-    if let Some(l) = sensitivity {
-        line(&mut d, format!("  sensitivity: {l}"));
-    }
-    for l in insufficient {
-        line(&mut d, format!("  insufficient: {l}"));
-    }
-    let mut table = Table::new(vec![
-        Col::left("channel", 26),
-        Col::right("kind", 8),
-        Col::right("verdict", 26),
-        Col::right("baseline", 14).after(1),
-        Col::right("final", 14),
-        Col::right("drift", 14),
-        Col::right("slope/s", 20),
-        Col::right("jumps × quantum", 18),
-        Col::right("24 h", 16),
-        Col::right("to limit", 12),
-        Col::left("", 0).after(1),
-    ]);
-    for c in channels {
-        // A terminal's width leaves out the confidence, the drift per step
-        // and the longest flat run: `--format md` and `json` carry them.
-        let ChannelLine {
-            name,
-            kind,
-            verdict,
-            confidence: _,
-            severity,
-            cells: [b, f, dr, sl, j, p, e],
-            per_step: _,
-            longest_flat: _,
-        } = c;
-        table.row(vec![
-            name,
-            kind.into(),
-            verdict,
-            b,
-            f,
-            dr,
-            sl,
-            j,
-            p,
-            e,
-            severity.unwrap_or_default().into(),
-        ]);
-    }
-    d.push(Block::Gap);
-    d.push(Block::Table {
-        indent: "  ".into(),
-        table,
-    });
-    if let Some((src, v)) = limit {
-        line(&mut d, format!("  time to limit against {src} ({v})"));
-    }
-    for (said, why) in deaths {
-        line(&mut d, format!("  died: {said} ({why})"));
-    }
-    if !growing.is_empty() {
-        line(
-            &mut d,
-            format!(
-                "  levels that grow, most urgent first: {}",
-                growing.join(", ")
-            ),
-        );
-    }
-    if !markers.is_empty() {
-        line(&mut d, format!("  markers: {}", markers.join("; ")));
-    }
-    for (t, text) in event_notes {
-        line(&mut d, format!("  at {t:.1} s: {text}"));
-    }
-    for l in lines_read {
-        line(&mut d, format!("  {}", lines_read_text(l)));
-    }
-    if let Some(t) = tree {
-        d.push(Block::Pre(tree_text(t, "  ")));
-    }
-    if let Some(t) = sites_text(receipt, "  ") {
-        d.push(Block::Pre(t));
-    }
-    d.push(Block::List {
-        indent: "  unavailable: ".into(),
-        items: unavailable
-            .iter()
-            .map(|(probe, reason)| format!("{probe}: {reason}"))
-            .collect(),
-    });
-    d.text()
-}
-
-/// The allocation sites of a `watch --sites` recording: each site, the
-/// growing ones first, with where it was called from; then what they say
-/// of the verdict. None without sites.
-fn sites_text(receipt: &Receipt<'_>, indent: &str) -> Option<String> {
-    let sites = receipt.sites();
-    let a = receipt.assessment();
-    let said: Vec<&str> = a
-        .findings
-        .iter()
-        .filter(|f| matches!(f.kind, "site" | "retention"))
-        .map(|f| f.text.as_str())
-        .collect();
-    if sites.is_empty() && said.is_empty() {
-        return None;
-    }
-    let mut s = String::new();
-    // Every growing site, and the three that hold most of the others.
-    let growing = sites.iter().filter(|x| x.growth_per_s > 0.0).count();
-    let shown = growing + 3.min(sites.len() - growing);
-    let _ = writeln!(
-        s,
-        "\n{indent}allocation sites: {} holding 1 MiB or more ({growing} growing), largest growth first{}",
-        sites.len(),
-        if shown < sites.len() {
-            format!("; {} more in the JSON receipt", sites.len() - shown)
-        } else {
-            String::new()
-        }
-    );
-    for site in sites.iter().take(shown) {
-        let growth = if site.growth_per_s > 0.0 {
-            format!("+{}/s", bytes(site.growth_per_s))
-        } else {
-            site.verdict.as_str().to_owned()
-        };
-        let _ = writeln!(
-            s,
-            "{indent}  {:<12} {:>14} {:>12} held  pid {}  {}",
-            site.channel,
-            growth,
-            bytes(site.live_bytes),
-            site.pid.map_or_else(|| "?".into(), |p| p.to_string()),
-            site.place()
-        );
-        for f in site.frames.iter().skip(1).take(3) {
-            let _ = writeln!(
-                s,
-                "{indent}  {:<12} {:>14} {:>12}       called from {f}",
-                "", "", ""
-            );
-        }
-    }
-    for t in said {
-        let _ = writeln!(s, "{indent}  {t}");
-    }
-    Some(s)
-}
-
-/// The "process tree" section of a receipt, each line after `indent`.
-fn tree_text(t: &TreeSummary, indent: &str) -> String {
-    let mut s = String::new();
-    let brief = match t.brief {
-        0 => String::new(),
-        1 => "; 1 more came and went between two readings, too brief to name".to_owned(),
-        n => format!("; {n} more came and went between two readings, too brief to name"),
-    };
-    let seen = match t.processes.len() {
-        1 => "1 process".to_owned(),
-        n => format!("{n} processes"),
-    };
-    let _ = writeln!(
-        s,
-        "\n{indent}process tree: {seen} seen, at most {} at once{brief}",
-        t.peak
-    );
-    let workers = t.processes.iter().any(|p| p.role == "worker");
-    for p in &t.processes {
-        let life = match (p.started_s, p.exited_s) {
-            (Some(a), Some(b)) => format!("{a:.1}–{b:.1} s"),
-            (Some(a), None) => format!("from {a:.1} s"),
-            (None, Some(b)) => format!("until {b:.1} s"),
-            (None, None) => String::new(),
-        };
-        let since = if workers {
-            "since the workers started"
-        } else {
-            "since the warm-up"
-        };
-        let pss = match (p.pss_verdict, p.pss_growth) {
-            (Some(v), Some(d)) => format!(
-                "PSS {} after the warm-up, {} {since}",
-                v.as_str(),
-                change(d, Unit::Bytes)
-            ),
-            _ if p.channels.is_none() => "no channels of its own".to_owned(),
-            _ => String::new(),
-        };
-        let _ = writeln!(
-            s,
-            "{indent}  {:>8}  {:<7} {:<16} {:<16} {pss}",
-            p.pid, p.role, p.name, life
-        );
-        if let Some(w) = &p.where_ {
-            let _ = writeln!(
-                s,
-                "{indent}            where, {:.1}–{:.1} s: {}",
-                w.from_s, w.to_s, w.text
-            );
-        }
-    }
-    // A process without channels of its own is still in the tree's sums;
-    // say so, and why where the recording says.
-    let unwatched = t.processes.iter().filter(|p| p.channels.is_none()).count();
-    if unwatched > 0 {
-        let why = if unwatched == t.processes.len() {
-            "none had channels of its own (the watch was asked for none, or an older recording)"
-                .to_owned()
-        } else {
-            format!(
-                "a sample holds {} channels at a time, so flat processes wait and room is kept \
-                 for those whose pages are being copied (the recording's notes say which, and when)",
-                flatline_runtime::telemetry::MAX_CHANNELS
-            )
-        };
-        let _ = writeln!(
-            s,
-            "{indent}  {unwatched} of {} had no channels of their own: {why}; all are in the tree.* sums",
-            t.processes.len()
-        );
-    }
-    if !t.grew.is_empty() {
-        let pids: Vec<String> = t.grew.iter().map(u32::to_string).collect();
-        let _ = writeln!(s, "{indent}  grew: {}", pids.join(", "));
-    }
-    if let Some([median, most]) = t.sums_age_s {
-        let _ = writeln!(
-            s,
-            "{indent}  the tree's sums stood on page-table walks up to {most:.1} s old (median \
-             {median:.1} s), carried forward between walks by each process's fault and resident counts"
-        );
-    }
-    if let Some(f) = &t.finding {
-        let _ = writeln!(s, "{indent}  finding: {f}");
-    }
-    s
-}
-
-/// The Markdown receipt, for an RFC or an issue: a title, a table of facts,
-/// the channels' full table and a legend of the verdicts.
-pub fn md_report(rec: &Recording, receipt: &Receipt<'_>) -> String {
-    let Content {
-        headline,
-        gpu_layers,
-        path,
-        file_name,
-        size,
-        format_version,
-        source,
-        tool_version,
-        started,
-        duration_s,
-        samples,
-        events,
-        ending,
-        digest,
-        host,
-        labels,
-        config,
-        training,
-        command,
-        notes,
-        range,
-        warmup,
-        teardown_s,
-        thinned,
-        sensitivity,
-        insufficient,
-        channels,
-        limit,
-        markers,
-        event_notes,
-        lines_read,
-        tree,
-        unavailable,
-        growing,
-        deaths,
-    } = content(rec, receipt);
-    let code = |pairs: &[(&str, &str)]| {
-        let v: Vec<String> = pairs.iter().map(|(k, v)| format!("`{k}={v}`")).collect();
-        v.join(" ")
-    };
-    let mut d = Doc::default();
-    d.push(Block::Title(format!("Drift receipt: `{file_name}`")));
-    d.push(Block::Headline(headline));
-    if let Some(f) = gpu_layers {
-        d.push(Block::Para(f));
-    }
-    let mut facts: Vec<(String, String)> = vec![
-        (
-            "recording".into(),
-            format!("`{path}` ({size}, format v{format_version})"),
-        ),
-        ("digest".into(), format!("`sha256:{digest}`")),
-        (
-            "source".into(),
-            format!("{source} with flatline {tool_version}"),
-        ),
-        ("started".into(), started),
-        (
-            "duration".into(),
-            format!("{duration_s:.1} s, {samples} samples, {events} events"),
-        ),
-        ("end".into(), ending),
-    ];
-    if let Some(axes) = training {
-        facts.push(("training".into(), axes));
-    }
-    facts.push(("host".into(), host));
-    if !labels.is_empty() {
-        facts.push(("labels".into(), code(&labels)));
-    }
-    if !config.is_empty() {
-        facts.push(("configuration".into(), code(&config)));
-    }
-    if let Some(c) = command {
-        facts.push(("command".into(), format!("`{c}`")));
-    }
-    d.push(Block::Facts {
-        indent: String::new(),
-        rows: facts,
-    });
-    if let Some([from, to]) = range {
-        d.push(Block::Para(format!(
-            "Part analysed: {from:.1} s to {to:.1} s after the start (of {duration_s:.1} s)."
-        )));
-    }
-    d.push(Block::Para(format!(
-        "Analysis after {warmup}. Each channel is read as its kind: levels (memory in use) `flat` (within 1 % of its level, or under the evidence it needs), `staircase` (discrete jumps with flat runs between), `linear` (steady growth), `noisy`; only levels are projected to 24 hours, staircases included, and get a severity from their time to the limit. Counters are read as rates (`steady`, `rising`, `falling`, `bursty`), gauges by their trend (`stable`, `drifting up/down` in % an hour, `noisy`), peaks by their rises (`held`, `rose`)."
-    )));
-    if let Some(td) = teardown_s {
-        d.push(Block::Para(format!("The {}.", teardown_text(td))));
-    }
-    if let Some(line) = sensitivity {
-        d.push(Block::Para(format!("Sensitivity: {line}.")));
-    }
-    for l in insufficient {
-        d.push(Block::Para(format!("Insufficient: {l}.")));
-    }
-    if let Some(note) = thinned {
-        d.push(Block::Para(format!("Note: {note}.")));
-    }
-    let mut table = Table::new(
-        ["channel", "kind", "verdict", "severity"]
-            .iter()
-            .map(|n| Col::left(n, 0))
-            .chain(
-                [
-                    "baseline",
-                    "final",
-                    "drift",
-                    "drift/step",
-                    "trend",
-                    "jumps × quantum",
-                    "longest flat",
-                    "24 h projection",
-                    "time to limit",
-                ]
-                .iter()
-                .map(|n| Col::right(n, 0)),
-            )
-            .collect(),
-    );
-    for c in channels {
-        let ChannelLine {
-            name,
-            kind,
-            verdict,
-            confidence,
-            severity,
-            cells: [b, f, dr, sl, j, p, e],
-            per_step,
-            longest_flat,
-        } = c;
-        table.row(vec![
-            format!("`{name}`"),
-            kind.into(),
-            format!("{verdict} ({:.0} %)", confidence * 100.0),
-            severity.unwrap_or("–").into(),
-            b,
-            f,
-            dr,
-            per_step,
-            sl,
-            j,
-            longest_flat,
-            p,
-            e,
-        ]);
-    }
-    d.push(Block::Table {
-        indent: String::new(),
-        table,
-    });
-    if let Some((src, v)) = limit {
-        d.push(Block::Para(format!(
-            "Time to limit is computed against {src} ({v})."
-        )));
-    }
-    for (said, why) in deaths {
-        d.push(Block::Para(format!("Died: {said} ({why}).")));
-    }
-    if !markers.is_empty() {
-        d.push(Block::Para(format!("Markers: {}.", markers.join("; "))));
-    }
-    for (t, text) in event_notes {
-        d.push(Block::Para(format!("At {t:.1} s: {text}")));
-    }
-    for l in lines_read {
-        d.push(Block::Para(format!("Output read: {}.", lines_read_text(l))));
-    }
-    if let Some(t) = tree {
-        d.push(Block::Heading("Process tree".into()));
-        d.push(Block::Pre(tree_text(t, "")));
-    }
-    if let Some(t) = sites_text(receipt, "") {
-        d.push(Block::Heading("Allocation sites".into()));
-        d.push(Block::Pre(t));
-    }
-    if !unavailable.is_empty() {
-        d.push(Block::Para("Unavailable probes:".into()));
-        d.push(Block::List {
-            indent: String::new(),
-            items: unavailable
-                .iter()
-                .map(|(probe, reason)| format!("`{probe}`: {reason}"))
-                .collect(),
-        });
-    }
-    for n in notes {
-        d.push(Block::Para(format!("Note: {n}")));
-    }
-    if !growing.is_empty() {
-        d.push(Block::Para(format!(
-            "Levels that grow, most urgent first: {}.",
-            growing.join(", ")
-        )));
-    }
-    d.markdown()
 }
 
 /// Bytes of values a receipt holds at most by default (`report
@@ -1645,17 +899,6 @@ pub fn md_report(rec: &Recording, receipt: &Receipt<'_>) -> String {
 /// sample (its counts and min/max stay exact), so a week reports in
 /// bounded memory.
 pub const ANALYSIS_BUDGET: usize = 64 << 20;
-
-/// What a receipt says of a recording analysed in part.
-fn thinned_note(rec: &Recording) -> Option<String> {
-    let t = rec.thinned.as_ref()?;
-    Some(format!(
-        "analysed on every {} sample ({} of {}), to stay within its memory budget; counts, first, last, min and max cover every sample",
-        crate::fmt::ordinal(t.stride),
-        crate::fmt::thousands(rec.len() as u64),
-        crate::fmt::thousands(t.samples as u64),
-    ))
-}
 
 /// What a bad tail means for a reader: "FILE is truncated at byte N
 /// (why); using the K samples before it" (the CLI's warning, the Python
@@ -1676,6 +919,7 @@ pub fn tail_text(path: &Path, t: &TailProblem, samples: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::text::tree_text;
 
     /// A process without channels of its own is named as such, with why.
     #[test]

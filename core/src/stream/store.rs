@@ -272,6 +272,8 @@ pub struct Store {
     /// What the recording it was loaded from lost to damage: said before
     /// any verdict, as the receipt says it.
     damage: Option<flatline_receipt::damage::Damage>,
+    /// The job's rank, where the recording's labels say.
+    rank: Option<String>,
 }
 
 impl Store {
@@ -299,6 +301,7 @@ impl Store {
             steps_first: None,
             launched: false,
             damage: None,
+            rank: None,
             schema,
         }
     }
@@ -306,6 +309,11 @@ impl Store {
     /// What the recording it holds lost to damage, if anything.
     pub fn damage(&self) -> Option<&flatline_receipt::damage::Damage> {
         self.damage.as_ref()
+    }
+
+    /// The job's rank, where the recording's labels say.
+    pub fn rank(&self) -> Option<&str> {
+        self.rank.as_deref()
     }
 
     pub fn schema(&self) -> &Schema {
@@ -469,6 +477,7 @@ impl Store {
     pub fn from_recording(rec: &mut Recording) -> Self {
         let mut s = Self::new(rec.header.schema.clone(), usize::MAX);
         s.damage = flatline_receipt::damage::Damage::of(rec);
+        s.rank = rec.header.labels.get("rank").cloned();
         s.t = rec.t_ns.iter().map(|&t| t as f64 / 1e9).collect();
         s.n = (0..s.t.len() as u64).collect();
         s.pushed = s.t.len() as u64;

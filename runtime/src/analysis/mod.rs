@@ -57,6 +57,7 @@
 //!   until a known limit at that rate, and a [`Severity`] from it. A
 //!   staircase is growth too: it is projected, not explained away.
 
+pub mod answer;
 pub mod corpus;
 pub mod death;
 pub mod evidence;

@@ -212,6 +212,12 @@ pub fn step_axis<'a>(schema: &Schema, column: impl Fn(usize) -> &'a [f64]) -> Op
 /// Whether a channel is an allocation site's (`site<N>.live`): an
 /// estimate from samples that explains memory; the headline judges memory
 /// itself, never a site.
+/// Whether a channel is there only when allocation sites were sampled
+/// (`watch --sites`): a site, the library's own count, its drops.
+pub fn samples_sites(name: &str) -> bool {
+    is_site_channel(name) || name == "sites.dropped" || name.ends_with(".alloc_live")
+}
+
 pub fn is_site_channel(name: &str) -> bool {
     name.strip_suffix(".live")
         .and_then(|s| s.strip_prefix("site"))

@@ -93,6 +93,10 @@ pub struct Assessment<'a> {
     pub headline: String,
     /// Level channels called growth (upwards), most urgent first.
     pub growing: Vec<Assessed<'a>>,
+    /// The same growth, grouped: one per process (its RSS, PSS and USS, and
+    /// the tree's and `mem.*` sums it carries), with who, what memory and
+    /// which code, most urgent first.
+    pub growths: Vec<super::answer::Growth>,
     pub findings: Vec<Finding>,
     /// Memory level channels that moved but whose readings cannot tell
     /// growth from noise (`insufficient`): nothing is called flat while
@@ -117,11 +121,14 @@ impl Assessment<'_> {
 /// logs them.
 pub fn assess<'a>(
     rows: &[Assessed<'a>],
-    tree: Option<&super::tree::TreeSummary>,
+    known: &Known<'_>,
     value: &dyn Fn(f64, Unit) -> String,
     duration: &dyn Fn(f64) -> String,
 ) -> Assessment<'a> {
+    let tree = known.tree;
     let growing = growing(rows);
+    let growths =
+        super::answer::growths(&growing, tree, known.sites, known.sites_sampled, known.rank);
     let mut findings = Vec::new();
     if let Some(f) = tree.and_then(|t| t.finding.as_ref()) {
         findings.push(Finding {
@@ -148,22 +155,9 @@ pub fn assess<'a>(
         });
     }
     let untold_rows = untold(rows);
-    let headline = match tree.and_then(|t| t.copy.as_ref()) {
+    let mut headline = match tree.and_then(|t| t.copy.as_ref()) {
         Some(c) => copy_headline(c, &growing, value, duration),
-        None => headline_of(rows, &growing, &findings, &untold_rows, value, duration),
-    };
-    let headline = match growing.first().and_then(|top| where_of(tree?, top.name)) {
-        // Growth that is page cache or shared memory is told as what it
-        // is where the headline names it: its fix is no fix of a leak.
-        Some((p, w)) if w.is_page_cache() || w.is_shared_memory() => format!(
-            "{}; {} {} ({}): {}.",
-            headline.trim_end_matches('.'),
-            p.role,
-            p.pid,
-            p.name,
-            w.text
-        ),
-        _ => headline,
+        None => headline_of(rows, &growths, &findings, &untold_rows, value, duration),
     };
     // Where each process grew: a finding, never a headline of its own
     // (a process's memory moves while the job is flat, or starting).
@@ -175,13 +169,124 @@ pub fn assess<'a>(
             });
         }
     }
+    if let Some(e) = known.ending {
+        let rank = known.rank;
+        for d in &e.deaths {
+            findings.push(Finding {
+                kind: match d.cause {
+                    super::death::Cause::Signal => "killed_by_signal",
+                    _ => "oom_kill",
+                },
+                text: d.sentence(rank, value, duration),
+            });
+        }
+        for p in &e.out_of_memory {
+            findings.push(Finding {
+                kind: "out_of_memory",
+                text: format!("at {:.1} s the job printed: {}", p.t_s, p.text),
+            });
+        }
+    }
+    // Which code holds the growth, and whether the program holds it.
+    let top = growing.first().map(|g| (g.name, g.analysis.slope_per_s));
+    let in_bytes = |v: f64| value(v, Unit::Bytes);
+    findings.extend(super::sites::finding(known.sites, top, &in_bytes));
+    findings.extend(retention(rows, &in_bytes));
+    // Who died comes first; the trend is still told, after the death.
+    if let Some(h) = known
+        .ending
+        .and_then(|e| e.headline(known.rank, value, duration))
+    {
+        let trend = std::mem::replace(&mut headline, h);
+        findings.push(Finding {
+            kind: "trend",
+            text: trend,
+        });
+    }
+    // A damaged file says so first: what was read of what, then what the
+    // part read says.
+    if let Some(d) = known.damage {
+        findings.insert(
+            0,
+            Finding {
+                kind: "damage",
+                text: format!("{} Lost: {}.", d.sentence, d.lost.join("; ")),
+            },
+        );
+        if d.in_headline {
+            headline = format!("{} {headline}", d.sentence);
+        }
+    }
     let untold = untold_rows.into_iter().map(|r| r.name).collect();
     Assessment {
         headline,
         growing,
+        growths,
         findings,
         untold,
     }
+}
+
+/// What is known beside the channels' analyses, for [`assess`]: each
+/// surface reads it from what it holds (a recording, the window's store)
+/// and hands it here.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Known<'a> {
+    /// The watched process tree over the part analysed.
+    pub tree: Option<&'a super::tree::TreeSummary>,
+    /// How the job ended (deaths, printed out-of-memory errors).
+    pub ending: Option<&'a super::death::Ending>,
+    /// The allocation sites (`watch --sites`), largest growth first.
+    pub sites: &'a [super::sites::Site],
+    /// Whether the recording has allocation-site channels at all.
+    pub sites_sampled: bool,
+    /// The job's rank, where its labels say.
+    pub rank: Option<&'a str>,
+    /// What the file lost to damage, where it did.
+    pub damage: Option<&'a DamageNote>,
+}
+
+impl<'a> Known<'a> {
+    /// Only a process tree known (or none).
+    pub fn tree(tree: Option<&'a super::tree::TreeSummary>) -> Self {
+        Self {
+            tree,
+            ..Self::default()
+        }
+    }
+}
+
+/// A damaged file's loss, as its surface words it (see the receipt's
+/// `damage` module).
+#[derive(Debug, Clone, PartialEq)]
+pub struct DamageNote {
+    /// "Read 12.0 s of a 60.0 s recording: …".
+    pub sentence: String,
+    /// Each loss, one line each.
+    pub lost: Vec<String>,
+    /// Whether the headline starts with it.
+    pub in_headline: bool,
+}
+
+/// Each process's resident memory against the bytes it holds by the
+/// allocation-site library's count (`pid<N>.alloc_live`).
+fn retention(rows: &[Assessed<'_>], value: &dyn Fn(f64) -> String) -> Vec<Finding> {
+    rows.iter()
+        .filter_map(|r| {
+            let stem = r.name.strip_suffix(".alloc_live")?;
+            let pid: u32 = stem.strip_prefix("pid")?.parse().ok()?;
+            let rss = format!("{stem}.rss");
+            let resident = rows.iter().find(|x| x.name == rss)?;
+            super::sites::retention(
+                &super::sites::Held {
+                    pid,
+                    resident: (resident.name, resident.analysis),
+                    alloc_live: r.analysis,
+                },
+                value,
+            )
+        })
+        .collect()
 }
 
 impl Assessment<'_> {
@@ -194,38 +299,6 @@ impl Assessment<'_> {
     }
 }
 
-/// The process a growing channel is of, and where it grew: `pid<N>.*`'s
-/// process, the watched one's for `mem.*`, and for the tree's sums
-/// (`tree.*`) the process whose memory grew most.
-fn where_of<'t>(
-    tree: &'t super::tree::TreeSummary,
-    channel: &str,
-) -> Option<(&'t super::tree::ProcessSeen, &'t super::places::Where)> {
-    let with = || {
-        tree.processes
-            .iter()
-            .filter_map(|p| Some((p, p.where_.as_ref()?)))
-    };
-    let grew = |w: &super::places::Where| -> f64 { w.classes.values().filter(|v| **v > 0.0).sum() };
-    if let Some(pid) = channel
-        .strip_prefix("pid")
-        .and_then(|r| r.split('.').next())
-        .and_then(|n| n.parse::<u32>().ok())
-    {
-        with().find(|(p, _)| p.pid == pid)
-    } else if channel.starts_with("mem.") {
-        with().find(|(p, _)| {
-            p.role == "main"
-                && p.ppid
-                    .is_none_or(|pp| !tree.processes.iter().any(|q| q.pid == pp))
-        })
-    } else if channel.starts_with("tree.") {
-        with().max_by(|a, b| grew(a.1).total_cmp(&grew(b.1)))
-    } else {
-        None
-    }
-}
-
 /// One sentence a person can act on: "Memory is flat." / "tree.pss grows
 /// 13.1 MiB/s: the cgroup's memory limit is reached in 1 h 12 min."
 /// `value` and `duration` format numbers the way the caller shows them.
@@ -235,7 +308,7 @@ pub fn headline(
     value: &dyn Fn(f64, Unit) -> String,
     duration: &dyn Fn(f64) -> String,
 ) -> String {
-    assess(rows, None, value, duration).headline
+    assess(rows, &Known::default(), value, duration).headline
 }
 
 /// A level in bytes the headline judges: not an allocation site's
@@ -321,14 +394,14 @@ pub const HELD_SHARE: f64 = 0.01;
 
 fn headline_of(
     rows: &[Assessed<'_>],
-    growing: &[Assessed<'_>],
+    growths: &[super::answer::Growth],
     findings: &[Finding],
     untold: &[&Assessed<'_>],
     value: &dyn Fn(f64, Unit) -> String,
     duration: &dyn Fn(f64) -> String,
 ) -> String {
     let memory: Vec<&Assessed<'_>> = rows.iter().filter(|r| judged_memory(r)).collect();
-    let Some(top) = growing.first() else {
+    let Some(top) = growths.first() else {
         // Findings stand on growth verdicts; should one come without them,
         // it is still never hidden behind "flat".
         if let Some(f) = findings.first() {
@@ -412,44 +485,13 @@ fn headline_of(
             ),
         };
     };
-    let a = top.analysis;
-    let per_s = a.projection_24h.unwrap_or(0.0) / 86_400.0;
-    let how = match a.verdict {
-        Verdict::Staircase => match a.quantum {
-            Some(q) => format!(" in steps of {}", value(q, top.unit)),
-            None => " in steps".into(),
-        },
-        _ => String::new(),
-    };
-    let mut s = format!(
-        "{} grows {}{how}",
-        top.name,
-        rate_text(per_s, top.unit, value)
-    );
-    match (a.time_to_limit_s, top.limit) {
-        (Some(t), Some(src)) => s.push_str(&format!(
-            ": {} is reached in {}.",
-            src.describe(),
-            duration(t)
-        )),
-        (Some(t), None) => s.push_str(&format!(": its limit is reached in {}.", duration(t))),
-        (None, _) => s.push_str(": no limit is known for it."),
-    }
+    let mut s = super::answer::sentence(top, value, duration);
     if findings.iter().any(|f| f.kind == "copy_on_access") {
         s.push_str(" Copy-on-access: workers touch pages they share with their parent.");
     }
-    if growing.len() > 1 {
-        let others: Vec<&str> = growing[1..].iter().take(3).map(|r| r.name).collect();
-        let more = growing.len() - 1 - others.len();
-        s.push_str(&format!(
-            " Also growing: {}{}.",
-            others.join(", "),
-            if more > 0 {
-                format!(" and {more} more")
-            } else {
-                String::new()
-            }
-        ));
+    if let Some(also) = super::answer::also_growing(&growths[1..]) {
+        s.push(' ');
+        s.push_str(&also);
     }
     s
 }
@@ -661,9 +703,7 @@ mod tests {
         assert_eq!(order(&rows), [1, 0, 2]);
         let h = headline(&rows, &value, &duration);
         assert!(
-            h.starts_with(
-                "tree.pss grows 13.1 MiB/s: the cgroup's memory limit is reached in 2 h."
-            ),
+            h.starts_with("tree.pss grows 13.1 MiB/s (the cgroup's memory limit in 2 h)."),
             "{h}"
         );
         assert!(h.ends_with("Also growing: mem.rss."), "{h}");
@@ -699,7 +739,7 @@ mod tests {
         let row = bytes_row;
         let a = assess(
             &[row("mem.rss", &flat), row("tree.pss", &few)],
-            None,
+            &Known::default(),
             &value,
             &duration,
         );
@@ -721,10 +761,20 @@ mod tests {
             copy: None,
             sums_age_s: None,
         };
-        let a = assess(&[row("mem.rss", &flat)], Some(&tree), &value, &duration);
+        let a = assess(
+            &[row("mem.rss", &flat)],
+            &Known::tree(Some(&tree)),
+            &value,
+            &duration,
+        );
         assert!(a.headline.starts_with("Growth found:"), "{}", a.headline);
         assert_eq!(a.findings.len(), 1);
-        let a = assess(&[row("mem.rss", &flat)], None, &value, &duration);
+        let a = assess(
+            &[row("mem.rss", &flat)],
+            &Known::default(),
+            &value,
+            &duration,
+        );
         assert_eq!(a.headline, "Memory is flat.");
         assert!(a.findings.is_empty() && a.growing.is_empty() && a.untold.is_empty());
         // Workers that copied in the start-up, then held: flat after it,
@@ -742,7 +792,12 @@ mod tests {
             }),
             ..tree
         };
-        let a = assess(&[row("mem.rss", &flat)], Some(&copied), &value, &duration);
+        let a = assess(
+            &[row("mem.rss", &flat)],
+            &Known::tree(Some(&copied)),
+            &value,
+            &duration,
+        );
         assert!(
             a.headline.starts_with(
                 "Copy-on-access in the start-up: its 2 workers copied pages they share with their \
@@ -802,7 +857,7 @@ mod tests {
         };
         let a = assess(
             &[bytes_row("mem.rss", &flat)],
-            Some(&tree),
+            &Known::tree(Some(&tree)),
             &value,
             &duration,
         );
@@ -812,16 +867,15 @@ mod tests {
         assert!(!a.growth_found());
         let a = assess(
             &[bytes_row("pid42.rss", &leak)],
-            Some(&tree),
+            &Known::tree(Some(&tree)),
             &value,
             &duration,
         );
         assert!(
-            a.headline.starts_with("pid42.rss grows ")
-                && a.headline.contains(
-                    "; main 42 (python3): 100 % of its growth (3814.7 MiB) in mapped files"
-                )
-                && a.headline.ends_with("not a leak of the program."),
+            a.headline.starts_with("python3 42 (main) grows 8.0 MiB/s (no limit known): ")
+                && a.headline.ends_with(
+                    ": 100 % of it in the page cache of files it maps, which the kernel takes back under pressure."
+                ),
             "{}",
             a.headline
         );
@@ -851,7 +905,7 @@ mod tests {
         let row = bytes_row;
         let a = assess(
             &[row("mem.rss", &flat), row("tree.pss", &rose)],
-            None,
+            &Known::default(),
             &value,
             &duration,
         );
@@ -873,7 +927,7 @@ mod tests {
         assert!(small.rose_and_held(), "{small:?}");
         let a = assess(
             &[row("mem.rss", &flat), row("tree.uss", &small)],
-            None,
+            &Known::default(),
             &value,
             &duration,
         );

@@ -103,22 +103,29 @@ pub(super) fn channels(d: &mut Frame<'_>, ui: &mut egui::Ui, visible: usize) {
 /// a channel row, then where it is, its stack on hover.
 fn sites(d: &mut Frame<'_>, ui: &mut egui::Ui, visible: usize) {
     let schema = d.store.schema();
+    // A job frees what it holds as it exits: past the start of its
+    // teardown a site reads what it held then, as the receipt does, not
+    // the nothing it holds once freed.
+    let held_until = match d.store.analysis_end() {
+        Some(end) => visible.min(d.store.times().partition_point(|&t| t < end).max(1)),
+        None => visible,
+    };
     let mut rows: Vec<(f64, f64, usize)> = schema
         .channels
         .iter()
         .enumerate()
-        .filter(|(_, c)| c.name.starts_with("site") && c.name.ends_with(".live"))
+        .filter(|(_, c)| flatline_runtime::analysis::rules::is_site_channel(&c.name))
         .map(|(i, _)| {
             let a = d.store.analysis(i);
             let growth = a
                 .filter(|a| a.verdict.is_growth())
                 .map_or(0.0, |a| a.slope_per_s.max(0.0));
             let values = d.store.series(i).values();
-            let held = values[..visible.min(values.len())]
+            let held = values[..held_until.min(values.len())]
                 .iter()
                 .rev()
                 .copied()
-                .find(|v| !v.is_nan())
+                .find(|v| v.is_finite())
                 .unwrap_or(0.0);
             (growth, held, i)
         })
@@ -135,7 +142,7 @@ fn sites(d: &mut Frame<'_>, ui: &mut egui::Ui, visible: usize) {
     .default_open(true)
     .show(ui, |ui| {
         for (_, _, i) in rows {
-            channel_row(d, ui, i, visible);
+            // Named by its code, its channel under it.
             let labels = &d.store.schema().channels[i].labels;
             let get = |k: &str| labels.get(k).map_or("", String::as_str);
             let file = get("file").rsplit('/').next().unwrap_or_default();
@@ -148,8 +155,14 @@ fn sites(d: &mut Frame<'_>, ui: &mut egui::Ui, visible: usize) {
                 stack.push_str(&format!("{}\n", get("code")));
             }
             stack.push_str(get("frames"));
-            ui.label(RichText::new(format!("    {place}")).small().weak())
-                .on_hover_text(stack);
+            let channel = d.store.schema().channels[i].name.clone();
+            channel_row_named(d, ui, i, held_until, &place);
+            ui.label(
+                RichText::new(format!("    {channel}, pid {}", get("pid")))
+                    .small()
+                    .weak(),
+            )
+            .on_hover_text(stack);
         }
     });
 }
@@ -615,6 +628,12 @@ fn process_row(d: &mut Frame<'_>, ui: &mut egui::Ui, r: &ProcessRow, indent: boo
 }
 
 pub(super) fn channel_row(d: &mut Frame<'_>, ui: &mut egui::Ui, i: usize, visible: usize) {
+    let name = d.store.schema().channels[i].name.clone();
+    channel_row_named(d, ui, i, visible, &name);
+}
+
+/// [`channel_row`] under another name than its channel's (a site's code).
+fn channel_row_named(d: &mut Frame<'_>, ui: &mut egui::Ui, i: usize, visible: usize, label: &str) {
     let spec = d.store.schema().channels[i].clone();
     let values = d.store.series(i).values();
     let current = values[..visible.min(values.len())]
@@ -645,7 +664,7 @@ pub(super) fn channel_row(d: &mut Frame<'_>, ui: &mut egui::Ui, i: usize, visibl
                 RichText::new(current.map_or("–".into(), |v| value(v, spec.unit))).monospace(),
             );
             ui.with_layout(egui::Layout::left_to_right(egui::Align::Center), |ui| {
-                let r = elided_checkbox(ui, &mut on, &spec.name);
+                let r = elided_checkbox(ui, &mut on, label);
                 if r.changed() {
                     if on {
                         d.settings.selected.insert(spec.name.clone());

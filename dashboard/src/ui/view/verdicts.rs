@@ -84,31 +84,58 @@ pub(super) fn banner(d: &mut Frame<'_>, ui: &mut egui::Ui) {
         Some((_, _, t, e)) => (t.as_ref(), Some(e)),
         None => (None, None),
     };
-    let assessment = summary::assess(&assessed, tree, &value, &flatline_core::fmt::duration);
-    // Who died when memory ran out comes first, as in the receipt.
-    let died = ending.and_then(|e| e.headline(None, &value, &flatline_core::fmt::duration));
+    let sites = sites_of(d.store);
+    let damage = d.store.damage().map(|dmg| summary::DamageNote {
+        sentence: dmg.sentence(),
+        lost: dmg.lines(),
+        in_headline: dmg.in_headline(),
+    });
+    let schema = d.store.schema();
+    let known = summary::Known {
+        tree,
+        ending,
+        sites: &sites,
+        sites_sampled: schema
+            .channels
+            .iter()
+            .any(|c| flatline_runtime::analysis::rules::samples_sites(&c.name)),
+        rank: d.store.rank(),
+        damage: damage.as_ref(),
+    };
+    let assessment = summary::assess(&assessed, &known, &value, &flatline_core::fmt::duration);
+    // Who died when memory ran out comes first (the headline says so):
+    // in the colour of what is critical.
+    let died = ending
+        .and_then(|e| e.headline(None, &value, &flatline_core::fmt::duration))
+        .is_some();
     let names: Vec<String> = assessment
         .growing
         .iter()
         .map(|g| g.name.to_string())
         .collect();
-    // What grows is plotted: the most urgent few, once each, once every
-    // channel is analysed (a replay's analyses arrive over its first
-    // frames, as fast as the machine allows: a channel urgent only among
-    // the first few analysed is not what grows most).
+    // What grows is plotted: each of the most urgent few growths once (its
+    // lead channel, not its process's RSS, PSS and USS and the sums that
+    // repeat it) beside the site whose code holds most of it; once each,
+    // once every channel is analysed (a replay's analyses arrive over its
+    // first frames, as fast as the machine allows: a channel urgent only
+    // among the first few analysed is not what grows most).
     let ready = d.store.unanalysed() == 0;
-    for n in names.iter().take(if ready { AUTO_PLOTTED } else { 0 }) {
+    let plotted: Vec<String> = assessment
+        .growths
+        .iter()
+        .take(AUTO_PLOTTED)
+        .flat_map(|g| {
+            std::iter::once(g.channel.clone()).chain(g.sites.first().map(|s| s.channel.clone()))
+        })
+        .collect();
+    for n in plotted.iter().take(if ready { AUTO_PLOTTED } else { 0 }) {
         if d.view.auto_plotted.insert(n.clone()) {
             d.settings.selected.insert(n.clone());
         }
     }
-    let mut text = died.clone().unwrap_or_else(|| assessment.headline.clone());
-    // A damaged file says what was read of it first, as its receipt does.
-    if let Some(dmg) = d.store.damage().filter(|dmg| dmg.in_headline()) {
-        text = format!("{} {text}", dmg.sentence());
-    }
+    let text = assessment.headline.clone();
     let color = match assessment.severity() {
-        _ if died.is_some() => CRITICAL,
+        _ if died => CRITICAL,
         Some(s) => severity_color(s),
         // A finding (copies that rose and held) is growth found, not flat,
         // though no channel grows at the end: the colour of growth whose
@@ -326,4 +353,23 @@ pub(super) fn card(ui: &mut egui::Ui, name: &str, u: Unit, a: &ChannelAnalysis) 
             ui.label(format!("{} rises, {}{last}", a.jumps, signed(a.drift)));
         }
     }
+}
+
+/// The allocation sites the store holds (`watch --sites`), as the receipt
+/// reads them from a recording.
+fn sites_of(store: &crate::ui::Store) -> Vec<flatline_runtime::analysis::sites::Site> {
+    use flatline_runtime::analysis::sites;
+    let schema = store.schema();
+    let channels: Vec<sites::SiteChannel<'_>> = (0..schema.len())
+        .filter(|&i| flatline_runtime::analysis::rules::is_site_channel(&schema.channels[i].name))
+        .filter_map(|i| {
+            Some(sites::SiteChannel {
+                name: &schema.channels[i].name,
+                labels: &schema.channels[i].labels,
+                analysis: store.analysis(i)?,
+                last: store.series(i).values().last().copied().unwrap_or(f64::NAN),
+            })
+        })
+        .collect();
+    sites::sites(&channels)
 }
