@@ -80,7 +80,7 @@ fn every_surface_starts_with_the_same_sentence() {
                 a.value().or_else(|| a.label())
             })
             .collect();
-        if labels.iter().any(|l| *l == headline) {
+        if labels.contains(&headline) {
             same += 1;
         } else {
             let want = shape(&headline);
