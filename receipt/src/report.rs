@@ -725,9 +725,37 @@ pub fn json_report(rec: &Recording, receipt: &Receipt<'_>) -> Value {
         "exit": json!({"code": receipt.ending.exit_code, "signal": receipt.ending.exit_signal}),
         "process_tree": receipt.tree,
         "sites": receipt.sites(),
-        "findings": assessment.findings,
+        "findings": findings_json(&assessment),
         "unavailable": unavailable,
     })
+}
+
+/// The findings, typed: damage first, then each growth (`kind: growth`, its channels,
+/// process, rate, time to its limit, `where`, `sites`, `try` and its
+/// sentence as `text`), then the others as `{kind, text}`.
+fn findings_json(a: &summary::Assessment<'_>) -> Vec<Value> {
+    let growths = a.growths.iter().map(|g| {
+        let mut v = serde_json::to_value(g).unwrap_or(Value::Null);
+        if let Value::Object(m) = &mut v {
+            m.insert("kind".into(), json!("growth"));
+            m.insert(
+                "text".into(),
+                json!(flatline_runtime::analysis::answer::sentence(
+                    g, &value, &duration
+                )),
+            );
+        }
+        v
+    });
+    // A damaged file's loss stays first, as its headline says it first.
+    let (damage, rest): (Vec<_>, Vec<_>) = a.findings.iter().partition(|f| f.kind == "damage");
+    let plain = |f: &summary::Finding| json!({"kind": f.kind, "text": f.text});
+    damage
+        .into_iter()
+        .map(plain)
+        .chain(growths)
+        .chain(rest.into_iter().map(plain))
+        .collect()
 }
 
 pub fn started(rec: &Recording) -> String {

@@ -83,6 +83,10 @@ pub struct SiteShare {
     pub channel: String,
     /// `sites_job.py:52`, or the function where no file is known.
     pub at: String,
+    /// Its file (as the stack says it) and line, where known.
+    pub file: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
     pub function: String,
     /// The line's source, where it was read.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -128,9 +132,9 @@ pub struct Growth {
     pub time_to_limit_s: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub limit: Option<LimitSource>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "process", skip_serializing_if = "Option::is_none")]
     pub who: Option<Who>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "where", skip_serializing_if = "Option::is_none")]
     pub memory: Option<MemoryKind>,
     /// The growing sites of its process, largest first.
     pub sites: Vec<SiteShare>,
@@ -138,7 +142,7 @@ pub struct Growth {
     /// (`watch --sites`).
     pub sites_sampled: bool,
     /// What to try, where something can be said.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "try", skip_serializing_if = "Option::is_none")]
     pub advice: Option<String>,
 }
 
@@ -237,6 +241,8 @@ pub fn growths(
             .map(|s| SiteShare {
                 channel: s.channel.clone(),
                 at: site_at(s),
+                file: s.file.clone(),
+                line: s.line,
                 function: s.function.clone(),
                 code: s.code.clone(),
                 growth_per_s: s.growth_per_s,
