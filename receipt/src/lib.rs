@@ -14,4 +14,4 @@ pub mod damage;
 pub mod fmt;
 pub mod render;
 pub mod report;
-mod text;
+pub mod text;

@@ -14,7 +14,6 @@ use serde_json::{Map, Value, json};
 
 use crate::fmt::{duration, value};
 use crate::render::{num, opt};
-pub use crate::text::{md_report, text_report};
 
 /// One channel of a receipt.
 #[derive(Debug)]

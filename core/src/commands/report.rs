@@ -9,6 +9,7 @@ use flatline_runtime::analysis::{self, Verdict};
 use flatline_runtime::recording::{Recording, TailProblem};
 
 pub use flatline_receipt::report::*;
+pub use flatline_receipt::text::{md_report, text_report};
 
 use crate::cli::{ReportArgs, ReportFormat};
 

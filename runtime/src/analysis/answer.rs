@@ -7,9 +7,9 @@
 
 use serde::Serialize;
 
+use super::finding::{Assessed, rate_text};
 use super::rules::LimitSource;
 use super::sites::Site;
-use super::summary::{Assessed, rate_text};
 use super::tree::{ProcessSeen, TreeSummary};
 use super::{Severity, Verdict};
 use crate::telemetry::Unit;

@@ -61,6 +61,7 @@ pub mod answer;
 pub mod corpus;
 pub mod death;
 pub mod evidence;
+pub mod finding;
 mod live;
 pub mod places;
 pub mod rules;

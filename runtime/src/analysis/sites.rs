@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::summary::Finding;
+use super::finding::Finding;
 use super::{ChannelAnalysis, Verdict};
 
 /// A site channel as the receipt has it.

@@ -2,18 +2,9 @@
 //! first, and one sentence about them. Receipts and the dashboard both ask
 //! here, so they never disagree.
 
-use super::rules::LimitSource;
+pub use super::finding::{Assessed, Finding, rate_text};
 use super::{ChannelAnalysis, Kind, Note, Severity, Verdict};
 use crate::telemetry::Unit;
-
-/// One analysed channel, as the summary needs it.
-#[derive(Debug, Clone, Copy)]
-pub struct Assessed<'a> {
-    pub name: &'a str,
-    pub unit: Unit,
-    pub analysis: &'a ChannelAnalysis,
-    pub limit: Option<LimitSource>,
-}
 
 /// The level channels called growth (rising, not shrinking), most urgent
 /// first: by severity, then by time to the limit, then by rate.
@@ -54,34 +45,6 @@ pub fn order(rows: &[Assessed<'_>]) -> Vec<usize> {
     let mut idx: Vec<usize> = (0..rows.len()).collect();
     idx.sort_by_key(|&i| rank(rows[i].analysis));
     idx
-}
-
-/// A rate a person reads without arithmetic: per second when it is large,
-/// else per hour.
-pub fn rate_text(per_s: f64, unit: Unit, value: &dyn Fn(f64, Unit) -> String) -> String {
-    let big = match unit {
-        Unit::Bytes => per_s.abs() >= 1024.0,
-        _ => per_s.abs() >= 1.0,
-    };
-    if big {
-        format!("{}/s", value(per_s, unit))
-    } else {
-        format!("{}/h", value(per_s * 3600.0, unit))
-    }
-}
-
-/// A finding beyond single channels' verdicts: which processes of a tree,
-/// or which layer of GPU memory, the growth lives in. Each stands on the
-/// growth verdicts of the channels it names (see [`super::tree`] and
-/// [`gpu_layers`]), so a finding never comes without growth.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct Finding {
-    /// `copy_on_access`, `process_grew`, `gpu_layer` or `where` (what
-    /// memory a process's growth is: no growth verdict of its own); the
-    /// receipt adds `oom_kill`, `killed_by_signal`, `out_of_memory` and
-    /// `trend`.
-    pub kind: &'static str,
-    pub text: String,
 }
 
 /// Everything a recording (or a live stream) says, in one place: the
@@ -645,6 +608,7 @@ pub fn gpu_layers(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analysis::rules::LimitSource;
 
     /// A channel in bytes with no limit known.
     fn bytes_row<'a>(name: &'a str, analysis: &'a ChannelAnalysis) -> Assessed<'a> {
