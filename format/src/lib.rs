@@ -101,6 +101,7 @@
 //! length read from a frame is trusted beyond what the frame can hold.
 
 mod codec;
+mod frames;
 mod header;
 mod item;
 pub mod layout;
