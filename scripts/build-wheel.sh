@@ -19,7 +19,7 @@ case "$profile" in
   *) out="$profile" ;;
 esac
 target="$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')"
-cargo build --locked --profile "$profile" -p flatline --bin flatline -p flatline-preload
+cargo build --locked --profile "$profile" -p flatline -p flatline-preload --bin flatline --lib
 mkdir -p python/flatline.data/scripts python/flatline.data/data/lib/flatline
 install -s -m 0755 "$target/$out/flatline" python/flatline.data/scripts/flatline
 # `watch --sites` finds it in ../lib/flatline/ from the program.

@@ -17,6 +17,11 @@ echo "-- pip install ./python from the source tree, as a Python user does"
 # and hands the rest to maturin; nothing is built beforehand, as in a
 # fresh clone (flatline.data/ is a build output).
 rm -rf python/flatline.data
+# Nor is the preloaded library: the builds must make it, whatever the
+# target folder holds from the tests' build (cargo puts it back only when
+# it is asked for: `--bin flatline` alone once left it out).
+target_dir="$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')"
+rm -f "$target_dir"/{debug,dev}/libflatline_preload.so
 python3 -m venv "$work/src"
 FLATLINE_WHEEL_PROFILE=dev MATURIN_PEP517_ARGS="--profile dev" \
   "$work/src/bin/pip" install --quiet --disable-pip-version-check ./python >"$work/src.log" 2>&1 \
@@ -27,6 +32,7 @@ env -i HOME="$work" PATH="/usr/bin:/bin" "$work/src/bin/python" -c 'import flatl
 echo "-- build"
 python3 -m venv "$work/build"
 "$work/build/bin/pip" install --quiet --disable-pip-version-check "maturin>=1.9,<2" auditwheel
+rm -f "$target_dir"/{debug,dev}/libflatline_preload.so
 PATH="$work/build/bin:$PATH" bash scripts/build-wheel.sh dev >"$work/build.log" 2>&1 || { tail -40 "$work/build.log"; exit 1; }
 wheel="$(ls "$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')"/wheels/flatline-*.whl)"
 ls -l "$wheel"

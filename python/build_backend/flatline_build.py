@@ -36,8 +36,9 @@ def _program():
     profile = os.environ.get("FLATLINE_WHEEL_PROFILE", "release")
     # Cargo's progress goes to stderr; stdout is the frontend's.
     subprocess.run(
-        [cargo, "build", "--locked", "--profile", profile, "-p", "flatline", "--bin", "flatline",
-         "-p", "flatline-preload"],
+        [cargo, "build", "--locked", "--profile", profile, "-p", "flatline", "-p", "flatline-preload",
+         # Both targets: `--bin` alone would select the program only.
+         "--bin", "flatline", "--lib"],
         cwd=ROOT,
         check=True,
         stdout=sys.stderr,
