@@ -9,6 +9,11 @@ The dashboard's views (dashboard/src/ui/view.rs and view/) never call the
 source: they are given a `Frame` (the store, what the frame loop read of the
 source, and their own state), which has no source in it; they name neither
 the `Dashboard`, which has, nor a `.source`.
+The steps that turn readings into findings (the teardown cut, the start-up,
+each channel's analysis, the copy bound, PSS beside USS, the tree, deaths
+and sites) are called only inside runtime/src/analysis/: the receipt, the
+window, the exporter and the commands lay out what `analysis::reading` and
+`summary::assess` return.
 
     python3 scripts/check-layers.py
 
@@ -248,6 +253,46 @@ def below_cli():
     return out
 
 
+# The steps that turn readings into findings (see runtime/src/analysis/reading.rs):
+# run in one place, the analysis; every surface lays out what it returns.
+ANALYSIS = os.path.join("runtime", "src", "analysis")
+STEPS = [
+    "bound_copy", "reconcile_pss", "settling", "in_start_up", "start_up_rise",
+    "exit_in_start_up", "analysis_end", "teardown_s", "recording_warmup", "find_warmup",
+    "summarize", "analyze",
+]
+# Where a step is called on purpose: `bench analysis` times one channel's analysis.
+STEP_CALLERS = {os.path.join("core", "src", "commands", "bench.rs"): {"analyze("}}
+QUALIFIED_STEPS = [r"death\s*::\s*read", r"sites\s*::\s*sites", r"\banalysis\s*::\s*warmup\b"]
+
+
+def steps_outside_analysis(roots=None):
+    """(file, line, what) where code outside the analysis calls one of its steps
+    (a free function: `x(` or `path::x(`, not a method `.x(` nor its `fn x(`)."""
+    out = []
+    pattern = re.compile(
+        r"(?<![\w.])(?:\w+\s*::\s*)*(" + "|".join(STEPS) + r")\s*\("
+        + "|" + "|".join(QUALIFIED_STEPS)
+    )
+    for crate in roots or CRATES:
+        src = os.path.join(ROOT, crate, "src")
+        for dirpath, _, names in sorted(os.walk(src)):
+            for name in sorted(names):
+                f = os.path.join(dirpath, name)
+                if not name.endswith(".rs") or f.startswith(os.path.join(ROOT, ANALYSIS) + os.sep):
+                    continue
+                text = without_tests(code(open(f, encoding="utf-8").read()))
+                for m in pattern.finditer(text):
+                    before = text[: m.start()].rstrip()
+                    if before.endswith("fn"):
+                        continue
+                    rel = os.path.relpath(f, ROOT)
+                    if re.sub(r"\s", "", m.group(0)).split("::")[-1] in STEP_CALLERS.get(rel, ()):
+                        continue
+                    out.append((os.path.relpath(f, ROOT), text.count("\n", 0, m.start()) + 1, m.group(0).strip()))
+    return out
+
+
 # The dashboard's views: they take a `Frame`, never the `Dashboard`, and read
 # `seen`, never `source`.
 VIEWS = [os.path.join("dashboard", "src", "ui", "view.rs"), os.path.join("dashboard", "src", "ui", "view")]
@@ -305,6 +350,8 @@ def main():
             problems.append(f"{f}: missing (renamed? update this check)")
             continue
         problems.append(f"{f}:{line}: a view reaches for the source (take a `Frame`; read its `seen`, filled by the frame loop)")
+    for f, line, what in steps_outside_analysis():
+        problems.append(f"{f}:{line}: {what} outside the analysis (read through analysis::reading)")
     for p in problems:
         print(p, file=sys.stderr)
     print(

@@ -497,7 +497,7 @@ pub struct ReportArgs {
     #[arg(long, value_name = "S", value_parser = non_negative)]
     pub warmup_s: Option<f64>,
     /// Analyse only the samples from S seconds after the start on (the
-    /// recording's warm-up still applies where the part begins inside it).
+    /// recording's start-up still applies where the part begins inside it).
     #[arg(long, value_name = "S", value_parser = non_negative)]
     pub from: Option<f64>,
     /// Analyse only the samples up to S seconds after the start.

@@ -45,7 +45,7 @@ fn the_corpus_is_large_enough_and_labelled() {
         "noisy flat",
         "noisy leak",
         "staircase",
-        "warm-up then flat",
+        "start-up then flat",
         "periodic evaluation",
         "page cache",
         "falling",
@@ -184,7 +184,7 @@ fn a_real_dataloader_s_copying_workers_are_the_headline() {
         for warmup in [None, Some(20.0)] {
             let receipt = flatline_core::commands::report::analyse(&rec, warmup);
             let a = receipt.assessment();
-            let tree = receipt.tree.as_ref().expect("a process tree");
+            let tree = receipt.facts.tree.as_ref().expect("a process tree");
             let workers: Vec<u32> = tree
                 .processes
                 .iter()

@@ -314,12 +314,12 @@ fn texts_of(path: &Path, size: [f32; 2]) -> (Vec<String>, Vec<String>) {
 }
 
 /// karpathy/nanoGPT's `train.py` watched for 90 s prints 23 markers (an
-/// evaluation and a checkpoint every 40 iterations, and its warm-up's end):
+/// evaluation and a checkpoint every 40 iterations, and its start-up's end):
 /// their labels go on the lane, once, none over another.
 #[test]
 fn a_training_job_s_markers_read_cleanly() {
     let dir = tempfile::tempdir().unwrap();
-    let mut marks = vec![(4.0, "warm-up ends".to_string())];
+    let mut marks = vec![(4.0, "start-up ends".to_string())];
     for k in 0..11 {
         let t = 8.0 + k as f64 * 7.5;
         marks.push((t, "eval".into()));
@@ -332,7 +332,7 @@ fn a_training_job_s_markers_read_cleanly() {
         assert!(problems.is_empty(), "{}", problems.join("\n"));
         // The lane names every marker once: no label left out, none said
         // again on each plot.
-        let want = [("warm-up ends", 1), ("eval", 11), ("checkpoint", 11)];
+        let want = [("start-up ends", 1), ("eval", 11), ("checkpoint", 11)];
         assert_eq!(counted(&texts), want.into_iter().collect(), "{texts:?}");
     }
 }
@@ -342,7 +342,7 @@ fn a_training_job_s_markers_read_cleanly() {
 fn counted(texts: &[String]) -> std::collections::BTreeMap<&str, usize> {
     let mut found = std::collections::BTreeMap::new();
     let named = texts.iter().filter(|t| {
-        ["eval", "checkpoint", "warm-up ends"]
+        ["eval", "checkpoint", "start-up ends"]
             .iter()
             .any(|w| t.starts_with(w))
     });

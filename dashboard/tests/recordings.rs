@@ -178,7 +178,7 @@ fn real_trainers_watched_with_no_flags_give_steps_losses_and_evaluations() {
 
 /// `scripts/dataloader-leak.py list` on 4 real DataLoader workers, whose
 /// copying of the list is a burst (+1.2 GiB of PSS in 30 s, then held) that
-/// no trend can weigh: the trees' channels after the warm-up read noisy or
+/// no trend can weigh: the trees' channels after the start-up read noisy or
 /// cannot be told. It is told by its figures, naming the four workers and
 /// not their parent, whose own memory rose by the pages they left to it.
 #[test]
@@ -498,7 +498,7 @@ fn receipts_carry_the_analysis_in_every_format() {
     assert!(
         text.starts_with("Memory is flat.\n")
             && text.contains("jumps × quantum")
-            && text.contains("analysis after a warm-up of 0.3 s (found: where"),
+            && text.contains("analysis after a start-up of 0.3 s (found: where"),
         "{text}"
     );
     let v: serde_json::Value = serde_json::from_str(&ok(&flatline(&[

@@ -177,17 +177,17 @@ fn workers_copying_a_shared_list_grow_pss_while_every_rss_is_flat() {
     assert!(text.contains("finding: copy-on-access"), "{text}");
     // One truth: the finding is the headline, growing lists the tree's PSS,
     // and a CI gate on growth fails, on the receipt as a user runs it (its
-    // warm-up found, not given).
+    // start-up found, not given).
     let whole = support::report(&out);
     let headline = whole["headline"].as_str().unwrap();
     copy_headline_names(headline, &workers);
     let growing = whole["growing"].as_array().unwrap();
     // CI once saw nothing growing here (1 run in several, under load; 3
     // runs side by side passed here): say what tree.pss read and where the
-    // warm-up was found, so the next one tells why.
+    // start-up was found, so the next one tells why.
     assert!(
         growing.iter().any(|g| g == "tree.pss"),
-        "{growing:?}\n{headline}\ntree.pss: {}\nwarm-up: {}",
+        "{growing:?}\n{headline}\ntree.pss: {}\nstart-up: {}",
         whole["channels"]["tree.pss"],
         whole["warmup"]
     );
@@ -303,7 +303,7 @@ fn the_same_data_in_one_bytes_object_reads_flat() {
     assert!(share.abs() < 0.04, "{pss}");
     assert_eq!(v["process_tree"]["finding"], serde_json::Value::Null);
     assert_eq!(v["process_tree"]["grew"], serde_json::json!([]));
-    // The receipt a user gets (its warm-up found) calls nothing growth, its
+    // The receipt a user gets (its start-up found) calls nothing growth, its
     // headline says no memory grows, and a CI gate on growth passes.
     let whole = support::report(&out);
     assert_eq!(

@@ -249,7 +249,7 @@ fn a_snapshot_of_the_arena_loader() {
 /// their parent's pages: it reads the tree up to where the analyses stop
 /// (a DataLoader's workers exit with the job and give their memory back in
 /// its last second; read to there, the banner said "cannot be told"), and
-/// finds its warm-up on the same channels as the receipt (it took a
+/// finds its start-up on the same channels as the receipt (it took a
 /// worker's own USS too, and found 25.0 s where the receipt found 23.1 s).
 #[test]
 fn the_banner_tells_a_trees_copying_as_its_receipt_does() {
@@ -278,6 +278,46 @@ fn a_snapshot_of_a_leak_found_in_a_watched_job() {
     let mut h = harness(&support::recording("watch-torch-leak-45s.flr"));
     h.get_by_label_contains("python 11315 (main) grows");
     h.snapshot("replay_torch_leak");
+}
+
+/// A leak watched with `--sites`: one growth card (not one per channel of
+/// the one process that grows), the line that holds it plotted beside its
+/// process's memory, and a click on the card marks its process's row and
+/// its site's.
+#[test]
+fn a_snapshot_of_a_leak_told_by_its_line() {
+    let mut h = harness(&support::recording("watch-sites-torch.flr"));
+    h.run_steps(2);
+    h.get_by_label_contains("python 7830 (main) grows 1.65 MiB/s");
+    // The card: who, then its line (the banner says the same in one label).
+    h.get_by_label("python 7830 (main)");
+    h.get_by_label_contains("% at sites_job.py:52 torch_job");
+    assert_eq!(
+        h.query_all_by_label("python 7830 (main)").count(),
+        1,
+        "one growth card"
+    );
+    let selected = &h.state().settings.selected;
+    let site = h
+        .state()
+        .store
+        .schema()
+        .channels
+        .iter()
+        .find(|c| c.labels.get("line").map(String::as_str) == Some("52"))
+        .map(|c| c.name.clone())
+        .expect("the site of line 52");
+    assert!(selected.contains(&site), "{site} plotted: {selected:?}");
+    // Its site is the card's, not a card of its own (named by its
+    // channel alone: its row and plot name it with more).
+    assert_eq!(h.query_all_by_label(site.as_str()).count(), 0, "no card");
+    h.get_by_label("python 7830 (main)").click();
+    h.run_steps(2);
+    let focus = h.state().view.focus.clone().expect("the card marks");
+    assert_eq!(focus.pid, Some(7830));
+    assert_eq!(focus.site.as_deref(), Some(site.as_str()));
+    h.get_by_label("» 7830");
+    h.snapshot("replay_sites_torch");
 }
 
 /// The leak on the step axis: the process tree's stacked areas run
@@ -727,7 +767,7 @@ fn the_live_source_measures_the_workload_not_the_viewer() {
         let rss_now = flatline_runtime::analysis::rules::latest(store.series(rss).values());
         (rss_now.unwrap(), store.heap_bytes())
     };
-    // After a warm-up of two seconds at 1 kHz, ten more seconds.
+    // After a start-up of two seconds at 1 kHz, ten more seconds.
     let (rss_early, held_early) = poll_until(2_000);
     let (rss_late, held_late) = poll_until(12_000);
     // The viewer kept megabytes more (its columns and pyramids); the measured

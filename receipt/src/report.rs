@@ -2,12 +2,11 @@
 
 use std::path::Path;
 
-use flatline_runtime::analysis::death::{self, Ending};
-use flatline_runtime::analysis::rules::{self, ChannelStats, LimitSource, channel_stats, latest};
+use flatline_runtime::analysis::rules::{self, ChannelStats, LimitSource, channel_stats};
 use flatline_runtime::analysis::sites;
 use flatline_runtime::analysis::summary::{self, Assessed};
-use flatline_runtime::analysis::tree::{self as tree_analysis, TreeSummary};
-use flatline_runtime::analysis::{self, ChannelAnalysis, Context, Note, Verdict};
+use flatline_runtime::analysis::tree as tree_analysis;
+use flatline_runtime::analysis::{self, ChannelAnalysis, Note, Verdict, reading};
 use flatline_runtime::recording::{EventKind, Recording, TailProblem, TailProblemKind};
 use flatline_runtime::telemetry::{ChannelSpec, MAX_STEP, TOKEN_CHANNELS, Unit};
 use serde_json::{Map, Value, json};
@@ -25,24 +24,6 @@ pub struct Row<'a> {
     pub analysis: ChannelAnalysis,
     /// What bounds the channel, where something does.
     pub limit: Option<LimitSource>,
-}
-
-/// The ceiling a channel cannot pass, where the recording knows it, and
-/// where it comes from.
-pub(crate) fn limit_of(rec: &Recording, name: &str, unit: Unit) -> Option<(f64, LimitSource)> {
-    rules::limit_for(name, unit, &rec.header.host, |c| latest(rec.channel(c)?))
-}
-
-/// The process tree of a watched job, where the recording has one, over
-/// the samples `a..b` (the part analysed).
-fn tree_summary(rec: &Recording, rows: &[Row<'_>], a: usize, b: usize) -> Option<TreeSummary> {
-    let by_name = |n: &str| rows.iter().find(|r| r.spec.name == n).map(|r| &r.analysis);
-    let t: Vec<f64> = rec.t_ns[a..b].iter().map(|&t| t as f64 / 1e9).collect();
-    let data = tree_analysis::Columns {
-        t: &t,
-        column: |n: &str| rec.channel(n).map(|c| &c[a..b]),
-    };
-    tree_analysis::summarize(&rec.header.schema, &rec.events, by_name, &data)
 }
 
 /// The markers of a recording (a job's evals and checkpoints, a person's
@@ -128,33 +109,16 @@ pub(crate) fn memory_limit(rows: &[Row<'_>]) -> Option<(f64, LimitSource)> {
         .find_map(|r| Some((r.analysis.limit?, r.limit?)))
 }
 
-/// How the warm-up of a receipt was chosen.
-#[derive(Debug, Clone, PartialEq)]
-pub enum WarmupChoice {
-    /// `--warmup-s`.
-    Given(f64),
-    /// Found where start-up ends in a memory channel.
-    Found { s: f64, channel: String },
-    /// No start-up found: every reading is analysed.
-    None,
-}
+pub use flatline_runtime::analysis::reading::WarmupChoice;
 
-impl WarmupChoice {
-    pub fn seconds(&self) -> f64 {
-        match self {
-            WarmupChoice::Given(s) | WarmupChoice::Found { s, .. } => *s,
-            WarmupChoice::None => 0.0,
+/// How the start-up of a receipt was chosen, in words.
+pub(crate) fn describe_warmup(w: &WarmupChoice) -> String {
+    match w {
+        WarmupChoice::Given(s) => format!("a start-up of {s:.1} s (--warmup-s)"),
+        WarmupChoice::Found { s, channel } => {
+            format!("a start-up of {s:.1} s (found: where {channel} settles)")
         }
-    }
-
-    pub(crate) fn describe(&self) -> String {
-        match self {
-            WarmupChoice::Given(s) => format!("a warm-up of {s:.1} s (--warmup-s)"),
-            WarmupChoice::Found { s, channel } => {
-                format!("a warm-up of {s:.1} s (found: where {channel}'s start-up ends)")
-            }
-            WarmupChoice::None => "no warm-up (no start-up found: every reading counts)".into(),
-        }
+        WarmupChoice::None => "no start-up found: every reading counts".into(),
     }
 }
 
@@ -170,13 +134,9 @@ pub struct Receipt<'a> {
     /// Where the job's teardown began (seconds since the start): the
     /// analysis stops there (see [`tree_analysis::teardown_s`]).
     pub teardown_s: Option<f64>,
-    /// The watched process tree over the part analysed, where there is one.
-    pub tree: Option<TreeSummary>,
-    /// How the job ended (deaths, printed out-of-memory errors), over the
-    /// whole recording.
-    pub ending: Ending,
-    /// The job's rank, where its labels say.
-    pub rank: Option<String>,
+    /// The process tree, how the job ended, the allocation sites and the
+    /// rank, as every surface reads them ([`reading::Facts`]).
+    pub facts: reading::Facts,
     /// What the file lost to damage, where it did.
     pub damage: Option<crate::damage::Damage>,
 }
@@ -184,20 +144,12 @@ pub struct Receipt<'a> {
 impl Receipt<'_> {
     /// The one assessment: headline, growing channels, growths, findings.
     pub fn assessment(&self) -> summary::Assessment<'_> {
-        let sites = self.sites();
         let damage = self.damage.as_ref().map(|d| summary::DamageNote {
             sentence: d.sentence(),
             lost: d.lines(),
             in_headline: d.in_headline(),
         });
-        let known = summary::Known {
-            tree: self.tree.as_ref(),
-            ending: Some(&self.ending),
-            sites: &sites,
-            sites_sampled: self.rows.iter().any(|r| rules::samples_sites(&r.spec.name)),
-            rank: self.rank.as_deref(),
-            damage: damage.as_ref(),
-        };
+        let known = self.facts.known(damage.as_ref());
         summary::assess(&self.assessed(), &known, &value, &duration)
     }
 
@@ -214,19 +166,8 @@ impl Receipt<'_> {
     }
 
     /// The allocation sites (`watch --sites`), largest growth first.
-    pub fn sites(&self) -> Vec<sites::Site> {
-        let channels: Vec<sites::SiteChannel<'_>> = self
-            .rows
-            .iter()
-            .filter(|r| rules::is_site_channel(&r.spec.name))
-            .map(|r| sites::SiteChannel {
-                name: &r.spec.name,
-                labels: &r.spec.labels,
-                analysis: &r.analysis,
-                last: r.stats.last,
-            })
-            .collect();
-        sites::sites(&channels)
+    pub fn sites(&self) -> &[sites::Site] {
+        &self.facts.sites
     }
 
     /// The one sentence a receipt starts with.
@@ -251,13 +192,13 @@ impl Receipt<'_> {
 }
 
 /// Analyses every channel of a recording, each as its kind, after one
-/// warm-up: `warmup_s`, else the one found in its memory channels.
+/// start-up: `warmup_s`, else the one found in its memory channels.
 pub fn analyse(rec: &Recording, warmup_s: Option<f64>) -> Receipt<'_> {
     analyse_range(rec, warmup_s, None)
 }
 
 /// [`analyse`] on the samples from `range[0]` to `range[1]` seconds after
-/// the start only: the same analysis on a part of the run. The warm-up is
+/// the start only: the same analysis on a part of the run. The start-up is
 /// still the recording's (found on all of it): a part that starts after it
 /// is analysed whole.
 pub fn analyse_range(
@@ -269,7 +210,7 @@ pub fn analyse_range(
 }
 
 /// The receipt the first `end_s` seconds of a recording would have had,
-/// had the run ended there: its warm-up found on those seconds alone (as a
+/// had the run ended there: its start-up found on those seconds alone (as a
 /// live analysis finds it), its teardown ignored. `bench analysis --delay`
 /// replays recordings so.
 pub fn analyse_prefix(rec: &Recording, end_s: f64) -> Receipt<'_> {
@@ -282,197 +223,60 @@ fn analyse_part(
     range: Option<[f64; 2]>,
     prefix: bool,
 ) -> Receipt<'_> {
-    let t_all: Vec<f64> = rec.t_ns.iter().map(|&t| t as f64 / 1e9).collect();
-    let t0 = t_all.first().copied().unwrap_or(0.0);
-    let (a, b) = match range {
-        Some([from, to]) => (
-            t_all.partition_point(|&t| t - t0 < from),
-            t_all.partition_point(|&t| t - t0 <= to),
-        ),
-        None => (0, t_all.len()),
-    };
-    // A job's teardown (its processes exiting at the end) is no part of how
-    // it ran: the analysis ends where it began.
-    let names = rec.header.schema.channels.iter().map(|c| c.name.as_str());
-    let teardown = tree_analysis::analysis_end(&rec.events, &t_all, names, |n| rec.channel(n))
-        .filter(|&td| td > t0 && !prefix);
-    let b = match teardown {
-        Some(td) => b.min(t_all.partition_point(|&t| t < td)),
-        None => b,
-    };
-    let b = b.max(a);
-    let t = &t_all[a..b];
-    let column = |i: usize| &rec.columns[i][a..b];
-    // What the warm-up and the step axis are found on: the whole recording,
-    // or (a prefix) only what was there by its end.
-    let seen = if prefix { b } else { t_all.len() };
-    let whole = |i: usize| &rec.columns[i][..seen];
-    let steps = rules::step_axis(&rec.header.schema, whole).map(column);
-    // Tokens follow the same rule: a count that never moves is no axis.
-    let tokens = TOKEN_CHANNELS
-        .iter()
-        .find_map(|n| rec.channel(n))
-        .filter(|c| rules::advances(c))
-        .map(|c| &c[a..b]);
-    let warmup = match warmup_s {
-        Some(s) => WarmupChoice::Given(s),
-        None => match analysis::recording_warmup(&rec.header.schema, &t_all[..seen], whole) {
-            Some(w) => WarmupChoice::Found {
-                s: w.at_s - t0,
-                channel: w.channel.unwrap_or_default(),
-            },
-            None => WarmupChoice::None,
-        },
-    };
-    // The warm-up's end, on the part's own clock (0: the part starts after it).
-    let part_warmup = t
-        .first()
-        .map_or(0.0, |&first| (t0 + warmup.seconds() - first).max(0.0));
-    let rows: Vec<Row<'_>> = rec
-        .header
-        .schema
+    let read = reading::read(rec, warmup_s, range, prefix);
+    let (a, b) = (read.samples.start, read.samples.end);
+    let schema = &rec.header.schema;
+    let rows: Vec<Row<'_>> = read
         .channels
-        .iter()
-        .enumerate()
-        .map(|(index, spec)| {
-            let col = column(index);
-            let limit = limit_of(rec, &spec.name, spec.unit);
-            let ctx = Context {
-                kind: spec.kind,
-                warmup_s: Some(part_warmup),
-                steps,
-                tokens,
-                limit: limit.map(|l| l.0),
-                min_growth: rules::evidence_floor(&spec.name, spec.unit),
-            };
-            Row {
-                index,
-                spec,
-                stats: match range {
-                    None => rec.column_stats(index),
-                    Some(_) => rules::channel_stats(col),
-                },
-                analysis: analysis::analyze(t, col, &ctx),
-                limit: limit.map(|l| l.1),
-            }
+        .into_iter()
+        .map(|r| Row {
+            index: r.index,
+            spec: &schema.channels[r.index],
+            stats: match range {
+                None => rec.column_stats(r.index),
+                Some(_) => channel_stats(&rec.columns[r.index][a..b]),
+            },
+            analysis: r.analysis,
+            limit: r.limit,
         })
         .collect();
-    // A PSS or USS that grows while its RSS holds still copies pages it
-    // shares: it cannot outgrow that RSS.
-    let mut rows = rows;
-    for i in 0..rows.len() {
-        let Some(rss) = analysis::rss_of(&rows[i].spec.name) else {
-            continue;
+    let t_all: Vec<f64> = rec.t_ns.iter().map(|&t| t as f64 / 1e9).collect();
+    let t0 = t_all.first().copied().unwrap_or(0.0);
+    let part = &t_all[a..b];
+    let facts = {
+        let mut by_index: Vec<Option<&ChannelAnalysis>> = vec![None; schema.len()];
+        for r in &rows {
+            by_index[r.index] = Some(&r.analysis);
+        }
+        let stream = reading::Stream {
+            schema,
+            events: &rec.events,
+            host: &rec.header.host,
+            root: rec.header.config.get("pid").and_then(|p| p.parse().ok()),
+            rank: rec.header.labels.get("rank").map(String::as_str),
+            part: tree_analysis::Columns {
+                t: part,
+                column: |n: &str| rec.channel(n).map(|c| &c[a..b]),
+            },
+            whole: tree_analysis::Columns {
+                t: &t_all,
+                column: |n: &str| rec.channel(n),
+            },
         };
-        if let Some(r) = rows.iter().find(|r| r.spec.name == rss) {
-            let r = r.analysis.clone();
-            if analysis::bound_copy(&mut rows[i].analysis, &r) {
-                rows[i].limit = Some(LimitSource::Shared);
-            }
-        }
-    }
-    // A job watched from its launch that ended in less time than a start-up
-    // can take: its whole life may be its start-up, and no leak can be told
-    // from one. Its growth is said as that, not projected. A prefix (a live
-    // window, a replay's playhead) knows of the exit only once its readings
-    // reach it.
-    let seen_until = prefix.then(|| t_all[..b].last().copied()).flatten();
-    if range.is_none() && ended_in_start_up(rec, &t_all[..b], &warmup, seen_until) {
-        for r in rows.iter_mut() {
-            analysis::in_start_up(&mut r.analysis, r.limit == Some(LimitSource::Shared));
-        }
-    }
-    // Growth soon after a found start-up, still small beside what the
-    // start-up rose, may be its tail (see [`analysis::settling`]); a
-    // warm-up given by hand is the user's word that the start-up ended.
-    if let WarmupChoice::Found { s, .. } = &warmup {
-        for r in rows.iter_mut() {
-            if let Some(rise) = analysis::start_up_rise(&t_all[..seen], whole(r.index), t0 + s) {
-                analysis::settling(&mut r.analysis, rise, r.limit == Some(LimitSource::Shared));
-            }
-        }
-    }
-    let order = summary::order(
-        &rows
-            .iter()
-            .map(|r| Assessed {
-                name: &r.spec.name,
-                unit: r.spec.unit,
-                analysis: &r.analysis,
-                limit: r.limit,
-            })
-            .collect::<Vec<_>>(),
-    );
-    // A PSS that rose while its USS did not is shared pages changing hands.
-    for i in 0..rows.len() {
-        let Some(uss) = analysis::uss_of(&rows[i].spec.name) else {
-            continue;
-        };
-        if let Some(u) = rows.iter().find(|r| r.spec.name == uss) {
-            let u = u.analysis.clone();
-            analysis::reconcile_pss(&mut rows[i].analysis, &u);
-        }
-    }
-    let tree = tree_summary(rec, &rows, a, b);
-    let mut slots: Vec<Option<Row<'_>>> = rows.into_iter().map(Some).collect();
-    let rows = order.into_iter().filter_map(|i| slots[i].take()).collect();
-    let range = range.map(|_| match (t.first(), t.last()) {
+        reading::Facts::read(&stream, |i| by_index[i])
+    };
+    let range = range.map(|_| match (part.first(), part.last()) {
         (Some(&f), Some(&l)) => [f - t0, l - t0],
         _ => [0.0, 0.0],
     });
-    let ending = death::read(
-        &rec.header.schema,
-        &rec.events,
-        &rec.header.host,
-        &tree_analysis::Columns {
-            t: &t_all,
-            column: |n: &str| rec.channel(n),
-        },
-        rec.header.config.get("pid").and_then(|p| p.parse().ok()),
-    );
     Receipt {
         rows,
-        warmup,
+        warmup: read.warmup,
         range,
-        teardown_s: teardown.map(|td| td - t0),
-        tree,
-        ending,
-        rank: rec.header.labels.get("rank").cloned(),
+        teardown_s: read.teardown_s,
+        facts,
         damage: crate::damage::Damage::of(rec),
     }
-}
-
-/// The job was launched by the watch (its `command`) and exited by itself
-/// within [`analysis::START_UP_ONLY_S`] of its first reading (`t`: the readings'
-/// times). Nothing in so short a life tells a leak from a start-up: an
-/// import slows as it ends, and then building the model and its first
-/// steps climb steeply again just before the exit (a real PyTorch job
-/// under load: 480 to 675 MiB over 17 s of imports, flat, then 675 to
-/// 763 MiB in its last 1.3 s); a dataset read into memory climbs at a
-/// steady pace like a leak. A found warm-up is no proof the start-up ended
-/// (that import settled for a second at 5 s), so only a warm-up given by
-/// hand (`--warmup-s`, the user's word that it ended there) keeps the
-/// verdicts as they are.
-///
-/// `seen_until`: for a prefix, the time of its last reading; an exit more
-/// than a second after it (the sampler's grace after an exit) is still to
-/// come.
-fn ended_in_start_up(
-    rec: &Recording,
-    t: &[f64],
-    warmup: &WarmupChoice,
-    seen_until: Option<f64>,
-) -> bool {
-    let Some(&t0) = t.first() else {
-        return false;
-    };
-    // Its exit within the bound of its first reading (the live window's
-    // store reads it the same way).
-    let ended = rec.events.iter().any(|e| {
-        analysis::exit_in_start_up(e, t0)
-            && seen_until.is_none_or(|s| e.t_ns as f64 / 1e9 <= s + 1.0)
-    });
-    rec.header.config.contains_key("command") && ended && !matches!(warmup, WarmupChoice::Given(_))
 }
 
 /// A verdict as a person reads it: a flat channel that moved says by how
@@ -717,12 +521,12 @@ pub fn json_report(rec: &Recording, receipt: &Receipt<'_>) -> Value {
                     "ignored": lines.saturating_sub(parsed),
                 }))
                 .collect::<Vec<_>>(),
-            "out_of_memory": receipt.ending.out_of_memory,
+            "out_of_memory": receipt.facts.ending.out_of_memory,
             "facts": facts_json(rec),
         },
-        "deaths": receipt.ending.deaths,
-        "exit": json!({"code": receipt.ending.exit_code, "signal": receipt.ending.exit_signal}),
-        "process_tree": receipt.tree,
+        "deaths": receipt.facts.ending.deaths,
+        "exit": json!({"code": receipt.facts.ending.exit_code, "signal": receipt.facts.ending.exit_signal}),
+        "process_tree": receipt.facts.tree,
         "sites": receipt.sites(),
         "findings": findings_json(&assessment),
         "unavailable": unavailable,
@@ -951,7 +755,7 @@ mod tests {
     /// A process without channels of its own is named as such, with why.
     #[test]
     fn the_tree_says_which_processes_had_no_channels_of_their_own() {
-        use flatline_runtime::analysis::tree::ProcessSeen;
+        use flatline_runtime::analysis::tree::{ProcessSeen, TreeSummary};
         let proc_ = |pid: u32, channels: Option<&str>| ProcessSeen {
             pid,
             name: "python".into(),

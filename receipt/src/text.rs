@@ -111,7 +111,7 @@ fn content<'r>(rec: &'r Recording, receipt: &'r Receipt<'_>) -> Content<'r> {
         command: (!h.command_line.is_empty()).then(|| h.command_line.join(" ")),
         notes: &h.notes,
         range: receipt.range,
-        warmup: receipt.warmup.describe(),
+        warmup: crate::report::describe_warmup(&receipt.warmup),
         teardown_s: receipt.teardown_s,
         thinned: thinned_note(rec),
         sensitivity: sensitivity(receipt),
@@ -143,7 +143,7 @@ fn content<'r>(rec: &'r Recording, receipt: &'r Receipt<'_>) -> Content<'r> {
             .collect(),
         event_notes: event_notes(rec).collect(),
         lines_read: lines_read(rec),
-        tree: receipt.tree.as_ref(),
+        tree: receipt.facts.tree.as_ref(),
         unavailable: h
             .unavailable
             .iter()
@@ -151,12 +151,13 @@ fn content<'r>(rec: &'r Recording, receipt: &'r Receipt<'_>) -> Content<'r> {
             .collect(),
         growing: assessment.growing.iter().map(|g| g.name).collect(),
         deaths: receipt
+            .facts
             .ending
             .deaths
             .iter()
             .map(|d| {
                 (
-                    d.sentence(receipt.rank.as_deref(), &value, &duration),
+                    d.sentence(receipt.facts.rank.as_deref(), &value, &duration),
                     d.evidence.join("; "),
                 )
             })
@@ -458,11 +459,11 @@ pub(crate) fn tree_text(t: &TreeSummary, indent: &str) -> String {
         let since = if workers {
             "since the workers started"
         } else {
-            "since the warm-up"
+            "since the start-up"
         };
         let pss = match (p.pss_verdict, p.pss_growth) {
             (Some(v), Some(d)) => format!(
-                "PSS {} after the warm-up, {} {since}",
+                "PSS {} after the start-up, {} {since}",
                 v.as_str(),
                 change(d, Unit::Bytes)
             ),

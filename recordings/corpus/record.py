@@ -78,7 +78,7 @@ def cases():
             label(SINGLE, "growth", mb * MIB / period,
                   f"the job keeps {mb} MiB more every {period} s"))
     for mb, warm, secs in [(200, 30, 90), (50, 30, 90), (400, 20, 120), (100, 30, 150)]:
-        job(f"warmup-{mb}m-{warm}s", "warm-up then flat", 5, secs,
+        job(f"warmup-{mb}m-{warm}s", "start-up then flat", 5, secs,
             [py, JOBS, "warmup", str(secs), str(mb), str(warm)],
             label(SINGLE, "flat", how=f"grows {mb} MiB in its first {warm} s, then holds"))
     for mb, every, long, secs in [(100, 20, 5, 120), (300, 30, 10, 150), (50, 10, 3, 90)]:

@@ -16,6 +16,7 @@ use serde::Serialize;
 use crate::cli::{AnalysisBenchArgs, BenchCommand, IngestArgs, Ops1bArgs};
 use crate::fmt::{nanos, thousands};
 use crate::stream::session::Session;
+use flatline_runtime::telemetry::names;
 
 /// Checksums of `ops1b` from a fresh ring, known independently (C reference).
 const KNOWN_OPS1B: [(u64, u64); 2] = [
@@ -94,7 +95,7 @@ fn with_telemetry<R>(
         anyhow::bail!("the bench recording is not whole: {t}");
     }
     let sampler_steady_allocs = rec
-        .channel("telemetry.sampler_allocs")
+        .channel(names::TELEMETRY_SAMPLER_ALLOCS)
         .filter(|c| c.len() > 5)
         .map(|c| c[c.len() - 1] - c[5]);
     let w = &end.recorder.write;
@@ -396,7 +397,7 @@ fn run_analysis(args: &AnalysisBenchArgs) -> Result<()> {
 const LABELLED: [(&str, &str, Verdict); 9] = [
     (
         "seed-linux-10min.flr",
-        "log.vm_rss_mb",
+        names::LOG_VM_RSS_MB,
         Verdict::Insufficient,
     ),
     (
@@ -404,17 +405,29 @@ const LABELLED: [(&str, &str, Verdict); 9] = [
         "log.rss_delta_mb",
         Verdict::Insufficient,
     ),
-    ("seed-linux-10min.flr", "log.vram_alloc_mb", Verdict::Flat),
     (
         "seed-linux-10min.flr",
-        "log.vram_reserved_mb",
+        names::LOG_VRAM_ALLOC_MB,
         Verdict::Flat,
     ),
-    ("sample-soak-both-60s.flr", "alloc.live", Verdict::Flat),
-    ("sample-soak-both-60s.flr", "mem.rss", Verdict::Flat),
-    ("sample-soak-both-60s.flr", "mem.vm_data", Verdict::Flat),
-    ("sample-soak-both-60s.flr", "mem.vm_pte", Verdict::Flat),
-    ("sample-soak-both-60s.flr", "malloc.arena", Verdict::Flat),
+    (
+        "seed-linux-10min.flr",
+        names::LOG_VRAM_RESERVED_MB,
+        Verdict::Flat,
+    ),
+    ("sample-soak-both-60s.flr", names::ALLOC_LIVE, Verdict::Flat),
+    ("sample-soak-both-60s.flr", names::MEM_RSS, Verdict::Flat),
+    (
+        "sample-soak-both-60s.flr",
+        names::MEM_VM_DATA,
+        Verdict::Flat,
+    ),
+    ("sample-soak-both-60s.flr", names::MEM_VM_PTE, Verdict::Flat),
+    (
+        "sample-soak-both-60s.flr",
+        names::MALLOC_ARENA,
+        Verdict::Flat,
+    ),
 ];
 
 /// `bench analysis --corpus`: the analysis measured on series whose answer

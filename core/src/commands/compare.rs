@@ -2,7 +2,7 @@
 //! Markdown, JSON) or in the dashboard.
 //!
 //! Each side is analysed on its own, exactly as `report` analyses it (its own
-//! warm-up, limits and kinds); the comparison then lines the channels up by
+//! start-up, limits and kinds); the comparison then lines the channels up by
 //! name. Recordings of different format versions, channel sets or lengths
 //! compare without error: a channel on one side only is listed as such.
 
@@ -106,7 +106,7 @@ pub struct Comparison<'a> {
 
 impl<'a> Comparison<'a> {
     /// Analyses both recordings (each with `warmup_s`, else its own found
-    /// warm-up) and chooses the axis: `align`, else step when both sides
+    /// start-up) and chooses the axis: `align`, else step when both sides
     /// have steps, else time. An axis one side lacks falls back to time,
     /// with a note saying so.
     pub fn new(
@@ -704,7 +704,7 @@ pub fn md_report(c: &Comparison<'_>) -> String {
         table: sides,
     });
     d.push(Block::Para(format!(
-        "Each side is analysed on its own as `flatline report` would (its own warm-up); channels are lined up by name and {}. Each channel has a line for A, one for B, and one for B against A: differences for levels and gauges, ratios (×) for counters' rates and for latencies.",
+        "Each side is analysed on its own as `flatline report` would (its own start-up); channels are lined up by name and {}. Each channel has a line for A, one for B, and one for B against A: differences for levels and gauges, ratios (×) for counters' rates and for latencies.",
         alignment(c)
     )));
     let mut table = compare_table(per_label(c), false);

@@ -118,7 +118,7 @@ pub fn evaluate(dir: &Path) -> Result<Vec<Outcome>> {
                 .find(|r| &r.spec.name == name)
                 .with_context(|| format!("{}: no channel {name}", e.file))?;
             let a = &row.analysis;
-            // The analysed span: after this channel's warm-up, before the
+            // The analysed span: after this channel's start-up, before the
             // job's teardown.
             let truth_z = label
                 .rate_per_s
@@ -220,7 +220,7 @@ pub struct Delay {
     pub family: String,
     pub channel: String,
     pub rate_per_s: f64,
-    /// Seconds of analysed data (after the warm-up) at the first replay
+    /// Seconds of analysed data (after the start-up) at the first replay
     /// point whose receipt called the channel growth; `None`: never.
     pub found_after_s: Option<f64>,
     /// The statistical limit for this rate at this channel's noise and
@@ -239,7 +239,7 @@ pub struct ReplayAlarm {
     pub channel: String,
     pub at_s: f64,
     /// Called growth only while the job was still starting up (before the
-    /// whole recording's warm-up ended): true of those seconds.
+    /// whole recording's start-up ended): true of those seconds.
     pub start_up: bool,
 }
 

@@ -185,8 +185,9 @@ fn member(path: &Path, budget: usize) -> Member {
     let receipt = crate::commands::report::analyse(&rec, None);
     m.headline = receipt.assessment().headline;
     m.ended_badly = receipt
+        .facts
         .ending
-        .headline(receipt.rank.as_deref(), &value, &crate::fmt::duration)
+        .headline(receipt.facts.rank.as_deref(), &value, &crate::fmt::duration)
         .is_some();
     m.labels = rec.header.labels.clone();
     m.host = rec.header.host.hostname.clone();

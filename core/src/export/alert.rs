@@ -24,7 +24,7 @@ use std::fmt;
 
 use flatline_runtime::analysis::{ChannelAnalysis, Severity, Verdict};
 
-/// Seconds of analysed readings (after the warm-up) before an alert on the
+/// Seconds of analysed readings (after the start-up) before an alert on the
 /// analysis (drift, slope, time to limit, severity) is checked; alerts on
 /// the value are checked at once.
 pub const MIN_EVIDENCE_S: f64 = 10.0;
@@ -290,7 +290,7 @@ impl Alerts {
         for (k, alert) in self.alerts.iter().enumerate() {
             for r in readings.iter().filter(|r| alert.applies_to(r.name)) {
                 let key = (k, r.name.to_owned());
-                // No number now (an analysis recomputed, a warm-up found
+                // No number now (an analysis recomputed, a start-up found
                 // later, a channel that ended) is not "stopped holding":
                 // the alert's state stands until a number says.
                 let Some(v) = alert.measure(r) else {

@@ -18,9 +18,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
-use flatline_runtime::analysis::death;
 use flatline_runtime::analysis::tree::Columns;
 use flatline_runtime::analysis::{LiveAnalysis, Severity, Verdict};
+use flatline_runtime::analysis::{death, reading};
 use flatline_runtime::recording::{Event, EventKind, HostFacts, Item, Slots, TapStats};
 use flatline_runtime::telemetry::{ChannelSpec, Kind, STEP_CHANNELS, Schema, TOKEN_CHANNELS, Unit};
 use prometheus_client::encoding::EncodeLabelSet;
@@ -33,6 +33,7 @@ use crate::export::alert::{Alert, Alerts, Firing, Reading};
 use crate::export::http::{Published, Server};
 use crate::export::web::Door;
 use bytes::Bytes;
+use flatline_runtime::telemetry::names;
 
 /// How often the analysis and the exposition are refreshed.
 pub const REFRESH: Duration = Duration::from_secs(1);
@@ -259,7 +260,7 @@ impl ExportState {
         }
         self.steps = self.schema.index_of_first(&STEP_CHANNELS);
         self.tokens = self.schema.index_of_first(&TOKEN_CHANNELS);
-        self.oom_kills = self.schema.index_of_first(&["cgroup.oom_kills"]);
+        self.oom_kills = self.schema.index_of_first(&[names::CGROUP_OOM_KILLS]);
     }
 
     fn take(&mut self, item: Item) {
@@ -342,16 +343,23 @@ impl ExportState {
         let v: Vec<f64> = self.oom_changes.iter().map(|c| c.1).collect();
         let data = Columns {
             t: &t,
-            column: |n: &str| (n == "cgroup.oom_kills").then_some(v.as_slice()),
+            column: |n: &str| (n == names::CGROUP_OOM_KILLS).then_some(v.as_slice()),
         };
-        death::read(
-            &self.schema,
-            &events,
-            &self.setup.facts,
-            &data,
-            Some(self.setup.pid),
-        )
-        .deaths
+        let stream = reading::Stream {
+            schema: &self.schema,
+            events: &events,
+            host: &self.setup.facts,
+            root: Some(self.setup.pid),
+            rank: None,
+            part: data,
+            whole: Columns {
+                t: &t,
+                column: |n: &str| (n == names::CGROUP_OOM_KILLS).then_some(v.as_slice()),
+            },
+        };
+        reading::Facts::read(&stream, |i| self.live.analysis(i))
+            .ending
+            .deaths
     }
 
     /// The alerts that have just begun to hold.
@@ -428,7 +436,7 @@ impl ExportState {
         let drift = gauge(
             &mut reg,
             "flatline_channel_drift",
-            "Change of the channel since its baseline (after the warm-up), in its base unit",
+            "Change of the channel since its baseline (after the start-up), in its base unit",
         );
         let ttl = gauge(
             &mut reg,

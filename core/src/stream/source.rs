@@ -20,6 +20,7 @@ use flatline_runtime::telemetry::{self, SamplerConfig};
 use flatline_runtime::workload::driver::Workload;
 
 use crate::stream::store::Store;
+use flatline_runtime::telemetry::names;
 
 /// What a caption and a top bar say about a source.
 #[derive(Debug, Clone, Default)]
@@ -347,7 +348,7 @@ impl LiveSource {
                 control,
                 _marks: marks,
                 running: true,
-                dropped_idx: header.schema.index_of("telemetry.dropped"),
+                dropped_idx: header.schema.index_of(names::TELEMETRY_DROPPED),
                 dropped: 0,
                 follower,
                 answers,

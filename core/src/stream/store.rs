@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use flatline_runtime::analysis::{self, ChannelAnalysis, LiveAnalysis, rules};
+use flatline_runtime::analysis::{ChannelAnalysis, LiveAnalysis, rules};
 use flatline_runtime::recording::Slots;
 use flatline_runtime::recording::{Event, HostFacts, Recording};
 use flatline_runtime::telemetry::{STEP_CHANNELS, Sample, Schema, TOKEN_CHANNELS};
@@ -249,10 +249,8 @@ pub struct Store {
     stride: u64,
     series: Vec<Series>,
     events: Vec<Event>,
-    /// Each channel's tracker and analysis, and the warm-up.
+    /// Each channel's tracker and analysis, and the start-up.
     live: LiveAnalysis,
-    /// A job the watch launched ([`Store::set_launched`]).
-    launched: bool,
     steps_idx: Option<usize>,
     tokens_idx: Option<usize>,
     /// Most samples kept in memory; beyond it the older part is thinned.
@@ -274,6 +272,8 @@ pub struct Store {
     damage: Option<flatline_receipt::damage::Damage>,
     /// The job's rank, where the recording's labels say.
     rank: Option<String>,
+    /// The watched process, where the setup says ([`Store::set_launched`]).
+    root: Option<u32>,
 }
 
 impl Store {
@@ -299,9 +299,9 @@ impl Store {
             process_rows: Vec::new(),
             steps_advance: false,
             steps_first: None,
-            launched: false,
             damage: None,
             rank: None,
+            root: None,
             schema,
         }
     }
@@ -311,9 +311,53 @@ impl Store {
         self.damage.as_ref()
     }
 
+    /// The watched process, where the setup says.
+    pub fn root(&self) -> Option<u32> {
+        self.root
+    }
+
+    /// The host the stream comes from.
+    pub fn host(&self) -> &HostFacts {
+        self.live.host()
+    }
+
     /// The job's rank, where the recording's labels say.
     pub fn rank(&self) -> Option<&str> {
         self.rank.as_deref()
+    }
+
+    /// What is known beside the channels' analyses (the process tree up to
+    /// where the analyses stop, who died over the whole stream, the
+    /// allocation sites), read as a receipt reads them
+    /// ([`flatline_runtime::analysis::reading::Facts::read`]).
+    pub fn facts(&self) -> flatline_runtime::analysis::reading::Facts {
+        use flatline_runtime::analysis::{reading, tree::Columns};
+        let times = &self.t;
+        let end = self
+            .analysis_end()
+            .map_or(times.len(), |end| times.partition_point(|&t| t < end));
+        let column = |n: usize| {
+            move |c: &str| {
+                let v = self.series[self.schema.index_of(c)?].values();
+                Some(&v[..n.min(v.len())])
+            }
+        };
+        let stream = reading::Stream {
+            schema: &self.schema,
+            events: &self.events,
+            host: self.live.host(),
+            root: self.root,
+            rank: self.rank.as_deref(),
+            part: Columns {
+                t: &times[..end],
+                column: column(end),
+            },
+            whole: Columns {
+                t: times,
+                column: column(times.len()),
+            },
+        };
+        reading::Facts::read(&stream, |i| self.analysis(i))
     }
 
     pub fn schema(&self) -> &Schema {
@@ -344,7 +388,8 @@ impl Store {
 
     /// Adds an event (a live source's step, phase or exit).
     pub fn push_event(&mut self, e: Event) {
-        self.check_start_up(&e);
+        self.live
+            .take_event(&e, self.t.first().copied().unwrap_or(0.0));
         // The watched process's exit ends the job (a worker's does not).
         let exit = matches!(
             e.kind,
@@ -357,26 +402,15 @@ impl Store {
     }
 
     /// Where the job's teardown began, once it has ended, as its receipt
-    /// finds it ([`analysis::tree::analysis_end`]): the window's analyses
+    /// finds it ([`flatline_runtime::analysis::tree::analysis_end`]): the window's analyses
     /// stop there.
     pub fn check_end(&mut self) {
-        let names: Vec<String> = self
-            .schema()
-            .channels
-            .iter()
-            .map(|c| c.name.clone())
-            .collect();
         let column = |n: &str| {
-            let i = self.schema().channels.iter().position(|c| c.name == n)?;
+            let i = self.schema.channels.iter().position(|c| c.name == n)?;
             Some(self.series[i].values())
         };
-        let end = analysis::tree::analysis_end(
-            &self.events,
-            &self.t,
-            names.iter().map(String::as_str),
-            column,
-        );
-        self.live.ends_at(end);
+        let names = self.schema.channels.iter().map(|c| c.name.as_str());
+        self.live.find_end(&self.events, &self.t, names, column);
     }
 
     /// Where the analyses stop (stream seconds): the job's teardown, once
@@ -386,22 +420,16 @@ impl Store {
     }
 
     /// The stream is of a job the watch launched (its `command` in the
-    /// setup): one that exits within [`analysis::START_UP_ONLY_S`] of its
+    /// setup): one that exits within [`flatline_runtime::analysis::START_UP_ONLY_S`] of its
     /// first reading ended during its start-up, as its receipt says.
     pub fn set_launched(&mut self, config: &std::collections::BTreeMap<String, String>) {
-        self.launched = config.contains_key("command");
-        for i in 0..self.events.len() {
-            let e = self.events[i].clone();
-            self.check_start_up(&e);
+        self.live.set_launched(config.contains_key("command"));
+        self.root = config.get("pid").and_then(|p| p.parse().ok());
+        let first = self.t.first().copied().unwrap_or(0.0);
+        for e in &self.events {
+            self.live.take_event(e, first);
         }
         self.check_end();
-    }
-
-    fn check_start_up(&mut self, e: &Event) {
-        let first = self.t.first().copied().unwrap_or(0.0);
-        if self.launched && analysis::exit_in_start_up(e, first) {
-            self.live.ended_during_start_up();
-        }
     }
 
     /// The ceiling of channel `i` where one is known, and what it is (see

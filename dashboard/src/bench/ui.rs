@@ -15,19 +15,24 @@ use flatline_runtime::telemetry::{ChannelSpec, Group, Sample, Schema, Unit};
 use crate::ui::{Dashboard, ReplaySource, Settings, Store};
 use flatline_core::cli::UiBenchArgs;
 use flatline_core::fmt::{bytes, nanos};
+use flatline_runtime::telemetry::names;
 
 /// The channels of a soak that the default view plots, plus the rest of a
 /// typical schema, 34 in all.
 fn schema() -> Schema {
     let mut ch: Vec<ChannelSpec> = [
-        ("mem.rss", Unit::Bytes, Group::Memory),
-        ("mem.vm_data", Unit::Bytes, Group::Memory),
-        ("mem.vm_pte", Unit::Bytes, Group::Memory),
-        ("alloc.live", Unit::Bytes, Group::Allocator),
-        ("malloc.arena", Unit::Bytes, Group::Malloc),
-        ("malloc.mmap", Unit::Bytes, Group::Malloc),
-        ("work.ops_per_s", Unit::PerSecond, Group::Workload),
-        ("ingest.fill_ns_p50", Unit::Nanoseconds, Group::Workload),
+        (names::MEM_RSS, Unit::Bytes, Group::Memory),
+        (names::MEM_VM_DATA, Unit::Bytes, Group::Memory),
+        (names::MEM_VM_PTE, Unit::Bytes, Group::Memory),
+        (names::ALLOC_LIVE, Unit::Bytes, Group::Allocator),
+        (names::MALLOC_ARENA, Unit::Bytes, Group::Malloc),
+        (names::MALLOC_MMAP, Unit::Bytes, Group::Malloc),
+        (names::WORK_OPS_PER_S, Unit::PerSecond, Group::Workload),
+        (
+            names::INGEST_FILL_NS_P50,
+            Unit::Nanoseconds,
+            Group::Workload,
+        ),
     ]
     .into_iter()
     .map(|(n, u, g)| ChannelSpec::new(n, u, g))

@@ -147,9 +147,8 @@ pub struct Other {
 pub type TreeFindings = (
     std::time::Instant,
     (usize, usize, u64, usize),
-    Option<flatline_runtime::analysis::tree::TreeSummary>,
-    // How the job ended so far: who died, out-of-memory errors it printed.
-    flatline_runtime::analysis::death::Ending,
+    // The tree, how the job ended so far, the sites: as the receipt reads them.
+    flatline_runtime::analysis::reading::Facts,
 );
 
 /// The dashboard's state: where the data comes from, what it holds, what the
@@ -219,6 +218,9 @@ pub struct ViewState {
     /// Channels the banner has called growing, each plotted once when it
     /// first is (a person who then hides one is not overruled).
     pub auto_plotted: std::collections::HashSet<String>,
+    /// The growth card last clicked: its process's row and its site's are
+    /// marked in the panels on the left.
+    pub focus: Option<Focus>,
     /// A part of the run being chosen (shift + drag on a plot), in seconds.
     pub selecting: Option<[f64; 2]>,
     /// The receipt of the part last chosen, shown until closed.
@@ -228,6 +230,14 @@ pub struct ViewState {
     /// `None` when no plot was drawn. The window's waker asks for no frame
     /// sooner (see [`MOST_STILL`]).
     pub pixel_s: Option<f64>,
+}
+
+/// What a growth card points at (see [`ViewState::focus`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Focus {
+    pub pid: Option<u32>,
+    /// Its site's channel (`site20.live`).
+    pub site: Option<String>,
 }
 
 /// Requests from the keyboard (see `view::keys`) carried to the part of the

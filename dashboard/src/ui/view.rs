@@ -18,7 +18,7 @@ use flatline_runtime::analysis::{ChannelAnalysis, Kind, Severity, Verdict};
 use flatline_runtime::recording::EventKind;
 use flatline_runtime::telemetry::{Group, Unit};
 
-use super::{Listed, Loading, Other, Settings, SourceFacts, Store, Timeline, ViewState};
+use super::{Focus, Listed, Loading, Other, Settings, SourceFacts, Store, Timeline, ViewState};
 use flatline_core::fmt::{bytes, value};
 use flatline_core::stream::detail::Detail;
 
@@ -144,6 +144,9 @@ pub fn draw(d: &mut Frame<'_>, ui: &mut egui::Ui) -> Vec<Action> {
         egui::CentralPanel::default().show(ui, |ui| compare::plots(d, ui, visible));
     } else {
         // No verdict, not even "nothing to judge", before there is data.
+        if d.opening.is_none() {
+            refresh(d);
+        }
         if d.settings.cards && d.opening.is_none() {
             cards(d, ui);
         }

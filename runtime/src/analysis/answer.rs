@@ -144,6 +144,23 @@ pub struct Growth {
     /// What to try, where something can be said.
     #[serde(rename = "try", skip_serializing_if = "Option::is_none")]
     pub advice: Option<String>,
+    /// A tree's sum that grows in several of its processes together (two
+    /// DataLoader workers that each keep what they load): those processes,
+    /// most urgent first; their own channels are part of this growth.
+    #[serde(rename = "processes", skip_serializing_if = "Vec::is_empty")]
+    pub among: Vec<Who>,
+}
+
+impl Growth {
+    /// Who grows, as a sentence names it: its process, the processes it
+    /// is in together, else its channel.
+    pub fn subject(&self) -> String {
+        match (&self.who, self.among.as_slice()) {
+            (Some(w), _) => w.words(),
+            (None, []) => self.channel.clone(),
+            (None, among) => together(among),
+        }
+    }
 }
 
 /// The process a channel is of: `pid<N>.*`'s, the watched process's for
@@ -168,8 +185,12 @@ pub fn process_of<'t>(tree: &'t TreeSummary, channel: &str) -> Option<&'t Proces
             .iter()
             .filter(|p| tree.grew.contains(&p.pid))
             .collect();
-        if let [one] = grew.as_slice() {
-            return Some(one);
+        match grew.as_slice() {
+            [one] => return Some(one),
+            // Several grew: the sum is theirs together, no one's alone
+            // (see [`Growth::among`]).
+            [_, _, ..] => return None,
+            [] => {}
         }
         let moved = |p: &ProcessSeen| -> f64 {
             p.where_
@@ -271,11 +292,96 @@ pub fn growths(
             sites,
             sites_sampled,
             advice: None,
+            among: Vec::new(),
         };
         growth.advice = advice(&growth);
         out.push((k, growth));
     }
-    out.into_iter().map(|(_, g)| g).collect()
+    let mut out: Vec<Growth> = out.into_iter().map(|(_, g)| g).collect();
+    if let Some(t) = tree {
+        merge_shared(&mut out, t);
+    }
+    out
+}
+
+/// A tree's sum (`tree.*`) that no one process carries alone, where
+/// several of its processes grow: they are one growth, the sum's, with
+/// those processes named ([`Growth::among`]), their channels and sites
+/// joined, a site's line counted once across them.
+fn merge_shared(out: &mut Vec<Growth>, tree: &TreeSummary) {
+    let Some(k) = out
+        .iter()
+        .position(|g| g.who.is_none() && g.channel.starts_with("tree."))
+    else {
+        return;
+    };
+    let parts: Vec<usize> = (0..out.len())
+        .filter(|&j| {
+            j != k
+                && out[j]
+                    .who
+                    .as_ref()
+                    .is_some_and(|w| tree.grew.contains(&w.pid))
+        })
+        .collect();
+    if parts.len() < 2 {
+        return;
+    }
+    let mut taken: Vec<Growth> = Vec::new();
+    for &j in parts.iter().rev() {
+        taken.push(out.remove(j));
+    }
+    taken.reverse();
+    let k = out
+        .iter()
+        .position(|g| g.who.is_none() && g.channel.starts_with("tree."))
+        .unwrap_or(k);
+    let g = &mut out[k];
+    let slope = g.rate_per_s;
+    // A kind of memory all of them grew in.
+    let kinds: Vec<&MemoryKind> = taken.iter().filter_map(|p| p.memory.as_ref()).collect();
+    if kinds.len() == taken.len() && kinds.iter().all(|m| m.class == kinds[0].class) {
+        g.memory = Some(kinds[0].clone());
+    }
+    // Their sites, one per line: two workers running the same code hold
+    // it at the same line.
+    let mut sites: Vec<SiteShare> = Vec::new();
+    for site in taken.iter().flat_map(|p| p.sites.iter()) {
+        match sites
+            .iter_mut()
+            .find(|s| s.at == site.at && s.function == site.function)
+        {
+            Some(s) => {
+                s.growth_per_s += site.growth_per_s;
+                s.live_bytes += site.live_bytes;
+            }
+            None => sites.push(site.clone()),
+        }
+    }
+    for s in &mut sites {
+        s.share = if slope > 0.0 && g.unit.is_bytes() {
+            (s.growth_per_s / slope).min(1.0)
+        } else {
+            0.0
+        };
+    }
+    sites.sort_by(|a, b| b.growth_per_s.total_cmp(&a.growth_per_s));
+    g.sites = sites;
+    for p in taken {
+        g.channels.extend(p.channels);
+        g.among.extend(p.who);
+    }
+    g.advice = advice(g);
+}
+
+/// A site as a sentence names it: `sites_job.py:52 `history.append(…)``.
+pub fn site_words(s: &Site) -> String {
+    let at = site_at(s);
+    match &s.code {
+        Some(c) => format!("{at} `{c}`"),
+        None if at == s.function => at,
+        None => format!("{at} ({})", s.function),
+    }
 }
 
 /// `sites_job.py:52`: the file's name and line, else the function.
@@ -319,7 +425,7 @@ pub fn sentence(
     value: &dyn Fn(f64, Unit) -> String,
     duration: &dyn Fn(f64) -> String,
 ) -> String {
-    let subject = g.who.as_ref().map_or_else(|| g.channel.clone(), Who::words);
+    let subject = g.subject();
     let how = match (g.verdict, g.step) {
         (Verdict::Staircase, Some(q)) => format!(" in steps of {}", value(q, g.unit)),
         (Verdict::Staircase, None) => " in steps".into(),
@@ -330,8 +436,13 @@ pub fn sentence(
         (Some(t), None) => format!("its limit in {}", duration(t)),
         (None, _) => "no limit known".into(),
     };
+    let grows = if g.among.is_empty() {
+        "grows"
+    } else {
+        "grow together"
+    };
     let mut s = format!(
-        "{subject} grows {}{how} ({limit})",
+        "{subject} {grows} {}{how} ({limit})",
         rate_text(g.rate_per_s, g.unit, value)
     );
     let mut parts = Vec::new();
@@ -364,6 +475,33 @@ pub fn sentence(
     s
 }
 
+/// "2 workers (pt_data_worker 7831 and 7832)", "3 processes (python 7830
+/// (main), …)": the processes a shared growth is in.
+fn together(among: &[Who]) -> String {
+    let role = &among[0].role;
+    let same = among
+        .iter()
+        .all(|w| &w.role == role && w.name == among[0].name);
+    let shown = 4;
+    let mut names: Vec<String> = among
+        .iter()
+        .take(shown)
+        .map(|w| if same { w.pid.to_string() } else { w.words() })
+        .collect();
+    if among.len() > shown {
+        names.push(format!("{} more", among.len() - shown));
+    }
+    let list = match names.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+        _ => names.join(""),
+    };
+    if same {
+        format!("{} {}s ({} {list})", among.len(), role, among[0].name)
+    } else {
+        format!("{} processes ({list})", among.len())
+    }
+}
+
 /// A share as the sentence says it: "99 %", never over 100.
 fn pct(share: f64) -> String {
     format!("{:.0} %", (share * 100.0).clamp(0.0, 100.0))
@@ -383,11 +521,7 @@ pub fn also_growing(rest: &[Growth]) -> Option<String> {
     if rest.is_empty() {
         return None;
     }
-    let named: Vec<String> = rest
-        .iter()
-        .take(3)
-        .map(|g| g.who.as_ref().map_or_else(|| g.channel.clone(), Who::words))
-        .collect();
+    let named: Vec<String> = rest.iter().take(3).map(Growth::subject).collect();
     let more = rest.len() - named.len();
     Some(format!(
         "Also growing: {}{}.",
@@ -546,6 +680,156 @@ mod tests {
         assert!(got.growths[0].sites.is_empty());
         assert!(!got.headline.contains("sites"), "{}", got.headline);
         assert!(!got.headline.contains("allocated at"), "{}", got.headline);
+    }
+
+    /// Two DataLoader workers that each keep what they load: the tree's
+    /// sum is theirs together, not the main process's (a real run's
+    /// headline once gave the sum's 32 MiB/s to the main process, whose own
+    /// channels could not tell growth); one growth names both, and their
+    /// one line counted once.
+    #[test]
+    fn a_sum_grown_by_two_workers_is_theirs_together() {
+        let sum = growing_at(32.0);
+        let each = growing_at(15.0);
+        let rows = [
+            row("tree.rss", &sum),
+            row("pid11.rss", &each),
+            row("pid12.rss", &each),
+        ];
+        let t = tree(
+            vec![
+                process(10, "main", None),
+                process(11, "worker", Some(10)),
+                process(12, "worker", Some(10)),
+            ],
+            vec![11, 12],
+        );
+        let mut s12 = site(12, 6.0 * 1_048_576.0);
+        s12.channel = "site21.live".into();
+        let sites = [site(11, 6.0 * 1_048_576.0), s12];
+        let known = Known {
+            sites: &sites,
+            sites_sampled: true,
+            ..Known::tree(Some(&t))
+        };
+        let got = assess(&rows, &known, &value, &duration);
+        assert_eq!(got.growths.len(), 1, "{:#?}", got.growths);
+        let g = &got.growths[0];
+        assert!(g.who.is_none());
+        let among: Vec<u32> = g.among.iter().map(|w| w.pid).collect();
+        assert_eq!(among, [11, 12]);
+        assert_eq!(g.channels, ["tree.rss", "pid11.rss", "pid12.rss"]);
+        assert_eq!(g.sites.len(), 1, "{:?}", g.sites);
+        assert!(
+            (g.sites[0].share - 12.0 / 32.0).abs() < 0.01,
+            "{:?}",
+            g.sites
+        );
+        assert!(
+            got.headline
+                .starts_with("2 workers (python 11 and 12) grow together 32.00 MiB/s")
+                && got
+                    .headline
+                    .contains("38 % of it allocated at sites_job.py:52"),
+            "{}",
+            got.headline
+        );
+        assert!(!got.headline.contains("python 10"), "{}", got.headline);
+    }
+
+    /// A process that grows through a file it maps is not told to tune its
+    /// allocator because what malloc holds stays flat (a real run's receipt
+    /// once said "the allocator keeps memory that was freed" of a page
+    /// cache); one that grows in its heap with malloc flat still is.
+    #[test]
+    fn page_cache_growth_is_no_allocator_retention() {
+        let grows = growing_at(19.0);
+        let t: Vec<f64> = (0..600).map(f64::from).collect();
+        let flat = analyze(&t, &vec![5e6; 600], &Context::default());
+        let rows = [row("pid10.rss", &grows), row("pid10.alloc_live", &flat)];
+        let place = |class: &str| crate::analysis::places::Where {
+            classes: [(class.to_owned(), 5e8)].into_iter().collect(),
+            largest: class.into(),
+            share: 1.0,
+            from_s: 0.0,
+            to_s: 600.0,
+            regions: 0.0,
+            region_size: None,
+            of_size: 0.0,
+            arenas: 0.0,
+            arenas_held: 0.0,
+            in_arenas: 0.0,
+            segments: Default::default(),
+            new_segments: 0.0,
+            text: String::new(),
+        };
+        let kinds = |class: &str| {
+            let mut p = process(10, "main", None);
+            p.where_ = Some(place(class));
+            let t = tree(vec![p], vec![10]);
+            assess(&rows, &Known::tree(Some(&t)), &value, &duration)
+                .findings
+                .iter()
+                .map(|f| f.kind)
+                .collect::<Vec<_>>()
+        };
+        assert!(!kinds("file").contains(&"retention"), "{:?}", kinds("file"));
+        assert!(!kinds("shmem").contains(&"retention"));
+        assert!(kinds("heap").contains(&"retention"), "{:?}", kinds("heap"));
+    }
+
+    /// A worker the OOM killer took, where its sites were sampled: the
+    /// first sentence says who died and the line it held most with.
+    #[test]
+    fn a_death_says_the_line_the_killed_process_held_most_with() {
+        use crate::analysis::death::{Cause, Death, Ending};
+        let t: Vec<f64> = (0..600).map(f64::from).collect();
+        let flat = analyze(&t, &vec![7e8; 600], &Context::default());
+        let rows = [row("tree.rss", &flat)];
+        let ending = Ending {
+            deaths: vec![Death {
+                pid: 11,
+                name: "pt_data_worker".into(),
+                role: "worker".into(),
+                t_s: 15.7,
+                cause: Cause::KernelOomKiller,
+                signal: Some(9),
+                size: Some(1.4e9),
+                last_reading_before_s: None,
+                limit: Some(1.5 * 1_073_741_824.0),
+                limit_of: Some("cgroup"),
+                before: None,
+                evidence: Vec::new(),
+            }],
+            ..Ending::default()
+        };
+        let mut other = site(12, 0.0);
+        other.live_bytes = 9e8;
+        let sites = [site(11, 0.0), other];
+        let known = Known {
+            ending: Some(&ending),
+            sites: &sites,
+            sites_sampled: true,
+            ..Known::default()
+        };
+        let h = assess(&rows, &known, &value, &duration).headline;
+        assert!(
+            h.starts_with("Worker 11 (pt_data_worker) was killed"),
+            "{h}"
+        );
+        assert!(
+            h.ends_with(
+                "It held most at sites_job.py:52 `history.append(out.detach().clone())` (46.73 MiB when last read)."
+            ),
+            "{h}"
+        );
+        // Without its sites, the death alone.
+        let known = Known {
+            ending: Some(&ending),
+            ..Known::default()
+        };
+        let h = assess(&rows, &known, &value, &duration).headline;
+        assert!(!h.contains("held most"), "{h}");
     }
 
     /// Two processes growing are two growths; the second is named after

@@ -21,6 +21,7 @@ use serde::Serialize;
 use super::rules::{self, LimitSource};
 use super::tree::Columns;
 use crate::recording::HostFacts;
+use crate::telemetry::names;
 use crate::telemetry::{Schema, Unit};
 use flatline_format::{Event, EventKind};
 
@@ -292,7 +293,7 @@ pub fn read<'c, F: Fn(&str) -> Option<&'c [f64]>>(
         }
     }
     let mut oom_by_count: Vec<usize> = Vec::new();
-    if let Some(kills) = (data.column)("cgroup.oom_kills") {
+    if let Some(kills) = (data.column)(names::CGROUP_OOM_KILLS) {
         let t = data.t;
         let mut last: Option<(f64, f64)> = None;
         for (i, &v) in kills.iter().enumerate() {
@@ -336,7 +337,7 @@ pub fn read<'c, F: Fn(&str) -> Option<&'c [f64]>>(
             last = Some((t[i], v));
         }
     }
-    let limit = rules::limit_for("tree.rss", Unit::Bytes, host, |c| {
+    let limit = rules::limit_for(names::TREE_RSS, Unit::Bytes, host, |c| {
         rules::latest((data.column)(c)?)
     });
     for (j, l) in left.iter().enumerate() {
@@ -355,7 +356,7 @@ pub fn read<'c, F: Fn(&str) -> Option<&'c [f64]>>(
             evidence.push(format!("the kernel's log: {text}"));
         }
         if oom_by_count.contains(&j)
-            || l.kernel.is_some() && (data.column)("cgroup.oom_kills").is_some()
+            || l.kernel.is_some() && (data.column)(names::CGROUP_OOM_KILLS).is_some()
         {
             evidence.push("the cgroup's OOM kill count rose as it left the tree".into());
         }

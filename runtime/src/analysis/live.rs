@@ -9,10 +9,10 @@ use super::{ChannelAnalysis, Tracker, find_warmup, rules};
 use crate::recording::HostFacts;
 use crate::telemetry::ChannelSpec;
 
-/// How often each channel's analysis and the warm-up are refreshed.
+/// How often each channel's analysis and the start-up are refreshed.
 const REFRESH: Duration = Duration::from_secs(1);
 
-/// One tracker and one analysis per channel, and the stream's warm-up.
+/// One tracker and one analysis per channel, and the stream's start-up.
 #[derive(Debug, Clone, Default)]
 pub struct LiveAnalysis {
     channels: Vec<ChannelSpec>,
@@ -29,6 +29,8 @@ pub struct LiveAnalysis {
     next: usize,
     /// The job ended during its start-up ([`Self::ended_during_start_up`]).
     start_up_only: bool,
+    /// The watch launched the job ([`Self::set_launched`]).
+    launched: bool,
     /// Where the analysis stops (stream seconds), once the job has ended
     /// ([`Self::ends_at`]).
     until: Option<f64>,
@@ -54,6 +56,41 @@ impl LiveAnalysis {
     /// The host the stream comes from (its RAM bounds host memory).
     pub fn set_host(&mut self, host: &HostFacts) {
         self.host = host.clone();
+    }
+
+    /// The stream is of a job the watch launched (its `command`): one
+    /// that exits within [`super::START_UP_ONLY_S`] of its first reading
+    /// ended during its start-up, as its receipt says.
+    pub fn set_launched(&mut self, launched: bool) {
+        self.launched = launched;
+    }
+
+    /// An event of the stream, whose first reading was at `first_s`: the
+    /// launched job's exit in its start-up is read as
+    /// [`Self::ended_during_start_up`].
+    pub fn take_event(&mut self, e: &crate::recording::Event, first_s: f64) {
+        if self.launched && super::exit_in_start_up(e, first_s) {
+            self.ended_during_start_up();
+        }
+    }
+
+    /// Finds where the job's teardown began, as its receipt finds it
+    /// ([`super::tree::analysis_end`]), from the stream's `events`, its
+    /// readings' times `t` and its columns by name, and stops the analyses
+    /// there ([`Self::ends_at`]).
+    pub fn find_end<'a>(
+        &mut self,
+        events: &[crate::recording::Event],
+        t: &[f64],
+        names: impl IntoIterator<Item = &'a str>,
+        column: impl Fn(&str) -> Option<&'a [f64]>,
+    ) {
+        self.ends_at(super::tree::analysis_end(events, t, names, column));
+    }
+
+    /// The host the stream comes from.
+    pub fn host(&self) -> &HostFacts {
+        &self.host
     }
 
     /// The job ended during its start-up (a launched job that exited
@@ -141,22 +178,14 @@ impl LiveAnalysis {
     /// (or its tail) not told. A USS analysed ahead of its PSS goes through
     /// here too, so the two are read alike.
     fn read_as_the_receipt(&self, i: usize) -> ChannelAnalysis {
-        let mut a = self.analyse(i);
-        // A PSS or USS growing under a still RSS is bounded by it
-        // (see [`super::bound_copy`]).
+        // The RSS a PSS or USS is part of, as analysed: re-read, where
+        // the receipt bounds by it as first analysed, but the copy bound
+        // reads a growing RSS and one re-read as not yet told alike.
         let rss = super::rss_of(&self.channels[i].name)
             .and_then(|r| self.channels.iter().position(|c| c.name == r))
             .and_then(|j| self.analyses[j].as_ref());
-        let copied = rss.is_some_and(|r| super::bound_copy(&mut a, r));
-        // As the receipt reads a job that ended during its start-up.
-        if self.start_up_only {
-            super::in_start_up(&mut a, copied);
-        }
-        // As the receipt reads a start-up's tail.
-        if let Some(rise) = self.start_up_rise(i) {
-            super::settling(&mut a, rise, copied);
-        }
-        a
+        let rise = self.start_up_rise(i);
+        super::reading::reread(self.analyse(i), rss, self.start_up_only, rise).0
     }
 
     /// What channel `i` rose during the stream's start-up, where one was

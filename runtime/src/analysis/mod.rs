@@ -11,7 +11,7 @@
 //! (`stable`, `drifting up/down` by % of its level an hour, `noisy`); a
 //! **peak** by its rises (`held`, `rose`). Only levels are projected.
 //!
-//! A level's method, after a warm-up (given, or found where start-up ends:
+//! A level's method, after a start-up (given, or found where start-up ends:
 //! [`find_warmup`]):
 //!
 //! * **baseline** and **final**: medians of the first and last 5 % of the
@@ -37,7 +37,7 @@
 //!   and they explain at least half of the drift (jumps inside the first
 //!   and final 5 % windows are listed but do not decide: the baseline and
 //!   final medians already stand on one side of them; a start-up's last
-//!   reading can fall just after the warm-up, and a process that exits
+//!   reading can fall just after the start-up, and a process that exits
 //!   frees its memory at the end); else `linear` when the trend over the run (slope ×
 //!   duration) is larger than three times the robust scatter around the
 //!   fitted line; else `flat` when the middle 90 % of the values spans at
@@ -64,6 +64,7 @@ pub mod evidence;
 pub mod finding;
 mod live;
 pub mod places;
+pub mod reading;
 pub mod rules;
 pub mod sites;
 pub mod summary;
@@ -111,9 +112,9 @@ pub enum Verdict {
     DriftingUp,
     /// A gauge that trends down.
     DriftingDown,
-    /// A peak (high-water mark) that did not rise after the warm-up.
+    /// A peak (high-water mark) that did not rise after the start-up.
     Held,
-    /// A peak that rose after the warm-up.
+    /// A peak that rose after the start-up.
     Rose,
 }
 
@@ -255,7 +256,7 @@ pub struct ChannelAnalysis {
     /// change. `linear`: 1 − scatter / |trend|. `flat`: 1 − spread / (1 % of
     /// level). `noisy`: how far the spread exceeds the flat tolerance, capped.
     pub confidence: f64,
-    /// Points analysed (after the warm-up, readings only).
+    /// Points analysed (after the start-up, readings only).
     pub points: usize,
     pub warmup_s: f64,
     /// Seconds from the first analysed point to the last.
@@ -342,7 +343,7 @@ pub enum Note {
     /// 12 KiB".
     Within { band: f64 },
     /// It moved in the first half of the run, then held: start-up the
-    /// warm-up did not catch, or a level that stepped once.
+    /// start-up did not catch, or a level that stepped once.
     NotSustained,
     /// A PSS that rose while the same process's (or tree's) private memory,
     /// its USS, did not: pages it shares were left to fewer processes (a
@@ -584,7 +585,7 @@ fn quantum_of(sizes: &[f64]) -> Option<f64> {
     Some(abs.iter().sum::<f64>() / units)
 }
 
-/// The readings after the warm-up.
+/// The readings after the start-up.
 struct Prepared {
     /// Row index of each reading (for steps and tokens).
     rows: Vec<usize>,
@@ -805,7 +806,7 @@ fn level(p: &Prepared, ctx: &Context<'_>, out: &mut ChannelAnalysis) {
     // Jumps inside the first and final windows are listed but do not decide
     // the verdict: `baseline` and `final` are their medians, so they already
     // stand on one side of such a jump; the last reading of a start-up can
-    // fall just after the warm-up, and a watched process that exits frees
+    // fall just after the start-up, and a watched process that exits frees
     // its memory in its last samples.
     let (first_to, final_from) = (t[w], t[n - w]);
     let deciding = || {
@@ -865,7 +866,7 @@ fn level(p: &Prepared, ctx: &Context<'_>, out: &mut ChannelAnalysis) {
     };
     // Growth must hold: the later half of the run moves the same way, by a
     // fair share of what the run's rate predicts for it. Growth that stopped
-    // is start-up the warm-up did not catch, or a level that stepped once.
+    // is start-up the start-up did not catch, or a level that stepped once.
     if verdict.is_growth() {
         let mid = t[0] + out.duration_s / 2.0;
         let from = t.partition_point(|&ti| ti < mid);
@@ -892,7 +893,7 @@ fn level(p: &Prepared, ctx: &Context<'_>, out: &mut ChannelAnalysis) {
     } else if verdict == Verdict::Flat && out.drift != 0.0 && out.note.is_none() {
         out.note = Some(Note::Within { band: tolerance });
     }
-    // Growth that stopped at the end: a start-up the warm-up cannot yet
+    // Growth that stopped at the end: a start-up the start-up cannot yet
     // tell from a leak (a live window 4 s after a 30 s ramp), or a leak
     // that was fixed. The latest readings' own trend is below a quarter of
     // the run's rate, significantly, where the rate would have moved them
@@ -1087,7 +1088,7 @@ fn certain(ctx: &Context, ev: &TrendEvidence, growth: f64, scatter: f64, resolut
 
 /// A level that moved, then held: the later half of the run within a flat
 /// level's band (`tolerance`) and moving by less than the evidence (steps
-/// early in the run, a start-up the warm-up missed). A move within the band
+/// early in the run, a start-up the start-up missed). A move within the band
 /// (`drift`, over the whole run) has held too when its later half moved
 /// by less than [`SUSTAINED_SHARE`] of what the run's rate predicts for it,
 /// the rule growth verdicts are held to: a start-up's tail that slows to a

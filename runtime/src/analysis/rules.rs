@@ -4,6 +4,7 @@
 
 use crate::recording::HostFacts;
 use crate::telemetry::catalog::{self, Bound, Declared};
+use crate::telemetry::names;
 use crate::telemetry::{STEP_CHANNELS, Schema, Unit};
 
 /// First, last, min and max of the readings of one channel (NaN skipped):
@@ -51,7 +52,7 @@ fn is_host_memory_by_name(name: &str) -> bool {
     name.starts_with("mem.")
         || name.starts_with("tree.")
         || per_process
-        || matches!(name, "cgroup.current" | "cgroup.peak")
+        || matches!(name, names::CGROUP_CURRENT | names::CGROUP_PEAK)
 }
 
 /// Whether a host memory channel is address space rather than memory in
@@ -215,7 +216,7 @@ pub fn step_axis<'a>(schema: &Schema, column: impl Fn(usize) -> &'a [f64]) -> Op
 /// Whether a channel is there only when allocation sites were sampled
 /// (`watch --sites`): a site, the library's own count, its drops.
 pub fn samples_sites(name: &str) -> bool {
-    is_site_channel(name) || name == "sites.dropped" || name.ends_with(".alloc_live")
+    is_site_channel(name) || name == names::SITES_DROPPED || name.ends_with(".alloc_live")
 }
 
 pub fn is_site_channel(name: &str) -> bool {

@@ -5,6 +5,7 @@
 pub use super::finding::{Assessed, Finding, rate_text};
 use super::{ChannelAnalysis, Kind, Note, Severity, Verdict};
 use crate::telemetry::Unit;
+use crate::telemetry::names;
 
 /// The level channels called growth (rising, not shrinking), most urgent
 /// first: by severity, then by time to the limit, then by rate.
@@ -154,12 +155,34 @@ pub fn assess<'a>(
     let top = growing.first().map(|g| (g.name, g.analysis.slope_per_s));
     let in_bytes = |v: f64| value(v, Unit::Bytes);
     findings.extend(super::sites::finding(known.sites, top, &in_bytes));
-    findings.extend(retention(rows, &in_bytes));
+    findings.extend(retention(rows, tree, &in_bytes));
     // Who died comes first; the trend is still told, after the death.
     if let Some(h) = known
         .ending
         .and_then(|e| e.headline(known.rank, value, duration))
     {
+        // Which code the one killed held most with, where its sites were
+        // sampled: what it grew with.
+        let killed = known.ending.and_then(|e| {
+            e.deaths
+                .iter()
+                .find(|d| d.cause != super::death::Cause::Signal)
+        });
+        let held = killed.and_then(|d| {
+            known
+                .sites
+                .iter()
+                .filter(|s| s.pid == Some(d.pid) && s.live_bytes > 0.0)
+                .max_by(|a, b| a.live_bytes.total_cmp(&b.live_bytes))
+        });
+        let h = match held {
+            Some(site) => format!(
+                "{h} It held most at {} ({} when last read).",
+                super::answer::site_words(site),
+                value(site.live_bytes, Unit::Bytes)
+            ),
+            None => h,
+        };
         let trend = std::mem::replace(&mut headline, h);
         findings.push(Finding {
             kind: "trend",
@@ -233,11 +256,26 @@ pub struct DamageNote {
 
 /// Each process's resident memory against the bytes it holds by the
 /// allocation-site library's count (`pid<N>.alloc_live`).
-fn retention(rows: &[Assessed<'_>], value: &dyn Fn(f64) -> String) -> Vec<Finding> {
+fn retention(
+    rows: &[Assessed<'_>],
+    tree: Option<&super::tree::TreeSummary>,
+    value: &dyn Fn(f64) -> String,
+) -> Vec<Finding> {
+    // A process whose growth is mostly a file's page cache or shared memory
+    // did not grow through its allocator: what malloc holds says nothing of
+    // it (a job reading a file it maps would be told to tune its arenas).
+    let not_the_allocator = |pid: u32| {
+        tree.and_then(|t| t.processes.iter().find(|p| p.pid == pid))
+            .and_then(|p| p.where_.as_ref())
+            .is_some_and(|w| w.share >= 0.5 && matches!(w.largest.as_str(), "file" | "shmem"))
+    };
     rows.iter()
         .filter_map(|r| {
             let stem = r.name.strip_suffix(".alloc_live")?;
             let pid: u32 = stem.strip_prefix("pid")?.parse().ok()?;
+            if not_the_allocator(pid) {
+                return None;
+            }
             let rss = format!("{stem}.rss");
             let resident = rows.iter().find(|x| x.name == rss)?;
             super::sites::retention(
@@ -385,7 +423,7 @@ fn headline_of(
             return if memory.is_empty() {
                 "No memory channel to judge.".into()
             } else {
-                "Too few readings after the warm-up to judge memory.".into()
+                "Too few readings after the start-up to judge memory.".into()
             };
         }
         // Memory that grew beyond its noise and then held is not growth at
@@ -489,7 +527,7 @@ fn copy_headline(
         "Copy-on-access: {} {verb} pages {they} {share} with {whose} parent",
         c.who
     );
-    let rate = ["tree.pss", "tree.uss"]
+    let rate = [names::TREE_PSS, names::TREE_USS]
         .iter()
         .find_map(|n| growing.iter().find(|g| g.name == *n))
         .map(|g| (g.name, g.analysis.projection_24h.unwrap_or(0.0) / 86_400.0))
@@ -854,8 +892,8 @@ mod tests {
             .iter()
             .map(|&s| 3e8 + 1e8 * ((s - 100.0) / 200.0).clamp(0.0, 1.0) + 5e4 * (s * 1.3).sin())
             .collect();
-        // The warm-up as a recording's start-up gives it (the ramp is the
-        // job's, not a start-up the warm-up should swallow).
+        // The start-up as a recording's start-up gives it (the ramp is the
+        // job's, not a start-up the start-up should swallow).
         let ctx = Context {
             min_growth: 65536.0,
             warmup_s: Some(5.0),

@@ -94,7 +94,7 @@ fn staircases_of_several_quanta_and_spacings() {
             (q_found / q - 1.0).abs() < 0.05,
             "case {k}: quantum {q_found} for {q}"
         );
-        let expected_jumps = (9000..10_000).step_by(every).count(); // roughly: after warm-up
+        let expected_jumps = (9000..10_000).step_by(every).count(); // roughly: after start-up
         assert!(a.jumps >= expected_jumps, "case {k}: {} jumps", a.jumps);
         assert!(
             a.longest_flat_s >= (every as f64 / 100.0) * 0.9,
@@ -175,7 +175,7 @@ fn a_two_level_flicker_is_noisy() {
 fn too_few_points_say_so() {
     let a = run(&[0.0, 1.0, 2.0], &[1.0, 2.0, 3.0]);
     assert_eq!(a.verdict, Verdict::Insufficient);
-    assert_eq!(a.points, 3, "no start-up found: no warm-up");
+    assert_eq!(a.points, 3, "no start-up found: no start-up");
     let a = run(&[], &[]);
     assert_eq!((a.verdict, a.points), (Verdict::Insufficient, 0));
 }
@@ -194,7 +194,7 @@ fn gaps_are_skipped_and_the_warm_up_is_honoured() {
     });
     let a = run(&t, &v);
     assert_eq!(a.verdict, Verdict::Flat, "{a:?}");
-    // The warm-up is found where the ramp ends (25 s), to a bucket or two.
+    // The start-up is found where the ramp ends (25 s), to a bucket or two.
     assert!((a.warmup_s - 25.0).abs() < 1.0, "{}", a.warmup_s);
     assert!((1790..=1850).contains(&a.points), "{}", a.points);
     let a = analyze(
@@ -205,7 +205,7 @@ fn gaps_are_skipped_and_the_warm_up_is_honoured() {
             ..Context::default()
         },
     );
-    // Without the warm-up the ramp counts: a level that moved, then held
+    // Without the start-up the ramp counts: a level that moved, then held
     // (settled), never growth.
     assert_eq!(
         (a.verdict, a.note),
@@ -264,7 +264,7 @@ fn the_tracker_agrees_with_the_whole_series_and_stays_bounded() {
     }
     assert!(
         (live.drift - whole.drift).abs() <= 262_144.0 + 1000.0,
-        "{} vs {} (warm-ups {} and {})",
+        "{} vs {} (start-ups {} and {})",
         live.drift,
         whole.drift,
         live.warmup_s,
@@ -446,7 +446,7 @@ fn peaks_count_their_rises() {
 
 #[test]
 fn growth_that_stops_early_is_not_sustained() {
-    // +8 MiB in the first fifth, flat for the rest, with no warm-up allowed.
+    // +8 MiB in the first fifth, flat for the rest, with no start-up allowed.
     let (t, v) = series(3000, 10.0, |_, t| {
         1e9 + 8.0 * 1048576.0 * (t / 60.0).min(1.0)
     });
@@ -485,7 +485,7 @@ fn growth_that_stops_early_is_not_sustained() {
         "{b:?}"
     );
     assert_eq!(b.severity, None);
-    // Found, the warm-up cuts it off instead: flat with nothing to explain.
+    // Found, the start-up cuts it off instead: flat with nothing to explain.
     let a = analyze(
         &t,
         &v,
@@ -590,10 +590,10 @@ fn the_last_reading_of_a_start_up_is_not_a_staircase() {
     let (t, v) = series(92, 2.0, |i, _| TORCH_START_UP_MIB[i] * 1048576.0);
     let floor = 65536.0;
     // The climb's last reading (669 MiB at 5.5 s) is still start-up: the
-    // warm-up ends at the first reading on the plateau.
+    // start-up ends at the first reading on the plateau.
     let w = find_warmup(&t, &v, floor).expect("a start-up");
     assert_eq!(w.at_s, 6.0, "{w:?}");
-    // Cut one reading early (a recording's warm-up comes from its fastest
+    // Cut one reading early (a recording's start-up comes from its fastest
     // channel), the step from it to the plateau is inside the baseline's
     // window: listed, not deciding, and not growth.
     let a = analyze(
@@ -705,7 +705,7 @@ fn a_few_steps_past_the_floor_are_not_flat() {
 }
 
 /// A start-up ramp seen four seconds after it ended (a live window whose
-/// warm-up cannot be found yet) is settled, not a leak; the same ramp
+/// start-up cannot be found yet) is settled, not a leak; the same ramp
 /// still rising is growth.
 #[test]
 fn a_ramp_that_stopped_is_settled() {

@@ -11,6 +11,7 @@ use serde::Serialize;
 
 use super::{ChannelAnalysis, Verdict};
 use crate::telemetry::Schema;
+use crate::telemetry::names;
 use flatline_format::{Event, EventKind};
 
 /// One process that was part of the tree.
@@ -26,7 +27,7 @@ pub struct ProcessSeen {
     pub exited_s: Option<f64>,
     /// The stem of its channels (`pid4242`), where it had channels.
     pub channels: Option<String>,
-    /// Its PSS verdict (after the warm-up), and how much its PSS grew from
+    /// Its PSS verdict (after the start-up), and how much its PSS grew from
     /// the start of the tree's last worker (or its own start, if later) to
     /// its last reading, where it had channels.
     pub pss_verdict: Option<Verdict>,
@@ -76,7 +77,7 @@ pub struct CopyOnAccess {
     /// Whether the copying stopped and what was copied stayed.
     pub held: bool,
     /// The copying began and ended inside the job's start-up (the part the
-    /// analysis leaves out as its warm-up), then held: a fact of the
+    /// analysis leaves out as its start-up), then held: a fact of the
     /// start-up, measured on the readings, not a trend. Left out of the
     /// JSON when false.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
@@ -158,7 +159,7 @@ fn copy_on_access<'c, F: Fn(&str) -> Option<&'c [f64]>>(
     let workers = seen.values().filter(|p| p.role == "worker").count();
     let since = settled(seen)?;
     let from = data.t.partition_point(|&t| t < since);
-    let (before, after) = ends((data.column)("tree.pss")?, from)?;
+    let (before, after) = ends((data.column)(names::TREE_PSS)?, from)?;
     let grew = after - before;
     if !(grew > 0.0 && grew >= MATERIAL_SHARE * before) {
         return None;
@@ -168,7 +169,7 @@ fn copy_on_access<'c, F: Fn(&str) -> Option<&'c [f64]>>(
             .and_then(|c| ends_held(c, from))
             .is_none_or(|(a, b)| (b - a).abs() <= STILL_SHARE * a.abs())
     };
-    let every = rss_still("mem.rss")
+    let every = rss_still(names::MEM_RSS)
         && seen
             .values()
             .filter_map(|p| p.channels.as_deref())
@@ -216,7 +217,7 @@ fn copy_on_access<'c, F: Fn(&str) -> Option<&'c [f64]>>(
 /// a material share of its PSS too and the tree's PSS is not growth (growth
 /// is the trend's to say). It held where the tree's PSS reads flat; it was
 /// in the start-up where, besides, the tree took its shape before the
-/// warm-up ended.
+/// start-up ended.
 fn copied_by_its_figures<'c, F: Fn(&str) -> Option<&'c [f64]>>(
     seen: &BTreeMap<u32, ProcessSeen>,
     data: &Columns<'c, F>,
@@ -335,7 +336,7 @@ pub fn summarize<'a, 'c, F: Fn(&str) -> Option<&'c [f64]>>(
     data: &Columns<'c, F>,
 ) -> Option<TreeSummary> {
     // Without workers, growth is counted from where start-up ended.
-    let warmup_end = data.t.first().copied().unwrap_or(0.0) + analysis("tree.pss")?.warmup_s;
+    let warmup_end = data.t.first().copied().unwrap_or(0.0) + analysis(names::TREE_PSS)?.warmup_s;
     let mut seen: BTreeMap<u32, ProcessSeen> = BTreeMap::new();
     let t = |e: &Event| e.t_ns as f64 / 1e9;
     for e in events {
@@ -395,7 +396,7 @@ pub fn summarize<'a, 'c, F: Fn(&str) -> Option<&'c [f64]>>(
         p.pss_verdict = analysis(&c.name).map(|a| a.verdict);
     }
     // Growth since the tree took its shape (the last worker started; with no
-    // workers, the warm-up's end), or since the process started if later;
+    // workers, the start-up's end), or since the process started if later;
     // grew: by MATERIAL_SHARE or more.
     let from = data
         .t
@@ -465,7 +466,7 @@ pub fn summarize<'a, 'c, F: Fn(&str) -> Option<&'c [f64]>>(
     // tell, also count faults that copy nothing), so only children of the
     // tree are named as copying, or stand for the tree's PSS.
     let copiers = children(&seen, &grew);
-    let pss = analysis("tree.pss");
+    let pss = analysis(names::TREE_PSS);
     let (rose, held) = if pss.is_some_and(ChannelAnalysis::rose) {
         (true, pss.is_some_and(ChannelAnalysis::rose_and_held))
     } else {
@@ -487,7 +488,7 @@ pub fn summarize<'a, 'c, F: Fn(&str) -> Option<&'c [f64]>>(
         copied_by_its_figures(&seen, data, pss, warmup_end, &children(&seen, &own_rose))
     });
     let finding = copy.as_ref().map(copy_text);
-    let peak = (data.column)("tree.procs")
+    let peak = (data.column)(names::TREE_PROCS)
         .map(|c| {
             c.iter()
                 .copied()
@@ -496,12 +497,12 @@ pub fn summarize<'a, 'c, F: Fn(&str) -> Option<&'c [f64]>>(
         })
         .filter(|&v| v > 0.0)
         .map_or(seen.len(), |v| v as usize);
-    let sums_age_s = (data.column)("tree.age").and_then(|c| {
+    let sums_age_s = (data.column)(names::TREE_AGE).and_then(|c| {
         let mut v: Vec<f64> = c.iter().copied().filter(|v| v.is_finite()).collect();
         v.sort_by(f64::total_cmp);
         Some([*v.get(v.len() / 2)?, *v.last()?])
     });
-    let brief = (data.column)("tree.brief")
+    let brief = (data.column)(names::TREE_BRIEF)
         .and_then(|c| c.iter().rev().copied().find(|v| v.is_finite()))
         .map_or(0, |v| v as u64);
     Some(TreeSummary {
@@ -574,7 +575,9 @@ pub fn analysis_end<'a>(
 ) -> Option<f64> {
     let td = teardown_s(events, t.last().copied().unwrap_or(0.0))?;
     let t0 = t.first().copied().unwrap_or(0.0);
-    let rss = ["tree.rss", "mem.rss"].into_iter().find_map(&column);
+    let rss = [names::TREE_RSS, names::MEM_RSS]
+        .into_iter()
+        .find_map(&column);
     let held: Vec<&[f64]> = names
         .into_iter()
         .filter(|n| n.ends_with(".alloc_live"))
@@ -936,7 +939,7 @@ mod tests {
                 })
                 .collect();
             cols.insert("tree.pss".into(), sums);
-            // The receipt's analysis, after the warm-up it found at 20 s.
+            // The receipt's analysis, after the start-up it found at 20 s.
             let ctx = super::super::Context {
                 warmup_s: Some(20.0),
                 min_growth: 4096.0,
@@ -971,7 +974,7 @@ mod tests {
     }
 
     /// Copying that a trend cannot weigh and that did not hold (the tree's
-    /// PSS reads noisy after the warm-up) is still told by its figures, but
+    /// PSS reads noisy after the start-up) is still told by its figures, but
     /// neither as held nor as the start-up's; a tree's PSS called growth is
     /// the trend's finding, not this one.
     #[test]
@@ -1006,7 +1009,7 @@ mod tests {
             ..Default::default()
         };
         let mut analyses = analysed(&t, &cols, &ctx);
-        // The tree's PSS as a level that varies by ±10 % after the warm-up.
+        // The tree's PSS as a level that varies by ±10 % after the start-up.
         let swings: Vec<f64> = (0..t.len())
             .map(|i| 650.0 * MIB * if i % 2 == 0 { 1.1 } else { 0.9 })
             .collect();

@@ -1,4 +1,4 @@
-//! Where start-up ends: the warm-up is found, not assumed.
+//! Where start-up ends: the start-up is found, not assumed.
 //!
 //! A job's memory climbs while it loads a model, builds its dataset or
 //! fills caches, then settles. [`find_warmup`] fits the series (reduced to at
@@ -28,21 +28,22 @@
 //! step of a staircase).
 //!
 //! So a leak from the start (one line), a leak that starts late (the later
-//! line is the steeper) and a flat run (nothing moved) have no warm-up; a
+//! line is the steeper) and a flat run (nothing moved) have no start-up; a
 //! ramp or a step up followed by a plateau does.
 
 use super::rules;
+use crate::telemetry::names;
 use crate::telemetry::{ChannelSpec, Kind, Schema};
 
 /// Most points the break is searched over.
 pub const BUCKETS: usize = 400;
 
-/// A warm-up found in a series.
+/// A start-up found in a series.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Warmup {
     /// When start-up ended, on the series' clock.
     pub at_s: f64,
-    /// The channel it was found in (for a recording's warm-up).
+    /// The channel it was found in (for a recording's start-up).
     pub channel: Option<String>,
 }
 
@@ -256,7 +257,7 @@ fn reached(bv: &[f64], k: usize, rise: f64) -> usize {
         .unwrap_or(k)
 }
 
-/// Whether a channel's start-up ends a stream's warm-up: memory levels
+/// Whether a channel's start-up ends a stream's start-up: memory levels
 /// other than a tree's per-process channels (host memory, the allocator's
 /// live bytes, GPU memory in use). The receipt ([`recording_warmup`]) and
 /// the window ([`super::LiveAnalysis`]) ask the same.
@@ -269,13 +270,13 @@ pub fn is_warmup_source(c: &ChannelSpec) -> bool {
     c.kind == Kind::Level
         && !c.labels.contains_key("pid")
         && (rules::is_host_memory(&c.name, c.unit)
-            || c.name == "alloc.live"
+            || c.name == names::ALLOC_LIVE
             || (c.name.starts_with("gpu") && c.name.ends_with(".used")))
 }
 
-/// The warm-up of a whole recording: the latest start-up found among the
+/// The start-up of a whole recording: the latest start-up found among the
 /// channels [`is_warmup_source`] names, or `None` when none has one. Every channel is then analysed after
-/// it, so one receipt has one warm-up.
+/// it, so one receipt has one start-up.
 pub fn recording_warmup<'a>(
     schema: &Schema,
     t_s: &[f64],

@@ -78,6 +78,144 @@ use Unit::{Bytes, Celsius, Count, Mebibytes, Nanoseconds, PerSecond, Percent, Se
 const SHOWN: bool = true;
 const HIDDEN: bool = false;
 
+/// The declared channels' names, for code that reads a channel by name:
+/// one spelling, checked against [`CHANNELS`] by a test.
+pub mod names {
+    pub const MEM_RSS: &str = "mem.rss";
+    pub const MEM_HWM: &str = "mem.hwm";
+    pub const MEM_VM_DATA: &str = "mem.vm_data";
+    pub const MEM_VM_SIZE: &str = "mem.vm_size";
+    pub const MEM_VM_PTE: &str = "mem.vm_pte";
+    pub const MEM_RSS_ANON: &str = "mem.rss_anon";
+    pub const MEM_RSS_FILE: &str = "mem.rss_file";
+    pub const MEM_SWAP: &str = "mem.swap";
+    pub const MEM_MINFLT: &str = "mem.minflt";
+    pub const MEM_MAJFLT: &str = "mem.majflt";
+    pub const PROC_THREADS: &str = "proc.threads";
+    pub const PROC_CPU: &str = "proc.cpu";
+    pub const SYS_CPU: &str = "sys.cpu";
+    pub const SYS_MEM_TOTAL: &str = "sys.mem_total";
+    pub const SYS_MEM_AVAILABLE: &str = "sys.mem_available";
+    pub const SYS_SHMEM: &str = "sys.shmem";
+    pub const TREE_RSS: &str = "tree.rss";
+    pub const TREE_PSS: &str = "tree.pss";
+    pub const TREE_USS: &str = "tree.uss";
+    pub const TREE_SWAP: &str = "tree.swap";
+    pub const TREE_PROCS: &str = "tree.procs";
+    pub const TREE_SKIPPED: &str = "tree.skipped";
+    pub const TREE_BRIEF: &str = "tree.brief";
+    pub const TREE_COW: &str = "tree.cow";
+    pub const TREE_AGE: &str = "tree.age";
+    pub const CGROUP_CURRENT: &str = "cgroup.current";
+    pub const CGROUP_MAX: &str = "cgroup.max";
+    pub const CGROUP_OOM_KILLS: &str = "cgroup.oom_kills";
+    pub const CGROUP_OOM: &str = "cgroup.oom";
+    pub const CGROUP_MAX_HITS: &str = "cgroup.max_hits";
+    pub const CGROUP_HIGH_HITS: &str = "cgroup.high_hits";
+    pub const CGROUP_UNDER_OOM: &str = "cgroup.under_oom";
+    pub const CGROUP_PEAK: &str = "cgroup.peak";
+    pub const CGROUP_PRESSURE: &str = "cgroup.pressure";
+    pub const CGROUP_ANON: &str = "cgroup.anon";
+    pub const CGROUP_FILE: &str = "cgroup.file";
+    pub const CGROUP_SHMEM: &str = "cgroup.shmem";
+    pub const CGROUP_KERNEL: &str = "cgroup.kernel";
+    pub const CGROUP_SOCK: &str = "cgroup.sock";
+    pub const GPU_OTHER: &str = "gpu.other";
+    pub const ALLOC_LIVE: &str = "alloc.live";
+    pub const ALLOC_PEAK: &str = "alloc.peak";
+    pub const ALLOC_COUNT: &str = "alloc.count";
+    pub const ALLOC_FREES: &str = "alloc.frees";
+    pub const ALLOC_RATE: &str = "alloc.rate";
+    pub const TELEMETRY_ALLOCS: &str = "telemetry.allocs";
+    pub const SITES_DROPPED: &str = "sites.dropped";
+    pub const MALLOC_ARENA: &str = "malloc.arena";
+    pub const MALLOC_MMAP: &str = "malloc.mmap";
+    pub const MALLOC_IN_USE: &str = "malloc.in_use";
+    pub const MALLOC_FREE: &str = "malloc.free";
+    pub const WORK_OPS: &str = "work.ops";
+    pub const WORK_OPS_PER_S: &str = "work.ops_per_s";
+    pub const INGEST_BATCHES: &str = "ingest.batches";
+    pub const INGEST_FILL_NS_P50: &str = "ingest.fill_ns_p50";
+    pub const INGEST_FILL_NS_P99: &str = "ingest.fill_ns_p99";
+    pub const WORK_STEPS: &str = "work.steps";
+    pub const WORK_TOKENS: &str = "work.tokens";
+    pub const TELEMETRY_DROPPED: &str = "telemetry.dropped";
+    pub const TELEMETRY_READ_NS: &str = "telemetry.read_ns";
+    pub const TELEMETRY_SAMPLER_ALLOCS: &str = "telemetry.sampler_allocs";
+    pub const LOG_VM_RSS_MB: &str = "log.vm_rss_mb";
+    pub const LOG_VM_DATA_MB: &str = "log.vm_data_mb";
+    pub const LOG_VRAM_ALLOC_MB: &str = "log.vram_alloc_mb";
+    pub const LOG_VRAM_RESERVED_MB: &str = "log.vram_reserved_mb";
+    /// Every one of them, for the test that checks them against the declarations.
+    pub const ALL: &[&str] = &[
+        MEM_RSS,
+        MEM_HWM,
+        MEM_VM_DATA,
+        MEM_VM_SIZE,
+        MEM_VM_PTE,
+        MEM_RSS_ANON,
+        MEM_RSS_FILE,
+        MEM_SWAP,
+        MEM_MINFLT,
+        MEM_MAJFLT,
+        PROC_THREADS,
+        PROC_CPU,
+        SYS_CPU,
+        SYS_MEM_TOTAL,
+        SYS_MEM_AVAILABLE,
+        SYS_SHMEM,
+        TREE_RSS,
+        TREE_PSS,
+        TREE_USS,
+        TREE_SWAP,
+        TREE_PROCS,
+        TREE_SKIPPED,
+        TREE_BRIEF,
+        TREE_COW,
+        TREE_AGE,
+        CGROUP_CURRENT,
+        CGROUP_MAX,
+        CGROUP_OOM_KILLS,
+        CGROUP_OOM,
+        CGROUP_MAX_HITS,
+        CGROUP_HIGH_HITS,
+        CGROUP_UNDER_OOM,
+        CGROUP_PEAK,
+        CGROUP_PRESSURE,
+        CGROUP_ANON,
+        CGROUP_FILE,
+        CGROUP_SHMEM,
+        CGROUP_KERNEL,
+        CGROUP_SOCK,
+        GPU_OTHER,
+        ALLOC_LIVE,
+        ALLOC_PEAK,
+        ALLOC_COUNT,
+        ALLOC_FREES,
+        ALLOC_RATE,
+        TELEMETRY_ALLOCS,
+        SITES_DROPPED,
+        MALLOC_ARENA,
+        MALLOC_MMAP,
+        MALLOC_IN_USE,
+        MALLOC_FREE,
+        WORK_OPS,
+        WORK_OPS_PER_S,
+        INGEST_BATCHES,
+        INGEST_FILL_NS_P50,
+        INGEST_FILL_NS_P99,
+        WORK_STEPS,
+        WORK_TOKENS,
+        TELEMETRY_DROPPED,
+        TELEMETRY_READ_NS,
+        TELEMETRY_SAMPLER_ALLOCS,
+        LOG_VM_RSS_MB,
+        LOG_VM_DATA_MB,
+        LOG_VRAM_ALLOC_MB,
+        LOG_VRAM_RESERVED_MB,
+    ];
+}
+
 /// Every declared channel, by the probe that reads it: name, unit, group,
 /// kind, bound, shown by default.
 #[rustfmt::skip]
@@ -223,6 +361,20 @@ pub fn shown() -> impl Iterator<Item = String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The names code reads channels by are the declared ones, each once,
+    /// and every declared name (not a family) has its constant.
+    #[test]
+    fn every_name_constant_is_a_declared_channel() {
+        let declared: Vec<&str> = CHANNELS
+            .iter()
+            .map(|d| d.name)
+            .filter(|n| !n.contains('#'))
+            .collect();
+        assert_eq!(names::ALL, declared.as_slice());
+        assert_eq!(names::MEM_RSS, "mem.rss");
+        assert_eq!(names::CGROUP_OOM_KILLS, "cgroup.oom_kills");
+    }
 
     #[test]
     fn families_cover_numbered_names_and_nothing_else() {

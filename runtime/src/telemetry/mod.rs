@@ -16,6 +16,7 @@
 pub mod alloc;
 pub mod bars;
 pub mod catalog;
+pub use catalog::names;
 pub mod cgroup;
 pub mod classes;
 pub mod dynamic;

@@ -2,6 +2,7 @@
 //! processes of a watched tree.
 
 use super::*;
+use flatline_runtime::telemetry::names;
 
 pub(super) fn group_name(g: Group) -> &'static str {
     match g {
@@ -156,6 +157,17 @@ fn sites(d: &mut Frame<'_>, ui: &mut egui::Ui, visible: usize) {
             }
             stack.push_str(get("frames"));
             let channel = d.store.schema().channels[i].name.clone();
+            // The site a growth card pointed at is marked.
+            let place = if d
+                .view
+                .focus
+                .as_ref()
+                .is_some_and(|f| f.site.as_deref() == Some(channel.as_str()))
+            {
+                format!("» {place}")
+            } else {
+                place
+            };
             channel_row_named(d, ui, i, held_until, &place);
             ui.label(
                 RichText::new(format!("    {channel}, pid {}", get("pid")))
@@ -238,7 +250,7 @@ pub fn process_rows(d: &Frame<'_>, visible: usize) -> Vec<ProcessRow> {
         .view
         .tree_findings
         .as_ref()
-        .and_then(|(_, _, t, _)| t.as_ref())
+        .and_then(|(_, _, f)| f.tree.as_ref())
         .map(|t| &t.grew);
     // Each process's latest reading before `visible`, found through its
     // PSS pyramid: a few steps per process however long ago it exited
@@ -379,7 +391,7 @@ fn tree_procs(d: &Frame<'_>, visible: usize) -> Option<usize> {
         .schema()
         .channels
         .iter()
-        .position(|c| c.name == "tree.procs")?;
+        .position(|c| c.name == names::TREE_PROCS)?;
     let series = store.series(i);
     let r = series.last_reading_before(visible)?;
     let n = *series.values().get(r)?;
@@ -537,10 +549,12 @@ fn process_row(d: &mut Frame<'_>, ui: &mut egui::Ui, r: &ProcessRow, indent: boo
         let t = RichText::new(t).small();
         if gone { t.weak() } else { t }
     };
-    let pid = if indent {
-        format!("  {}", r.pid)
-    } else {
-        r.pid.to_string()
+    // The process a growth card pointed at is marked.
+    let marked = d.view.focus.as_ref().is_some_and(|f| f.pid == Some(r.pid));
+    let pid = match (indent, marked) {
+        (_, true) => format!("» {}", r.pid),
+        (true, false) => format!("  {}", r.pid),
+        (false, false) => r.pid.to_string(),
     };
     if r.pss_position.is_some() {
         let names = ["rss", "pss", "uss"].map(|l| format!("{}.{l}", r.stem));
@@ -568,7 +582,7 @@ fn process_row(d: &mut Frame<'_>, ui: &mut egui::Ui, r: &ProcessRow, indent: boo
         .view
         .tree_findings
         .as_ref()
-        .and_then(|(_, _, t, _)| t.as_ref())
+        .and_then(|(_, _, f)| f.tree.as_ref())
         .and_then(|t| t.processes.iter().find(|p| p.pid == r.pid))
         .and_then(|p| p.where_.as_ref());
     match place {
@@ -600,7 +614,7 @@ fn process_row(d: &mut Frame<'_>, ui: &mut egui::Ui, r: &ProcessRow, indent: boo
         .view
         .tree_findings
         .as_ref()
-        .and_then(|(.., e)| e.deaths.iter().find(|x| x.pid == r.pid));
+        .and_then(|(.., f)| f.ending.deaths.iter().find(|x| x.pid == r.pid));
     match (r.exited_s, death) {
         (Some(t), Some(x)) => {
             let how = match x.cause {

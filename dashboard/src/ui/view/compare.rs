@@ -86,7 +86,7 @@ pub fn plots(d: &mut Frame<'_>, ui: &mut egui::Ui, visible: usize) {
     let (drift, counts) = (d.settings.drift, d.settings.counts);
     let marks: Vec<Mark> = {
         let side = |store: &Store, n: usize, letter: &str| {
-            // Each side's own warm-up is said on the cards, not as marks.
+            // Each side's own start-up is said on the cards, not as marks.
             marks_on(store, n, store.axis(align), false)
                 .into_iter()
                 .map(|m| Mark {
@@ -225,7 +225,9 @@ pub fn cards(d: &mut Frame<'_>, ui: &mut egui::Ui) {
             ui.heading("Verdicts, A and B");
             ui.label(RichText::new(format!("A: {ha}")).strong().color(A));
             ui.label(RichText::new(format!("B: {hb}")).strong().color(B));
-            ui.label(RichText::new("each side analysed on its own, after its own warm-up").small());
+            ui.label(
+                RichText::new("each side analysed on its own, after its own start-up").small(),
+            );
             egui::ScrollArea::vertical().show(ui, |ui| {
                 for name in &names {
                     fn find<'s>(

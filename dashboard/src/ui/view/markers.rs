@@ -8,7 +8,7 @@ use super::*;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MarkKind {
     /// A marker the job printed or a person set (an evaluation, a
-    /// checkpoint, "warm-up ends" of the job's own).
+    /// checkpoint, "start-up ends" of the job's own).
     Marker,
     /// A probe's or the recorder's note (a GPU lost, a recording fault).
     Note,
@@ -70,7 +70,7 @@ pub(super) fn marks_on(
     // So do the probes' notes (a GPU that stopped answering): moments too.
     let warmup = store.warmup().filter(|_| warmup).map(|(t, _)| Mark {
         x: t,
-        text: "warm-up ends".to_string(),
+        text: "start-up ends".to_string(),
         kind: MarkKind::Warmup,
     });
     let mut marks: Vec<Mark> = store
@@ -297,7 +297,7 @@ pub(super) fn lane(
                 egui::Stroke::new(2.0, color),
             );
         }
-        // A glyph per kind: a marker ▼, a note ●, the warm-up's end |.
+        // A glyph per kind: a marker ▼, a note ●, the start-up's end |.
         match c.kind() {
             MarkKind::Marker => {
                 let corners = vec![

@@ -2,6 +2,7 @@
 //! read-out under the pointer and a wall-clock axis.
 
 use super::*;
+use flatline_runtime::telemetry::names;
 
 pub(super) fn plots(
     d: &mut Frame<'_>,
@@ -80,8 +81,8 @@ pub(super) fn panels(d: &Frame<'_>) -> (Option<usize>, Vec<(PanelKey, Vec<usize>
     let tree = d
         .store
         .schema()
-        .index_of("tree.pss")
-        .filter(|_| d.settings.selected.contains("tree.pss"));
+        .index_of(names::TREE_PSS)
+        .filter(|_| d.settings.selected.contains(names::TREE_PSS));
     for (i, c) in d.store.schema().channels.iter().enumerate() {
         if !d.settings.selected.contains(&c.name) || Some(i) == tree {
             continue;

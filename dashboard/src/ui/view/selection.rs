@@ -3,7 +3,8 @@
 //! the window holds for that part.
 
 use flatline_runtime::analysis::summary::{self, Assessed};
-use flatline_runtime::analysis::{ChannelAnalysis, Context, analyze, rules};
+use flatline_runtime::analysis::tree::Columns;
+use flatline_runtime::analysis::{ChannelAnalysis, reading};
 use flatline_runtime::telemetry::Unit;
 
 use super::Frame;
@@ -25,53 +26,69 @@ pub struct RangeReceipt {
 }
 
 /// Analyses the plotted channels' readings from `from` to `to` seconds, each
-/// as its kind, after the window's warm-up where the part begins inside it.
+/// as its kind, after the window's start-up where the part begins inside it.
 pub fn receipt(d: &Frame<'_>, from: f64, to: f64) -> RangeReceipt {
     let store = &d.store;
     let times = store.times();
-    let (a, b) = (
-        times.partition_point(|&t| t < from),
-        times.partition_point(|&t| t <= to),
-    );
-    let t = &times[a..b.max(a)];
-    let warmup = match (store.warmup(), t.first()) {
-        (Some((w, _)), Some(&first)) => (w - first).max(0.0),
-        _ => 0.0,
-    };
-    let steps = store
-        .step_axis()
-        .map(|i| &store.series(i).values()[a..b.max(a)]);
+    let t0 = times.first().copied().unwrap_or(0.0);
     let schema = store.schema();
-    let mut analysed: Vec<(usize, ChannelAnalysis)> = Vec::new();
-    for (i, spec) in schema.channels.iter().enumerate() {
-        if !d.settings.selected.contains(&spec.name) {
-            continue;
-        }
-        let v = store.series(i).values();
-        if v.len() < b {
-            continue; // a channel that ended before this part
-        }
-        let ctx = Context {
-            kind: spec.kind,
-            warmup_s: Some(warmup),
-            steps,
-            limit: store.limit(i).map(|l| l.0),
-            min_growth: rules::evidence_floor(&spec.name, spec.unit),
-            ..Context::default()
-        };
-        analysed.push((i, analyze(t, &v[a..b.max(a)], &ctx)));
-    }
-    let assessed: Vec<Assessed<'_>> = analysed
+    // Read as `report --from/--to` reads a recording: every channel (the
+    // headline is the part's), then the plotted ones listed.
+    let input = reading::Input {
+        schema,
+        events: store.events(),
+        host: store.host(),
+        launched: false,
+        t: times,
+        column: |i: usize| store.series(i).values(),
+    };
+    let read = reading::read_input(&input, None, Some([from - t0, to - t0]), false);
+    let samples = read.samples.len();
+    let assessed: Vec<Assessed<'_>> = read
+        .channels
         .iter()
-        .map(|(i, a)| Assessed {
-            name: &schema.channels[*i].name,
-            unit: schema.channels[*i].unit,
-            analysis: a,
-            limit: store.limit(*i).map(|l| l.1),
+        .map(|r| Assessed {
+            name: &schema.channels[r.index].name,
+            unit: schema.channels[r.index].unit,
+            analysis: &r.analysis,
+            limit: r.limit,
         })
         .collect();
-    let headline = summary::headline(&assessed, &value, &flatline_core::fmt::duration);
-    let order = summary::order(&assessed);
+    // The part's tree, deaths and sites, as the receipt of a part reads them.
+    let (a, b) = (read.samples.start, read.samples.end);
+    let mut by_index: Vec<Option<&ChannelAnalysis>> = vec![None; schema.len()];
+    for r in &read.channels {
+        by_index[r.index] = Some(&r.analysis);
+    }
+    let stream = reading::Stream {
+        schema,
+        events: store.events(),
+        host: store.host(),
+        root: store.root(),
+        rank: store.rank(),
+        part: Columns {
+            t: &times[a..b],
+            column: |n: &str| Some(&store.series(schema.index_of(n)?).values()[a..b]),
+        },
+        whole: Columns {
+            t: times,
+            column: |n: &str| Some(store.series(schema.index_of(n)?).values()),
+        },
+    };
+    let facts = reading::Facts::read(&stream, |i| by_index[i]);
+    let headline = summary::assess(
+        &assessed,
+        &facts.known(None),
+        &value,
+        &flatline_core::fmt::duration,
+    )
+    .headline;
+    let analysed: Vec<(usize, &ChannelAnalysis)> = read
+        .channels
+        .iter()
+        .filter(|r| d.settings.selected.contains(&schema.channels[r.index].name))
+        .map(|r| (r.index, &r.analysis))
+        .collect();
     let signed = |v: f64, u: Unit| {
         if v == 0.0 || !v.is_finite() {
             "0".to_string()
@@ -79,10 +96,9 @@ pub fn receipt(d: &Frame<'_>, from: f64, to: f64) -> RangeReceipt {
             flatline_core::commands::report::change(v, u)
         }
     };
-    let rows: Vec<[String; 4]> = order
-        .into_iter()
-        .map(|k| {
-            let (i, a) = &analysed[k];
+    let rows: Vec<[String; 4]> = analysed
+        .iter()
+        .map(|(i, a)| {
             let u = schema.channels[*i].unit;
             [
                 schema.channels[*i].name.clone(),
@@ -112,7 +128,7 @@ pub fn receipt(d: &Frame<'_>, from: f64, to: f64) -> RangeReceipt {
             "Part analysed: {} to {} ({} samples).",
             clock(from),
             clock(to),
-            t.len()
+            samples
         )))
         .push(Block::Table {
             indent: String::new(),

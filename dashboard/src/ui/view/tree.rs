@@ -1,6 +1,7 @@
 //! The process tree's stacked areas.
 
 use super::*;
+use flatline_runtime::telemetry::names;
 
 /// Most processes stacked one by one under `tree.pss` (those that grew
 /// first); the rest share a band.
@@ -242,7 +243,7 @@ pub(super) fn tree_plot(
         for a in areas {
             pui.add(a);
         }
-        pui.line(line("tree.pss", total).width(2.0));
+        pui.line(line(names::TREE_PSS, total).width(2.0));
         draw_markers(pui, &marks(d, visible, x_steps));
     });
 }

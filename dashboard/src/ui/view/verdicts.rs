@@ -21,93 +21,9 @@ pub(super) fn banner(d: &mut Frame<'_>, ui: &mut egui::Ui) {
             );
         });
     }
-    let (_, assessed) = assessed(d.store);
-    if assessed.is_empty() {
+    let Some((assessment, died)) = answer(d) else {
         return;
-    }
-    // The process tree's findings, as the receipt makes them, from what
-    // the store holds: at most once a second, and only when it grew.
-    // Which store, how much of it and how much of it is analysed: a
-    // recording opened in its place is a new key, and made at once, and so
-    // is the first key with every channel analysed (a replay's analyses
-    // arrive over its first frames, and its length never changes after:
-    // findings made before them would stand for good).
-    let key = (
-        d.store.len(),
-        d.store.schema().len(),
-        d.store.time_range().0.to_bits(),
-        d.store.unanalysed(),
-    );
-    let stale = d.view.tree_findings.as_ref().is_none_or(|(at, k, ..)| {
-        *k != key
-            && (k.1 != key.1
-                || k.2 != key.2
-                || (key.3 == 0 && k.3 != 0)
-                || at.elapsed().as_secs_f64() >= 1.0)
-    });
-    if stale {
-        let store = &d.store;
-        let schema = store.schema();
-        let by_name = |n: &str| schema.index_of(n).and_then(|i| store.analysis(i));
-        // The tree up to where the analyses stop (a job's teardown), and
-        // who died over the whole stream, as the receipt reads them.
-        let times = store.times();
-        let until = |n: usize| flatline_runtime::analysis::tree::Columns {
-            t: &times[..n],
-            column: move |c: &str| {
-                let v = store.series(schema.index_of(c)?).values();
-                Some(&v[..n.min(v.len())])
-            },
-        };
-        let end = store
-            .analysis_end()
-            .map_or(times.len(), |end| times.partition_point(|&t| t < end));
-        let tree = flatline_runtime::analysis::tree::summarize(
-            schema,
-            store.events(),
-            by_name,
-            &until(end),
-        );
-        let data = until(times.len());
-        // The host's RAM is not the store's to know: a death is measured
-        // against the cgroup's limit where there is one.
-        let ending = flatline_runtime::analysis::death::read(
-            schema,
-            store.events(),
-            &Default::default(),
-            &data,
-            None,
-        );
-        d.view.tree_findings = Some((std::time::Instant::now(), key, tree, ending));
-    }
-    let (tree, ending) = match d.view.tree_findings.as_ref() {
-        Some((_, _, t, e)) => (t.as_ref(), Some(e)),
-        None => (None, None),
     };
-    let sites = sites_of(d.store);
-    let damage = d.store.damage().map(|dmg| summary::DamageNote {
-        sentence: dmg.sentence(),
-        lost: dmg.lines(),
-        in_headline: dmg.in_headline(),
-    });
-    let schema = d.store.schema();
-    let known = summary::Known {
-        tree,
-        ending,
-        sites: &sites,
-        sites_sampled: schema
-            .channels
-            .iter()
-            .any(|c| flatline_runtime::analysis::rules::samples_sites(&c.name)),
-        rank: d.store.rank(),
-        damage: damage.as_ref(),
-    };
-    let assessment = summary::assess(&assessed, &known, &value, &flatline_core::fmt::duration);
-    // Who died when memory ran out comes first (the headline says so):
-    // in the colour of what is critical.
-    let died = ending
-        .and_then(|e| e.headline(None, &value, &flatline_core::fmt::duration))
-        .is_some();
     let names: Vec<String> = assessment
         .growing
         .iter()
@@ -164,6 +80,60 @@ pub(super) fn banner(d: &mut Frame<'_>, ui: &mut egui::Ui) {
     }
 }
 
+/// Keeps the facts beside the analyses (the process tree, deaths, sites)
+/// current for this frame's banner, cards and panels.
+pub(super) fn refresh(d: &mut Frame<'_>) {
+    if (0..d.store.schema().len()).all(|i| d.store.analysis(i).is_none()) {
+        return;
+    }
+    // The process tree's findings, as the receipt makes them, from what
+    // the store holds: at most once a second, and only when it grew.
+    // Which store, how much of it and how much of it is analysed: a
+    // recording opened in its place is a new key, and made at once, and so
+    // is the first key with every channel analysed (a replay's analyses
+    // arrive over its first frames, and its length never changes after:
+    // findings made before them would stand for good).
+    let key = (
+        d.store.len(),
+        d.store.schema().len(),
+        d.store.time_range().0.to_bits(),
+        d.store.unanalysed(),
+    );
+    let stale = d.view.tree_findings.as_ref().is_none_or(|(at, k, ..)| {
+        *k != key
+            && (k.1 != key.1
+                || k.2 != key.2
+                || (key.3 == 0 && k.3 != 0)
+                || at.elapsed().as_secs_f64() >= 1.0)
+    });
+    if stale {
+        d.view.tree_findings = Some((std::time::Instant::now(), key, d.store.facts()));
+    }
+}
+
+/// The one assessment of what the store holds, as the receipt makes it
+/// ([`summary::assess`]), and whether someone died of memory running out
+/// (the headline says so first). `None` before anything is analysed.
+fn answer<'s>(d: &Frame<'s>) -> Option<(summary::Assessment<'s>, bool)> {
+    let (_, assessed) = assessed(d.store);
+    if assessed.is_empty() {
+        return None;
+    }
+    let (_, _, facts) = d.view.tree_findings.as_ref()?;
+    let damage = d.store.damage().map(|dmg| summary::DamageNote {
+        sentence: dmg.sentence(),
+        lost: dmg.lines(),
+        in_headline: dmg.in_headline(),
+    });
+    let known = facts.known(damage.as_ref());
+    let assessment = summary::assess(&assessed, &known, &value, &flatline_core::fmt::duration);
+    let died = facts
+        .ending
+        .headline(None, &value, &flatline_core::fmt::duration)
+        .is_some();
+    Some((assessment, died))
+}
+
 /// How many of the growing channels, most urgent first, the banner plots
 /// by itself.
 const AUTO_PLOTTED: usize = 4;
@@ -191,15 +161,29 @@ pub(super) fn cards(d: &mut Frame<'_>, ui: &mut egui::Ui) {
     let schema = d.store.schema();
     let (index, assessed) = assessed(d.store);
     let layers = summary::gpu_layers(&assessed, &value);
-    // The chosen channels, most urgent first.
+    // One card per growth (a process's RSS, PSS and USS and the sums that
+    // repeat it are one), most urgent first.
+    let growths = answer(d).map(|(a, _)| a.growths).unwrap_or_default();
+    let told: std::collections::HashSet<&str> = growths
+        .iter()
+        .flat_map(|g| {
+            g.channels
+                .iter()
+                .chain(g.sites.iter().map(|s| &s.channel))
+                .map(String::as_str)
+        })
+        .collect();
+    // Then the chosen channels no growth card tells (nor its sites), most
+    // urgent first.
     let selected: Vec<usize> = summary::order(&assessed)
         .into_iter()
         .map(|k| index[k])
         .filter(|&i| d.settings.selected.contains(&schema.channels[i].name))
+        .filter(|&i| !told.contains(schema.channels[i].name.as_str()))
         .collect();
     let warmup = match d.store.warmup() {
         Some((t, ch)) => format!(
-            "after a warm-up of {:.1} s (where {ch}'s start-up ends)",
+            "after a start-up of {:.1} s (where {ch} settles)",
             t - d.store.time_range().0
         ),
         None => "no start-up found: every reading counts".into(),
@@ -216,6 +200,28 @@ pub(super) fn cards(d: &mut Frame<'_>, ui: &mut egui::Ui) {
             }
             ui.label(RichText::new(format!("updated once a second, {warmup}")).small());
             egui::ScrollArea::vertical().show(ui, |ui| {
+                for g in &growths {
+                    let r = egui::Frame::group(ui.style())
+                        .show(ui, |ui| {
+                            ui.set_width(ui.available_width());
+                            growth_card(ui, g);
+                        })
+                        .response
+                        .interact(egui::Sense::click())
+                        .on_hover_text(
+                            "click to plot it with its site, and mark its process and site",
+                        );
+                    if r.clicked() {
+                        d.settings.selected.insert(g.channel.clone());
+                        if let Some(site) = g.sites.first() {
+                            d.settings.selected.insert(site.channel.clone());
+                        }
+                        d.view.focus = Some(Focus {
+                            pid: g.who.as_ref().map(|w| w.pid),
+                            site: g.sites.first().map(|s| s.channel.clone()),
+                        });
+                    }
+                }
                 let mut toggled = None;
                 for i in selected {
                     let spec = d.store.schema().channels[i].clone();
@@ -253,6 +259,58 @@ pub(super) fn cards(d: &mut Frame<'_>, ui: &mut egui::Ui) {
                 }
             });
         });
+}
+
+/// A growth's card: who grows, how fast and to which limit, in what kind
+/// of memory, which code holds it, what to try, and the channels that are
+/// this one growth.
+pub(super) fn growth_card(ui: &mut egui::Ui, g: &flatline_runtime::analysis::answer::Growth) {
+    let color = g.severity.map_or(GROWS, severity_color);
+    let who = g.subject();
+    ui.horizontal_wrapped(|ui| {
+        ui.label(RichText::new(who).strong().color(color));
+        ui.label(RichText::new(g.verdict.as_str()).small().color(color));
+    });
+    let rate = flatline_runtime::analysis::finding::rate_text(g.rate_per_s, g.unit, &value);
+    let limit = match g.time_to_limit_s {
+        Some(t) => format!(", limit in {}", flatline_core::fmt::duration(t)),
+        None => String::new(),
+    };
+    ui.label(format!("grows {rate}{limit}"));
+    if let Some(m) = &g.memory {
+        ui.label(format!("{:.0} % {}", 100.0 * m.share, m.phrase()))
+            .on_hover_text(&m.detail);
+    }
+    // Without sites, what to try says how to get them.
+    if let Some(site) = g.sites.first() {
+        ui.label(
+            RichText::new(format!(
+                "{:.0} % at {} {}",
+                100.0 * site.share,
+                site.at,
+                site.function
+            ))
+            .monospace()
+            .small(),
+        );
+        if let Some(code) = &site.code {
+            ui.label(RichText::new(code).monospace().small().weak());
+        }
+    }
+    if let Some(t) = &g.advice {
+        ui.label(RichText::new(format!("try: {t}")).small().italics());
+    }
+    let n = g.channels.len();
+    ui.label(
+        RichText::new(if n == 1 {
+            g.channel.clone()
+        } else {
+            format!("{} and {} more channels", g.channel, n - 1)
+        })
+        .small()
+        .weak(),
+    )
+    .on_hover_text(g.channels.join("\n"));
 }
 
 /// A folded card: name, badge, drift (or rate, trend, rises) and the time to
@@ -353,23 +411,4 @@ pub(super) fn card(ui: &mut egui::Ui, name: &str, u: Unit, a: &ChannelAnalysis) 
             ui.label(format!("{} rises, {}{last}", a.jumps, signed(a.drift)));
         }
     }
-}
-
-/// The allocation sites the store holds (`watch --sites`), as the receipt
-/// reads them from a recording.
-fn sites_of(store: &crate::ui::Store) -> Vec<flatline_runtime::analysis::sites::Site> {
-    use flatline_runtime::analysis::sites;
-    let schema = store.schema();
-    let channels: Vec<sites::SiteChannel<'_>> = (0..schema.len())
-        .filter(|&i| flatline_runtime::analysis::rules::is_site_channel(&schema.channels[i].name))
-        .filter_map(|i| {
-            Some(sites::SiteChannel {
-                name: &schema.channels[i].name,
-                labels: &schema.channels[i].labels,
-                analysis: store.analysis(i)?,
-                last: store.series(i).values().last().copied().unwrap_or(f64::NAN),
-            })
-        })
-        .collect();
-    sites::sites(&channels)
 }
