@@ -163,6 +163,12 @@ impl Growth {
     }
 }
 
+/// A sum over the watched tree: `tree.*`, and the cgroup's use it runs in
+/// (`cgroup.current`, `cgroup.peak`).
+fn is_sum(channel: &str) -> bool {
+    channel.starts_with("tree.") || matches!(channel, "cgroup.current" | "cgroup.peak")
+}
+
 /// The process a channel is of: `pid<N>.*`'s, the watched process's for
 /// `mem.*`, and for the tree's sums (`tree.*`) the one process that grew
 /// (else the one whose mappings grew most, else the only one).
@@ -180,7 +186,7 @@ pub fn process_of<'t>(tree: &'t TreeSummary, channel: &str) -> Option<&'t Proces
             p.role == "main" && p.ppid.is_none_or(|pp| !procs.iter().any(|q| q.pid == pp))
         });
     }
-    if channel.starts_with("tree.") {
+    if is_sum(channel) {
         let grew: Vec<&ProcessSeen> = procs
             .iter()
             .filter(|p| tree.grew.contains(&p.pid))
@@ -309,44 +315,59 @@ pub fn growths(
 /// those processes named ([`Growth::among`]), their channels and sites
 /// joined, a site's line counted once across them.
 fn merge_shared(out: &mut Vec<Growth>, tree: &TreeSummary) {
+    let shared = |g: &Growth| g.who.is_none() && is_sum(&g.channel);
     let Some(k) = out
         .iter()
-        .position(|g| g.who.is_none() && g.channel.starts_with("tree."))
+        .position(|g| shared(g) && g.channel.starts_with("tree."))
+        .or_else(|| out.iter().position(shared))
     else {
         return;
     };
-    let parts: Vec<usize> = (0..out.len())
+    let parts = (0..out.len())
         .filter(|&j| {
-            j != k
-                && out[j]
-                    .who
-                    .as_ref()
-                    .is_some_and(|w| tree.grew.contains(&w.pid))
+            out[j]
+                .who
+                .as_ref()
+                .is_some_and(|w| tree.grew.contains(&w.pid))
         })
-        .collect();
-    if parts.len() < 2 {
+        .count();
+    if parts < 2 {
         return;
     }
+    // Every sum that no one process carries (`tree.rss`, `tree.pss`,
+    // `cgroup.current`) and every process that grew: one growth, the most
+    // urgent sum's.
+    let member =
+        |g: &Growth| shared(g) || g.who.as_ref().is_some_and(|w| tree.grew.contains(&w.pid));
+    // The merged growth stands where its most urgent member stood.
+    let first = out.iter().position(member).unwrap_or(k);
+    let mut lead = None;
     let mut taken: Vec<Growth> = Vec::new();
-    for &j in parts.iter().rev() {
-        taken.push(out.remove(j));
+    let mut rest: Vec<Growth> = Vec::new();
+    for (j, g) in std::mem::take(out).into_iter().enumerate() {
+        if j == k {
+            lead = Some(g);
+        } else if member(&g) {
+            taken.push(g);
+        } else {
+            rest.push(g);
+        }
     }
-    taken.reverse();
-    let k = out
-        .iter()
-        .position(|g| g.who.is_none() && g.channel.starts_with("tree."))
-        .unwrap_or(k);
+    *out = rest;
+    let Some(lead) = lead else {
+        return;
+    };
+    out.insert(first.min(out.len()), lead);
+    let k = first.min(out.len() - 1);
     let g = &mut out[k];
     let slope = g.rate_per_s;
     // A kind of memory all of them grew in.
-    let kinds: Vec<&MemoryKind> = taken.iter().filter_map(|p| p.memory.as_ref()).collect();
-    if kinds.len() == taken.len() && kinds.iter().all(|m| m.class == kinds[0].class) {
-        g.memory = Some(kinds[0].clone());
-    }
+    let procs: Vec<&Growth> = taken.iter().filter(|p| p.who.is_some()).collect();
+    g.memory = memory_of_all(tree, procs.iter().filter_map(|p| p.who.as_ref()));
     // Their sites, one per line: two workers running the same code hold
     // it at the same line.
     let mut sites: Vec<SiteShare> = Vec::new();
-    for site in taken.iter().flat_map(|p| p.sites.iter()) {
+    for site in procs.iter().flat_map(|p| p.sites.iter()) {
         match sites
             .iter_mut()
             .find(|s| s.at == site.at && s.function == site.function)
@@ -382,6 +403,44 @@ pub fn site_words(s: &Site) -> String {
         None if at == s.function => at,
         None => format!("{at} ({})", s.function),
     }
+}
+
+/// The kind of memory several processes grew in together: their growth
+/// by class summed (see [`super::places::Where`]), the largest class and
+/// its share of it all.
+fn memory_of_all<'w>(tree: &TreeSummary, who: impl Iterator<Item = &'w Who>) -> Option<MemoryKind> {
+    let places: Vec<&super::places::Where> = who
+        .filter_map(|w| tree.processes.iter().find(|p| p.pid == w.pid))
+        .filter_map(|p| p.where_.as_ref())
+        .collect();
+    let mut classes: std::collections::BTreeMap<&str, f64> = Default::default();
+    for w in &places {
+        for (c, v) in &w.classes {
+            *classes.entry(c.as_str()).or_default() += v.max(0.0);
+        }
+    }
+    let total: f64 = classes.values().sum();
+    let (class, most) = classes
+        .iter()
+        .max_by(|a, b| a.1.total_cmp(b.1))
+        .filter(|_| total > 0.0)?;
+    Some(MemoryKind {
+        class: (*class).to_owned(),
+        share: most / total,
+        from_s: places
+            .iter()
+            .map(|w| w.from_s)
+            .fold(f64::INFINITY, f64::min),
+        to_s: places
+            .iter()
+            .map(|w| w.to_s)
+            .fold(f64::NEG_INFINITY, f64::max),
+        detail: places
+            .iter()
+            .map(|w| w.text.as_str())
+            .collect::<Vec<_>>()
+            .join("; "),
+    })
 }
 
 /// `sites_job.py:52`: the file's name and line, else the function.
@@ -694,7 +753,9 @@ mod tests {
         let rows = [
             row("tree.rss", &sum),
             row("pid11.rss", &each),
+            row("cgroup.current", &sum),
             row("pid12.rss", &each),
+            row("tree.pss", &sum),
         ];
         let t = tree(
             vec![
@@ -718,7 +779,18 @@ mod tests {
         assert!(g.who.is_none());
         let among: Vec<u32> = g.among.iter().map(|w| w.pid).collect();
         assert_eq!(among, [11, 12]);
-        assert_eq!(g.channels, ["tree.rss", "pid11.rss", "pid12.rss"]);
+        let mut channels = g.channels.clone();
+        channels.sort();
+        assert_eq!(
+            channels,
+            [
+                "cgroup.current",
+                "pid11.rss",
+                "pid12.rss",
+                "tree.pss",
+                "tree.rss"
+            ]
+        );
         assert_eq!(g.sites.len(), 1, "{:?}", g.sites);
         assert!(
             (g.sites[0].share - 12.0 / 32.0).abs() < 0.01,
