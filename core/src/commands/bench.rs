@@ -784,7 +784,7 @@ fn run_delay(args: &AnalysisBenchArgs) -> Result<()> {
         );
     }
     println!(
-        "\n  delay: seconds of data after the warm-up at the first receipt that calls the channel growth;"
+        "\n  delay: seconds of data after the start-up at the first receipt that calls the channel growth;"
     );
     println!(
         "  limit: the shortest run that tells the rate from the channel's noise at 99.9 % (given its reading rate);"
