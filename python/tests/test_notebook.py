@@ -61,8 +61,14 @@ def test_the_magics_in_a_real_kernel(tmp_path):
         ],
         tmp_path,
     )
-    # The first line a cell prints is the receipt's headline.
+    # The first line a cell prints is the receipt's headline: the one
+    # `flatline report` prints of the cell's recording.
     first = grow.splitlines()[0]
+    cell_rec = re.search(r"^recording: (\S+\.flr)$", grow, re.M)
+    assert cell_rec, grow
+    said = subprocess.run([flatline.executable(), "report", cell_rec.group(1)],
+                          capture_output=True, text=True, check=True).stdout.splitlines()[0]
+    assert first == said, (first, said)
     # Who grows (`python 4242 (main)`), or the channel where no process
     # tree was read.
     assert re.match(r"(\S+ \d+ \([^)]*\)|\S+) grows ", first), grow

@@ -82,6 +82,20 @@ def test_the_headline_is_the_one_flatline_report_prints():
     assert line == run("report", ROOT / "recordings/golden/v3.flr").stdout.splitlines()[0] + "\n"
 
 
+EVERY = sorted(
+    p for d in ("", "corpus", "golden") for p in (ROOT / "recordings" / d).glob("*.flr")
+)
+
+
+def test_every_recording_s_headline_is_the_program_s():
+    # The reader's receipt is laid out from the same assessment as the
+    # program's, for every shipped, corpus and golden recording.
+    assert len(EVERY) >= 40, len(EVERY)
+    for path in EVERY:
+        program = json.loads(run("report", path, "--format", "json").stdout)["headline"]
+        assert flatline.read(path).report()["headline"] == program, path.name
+
+
 def test_header_channels_and_events():
     rec = flatline.read(ROOT / "recordings" / "watch-nanogpt-cpu-90s.flr")
     assert rec.header["source"] == "watch"
