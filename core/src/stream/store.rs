@@ -331,6 +331,31 @@ impl Store {
     /// allocation sites), read as a receipt reads them
     /// ([`flatline_runtime::analysis::reading::Facts::read`]).
     pub fn facts(&self) -> flatline_runtime::analysis::reading::Facts {
+        self.facts_of(|i| self.analysis(i))
+    }
+
+    /// The whole store read as a receipt reads a recording
+    /// ([`flatline_runtime::analysis::reading::read_input`]), on every
+    /// reading it holds rather than the live analyses' kept points: a
+    /// replay's banner then says the receipt's sentence, figure for figure.
+    pub fn read_whole(&self) -> flatline_runtime::analysis::reading::Reading {
+        use flatline_runtime::analysis::reading;
+        let input = reading::Input {
+            schema: &self.schema,
+            events: &self.events,
+            host: self.live.host(),
+            launched: self.live.launched(),
+            t: &self.t,
+            column: |i: usize| self.series[i].values(),
+        };
+        reading::read_input(&input, None, None, false)
+    }
+
+    /// [`Store::facts`] with channel `i` analysed as `analysis(i)`.
+    pub fn facts_of<'a>(
+        &'a self,
+        analysis: impl Fn(usize) -> Option<&'a ChannelAnalysis>,
+    ) -> flatline_runtime::analysis::reading::Facts {
         use flatline_runtime::analysis::{reading, tree::Columns};
         let times = &self.t;
         let end = self
@@ -357,7 +382,7 @@ impl Store {
                 column: column(times.len()),
             },
         };
-        reading::Facts::read(&stream, |i| self.analysis(i))
+        reading::Facts::read(&stream, analysis)
     }
 
     pub fn schema(&self) -> &Schema {

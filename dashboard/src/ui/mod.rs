@@ -149,6 +149,9 @@ pub type TreeFindings = (
     (usize, usize, u64, usize),
     // The tree, how the job ended so far, the sites: as the receipt reads them.
     flatline_runtime::analysis::reading::Facts,
+    // A replay's whole recording read as its receipt reads it (a live
+    // stream's banner reads the live analyses).
+    Option<flatline_runtime::analysis::reading::Reading>,
 );
 
 /// The dashboard's state: where the data comes from, what it holds, what the

@@ -65,6 +65,11 @@ impl LiveAnalysis {
         self.launched = launched;
     }
 
+    /// Whether the watch launched the job ([`Self::set_launched`]).
+    pub fn launched(&self) -> bool {
+        self.launched
+    }
+
     /// An event of the stream, whose first reading was at `first_s`: the
     /// launched job's exit in its start-up is read as
     /// [`Self::ended_during_start_up`].

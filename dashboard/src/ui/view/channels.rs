@@ -250,7 +250,7 @@ pub fn process_rows(d: &Frame<'_>, visible: usize) -> Vec<ProcessRow> {
         .view
         .tree_findings
         .as_ref()
-        .and_then(|(_, _, f)| f.tree.as_ref())
+        .and_then(|(_, _, f, _)| f.tree.as_ref())
         .map(|t| &t.grew);
     // Each process's latest reading before `visible`, found through its
     // PSS pyramid: a few steps per process however long ago it exited
@@ -582,7 +582,7 @@ fn process_row(d: &mut Frame<'_>, ui: &mut egui::Ui, r: &ProcessRow, indent: boo
         .view
         .tree_findings
         .as_ref()
-        .and_then(|(_, _, f)| f.tree.as_ref())
+        .and_then(|(_, _, f, _)| f.tree.as_ref())
         .and_then(|t| t.processes.iter().find(|p| p.pid == r.pid))
         .and_then(|p| p.where_.as_ref());
     match place {
@@ -614,7 +614,7 @@ fn process_row(d: &mut Frame<'_>, ui: &mut egui::Ui, r: &ProcessRow, indent: boo
         .view
         .tree_findings
         .as_ref()
-        .and_then(|(.., f)| f.ending.deaths.iter().find(|x| x.pid == r.pid));
+        .and_then(|(_, _, f, _)| f.ending.deaths.iter().find(|x| x.pid == r.pid));
     match (r.exited_s, death) {
         (Some(t), Some(x)) => {
             let how = match x.cause {

@@ -24,11 +24,7 @@ pub(super) fn banner(d: &mut Frame<'_>, ui: &mut egui::Ui) {
     let Some((assessment, died)) = answer(d) else {
         return;
     };
-    let names: Vec<String> = assessment
-        .growing
-        .iter()
-        .map(|g| g.name.to_string())
-        .collect();
+    let names = assessment.growing.clone();
     // What grows is plotted: each of the most urgent few growths once (its
     // lead channel, not its process's RSS, PSS and USS and the sums that
     // repeat it) beside the site whose code holds most of it; once each,
@@ -50,15 +46,15 @@ pub(super) fn banner(d: &mut Frame<'_>, ui: &mut egui::Ui) {
         }
     }
     let text = assessment.headline.clone();
-    let color = match assessment.severity() {
+    let color = match assessment.severity {
         _ if died => CRITICAL,
         Some(s) => severity_color(s),
         // A finding (copies that rose and held) is growth found, not flat,
         // though no channel grows at the end: the colour of growth whose
         // limit is far.
-        None if assessment.growth_found() => GROWS,
+        None if assessment.found => GROWS,
         // Readings that cannot tell growth from noise are not "flat": no green.
-        None if !assessment.untold.is_empty() => UNTOLD,
+        None if assessment.untold => UNTOLD,
         None => FLAT,
     };
     let clicked = egui::Panel::top("finding")
@@ -107,19 +103,46 @@ pub(super) fn refresh(d: &mut Frame<'_>) {
                 || at.elapsed().as_secs_f64() >= 1.0)
     });
     if stale {
-        d.view.tree_findings = Some((std::time::Instant::now(), key, d.store.facts()));
+        // A replay whose every channel is analysed is read whole, as its
+        // receipt reads it, once (its data never change after).
+        let whole = (d.timeline.is_some() && key.3 == 0).then(|| d.store.read_whole());
+        let facts = match &whole {
+            Some(r) => {
+                let mut by_index = vec![None; d.store.schema().len()];
+                for c in &r.channels {
+                    by_index[c.index] = Some(&c.analysis);
+                }
+                d.store.facts_of(|i| by_index[i])
+            }
+            None => d.store.facts(),
+        };
+        d.view.tree_findings = Some((std::time::Instant::now(), key, facts, whole));
     }
 }
 
 /// The one assessment of what the store holds, as the receipt makes it
 /// ([`summary::assess`]), and whether someone died of memory running out
 /// (the headline says so first). `None` before anything is analysed.
-fn answer<'s>(d: &Frame<'s>) -> Option<(summary::Assessment<'s>, bool)> {
-    let (_, assessed) = assessed(d.store);
+fn answer(d: &Frame<'_>) -> Option<(Answer, bool)> {
+    let (_, _, facts, whole) = d.view.tree_findings.as_ref()?;
+    let assessed = match whole {
+        Some(r) => {
+            let schema = d.store.schema();
+            r.channels
+                .iter()
+                .map(|c| Assessed {
+                    name: &schema.channels[c.index].name,
+                    unit: schema.channels[c.index].unit,
+                    analysis: &c.analysis,
+                    limit: c.limit,
+                })
+                .collect()
+        }
+        None => assessed(d.store).1,
+    };
     if assessed.is_empty() {
         return None;
     }
-    let (_, _, facts) = d.view.tree_findings.as_ref()?;
     let damage = d.store.damage().map(|dmg| summary::DamageNote {
         sentence: dmg.sentence(),
         lost: dmg.lines(),
@@ -131,7 +154,32 @@ fn answer<'s>(d: &Frame<'s>) -> Option<(summary::Assessment<'s>, bool)> {
         .ending
         .headline(None, &value, &flatline_core::fmt::duration)
         .is_some();
-    Some((assessment, died))
+    let answer = Answer {
+        growing: assessment
+            .growing_names()
+            .into_iter()
+            .map(str::to_owned)
+            .collect(),
+        severity: assessment.severity(),
+        found: assessment.growth_found(),
+        untold: !assessment.untold.is_empty(),
+        headline: assessment.headline,
+        growths: assessment.growths,
+    };
+    Some((answer, died))
+}
+
+/// What the banner and the cards lay out of the assessment.
+struct Answer {
+    headline: String,
+    /// The growing channels, most urgent first.
+    growing: Vec<String>,
+    growths: Vec<flatline_runtime::analysis::answer::Growth>,
+    severity: Option<Severity>,
+    /// A finding says growth was found.
+    found: bool,
+    /// Some memory channel could not be told.
+    untold: bool,
 }
 
 /// How many of the growing channels, most urgent first, the banner plots
