@@ -408,6 +408,19 @@ impl ClassReader {
         self.bank_ns -= cost_ns;
     }
 
+    /// Puts the processes due a reading in the order the budget serves
+    /// them: never read first, then the longest since its last reading,
+    /// then by pid. In pid order a job's main process (the lowest pid) took
+    /// the budget at every turn: a real PyTorch job's two DataLoader
+    /// workers, each growing 15 MiB/s, were never read in 55 s, and their
+    /// growth could not be told as heap or anonymous memory.
+    pub fn order(&self, due: &mut [u32]) {
+        due.sort_unstable_by_key(|p| {
+            let last = self.seen.get(p).and_then(|s| s.read).map(|(_, last)| last);
+            (last.is_some(), last.unwrap_or(0), *p)
+        });
+    }
+
     /// Whether the budget has time left now.
     pub fn has_budget(&self) -> bool {
         self.bank_ns >= 0.0
@@ -555,5 +568,25 @@ Pss:                   4 kB
         assert!(!r.due(8, 100e6, f64::NAN, 0));
         assert!(!r.due(8, 100e6, 40e6, s(1)));
         assert!(r.due(8, 100e6, 42e6, s(2)));
+    }
+
+    /// The budget serves the process never read first, then the one read
+    /// longest ago: a main process with the lowest pid does not take every
+    /// turn from its workers.
+    #[test]
+    fn the_budget_serves_the_least_recently_read_first() {
+        let mut r = ClassReader::new(0.0);
+        let s = |n: u64| n * 1_000_000_000;
+        for p in [10, 11, 12] {
+            r.due(p, 100e6, 50e6, 0);
+        }
+        r.read(10, 110e6, 60e6, s(5), 1.0);
+        r.read(12, 110e6, 60e6, s(3), 1.0);
+        let mut due = vec![10, 11, 12];
+        r.order(&mut due);
+        assert_eq!(due, [11, 12, 10]);
+        r.read(11, 110e6, 60e6, s(9), 1.0);
+        r.order(&mut due);
+        assert_eq!(due, [12, 10, 11]);
     }
 }

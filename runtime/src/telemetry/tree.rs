@@ -491,8 +491,9 @@ impl TreeProbe {
     }
 
     /// Reads `smaps` of the processes due (see
-    /// [`super::classes::ClassReader::due`]: those whose memory moved), in
-    /// pid order, while the budget lasts; each reading is a `classes` fact.
+    /// [`super::classes::ClassReader::due`]: those whose memory moved), the
+    /// least recently read first ([`super::classes::ClassReader::order`]),
+    /// while the budget lasts; each reading is a `classes` fact.
     fn read_classes(&mut self) {
         let Some(mut reader) = self.classes.take() else {
             return;
@@ -509,7 +510,7 @@ impl TreeProbe {
                 })
                 .map(|(p, _)| *p)
                 .collect();
-            due.sort_unstable();
+            reader.order(&mut due);
             for pid in due {
                 if !reader.has_budget() {
                     break;
