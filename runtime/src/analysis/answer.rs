@@ -409,10 +409,11 @@ pub fn site_words(s: &Site) -> String {
 /// by class summed (see [`super::places::Where`]), the largest class and
 /// its share of it all.
 fn memory_of_all<'w>(tree: &TreeSummary, who: impl Iterator<Item = &'w Who>) -> Option<MemoryKind> {
-    let places: Vec<&super::places::Where> = who
+    let procs: Vec<(u32, &super::places::Where)> = who
         .filter_map(|w| tree.processes.iter().find(|p| p.pid == w.pid))
-        .filter_map(|p| p.where_.as_ref())
+        .filter_map(|p| Some((p.pid, p.where_.as_ref()?)))
         .collect();
+    let places: Vec<&super::places::Where> = procs.iter().map(|(_, w)| *w).collect();
     let mut classes: std::collections::BTreeMap<&str, f64> = Default::default();
     for w in &places {
         for (c, v) in &w.classes {
@@ -435,9 +436,9 @@ fn memory_of_all<'w>(tree: &TreeSummary, who: impl Iterator<Item = &'w Who>) -> 
             .iter()
             .map(|w| w.to_s)
             .fold(f64::NEG_INFINITY, f64::max),
-        detail: places
+        detail: procs
             .iter()
-            .map(|w| w.text.as_str())
+            .map(|(pid, w)| format!("process {pid}: {}", w.text))
             .collect::<Vec<_>>()
             .join("; "),
     })
@@ -643,6 +644,26 @@ mod tests {
         }
     }
 
+    /// Where a process grew: all of 500 MB in `class`.
+    fn place(class: &str) -> crate::analysis::places::Where {
+        crate::analysis::places::Where {
+            classes: [(class.to_owned(), 5e8)].into_iter().collect(),
+            largest: class.into(),
+            share: 1.0,
+            from_s: 0.0,
+            to_s: 600.0,
+            regions: 0.0,
+            region_size: None,
+            of_size: 0.0,
+            arenas: 0.0,
+            arenas_held: 0.0,
+            in_arenas: 0.0,
+            segments: Default::default(),
+            new_segments: 0.0,
+            text: String::new(),
+        }
+    }
+
     fn tree(processes: Vec<ProcessSeen>, grew: Vec<u32>) -> TreeSummary {
         TreeSummary {
             processes,
@@ -757,12 +778,12 @@ mod tests {
             row("pid12.rss", &each),
             row("tree.pss", &sum),
         ];
+        let worker = |pid: u32| ProcessSeen {
+            where_: Some(place("heap")),
+            ..process(pid, "worker", Some(10))
+        };
         let t = tree(
-            vec![
-                process(10, "main", None),
-                process(11, "worker", Some(10)),
-                process(12, "worker", Some(10)),
-            ],
+            vec![process(10, "main", None), worker(11), worker(12)],
             vec![11, 12],
         );
         let mut s12 = site(12, 6.0 * 1_048_576.0);
@@ -802,7 +823,7 @@ mod tests {
                 .starts_with("2 workers (python 11 and 12) grow together 32.00 MiB/s")
                 && got
                     .headline
-                    .contains("38 % of it allocated at sites_job.py:52"),
+                    .contains("100 % of it in the heap, 38 % allocated at sites_job.py:52"),
             "{}",
             got.headline
         );
@@ -819,22 +840,6 @@ mod tests {
         let t: Vec<f64> = (0..600).map(f64::from).collect();
         let flat = analyze(&t, &vec![5e6; 600], &Context::default());
         let rows = [row("pid10.rss", &grows), row("pid10.alloc_live", &flat)];
-        let place = |class: &str| crate::analysis::places::Where {
-            classes: [(class.to_owned(), 5e8)].into_iter().collect(),
-            largest: class.into(),
-            share: 1.0,
-            from_s: 0.0,
-            to_s: 600.0,
-            regions: 0.0,
-            region_size: None,
-            of_size: 0.0,
-            arenas: 0.0,
-            arenas_held: 0.0,
-            in_arenas: 0.0,
-            segments: Default::default(),
-            new_segments: 0.0,
-            text: String::new(),
-        };
         let kinds = |class: &str| {
             let mut p = process(10, "main", None);
             p.where_ = Some(place(class));
