@@ -156,11 +156,18 @@ impl Growth {
     /// is in together, else its channel.
     pub fn subject(&self) -> String {
         match (&self.who, self.among.as_slice()) {
+            (Some(w), _) if is_gpu(&self.channel) => format!("{}'s GPU memory", w.words()),
             (Some(w), _) => w.words(),
             (None, []) => self.channel.clone(),
             (None, among) => together(among),
         }
     }
+}
+
+/// A channel of GPU memory: a device's (`gpu0.used`, `gpu0.proc_used`,
+/// `gpu.other`) or a process's on its devices (`pid42.vram`).
+fn is_gpu(channel: &str) -> bool {
+    channel.starts_with("gpu") || channel.ends_with(".vram")
 }
 
 /// A sum over the watched tree: `tree.*`, and the cgroup's use it runs in
@@ -228,9 +235,15 @@ pub fn growths(
 ) -> Vec<Growth> {
     // Channels join the growth of the process they are of; the watched
     // process's `mem.*` without a tree are one growth; the rest stand alone.
+    // GPU memory (a GPU's `gpu0.used`, what the tree holds on it,
+    // `gpu0.proc_used`, a process's `pid42.vram`) is a growth apart from
+    // host memory: its own limit, and neither the host's mappings nor
+    // malloc's sites say what it is.
     let key = |name: &str| -> String {
+        let place = if is_gpu(name) { "gpu " } else { "" };
         match tree.and_then(|t| process_of(t, name)) {
-            Some(p) => format!("pid {}", p.pid),
+            Some(p) => format!("{place}pid {}", p.pid),
+            None if is_gpu(name) => "gpu".into(),
             None if name.starts_with("mem.") => "mem".into(),
             None => name.into(),
         }
@@ -250,17 +263,21 @@ pub fn growths(
             role: p.role.clone(),
             rank: rank.map(str::to_owned),
         });
-        let memory = process.and_then(|p| p.where_.as_ref()).map(|w| MemoryKind {
-            class: w.largest.clone(),
-            share: w.share,
-            from_s: w.from_s,
-            to_s: w.to_s,
-            detail: w.text.clone(),
-        });
+        let gpu = is_gpu(g.name);
+        let memory = process
+            .filter(|_| !gpu)
+            .and_then(|p| p.where_.as_ref())
+            .map(|w| MemoryKind {
+                class: w.largest.clone(),
+                share: w.share,
+                from_s: w.from_s,
+                to_s: w.to_s,
+                detail: w.text.clone(),
+            });
         let slope = a.slope_per_s;
         let sites: Vec<SiteShare> = sites
             .iter()
-            .filter(|s| s.growth_per_s > 0.0)
+            .filter(|s| s.growth_per_s > 0.0 && !gpu)
             .filter(|s| match (&who, s.pid) {
                 (Some(w), Some(pid)) => w.pid == pid,
                 _ => true,
@@ -302,6 +319,27 @@ pub fn growths(
         };
         growth.advice = advice(&growth);
         out.push((k, growth));
+    }
+    // A GPU's own channels and the one process whose GPU memory grows are
+    // the same growth, told as that process's.
+    let procs_on_gpu: Vec<usize> = (0..out.len())
+        .filter(|&j| out[j].0.starts_with("gpu pid "))
+        .collect();
+    if let ([p], Some(d)) = (
+        procs_on_gpu.as_slice(),
+        out.iter().position(|(k, _)| k == "gpu"),
+    ) {
+        let (p, d) = (*p, d);
+        let (keep, take) = if d < p { (d, p) } else { (p, d) };
+        let (_, taken) = out.remove(take);
+        let who = if take == p {
+            taken.who.clone()
+        } else {
+            out[keep].1.who.clone()
+        };
+        let g = &mut out[keep].1;
+        g.channels.extend(taken.channels);
+        g.who = who;
     }
     let mut out: Vec<Growth> = out.into_iter().map(|(_, g)| g).collect();
     if let Some(t) = tree {
@@ -907,6 +945,49 @@ mod tests {
         };
         let h = assess(&rows, &known, &value, &duration).headline;
         assert!(!h.contains("held most"), "{h}");
+    }
+
+    /// A process's GPU memory growing beside its host memory is a growth
+    /// of its own: not told in the host's heap nor at a malloc site; the
+    /// GPU's own channels join it.
+    #[test]
+    fn gpu_memory_is_a_growth_apart_from_host_memory() {
+        let host = growing_at(4.0);
+        let vram = growing_at(2.0);
+        let rows = [
+            row("pid10.rss", &host),
+            row("pid10.vram", &vram),
+            row("gpu0.used", &vram),
+            row("gpu0.proc_used", &vram),
+        ];
+        let p = ProcessSeen {
+            where_: Some(place("heap")),
+            ..process(10, "main", None)
+        };
+        let t = tree(vec![p], vec![10]);
+        let sites = [site(10, 3.0 * 1_048_576.0)];
+        let known = Known {
+            sites: &sites,
+            sites_sampled: true,
+            ..Known::tree(Some(&t))
+        };
+        let got = assess(&rows, &known, &value, &duration);
+        assert_eq!(got.growths.len(), 2, "{:#?}", got.growths);
+        let host_g = got
+            .growths
+            .iter()
+            .find(|g| g.channel == "pid10.rss")
+            .unwrap();
+        assert_eq!(host_g.channels, ["pid10.rss"]);
+        assert!(host_g.memory.is_some() && !host_g.sites.is_empty());
+        let gpu_g = got.growths.iter().find(|g| g.channels.len() == 3).unwrap();
+        let mut channels = gpu_g.channels.clone();
+        channels.sort();
+        assert_eq!(channels, ["gpu0.proc_used", "gpu0.used", "pid10.vram"]);
+        assert!(
+            gpu_g.memory.is_none() && gpu_g.sites.is_empty(),
+            "{gpu_g:?}"
+        );
     }
 
     /// Two processes growing are two growths; the second is named after
