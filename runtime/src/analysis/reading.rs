@@ -61,6 +61,19 @@ pub struct Read {
     pub limit: Option<LimitSource>,
 }
 
+impl Read {
+    /// The channel as the assessment takes it.
+    pub fn assessed<'a>(&'a self, schema: &'a Schema) -> Assessed<'a> {
+        let spec = &schema.channels[self.index];
+        Assessed {
+            name: &spec.name,
+            unit: spec.unit,
+            analysis: &self.analysis,
+            limit: self.limit,
+        }
+    }
+}
+
 /// A recording read whole or in part.
 #[derive(Debug)]
 pub struct Reading {
@@ -99,6 +112,23 @@ impl<'s, C: Fn(usize) -> &'s [f64]> std::fmt::Debug for Input<'s, C> {
             .field("channels", &self.schema.len())
             .field("samples", &self.t.len())
             .finish_non_exhaustive()
+    }
+}
+
+impl Reading {
+    /// Every channel as the assessment takes it, most urgent first.
+    pub fn assessed<'a>(&'a self, schema: &'a Schema) -> Vec<Assessed<'a>> {
+        self.channels.iter().map(|r| r.assessed(schema)).collect()
+    }
+
+    /// Channel `i`'s analysis by its position in the schema (`n`
+    /// channels), for [`Facts::read`].
+    pub fn by_index(&self, n: usize) -> Vec<Option<&ChannelAnalysis>> {
+        let mut out = vec![None; n];
+        for r in &self.channels {
+            out[r.index] = Some(&r.analysis);
+        }
+        out
     }
 }
 
@@ -241,17 +271,7 @@ pub fn read_input<'s, C: Fn(usize) -> &'s [f64]>(
             }
         })
         .collect();
-    let order = summary::order(
-        &read
-            .iter()
-            .map(|r| Assessed {
-                name: &schema.channels[r.index].name,
-                unit: schema.channels[r.index].unit,
-                analysis: &r.analysis,
-                limit: r.limit,
-            })
-            .collect::<Vec<_>>(),
-    );
+    let order = summary::order(&read.iter().map(|r| r.assessed(schema)).collect::<Vec<_>>());
     // A PSS that rose while its USS did not is shared pages changing hands.
     for i in 0..read.len() {
         let uss = super::uss_of(&schema.channels[i].name).and_then(|u| schema.index_of(&u));

@@ -44,22 +44,10 @@ pub fn receipt(d: &Frame<'_>, from: f64, to: f64) -> RangeReceipt {
     };
     let read = reading::read_input(&input, None, Some([from - t0, to - t0]), false);
     let samples = read.samples.len();
-    let assessed: Vec<Assessed<'_>> = read
-        .channels
-        .iter()
-        .map(|r| Assessed {
-            name: &schema.channels[r.index].name,
-            unit: schema.channels[r.index].unit,
-            analysis: &r.analysis,
-            limit: r.limit,
-        })
-        .collect();
+    let assessed: Vec<Assessed<'_>> = read.assessed(schema);
     // The part's tree, deaths and sites, as the receipt of a part reads them.
     let (a, b) = (read.samples.start, read.samples.end);
-    let mut by_index: Vec<Option<&ChannelAnalysis>> = vec![None; schema.len()];
-    for r in &read.channels {
-        by_index[r.index] = Some(&r.analysis);
-    }
+    let by_index = read.by_index(schema.len());
     let stream = reading::Stream {
         schema,
         events: store.events(),

@@ -108,10 +108,7 @@ pub(super) fn refresh(d: &mut Frame<'_>) {
         let whole = (d.timeline.is_some() && key.3 == 0).then(|| d.store.read_whole());
         let facts = match &whole {
             Some(r) => {
-                let mut by_index = vec![None; d.store.schema().len()];
-                for c in &r.channels {
-                    by_index[c.index] = Some(&c.analysis);
-                }
+                let by_index = r.by_index(d.store.schema().len());
                 d.store.facts_of(|i| by_index[i])
             }
             None => d.store.facts(),
@@ -126,18 +123,7 @@ pub(super) fn refresh(d: &mut Frame<'_>) {
 fn answer(d: &Frame<'_>) -> Option<(Answer, bool)> {
     let (_, _, facts, whole) = d.view.tree_findings.as_ref()?;
     let assessed = match whole {
-        Some(r) => {
-            let schema = d.store.schema();
-            r.channels
-                .iter()
-                .map(|c| Assessed {
-                    name: &schema.channels[c.index].name,
-                    unit: schema.channels[c.index].unit,
-                    analysis: &c.analysis,
-                    limit: c.limit,
-                })
-                .collect()
-        }
+        Some(r) => r.assessed(d.store.schema()),
         None => assessed(d.store).1,
     };
     if assessed.is_empty() {
