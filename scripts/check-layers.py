@@ -350,6 +350,16 @@ def main():
             problems.append(f"{f}: missing (renamed? update this check)")
             continue
         problems.append(f"{f}:{line}: a view reaches for the source (take a `Frame`; read its `seen`, filled by the frame loop)")
+    # A step renamed would be looked for in vain: each must still be defined
+    # in the analysis.
+    defined = set()
+    for dirpath, _, names in os.walk(os.path.join(ROOT, ANALYSIS)):
+        for name in names:
+            if name.endswith(".rs"):
+                defined.update(re.findall(r"\bfn\s+(\w+)", open(os.path.join(dirpath, name), encoding="utf-8").read()))
+    for step in STEPS:
+        if step not in defined:
+            problems.append(f"{ANALYSIS}: no fn {step} (renamed? update this check's STEPS)")
     for f, line, what in steps_outside_analysis():
         problems.append(f"{f}:{line}: {what} outside the analysis (read through analysis::reading)")
     for p in problems:
