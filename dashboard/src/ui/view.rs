@@ -145,13 +145,14 @@ pub fn draw(d: &mut Frame<'_>, ui: &mut egui::Ui) -> Vec<Action> {
     } else {
         // No verdict, not even "nothing to judge", before there is data.
         if d.opening.is_none() {
+            // The one assessment, made once a frame for the cards and the
+            // banner.
             refresh(d);
-        }
-        if d.settings.cards && d.opening.is_none() {
-            cards(d, ui);
-        }
-        if d.opening.is_none() {
-            banner(d, ui);
+            let answer = answer(d);
+            if d.settings.cards {
+                cards(d, ui, answer.as_ref());
+            }
+            banner(d, ui, answer);
         }
         egui::CentralPanel::default().show(ui, |ui| plots(d, ui, visible, &mut actions));
     }

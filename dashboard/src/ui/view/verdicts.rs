@@ -5,7 +5,7 @@ use super::*;
 /// The recording's finding in one sentence, above the plots, in the colour
 /// of its severity: what a person reads first, live as it changes. Clicking
 /// it plots the channels it names.
-pub(super) fn banner(d: &mut Frame<'_>, ui: &mut egui::Ui) {
+pub(super) fn banner(d: &mut Frame<'_>, ui: &mut egui::Ui, answer: Option<(Answer, bool)>) {
     // A recording that cannot be written comes first, whatever the data
     // say: what is on screen is no longer all on disk.
     if let Some(fault) = d.seen.write_fault.clone() {
@@ -21,7 +21,7 @@ pub(super) fn banner(d: &mut Frame<'_>, ui: &mut egui::Ui) {
             );
         });
     }
-    let Some((assessment, died)) = answer(d) else {
+    let Some((assessment, died)) = answer else {
         return;
     };
     let names = assessment.growing.clone();
@@ -120,7 +120,7 @@ pub(super) fn refresh(d: &mut Frame<'_>) {
 /// The one assessment of what the store holds, as the receipt makes it
 /// ([`summary::assess`]), and whether someone died of memory running out
 /// (the headline says so first). `None` before anything is analysed.
-fn answer(d: &Frame<'_>) -> Option<(Answer, bool)> {
+pub(super) fn answer(d: &Frame<'_>) -> Option<(Answer, bool)> {
     let (_, _, facts, whole) = d.view.tree_findings.as_ref()?;
     let assessed = match whole {
         Some(r) => r.assessed(d.store.schema()),
@@ -156,7 +156,7 @@ fn answer(d: &Frame<'_>) -> Option<(Answer, bool)> {
 }
 
 /// What the banner and the cards lay out of the assessment.
-struct Answer {
+pub(super) struct Answer {
     headline: String,
     /// The growing channels, most urgent first.
     growing: Vec<String>,
@@ -191,13 +191,14 @@ pub(super) fn assessed(store: &crate::ui::Store) -> (Vec<usize>, Vec<Assessed<'_
         .unzip()
 }
 
-pub(super) fn cards(d: &mut Frame<'_>, ui: &mut egui::Ui) {
+pub(super) fn cards(d: &mut Frame<'_>, ui: &mut egui::Ui, answer: Option<&(Answer, bool)>) {
     let schema = d.store.schema();
     let (index, assessed) = assessed(d.store);
     let layers = summary::gpu_layers(&assessed, &value);
     // One card per growth (a process's RSS, PSS and USS and the sums that
     // repeat it are one), most urgent first.
-    let growths = answer(d).map(|(a, _)| a.growths).unwrap_or_default();
+    let growths: &[flatline_runtime::analysis::answer::Growth] =
+        answer.map_or(&[], |(a, _)| &a.growths);
     let told: std::collections::HashSet<&str> = growths
         .iter()
         .flat_map(|g| {
@@ -234,7 +235,7 @@ pub(super) fn cards(d: &mut Frame<'_>, ui: &mut egui::Ui) {
             }
             ui.label(RichText::new(format!("updated once a second, {warmup}")).small());
             egui::ScrollArea::vertical().show(ui, |ui| {
-                for g in &growths {
+                for g in growths {
                     let r = egui::Frame::group(ui.style())
                         .show(ui, |ui| {
                             ui.set_width(ui.available_width());
