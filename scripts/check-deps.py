@@ -25,13 +25,18 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Direct normal dependencies each crate may have.
 ALLOWED = {
     "flatline-format": {"serde", "rmp-serde", "rmp", "serde_bytes", "flate2", "crc32fast", "sha2", "thiserror"},
-    "flatline-runtime": {
-        "flatline-format", "crossbeam-channel", "crossbeam-utils", "nvml-wrapper", "sysinfo",
-        "memmap2", "csv", "regex", "serde", "serde_json", "thiserror", "libm", "libc", "addr2line",
+    "flatline-arena": {
+        "flatline-format", "crossbeam-channel", "crossbeam-utils", "memmap2", "serde", "thiserror", "libc",
     },
-    "flatline-receipt": {"flatline-runtime", "serde_json", "humantime"},
+    "flatline-telemetry": {
+        "flatline-format", "flatline-arena", "crossbeam-channel", "nvml-wrapper", "sysinfo", "csv",
+        "regex", "serde", "serde_json", "thiserror", "libc", "addr2line",
+    },
+    "flatline-analysis": {"flatline-format", "flatline-arena", "flatline-telemetry", "serde", "libm"},
+    "flatline-receipt": {"flatline-telemetry", "flatline-analysis", "serde_json", "humantime"},
     "flatline-core": {
-        "flatline-runtime", "flatline-receipt", "anyhow", "clap", "indicatif", "signal-hook",
+        "flatline-arena", "flatline-telemetry", "flatline-analysis", "flatline-receipt", "anyhow",
+        "clap", "indicatif", "signal-hook",
         "humantime", "tempfile", "crossbeam-channel", "glob", "sha2", "prometheus-client", "serde",
         "serde_json", "tokio", "hyper", "hyper-util", "http-body-util", "bytes", "rustls",
         "tokio-rustls", "rustls-pki-types", "bcrypt", "base64", "serde_yaml_ng",
@@ -39,7 +44,8 @@ ALLOWED = {
     "flatline-python": {"flatline-format", "flatline-receipt", "pyo3", "numpy", "serde_json"},
     "flatline-preload": {"flatline-format", "libc"},
     "flatline": {
-        "flatline-runtime", "flatline-core", "anyhow", "clap", "serde", "serde_json", "humantime",
+        "flatline-arena", "flatline-telemetry", "flatline-analysis", "flatline-core", "anyhow", "clap",
+        "serde", "serde_json", "humantime",
         "tempfile", "eframe", "egui_plot", "image",
     },
 }
@@ -49,7 +55,9 @@ SERVER_AND_CLI = {"clap", "tokio", "hyper", "rustls", "bcrypt", "prometheus-clie
 # Crates none of whose whole tree may hold these.
 NEVER = {
     "flatline-format": GUI | SERVER_AND_CLI | {"nvml-wrapper", "sysinfo", "crossbeam-channel"},
-    "flatline-runtime": GUI | SERVER_AND_CLI,
+    "flatline-arena": GUI | SERVER_AND_CLI | {"nvml-wrapper", "sysinfo"},
+    "flatline-telemetry": GUI | SERVER_AND_CLI,
+    "flatline-analysis": GUI | SERVER_AND_CLI,
     "flatline-receipt": GUI | SERVER_AND_CLI,
     "flatline-core": GUI,
     "flatline-python": GUI | SERVER_AND_CLI,

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""The runtime's layers point down: probes, workloads and the arena import
-nothing from the analysis or the recording. No two files of a crate import
+"""The layers point down. Between crates cargo enforces it (arena → telemetry
+→ analysis → receipt → core → dashboard); inside the telemetry crate the
+probes and the sampler import nothing from its recorder (`recording`). No two files of a crate import
 each other, directly or round a longer circle. Below the command layers
 (core/src/stream and core/src/export; the dashboard's window, dashboard/src/ui)
 nothing names the CLI's types or clap: they take plain settings, which the
@@ -11,15 +12,15 @@ source, and their own state), which has no source in it; they name neither
 the `Dashboard`, which has, nor a `.source`.
 The steps that turn readings into findings (the teardown cut, the start-up,
 each channel's analysis, the copy bound, PSS beside USS, the tree, deaths
-and sites) are called only inside runtime/src/analysis/: the receipt, the
+and sites) are called only inside analysis/src/: the receipt, the
 window, the exporter and the commands lay out what `analysis::reading` and
 `summary::assess` return.
 
     python3 scripts/check-layers.py
 
-Reads every `.rs` file under runtime/src/{telemetry,workload,arena}, drops
-comments and string literals, and looks for a path into `analysis` or
-`recording` from the crate's root: `crate::analysis`, `super::recording`
+Reads every `.rs` file of telemetry/src but its recording/, drops
+comments and string literals, and looks for a path into `recording` from
+the crate's root: `crate::analysis`, `super::recording`
 (from a layer's own mod.rs), `super::super::analysis`, and the same names
 inside a brace group (`use crate::{analysis::x, …}`, over several lines).
 Fails when one is found, when a layer's folder is missing (a rename would
@@ -31,8 +32,8 @@ import re
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-LAYERS = ["telemetry", "workload", "arena"]
-ABOVE = ("analysis", "recording")
+PROBES = os.path.join("telemetry", "src")
+ABOVE = ("recording",)
 
 
 def code(text):
@@ -71,8 +72,8 @@ def code(text):
 
 def root_prefixes(path):
     """The path prefixes that name the crate's root from this file."""
-    rel = os.path.relpath(path, os.path.join(ROOT, "runtime", "src"))
-    depth = rel.count(os.sep)  # 1 for telemetry/x.rs and telemetry/mod.rs
+    rel = os.path.relpath(path, os.path.join(ROOT, PROBES))
+    depth = rel.count(os.sep)  # 0 for x.rs, 1 for x/y.rs and x/mod.rs
     # A module file `x.rs` sits one module below its folder's `mod.rs`.
     below = depth + (0 if os.path.basename(path) == "mod.rs" else 1) - 1
     return ["crate"] + ["::".join(["super"] * (below + 1))]
@@ -131,7 +132,7 @@ def violations(path):
     return found
 
 
-CRATES = ["format", "runtime", "receipt", "core", "dashboard", "python"]
+CRATES = ["format", "arena", "telemetry", "analysis", "receipt", "core", "dashboard", "python", "preload"]
 # Folders below a command layer: plain settings in, no clap.
 BELOW_CLI = [
     os.path.join("core", "src", "stream"),
@@ -253,9 +254,9 @@ def below_cli():
     return out
 
 
-# The steps that turn readings into findings (see runtime/src/analysis/reading.rs):
+# The steps that turn readings into findings (see analysis/src/reading.rs):
 # run in one place, the analysis; every surface lays out what it returns.
-ANALYSIS = os.path.join("runtime", "src", "analysis")
+ANALYSIS = os.path.join("analysis", "src")
 STEPS = [
     "bound_copy", "reconcile_pss", "settling", "in_start_up", "start_up_rise",
     "exit_in_start_up", "analysis_end", "teardown_s", "recording_warmup", "find_warmup",
@@ -320,18 +321,18 @@ def views_asking_the_source():
 def main():
     problems = []
     files = 0
-    for layer in LAYERS:
-        folder = os.path.join(ROOT, "runtime", "src", layer)
-        if not os.path.isdir(folder):
-            problems.append(f"runtime/src/{layer}: missing (renamed? update this check)")
+    folder = os.path.join(ROOT, PROBES)
+    if not os.path.isdir(folder):
+        problems.append(f"{PROBES}: missing (renamed? update this check)")
+    for dirpath, _, names in sorted(os.walk(folder)):
+        if os.path.relpath(dirpath, folder).split(os.sep)[0] == "recording":
             continue
-        for dirpath, _, names in os.walk(folder):
-            for name in sorted(names):
-                if name.endswith(".rs"):
-                    path = os.path.join(dirpath, name)
-                    files += 1
-                    for line, what in violations(path):
-                        problems.append(f"{os.path.relpath(path, ROOT)}:{line}: {what}")
+        for name in sorted(names):
+            if name.endswith(".rs"):
+                path = os.path.join(dirpath, name)
+                files += 1
+                for line, what in violations(path):
+                    problems.append(f"{os.path.relpath(path, ROOT)}:{line}: {what}")
     if files == 0:
         problems.append("no source file was read")
     rings = circles()
@@ -365,7 +366,7 @@ def main():
     for p in problems:
         print(p, file=sys.stderr)
     print(
-        f"layers: {files} files of {', '.join(LAYERS)} read; import circles looked for in "
+        f"layers: {files} files of the probes read; import circles looked for in "
         f"{len(CRATES)} crates; {len(problems)} problems"
     )
     sys.exit(1 if problems else 0)

@@ -25,11 +25,11 @@ cargo "+$toolchain" miri --version
 # The arena's tests that Miri can run, counted from the source: a filter
 # that matches fewer (a module renamed, tests moved) fails, so Miri running
 # no test never reads as Miri passing.
-tests=$(cat runtime/src/arena/*.rs | grep -c '#\[test\]' || true)
-ignored=$(cat runtime/src/arena/*.rs | grep -c 'cfg_attr(miri, ignore' || true)
+tests=$(cat arena/src/arena/*.rs | grep -c '#\[test\]' || true)
+ignored=$(cat arena/src/arena/*.rs | grep -c 'cfg_attr(miri, ignore' || true)
 expected=$((tests - ignored))
 log=$(mktemp)
-cargo "+$toolchain" miri test -p flatline-runtime --lib arena:: 2>&1 | tee "$log"
+cargo "+$toolchain" miri test -p flatline-arena --lib arena:: 2>&1 | tee "$log"
 passed=$(sed -n 's/^test result: ok\. \([0-9]*\) passed.*/\1/p' "$log" | awk '{s += $1} END {print s + 0}')
 rm -f "$log"
 if [ "$expected" -le 0 ] || [ "$passed" -lt "$expected" ]; then

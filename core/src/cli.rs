@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 pub use crate::stream::session::OnWriteError;
-use flatline_runtime::workload::driver::Workload;
-use flatline_runtime::workload::ingest::DEFAULT_CORPUS_TOKENS;
+use flatline_arena::workload::driver::Workload;
+use flatline_arena::workload::ingest::DEFAULT_CORPUS_TOKENS;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -90,7 +90,7 @@ pub enum LayoutArg {
     Soa,
 }
 
-impl From<LayoutArg> for flatline_runtime::workload::ops1b::Layout {
+impl From<LayoutArg> for flatline_arena::workload::ops1b::Layout {
     fn from(l: LayoutArg) -> Self {
         match l {
             LayoutArg::Aos => Self::Aos,
@@ -144,7 +144,7 @@ pub struct LabelArgs {
     /// `world_size`, `node_rank`, `slurm_procid`, `slurm_job_id` and
     /// `torchelastic_run_id` are also read from the watched process's
     /// environment (RANK, LOCAL_RANK, …); a label given here wins.
-    #[arg(long = "label", value_name = "KEY=VALUE", value_parser = flatline_runtime::recording::labels::parse)]
+    #[arg(long = "label", value_name = "KEY=VALUE", value_parser = flatline_telemetry::recording::labels::parse)]
     pub labels: Vec<(String, String)>,
 }
 
@@ -338,7 +338,7 @@ pub struct WatchArgs {
     /// `^\[(?P<step>\d+)/\d+\] L=(?P<loss>[0-9.]+)`). Lines it does not match
     /// are read as usual.
     #[arg(long, value_name = "REGEX", value_parser = step_pattern)]
-    pub step_pattern: Option<flatline_runtime::telemetry::output::StepPattern>,
+    pub step_pattern: Option<flatline_telemetry::output::StepPattern>,
     /// Which code holds the memory: start the command with flatline's
     /// allocation-site library preloaded (sampled allocations, their stacks
     /// and Python lines; `site<N>.live` and `pid<N>.alloc_live`, the
@@ -361,12 +361,12 @@ pub struct WatchArgs {
 /// anything starts.
 fn cgroup_dir(s: &str) -> Result<PathBuf, String> {
     let dir = PathBuf::from(s);
-    flatline_runtime::telemetry::cgroup::CgroupProbe::at(&dir, None).map_err(|e| e.to_string())?;
+    flatline_telemetry::cgroup::CgroupProbe::at(&dir, None).map_err(|e| e.to_string())?;
     Ok(dir)
 }
 
-fn step_pattern(s: &str) -> Result<flatline_runtime::telemetry::output::StepPattern, String> {
-    flatline_runtime::telemetry::output::StepPattern::new(s).map_err(|e| e.to_string())
+fn step_pattern(s: &str) -> Result<flatline_telemetry::output::StepPattern, String> {
+    flatline_telemetry::output::StepPattern::new(s).map_err(|e| e.to_string())
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -508,7 +508,7 @@ pub struct ReportArgs {
     /// `linear` and `staircase` count only growth, as the receipt's
     /// "growing" list does: memory that shrinks fails nothing.
     #[arg(long, value_name = "VERDICTS", value_delimiter = ',', value_parser = level_verdict)]
-    pub fail_on: Vec<flatline_runtime::analysis::Verdict>,
+    pub fail_on: Vec<flatline_analysis::Verdict>,
     /// With `--fail-on`: only the channels whose names match one of these
     /// globs (comma-separated, e.g. `mem.rss,tree.*,gpu*.used`). A list that
     /// selects no level channel of the recording exits 2, naming those it
@@ -572,8 +572,8 @@ impl From<AlignArg> for crate::stream::store::Align {
 }
 
 /// A verdict a level channel can have, by its receipt name.
-fn level_verdict(s: &str) -> Result<flatline_runtime::analysis::Verdict, String> {
-    use flatline_runtime::analysis::Verdict;
+fn level_verdict(s: &str) -> Result<flatline_analysis::Verdict, String> {
+    use flatline_analysis::Verdict;
     const LEVEL: [Verdict; 5] = [
         Verdict::Linear,
         Verdict::Staircase,
@@ -610,7 +610,7 @@ pub struct ImportArgs {
     /// For console output: a regular expression whose named groups are the
     /// step and the metrics (as for `watch --step-pattern`).
     #[arg(long, value_name = "REGEX", value_parser = step_pattern)]
-    pub step_pattern: Option<flatline_runtime::telemetry::output::StepPattern>,
+    pub step_pattern: Option<flatline_telemetry::output::StepPattern>,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -22,7 +22,7 @@ use stream::{mark, source, store};
 use std::process::ExitCode;
 
 use anyhow::Result;
-use flatline_runtime::recording::Recording;
+use flatline_telemetry::recording::Recording;
 
 /// An error whose cause has already been said on stderr: the run exits
 /// non-zero without a second line.

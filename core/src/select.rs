@@ -10,11 +10,11 @@
 //! - against a stream that has not started ([`could_name`]): its channels
 //!   join as processes, GPUs and printed metrics appear, so a glob must
 //!   match a name some source can make: one the catalog declares
-//!   (`runtime/src/telemetry/catalog.rs`; a family's `#` is any number, as
+//!   (`telemetry/src/catalog.rs`; a family's `#` is any number, as
 //!   `pid#.rss` is `pid4121.rss`), or one in a namespace a job names itself
 //!   ([`JOB_NAMESPACES`]: `log.<key>`, `torch.<stat>`, `progress.<unit>`).
 
-use flatline_runtime::telemetry::catalog;
+use flatline_telemetry::catalog;
 
 use crate::BadFlag;
 

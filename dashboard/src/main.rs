@@ -7,7 +7,7 @@ use clap::Parser;
 // Every allocation of the process goes through the counter, so the benches can
 // prove their timed loops allocate nothing and alloc.* has something to show.
 #[global_allocator]
-static ALLOC: flatline_runtime::arena::CountingAlloc = flatline_runtime::arena::CountingAlloc;
+static ALLOC: flatline_arena::arena::CountingAlloc = flatline_arena::arena::CountingAlloc;
 
 fn main() -> ExitCode {
     flatline_dashboard::run(flatline_core::cli::Cli::parse())

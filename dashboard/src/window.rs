@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
-use flatline_runtime::recording::{FrameReader, Recording};
+use flatline_telemetry::recording::{FrameReader, Recording};
 
 use flatline_core::cli::{
     AlignArg, BenchCommand, CompareArgs, FleetArgs, LiveArgs, ReplayArgs, WindowArgs,

@@ -147,7 +147,7 @@ fn copy_on_access_is_the_headline_and_its_fix_is_not() {
             continue;
         }
         seen += 1;
-        let rec = flatline_runtime::recording::Recording::open(&dir().join(&r.file)).unwrap();
+        let rec = flatline_telemetry::recording::Recording::open(&dir().join(&r.file)).unwrap();
         let receipt = flatline_core::commands::report::analyse(&rec, None);
         let a = receipt.assessment();
         if list {
@@ -180,7 +180,7 @@ fn a_real_dataloader_s_copying_workers_are_the_headline() {
             continue;
         }
         seen += 1;
-        let rec = flatline_runtime::recording::Recording::open(&dir().join(&r.file)).unwrap();
+        let rec = flatline_telemetry::recording::Recording::open(&dir().join(&r.file)).unwrap();
         for warmup in [None, Some(20.0)] {
             let receipt = flatline_core::commands::report::analyse(&rec, warmup);
             let a = receipt.assessment();

@@ -149,7 +149,7 @@ fn a_soak_that_keeps_sampling_resumes_when_space_returns() {
     assert!(lost > 0.0, "{text}");
     assert_eq!(series(&text, "flatline_probe_errors_total", &[]), Some(0.0));
     // Ctrl-C ends the soak; a footer is written.
-    flatline_runtime::sys::terminate(child.id()).ok();
+    flatline_arena::sys::terminate(child.id()).ok();
     let run: Output = child.wait_with_output().unwrap();
     assert_eq!(run.status.code(), Some(1), "a run that lost samples fails");
     assert!(err.until("were not recorded"), "{}", err.text);

@@ -242,8 +242,8 @@ fn the_compare_view_draws_no_text_over_text() {
 /// A watched job as a real one prints it: long metric names, and markers
 /// (`(t_s, text)`), over `seconds` at one sample every `every` seconds.
 fn job(dir: &Path, name: &str, seconds: f64, every: f64, marks: &[(f64, String)]) -> PathBuf {
-    use flatline_runtime::recording::{Event, EventKind};
-    use flatline_runtime::telemetry::{ChannelSpec, Group, Sample, Unit};
+    use flatline_telemetry::recording::{Event, EventKind};
+    use flatline_telemetry::{ChannelSpec, Group, Sample, Unit};
     let path = dir.join(name);
     let ch = |n: &str, u: Unit, g: Group| ChannelSpec::new(n, u, g);
     let mut w = support::watch_recording(

@@ -5,7 +5,7 @@ mod support;
 
 use std::process::Command;
 
-use flatline_runtime::sys::wait_peak_rss;
+use flatline_arena::sys::wait_peak_rss;
 use support::{flatline, ok};
 
 /// Runs `flatline ARGS` and returns its stdout and its peak resident memory.

@@ -208,7 +208,7 @@ fn a_real_tqdm_bar_counts_the_trainer_s_60_steps_with_its_rate() {
 #[test]
 fn an_imported_console_log_counts_its_bar_s_steps() {
     let dir = tempfile::tempdir().unwrap();
-    let bars = Path::new(env!("CARGO_MANIFEST_DIR")).join("../runtime/tests/data/bars");
+    let bars = Path::new(env!("CARGO_MANIFEST_DIR")).join("../telemetry/tests/data/bars");
     let v = import(&bars.join("hf.stderr"), &dir.path().join("hf.flr"));
     assert_eq!(v["recording"]["truncated"], false, "{}", v["recording"]);
     assert_eq!(v["channels"]["log.step"]["last"], 60.0);
@@ -718,7 +718,7 @@ fn a_job_stopped_for_half_a_minute_is_watched_through_it() {
     assert_eq!(lines_read(&v, "output").1, steps + 1, "{v:#}");
     // Samples all through the stop: no gap longer than a few periods (a
     // late sampler skips ticks; it does not stop).
-    let rec = flatline_runtime::recording::Recording::open(&out).unwrap();
+    let rec = flatline_telemetry::recording::Recording::open(&out).unwrap();
     let (stopped, continued) = (
         truth["stopped_s"].as_f64().unwrap(),
         truth["continued_s"].as_f64().unwrap(),

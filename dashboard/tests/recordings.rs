@@ -33,7 +33,7 @@ fn a_soak_writes_a_recording_and_prints_its_receipt() {
     let r = &v["recording"];
     assert_eq!(
         r["format_version"],
-        flatline_runtime::recording::FORMAT_VERSION
+        flatline_telemetry::recording::FORMAT_VERSION
     );
     assert_eq!(r["truncated"], false);
     assert_eq!(r["end"], "completed");

@@ -6,11 +6,11 @@ mod support;
 
 use std::path::{Path, PathBuf};
 
-use flatline_runtime::recording::{EventKind, Recording};
+use flatline_telemetry::recording::{EventKind, Recording};
 use support::{flatline, ok};
 
 /// Channels each process gets: rss, pss, uss, cow.
-const PER_PROCESS: usize = flatline_runtime::telemetry::tree::PROCESS_CHANNELS.len();
+const PER_PROCESS: usize = flatline_telemetry::tree::PROCESS_CHANNELS.len();
 
 /// The Python interpreter itself, not a launcher in front of it: a pyenv
 /// shim is a shell script whose short-lived subshells would be in the

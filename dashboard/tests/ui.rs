@@ -9,7 +9,7 @@ use eframe::egui::accesskit::Role;
 use egui_kittest::Harness;
 use egui_kittest::kittest::Queryable;
 use flatline_dashboard::ui::{Align, Dashboard, ReplaySource, Settings, Source};
-use flatline_runtime::recording::{Event, EventKind};
+use flatline_telemetry::recording::{Event, EventKind};
 use support::golden_v1;
 
 /// One frame as the window runs it: `App::logic` polls, then the ui draws.
@@ -386,7 +386,7 @@ fn the_keys_people_expect_work() {
     // t: the time on the local wall clock, named by its zone, in the
     // read-out too; t again: back.
     let started_s = h.state().source.meta().started_unix_ms.unwrap() / 1000;
-    let zone = flatline_runtime::sys::local_zone(started_s as i64)
+    let zone = flatline_arena::sys::local_zone(started_s as i64)
         .map(|(_, z)| z)
         .filter(|z| !z.is_empty())
         .unwrap_or_else(|| "UTC".to_string());
@@ -565,8 +565,8 @@ fn on_the_step_axis_a_jump_is_read_out_with_its_own_step() {
 
 #[test]
 fn live_data_streams_in_and_recording_switches_on_and_off() {
+    use flatline_arena::workload::driver::Workload;
     use flatline_dashboard::ui::{LiveSource, ServeConfig, Source};
-    use flatline_runtime::workload::driver::Workload;
     let flatline = std::path::Path::new(env!("CARGO_BIN_EXE_flatline"));
     let (mut src, store) =
         LiveSource::start_with(flatline, ServeConfig::new(Workload::Ops1b, 50.0)).unwrap();
@@ -610,7 +610,9 @@ fn live_data_streams_in_and_recording_switches_on_and_off() {
             .store
             .events()
             .iter()
-            .any(|e| e.kind == flatline_runtime::recording::EventKind::Marker("lr to 3e-4".into()))
+            .any(|e| {
+                e.kind == flatline_telemetry::recording::EventKind::Marker("lr to 3e-4".into())
+            })
             .then_some(())
     });
     assert!(marked.is_some(), "the marker came back in the stream");
@@ -621,13 +623,13 @@ fn live_data_streams_in_and_recording_switches_on_and_off() {
     h.get_by_label("Stop recording").click();
     h.run_steps(1);
     assert!(h.state().source.recording().is_none());
-    let rec = flatline_runtime::recording::Recording::open(&path).unwrap();
+    let rec = flatline_telemetry::recording::Recording::open(&path).unwrap();
     assert!(rec.tail.is_none(), "a finished recording: {:?}", rec.tail);
     assert!(rec.len() >= 15 && rec.channel("work.ops").is_some());
     assert!(
-        rec.events
-            .iter()
-            .any(|e| e.kind == flatline_runtime::recording::EventKind::Marker("lr to 3e-4".into()))
+        rec.events.iter().any(
+            |e| e.kind == flatline_telemetry::recording::EventKind::Marker("lr to 3e-4".into())
+        )
     );
     // The header comes from the same setup as a soak's: the workload and the rate.
     let config: Vec<(&str, &str)> = rec
@@ -688,7 +690,7 @@ fn follow_shows_a_recording_while_a_soak_writes_it() {
     assert!(child.wait().unwrap().success());
     src.poll(&mut store);
     assert_eq!(src.status(), "ended: completed");
-    let whole = flatline_runtime::recording::Recording::open(&path).unwrap();
+    let whole = flatline_telemetry::recording::Recording::open(&path).unwrap();
     assert_eq!(store.len(), whole.len());
     assert!(store.len() > mid);
     assert_eq!(src.meta().digest.as_deref(), Some(whole.digest.as_str()));
@@ -697,7 +699,7 @@ fn follow_shows_a_recording_while_a_soak_writes_it() {
 #[test]
 fn a_followed_recording_takes_channels_that_join_and_end() {
     use flatline_dashboard::ui::Source;
-    use flatline_runtime::telemetry::{ChannelSpec, Group, Sample, Unit};
+    use flatline_telemetry::{ChannelSpec, Group, Sample, Unit};
     let spec = |n: &str| ChannelSpec::new(n, Unit::Bytes, Group::Memory);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("tree.flr");
@@ -751,8 +753,8 @@ fn a_followed_recording_takes_channels_that_join_and_end() {
 /// the workload's memory must not grow with what the window itself keeps.
 #[test]
 fn the_live_source_measures_the_workload_not_the_viewer() {
+    use flatline_arena::workload::driver::Workload;
     use flatline_dashboard::ui::{LiveSource, ServeConfig, Source};
-    use flatline_runtime::workload::driver::Workload;
     let flatline = std::path::Path::new(env!("CARGO_BIN_EXE_flatline"));
     let (mut src, mut store) =
         LiveSource::start_with(flatline, ServeConfig::new(Workload::Idle, 1000.0)).unwrap();
@@ -764,7 +766,7 @@ fn the_live_source_measures_the_workload_not_the_viewer() {
             (store.len() >= n).then_some(())
         })
         .unwrap_or_else(|| panic!("fewer than {n} samples"));
-        let rss_now = flatline_runtime::analysis::rules::latest(store.series(rss).values());
+        let rss_now = flatline_analysis::rules::latest(store.series(rss).values());
         (rss_now.unwrap(), store.heap_bytes())
     };
     // After a start-up of two seconds at 1 kHz, ten more seconds.
@@ -791,8 +793,8 @@ fn the_live_source_measures_the_workload_not_the_viewer() {
 #[test]
 fn a_watched_tree_fills_the_processes_panel() {
     use flatline_dashboard::ui::{WatchSource, process_rows};
-    use flatline_runtime::recording::{RecordingSetup, event_channel};
-    use flatline_runtime::telemetry::{SamplerConfig, Target};
+    use flatline_telemetry::recording::{RecordingSetup, event_channel};
+    use flatline_telemetry::{SamplerConfig, Target};
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/cow_workers.py");
     let mut child = std::process::Command::new("python3")
         .arg(&fixture)
@@ -846,7 +848,7 @@ fn a_watched_tree_fills_the_processes_panel() {
     assert_eq!(rows.len(), 3, "{rows:?}");
     assert_eq!(
         d.store.schema().len(),
-        fixed + 3 * flatline_runtime::telemetry::tree::PROCESS_CHANNELS.len(),
+        fixed + 3 * flatline_telemetry::tree::PROCESS_CHANNELS.len(),
         "each process's channels joined"
     );
     let worker = rows.iter().find(|r| r.role == "worker").unwrap().clone();
@@ -873,8 +875,8 @@ fn a_watched_tree_fills_the_processes_panel() {
 #[test]
 fn a_node_sized_tree_folds_its_flat_workers_and_shows_the_one_that_grows() {
     use flatline_dashboard::ui::process_rows;
-    use flatline_runtime::telemetry::tree::PROCESS_CHANNELS;
-    use flatline_runtime::telemetry::{ChannelSpec, Group, Kind, Sample, Unit};
+    use flatline_telemetry::tree::PROCESS_CHANNELS;
+    use flatline_telemetry::{ChannelSpec, Group, Kind, Sample, Unit};
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("node.flr");
     // (pid, ppid, role, channels of its own)
@@ -894,7 +896,7 @@ fn a_node_sized_tree_folds_its_flat_workers_and_shows_the_one_that_grows() {
     for &(pid, ppid, role, chans) in &procs {
         if chans {
             channels.extend(PROCESS_CHANNELS.iter().map(|&leaf| {
-                flatline_runtime::telemetry::catalog::spec(&format!("pid{pid}.{leaf}"))
+                flatline_telemetry::catalog::spec(&format!("pid{pid}.{leaf}"))
                     .with_label("pid", pid.to_string())
                     .with_label("ppid", ppid.to_string())
                     .with_label("name", "python3")
@@ -975,8 +977,8 @@ fn a_node_sized_tree_folds_its_flat_workers_and_shows_the_one_that_grows() {
 #[test]
 fn markers_are_placed_at_their_time_or_step() {
     use flatline_dashboard::ui::marker_lines;
-    use flatline_runtime::recording::{Event, EventKind};
-    use flatline_runtime::telemetry::{ChannelSpec, Group, Sample, Unit};
+    use flatline_telemetry::recording::{Event, EventKind};
+    use flatline_telemetry::{ChannelSpec, Group, Sample, Unit};
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("marks.flr");
     let mut w = support::watch_recording(
@@ -1219,7 +1221,7 @@ fn a_replay_compares_with_a_recording_from_the_browser() {
 /// draws every sample; the status line says so.
 #[test]
 fn zooming_into_a_thinned_replay_reads_every_sample_in_view_from_disk() {
-    use flatline_runtime::recording::{RecordingSetup, synth};
+    use flatline_telemetry::recording::{RecordingSetup, synth};
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("two-hours.flr");
     let cfg = synth::SynthConfig {
@@ -1344,8 +1346,8 @@ fn a_window_opening_a_recording_is_up_before_the_recording_is_read() {
 /// process is.
 #[test]
 fn closing_a_recording_live_window_finishes_its_file() {
+    use flatline_arena::workload::driver::Workload;
     use flatline_dashboard::ui::{LiveSource, ServeConfig, Source};
-    use flatline_runtime::workload::driver::Workload;
     let flatline = std::path::Path::new(env!("CARGO_BIN_EXE_flatline"));
     let (mut src, mut store) =
         LiveSource::start_with(flatline, ServeConfig::new(Workload::Both, 50.0)).unwrap();
@@ -1359,7 +1361,7 @@ fn closing_a_recording_live_window_finishes_its_file() {
     });
     assert!(grew.is_some(), "{} samples", store.len());
     drop(src);
-    let rec = flatline_runtime::recording::Recording::open(&path).unwrap();
+    let rec = flatline_telemetry::recording::Recording::open(&path).unwrap();
     assert!(rec.tail.is_none(), "no footer: {:?}", rec.tail);
     assert_eq!(
         rec.footer.as_ref().map(|f| f.end.as_str()),
@@ -1373,8 +1375,8 @@ fn closing_a_recording_live_window_finishes_its_file() {
 #[test]
 fn a_full_disk_turns_the_watch_windows_banner_red() {
     use flatline_dashboard::ui::WatchSource;
-    use flatline_runtime::recording::{RecordingSetup, event_channel};
-    use flatline_runtime::telemetry::{SamplerConfig, Target};
+    use flatline_telemetry::recording::{RecordingSetup, event_channel};
+    use flatline_telemetry::{SamplerConfig, Target};
     let Some(disk) = support::SmallDisk::mount(20) else {
         return;
     };
@@ -1421,7 +1423,7 @@ fn a_full_disk_turns_the_watch_windows_banner_red() {
         d.store
             .events()
             .iter()
-            .any(|e| matches!(&e.kind, flatline_runtime::recording::EventKind::Note(n) if n.starts_with("recording fault"))),
+            .any(|e| matches!(&e.kind, flatline_telemetry::recording::EventKind::Note(n) if n.starts_with("recording fault"))),
         "the stream notes the fault"
     );
     // Sampling goes on after the recording stopped.

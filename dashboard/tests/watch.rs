@@ -121,8 +121,8 @@ fn a_process_that_does_not_grow_is_flat_and_its_log_is_tailed() {
 
 #[test]
 fn rss_agrees_with_ps_within_one_percent() {
-    use flatline_runtime::telemetry::Probe;
-    use flatline_runtime::telemetry::procfs::{ProcProbe, ProcTarget};
+    use flatline_telemetry::Probe;
+    use flatline_telemetry::procfs::{ProcProbe, ProcTarget};
     let mut child = Command::new("python3")
         .args([
             "-c",

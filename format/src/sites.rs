@@ -19,7 +19,7 @@
 //! ```
 //!
 //! Every integer is little-endian (the rings never leave the machine). This
-//! module is plain data: the library writes it, `runtime::telemetry::sites`
+//! module is plain data: the library writes it, `flatline_telemetry::sites`
 //! reads it.
 
 /// "FLSITES1": the first 8 bytes of a ring.

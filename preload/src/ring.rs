@@ -149,7 +149,7 @@ mod tests {
 
     /// A ring in memory of the test's own: a sequence word and a body per
     /// slot, read as the runtime's reader reads a mapped one
-    /// (`runtime::sys`'s `take`).
+    /// (`flatline_arena::sys`'s `take`).
     struct Ring {
         tail: AtomicU64,
         dropped: AtomicU64,

@@ -1,7 +1,7 @@
 //! What a damaged recording lost, said before any verdict: a person told
 //! "flat" about half a file stops looking.
 
-use flatline_runtime::recording::{Loss, Recording, TailProblemKind};
+use flatline_telemetry::recording::{Loss, Recording, TailProblemKind};
 
 /// A recording that could not be read whole: what of how much was read.
 #[derive(Debug, Clone)]

@@ -1,6 +1,6 @@
 //! Number formatting for people.
 
-use flatline_runtime::telemetry::Unit;
+use flatline_telemetry::Unit;
 
 /// `1234567` → `"1,234,567"`.
 pub fn thousands(n: u64) -> String {

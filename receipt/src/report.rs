@@ -2,13 +2,13 @@
 
 use std::path::Path;
 
-use flatline_runtime::analysis::rules::{self, ChannelStats, LimitSource, channel_stats};
-use flatline_runtime::analysis::sites;
-use flatline_runtime::analysis::summary::{self, Assessed};
-use flatline_runtime::analysis::tree as tree_analysis;
-use flatline_runtime::analysis::{self, ChannelAnalysis, Note, Verdict, reading};
-use flatline_runtime::recording::{EventKind, Recording, TailProblem, TailProblemKind};
-use flatline_runtime::telemetry::{ChannelSpec, MAX_STEP, TOKEN_CHANNELS, Unit};
+use flatline_analysis::rules::{self, ChannelStats, LimitSource, channel_stats};
+use flatline_analysis::sites;
+use flatline_analysis::summary::{self, Assessed};
+use flatline_analysis::tree as tree_analysis;
+use flatline_analysis::{self as analysis, ChannelAnalysis, Note, Verdict, reading};
+use flatline_telemetry::recording::{EventKind, Recording, TailProblem, TailProblemKind};
+use flatline_telemetry::{ChannelSpec, MAX_STEP, TOKEN_CHANNELS, Unit};
 use serde_json::{Map, Value, json};
 
 use crate::fmt::{duration, value};
@@ -109,7 +109,7 @@ pub(crate) fn memory_limit(rows: &[Row<'_>]) -> Option<(f64, LimitSource)> {
         .find_map(|r| Some((r.analysis.limit?, r.limit?)))
 }
 
-pub use flatline_runtime::analysis::reading::WarmupChoice;
+pub use flatline_analysis::reading::WarmupChoice;
 
 /// How the start-up of a receipt was chosen, in words.
 pub(crate) fn describe_warmup(w: &WarmupChoice) -> String {
@@ -543,9 +543,7 @@ fn findings_json(a: &summary::Assessment<'_>) -> Vec<Value> {
             m.insert("kind".into(), json!("growth"));
             m.insert(
                 "text".into(),
-                json!(flatline_runtime::analysis::answer::sentence(
-                    g, &value, &duration
-                )),
+                json!(flatline_analysis::answer::sentence(g, &value, &duration)),
             );
         }
         v
@@ -755,7 +753,7 @@ mod tests {
     /// A process without channels of its own is named as such, with why.
     #[test]
     fn the_tree_says_which_processes_had_no_channels_of_their_own() {
-        use flatline_runtime::analysis::tree::{ProcessSeen, TreeSummary};
+        use flatline_analysis::tree::{ProcessSeen, TreeSummary};
         let proc_ = |pid: u32, channels: Option<&str>| ProcessSeen {
             pid,
             name: "python".into(),

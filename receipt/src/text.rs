@@ -4,11 +4,11 @@
 
 use std::fmt::Write as _;
 
-use flatline_runtime::analysis::rules;
-use flatline_runtime::analysis::summary::Assessment;
-use flatline_runtime::analysis::tree::TreeSummary;
-use flatline_runtime::recording::Recording;
-use flatline_runtime::telemetry::Unit;
+use flatline_analysis::rules;
+use flatline_analysis::summary::Assessment;
+use flatline_analysis::tree::TreeSummary;
+use flatline_telemetry::Unit;
+use flatline_telemetry::recording::Recording;
 
 use crate::fmt::{bytes, duration, value};
 use crate::render::{Block, Col, Doc, Table};
@@ -494,7 +494,7 @@ pub(crate) fn tree_text(t: &TreeSummary, indent: &str) -> String {
             format!(
                 "a sample holds {} channels at a time, so flat processes wait and room is kept \
                  for those whose pages are being copied (the recording's notes say which, and when)",
-                flatline_runtime::telemetry::MAX_CHANNELS
+                flatline_telemetry::MAX_CHANNELS
             )
         };
         let _ = writeln!(
@@ -790,7 +790,7 @@ fn story(a: &Assessment<'_>) -> Vec<String> {
     for g in a.growths.iter().skip(1).take(2) {
         out.push(format!(
             "also: {}",
-            flatline_runtime::analysis::answer::sentence(g, &value, &duration)
+            flatline_analysis::answer::sentence(g, &value, &duration)
         ));
     }
     // Findings the headline and the growths above do not already say.

@@ -4,19 +4,19 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use flatline_runtime::analysis::Verdict;
-use flatline_runtime::recording::{Recording, RecordingSetup};
-use flatline_runtime::telemetry::work::WorkProgress;
-use flatline_runtime::telemetry::{SamplerConfig, SamplerExit};
-use flatline_runtime::workload::ingest::{Corpus, CorpusSource};
-use flatline_runtime::workload::ingest_bench::{self, FillStats, IngestBenchConfig};
-use flatline_runtime::workload::ops1b::{self, RING_SLOTS};
+use flatline_analysis::Verdict;
+use flatline_arena::workload::ingest::{Corpus, CorpusSource};
+use flatline_arena::workload::ingest_bench::{self, FillStats, IngestBenchConfig};
+use flatline_arena::workload::ops1b::{self, RING_SLOTS};
+use flatline_telemetry::recording::{Recording, RecordingSetup};
+use flatline_telemetry::work::WorkProgress;
+use flatline_telemetry::{SamplerConfig, SamplerExit};
 use serde::Serialize;
 
 use crate::cli::{AnalysisBenchArgs, BenchCommand, IngestArgs, Ops1bArgs};
 use crate::fmt::{nanos, thousands};
 use crate::stream::session::Session;
-use flatline_runtime::telemetry::names;
+use flatline_telemetry::names;
 
 /// Checksums of `ops1b` from a fresh ring, known independently (C reference).
 const KNOWN_OPS1B: [(u64, u64); 2] = [
@@ -332,8 +332,8 @@ fn run_analysis(args: &AnalysisBenchArgs) -> Result<()> {
     if args.delay {
         return run_delay(args);
     }
-    use flatline_runtime::analysis::{Context, analyze};
-    use flatline_runtime::workload::SplitMix64;
+    use flatline_analysis::{Context, analyze};
+    use flatline_arena::workload::SplitMix64;
     let mut rng = SplitMix64::new(42);
     let t: Vec<f64> = (0..args.points).map(|i| i as f64 / 100.0).collect();
     let v: Vec<f64> = (0..args.points)
@@ -435,8 +435,8 @@ const LABELLED: [(&str, &str, Verdict); 9] = [
 /// the one given), the series it got wrong, the slope errors of linear
 /// series, and the time for an hour at 100 Hz.
 fn run_corpus(args: &AnalysisBenchArgs) -> Result<()> {
-    use flatline_runtime::analysis::corpus::{self, LEVEL_VERDICTS};
-    use flatline_runtime::analysis::{Context, analyze};
+    use flatline_analysis::corpus::{self, LEVEL_VERDICTS};
+    use flatline_analysis::{Context, analyze};
     let mut results: Vec<(String, Verdict, Verdict, usize, Option<f64>)> = Vec::new();
     // Per family: growing series their truth makes clear, and those found.
     let mut clear: std::collections::BTreeMap<&str, (usize, usize)> = Default::default();
@@ -459,7 +459,7 @@ fn run_corpus(args: &AnalysisBenchArgs) -> Result<()> {
     let mut missing = Vec::new();
     for (file, channel, expected) in LABELLED {
         let path = std::path::Path::new("recordings").join(file);
-        let Ok(rec) = flatline_runtime::recording::Recording::open(&path) else {
+        let Ok(rec) = flatline_telemetry::recording::Recording::open(&path) else {
             missing.push(file);
             continue;
         };
@@ -674,7 +674,7 @@ fn run_real(args: &AnalysisBenchArgs) -> Result<()> {
         "\n  detectable: growth at least the rate its receipt says it could show; clear: growth whose\n  \
          true rate is at least {} standard errors of its own slope over the analysed span, from the\n  \
          recording's construction (the residuals around the true line, their lag-1 autocorrelation)",
-        flatline_runtime::analysis::corpus::CLEAR_Z
+        flatline_analysis::corpus::CLEAR_Z
     );
     for o in outcomes.iter().filter(|o| o.clear() && !o.called_growth) {
         println!(

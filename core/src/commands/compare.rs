@@ -10,9 +10,9 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use anyhow::Result;
-use flatline_runtime::analysis::{ChannelAnalysis, Kind, rules};
-use flatline_runtime::recording::Recording;
-use flatline_runtime::telemetry::{Group, TOKEN_CHANNELS, Unit};
+use flatline_analysis::{ChannelAnalysis, Kind, rules};
+use flatline_telemetry::recording::Recording;
+use flatline_telemetry::{Group, TOKEN_CHANNELS, Unit};
 use serde_json::{Map, Value, json};
 
 use crate::cli::{CompareArgs, ReportFormat};

@@ -1,7 +1,7 @@
 //! `flatline import`, `export` and `synth`: a job's logs in, CSV out, synthetic runs.
 
 use anyhow::{Context, Result};
-use flatline_runtime::recording::{csv, import};
+use flatline_telemetry::recording::{csv, import};
 
 use crate::cli::{ExportArgs, ImportArgs, SynthArgs};
 
@@ -69,7 +69,7 @@ pub fn export(args: &ExportArgs) -> Result<()> {
 
 /// `flatline synth --fleet N`: a recording per rank of one job.
 fn synth_fleet(args: &SynthArgs, ranks: usize) -> Result<()> {
-    use flatline_runtime::recording::synth;
+    use flatline_telemetry::recording::synth;
     if let Some(&k) = args.leak.iter().find(|&&k| k >= ranks) {
         anyhow::bail!("--leak {k}: the fleet's ranks are 0 to {}", ranks - 1);
     }
@@ -90,7 +90,7 @@ fn synth_fleet(args: &SynthArgs, ranks: usize) -> Result<()> {
     let mut bytes = 0;
     for k in 0..ranks {
         let node = k / synth::FLEET_RANKS_PER_NODE;
-        let mut setup = flatline_runtime::recording::RecordingSetup::new("synth");
+        let mut setup = flatline_telemetry::recording::RecordingSetup::new("synth");
         setup
             .set("hours", args.hours)
             .set("hz", args.hz)
@@ -129,7 +129,7 @@ fn synth_fleet(args: &SynthArgs, ranks: usize) -> Result<()> {
 
 /// `flatline synth`: a synthetic recording, with a progress line when done.
 pub fn synth(args: &SynthArgs) -> Result<()> {
-    use flatline_runtime::recording::synth;
+    use flatline_telemetry::recording::synth;
     if let Some(n) = args.fleet {
         return synth_fleet(args, usize::from(n));
     }
@@ -143,7 +143,7 @@ pub fn synth(args: &SynthArgs) -> Result<()> {
     if samples > 1e9 {
         anyhow::bail!("{samples:.0} samples is more than a billion: fewer --hours or a lower --hz");
     }
-    let mut setup = flatline_runtime::recording::RecordingSetup::new("synth");
+    let mut setup = flatline_telemetry::recording::RecordingSetup::new("synth");
     setup
         .set("hours", args.hours)
         .set("hz", args.hz)

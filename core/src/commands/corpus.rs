@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result};
-use flatline_runtime::analysis::{Kind, MATERIAL_SHARE, corpus, evidence, rules};
-use flatline_runtime::recording::Recording;
+use flatline_analysis::{Kind, MATERIAL_SHARE, corpus, evidence, rules};
+use flatline_telemetry::recording::Recording;
 use serde::Deserialize;
 
 use crate::commands::report;

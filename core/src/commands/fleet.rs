@@ -18,8 +18,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use flatline_runtime::analysis::Kind;
-use flatline_runtime::telemetry::Unit;
+use flatline_analysis::Kind;
+use flatline_telemetry::Unit;
 use serde_json::{Value, json};
 
 use crate::cli::{FleetArgs, ReportFormat};
@@ -143,7 +143,7 @@ pub fn files(args: &[PathBuf]) -> Result<Vec<PathBuf>> {
                 .filter_map(|e| e.ok().map(|e| e.path()))
                 .filter(|p| {
                     p.extension()
-                        .is_some_and(|x| x == flatline_runtime::recording::EXTENSION)
+                        .is_some_and(|x| x == flatline_telemetry::recording::EXTENSION)
                 })
                 .collect();
             if found.is_empty() {
@@ -200,8 +200,8 @@ fn member(path: &Path, budget: usize) -> Member {
     // the trend per second over it (the analysis's own per-step figure is
     // its verdict's, 0 for what it calls flat, and would leave no spread).
     let column = |i: usize| rec.columns[i].as_slice();
-    let steps_per_s = flatline_runtime::analysis::rules::step_axis(&rec.header.schema, column)
-        .and_then(|i| {
+    let steps_per_s =
+        flatline_analysis::rules::step_axis(&rec.header.schema, column).and_then(|i| {
             let (lo, hi) = rec.columns[i]
                 .iter()
                 .filter(|v| v.is_finite())

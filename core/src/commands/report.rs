@@ -5,8 +5,8 @@
 use std::path::Path;
 
 use anyhow::Result;
-use flatline_runtime::analysis::{self, Verdict};
-use flatline_runtime::recording::{Recording, TailProblem};
+use flatline_analysis::{self as analysis, Verdict};
+use flatline_telemetry::recording::{Recording, TailProblem};
 
 pub use flatline_receipt::report::*;
 pub use flatline_receipt::text::{md_report, text_report};

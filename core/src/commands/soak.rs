@@ -8,11 +8,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use crossbeam_channel::Receiver;
-use flatline_runtime::recording::{EventKind, RecordingSetup};
-use flatline_runtime::telemetry::alloc::mark_observer_thread;
-use flatline_runtime::telemetry::work::WorkProgress;
-use flatline_runtime::telemetry::{CgroupSource, SamplerConfig};
-use flatline_runtime::workload::driver::{Driver, DriverConfig, Workload};
+use flatline_arena::workload::driver::{Driver, DriverConfig, Workload};
+use flatline_telemetry::alloc::mark_observer_thread;
+use flatline_telemetry::recording::{EventKind, RecordingSetup};
+use flatline_telemetry::work::WorkProgress;
+use flatline_telemetry::{CgroupSource, SamplerConfig};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::cli::{ServeArgs, SoakArgs};
@@ -53,7 +53,7 @@ pub fn interrupt_flag() -> Result<Arc<AtomicBool>> {
 struct WorkloadRun<'a> {
     source: &'a str,
     workload: Workload,
-    layout: flatline_runtime::workload::ops1b::Layout,
+    layout: flatline_arena::workload::ops1b::Layout,
     hz: f64,
     step_ms: Option<f64>,
     /// `None`: until stopped.
@@ -151,7 +151,7 @@ fn record_workload(
             ..SamplerConfig::default()
         },
         Vec::new(),
-        flatline_runtime::recording::event_channel(),
+        flatline_telemetry::recording::event_channel(),
         run.out,
         run.force,
         run.export.export(std::process::id()),
@@ -334,7 +334,7 @@ pub fn serve(args: &ServeArgs) -> Result<()> {
 /// The job labels of this process's own environment (a soak run by a
 /// launcher, one per rank).
 fn job_env() -> std::collections::BTreeMap<String, String> {
-    flatline_runtime::recording::labels::from_env(std::env::vars())
+    flatline_telemetry::recording::labels::from_env(std::env::vars())
 }
 
 pub fn run(args: &SoakArgs) -> Result<()> {

@@ -9,15 +9,15 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use crossbeam_channel::Sender;
-use flatline_runtime::telemetry::torch::TorchSeen;
-use flatline_runtime::telemetry::{GrowHandle, output};
+use flatline_telemetry::torch::TorchSeen;
+use flatline_telemetry::{GrowHandle, output};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, bail};
-use flatline_runtime::recording::{Event, EventKind, RecordingSetup, event_channel};
-use flatline_runtime::telemetry::logfile::{self, LogFormat, LogTail};
-use flatline_runtime::telemetry::{CgroupSource, Clock, SamplerConfig, SamplerExit, Target};
+use flatline_telemetry::logfile::{self, LogFormat, LogTail};
+use flatline_telemetry::recording::{Event, EventKind, RecordingSetup, event_channel};
+use flatline_telemetry::{CgroupSource, Clock, SamplerConfig, SamplerExit, Target};
 
 use crate::cli::{StepsFrom, WatchArgs};
 use crate::fmt::bytes;
@@ -240,7 +240,7 @@ impl Watched {
         if exited_within(child, wait_first) {
             return None;
         }
-        if flatline_runtime::sys::terminate(pid).is_ok() && exited_within(child, STOP_GRACE) {
+        if flatline_arena::sys::terminate(pid).is_ok() && exited_within(child, STOP_GRACE) {
             let status = child.wait().ok()?;
             return Some(format!("stopped process {pid} with SIGTERM ({status})"));
         }
@@ -263,7 +263,7 @@ impl Watched {
             use std::os::unix::process::ExitStatusExt;
             let prog = command.first().map_or("", String::as_str);
             let name = prog.rsplit('/').next().unwrap_or(prog);
-            Some(flatline_runtime::telemetry::tree::exit_fact(
+            Some(flatline_telemetry::tree::exit_fact(
                 pid,
                 name,
                 status.into_raw(),
@@ -431,7 +431,7 @@ fn exec_kind(path: &std::path::Path) -> ExecKind {
     if meta.permissions().mode() & 0o6000 != 0 {
         return ExecKind::SetId;
     }
-    match flatline_runtime::telemetry::sites::elf_segments(path) {
+    match flatline_telemetry::sites::elf_segments(path) {
         Some(segments) if !segments.iter().any(|s| s.kind == 3) => ExecKind::Static,
         _ => ExecKind::Other,
     }
@@ -473,7 +473,7 @@ fn ended_unread(pid: u32, command: &[String], status: std::process::ExitStatus) 
 /// were checked as they were parsed. So a watch that cannot run never
 /// starts the command it would have watched.
 fn check_before_start(args: &WatchArgs) -> Result<Option<crate::stream::session::Ready>> {
-    use flatline_runtime::recording::RecordingWriter;
+    use flatline_telemetry::recording::RecordingWriter;
     match &args.out {
         Some(out) => RecordingWriter::check_path(out, args.force)?,
         // Its name has the pid: its folder is checked now.
@@ -543,7 +543,7 @@ fn start_target(args: &WatchArgs, clock: Clock) -> Result<Watched> {
             }
             // Even if flatline dies without cleaning up (SIGKILL, or Xlib ending the
             // process when the display goes away), the command does not outlive it.
-            flatline_runtime::sys::end_with_this_process(&mut cmd);
+            flatline_arena::sys::end_with_this_process(&mut cmd);
             let mut child = cmd.spawn().with_context(|| format!("starting {prog}"))?;
             let output = (out || err).then(|| {
                 let mut o = Output::new();
@@ -626,7 +626,7 @@ fn setup(args: &WatchArgs, pid: u32) -> RecordingSetup {
     }
     // Where the job sits among ranks and nodes: a command started here has
     // this environment; a process watched by pid, its own, where readable.
-    use flatline_runtime::recording::labels;
+    use flatline_telemetry::recording::labels;
     let env = if args.command.is_empty() {
         labels::of_process(pid).unwrap_or_else(|e| {
             setup.notes.push(format!(
@@ -770,7 +770,7 @@ pub fn run(args: &WatchArgs, viewer: &dyn crate::Viewer) -> Result<Option<i32>> 
     if let Some(o) = target.output.as_mut() {
         o.collect(session.grow(), printed_events, clock)?;
     }
-    flatline_runtime::telemetry::alloc::mark_observer_thread();
+    flatline_telemetry::alloc::mark_observer_thread();
     let stop = crate::commands::soak::interrupt_flag()?;
     let start = Instant::now();
     let limit = args.seconds.map(Duration::from_secs_f64);

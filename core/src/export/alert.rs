@@ -22,7 +22,7 @@
 use std::collections::HashSet;
 use std::fmt;
 
-use flatline_runtime::analysis::{ChannelAnalysis, Severity, Verdict};
+use flatline_analysis::{ChannelAnalysis, Severity, Verdict};
 
 /// Seconds of analysed readings (after the start-up) before an alert on the
 /// analysis (drift, slope, time to limit, severity) is checked; alerts on
@@ -395,8 +395,8 @@ mod tests {
     /// growth, held for a minute, is.
     #[test]
     fn an_alert_on_the_trend_waits_for_evidence() {
-        use flatline_runtime::analysis::LiveAnalysis;
-        use flatline_runtime::telemetry::{ChannelSpec, Group, Unit};
+        use flatline_analysis::LiveAnalysis;
+        use flatline_telemetry::{ChannelSpec, Group, Unit};
         let analysed = |seconds: usize| {
             let mut live =
                 LiveAnalysis::new(&[ChannelSpec::new("mem.rss", Unit::Bytes, Group::Memory)]);

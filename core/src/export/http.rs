@@ -63,14 +63,14 @@ impl Server {
             .enable_time()
             .max_blocking_threads(1)
             .thread_name("flatline-auth")
-            .on_thread_start(flatline_runtime::telemetry::alloc::mark_observer_thread)
+            .on_thread_start(flatline_telemetry::alloc::mark_observer_thread)
             .build()
             .context("starting the /metrics server")?;
         let (stop, stopped) = oneshot::channel();
         let thread = std::thread::Builder::new()
             .name("flatline-http".into())
             .spawn(move || {
-                flatline_runtime::telemetry::alloc::mark_observer_thread();
+                flatline_telemetry::alloc::mark_observer_thread();
                 runtime.block_on(async move {
                     match tokio::net::TcpListener::from_std(listener) {
                         Ok(l) => accept(l, door.map(Arc::new), published, stopped).await,

@@ -18,11 +18,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
-use flatline_runtime::analysis::tree::Columns;
-use flatline_runtime::analysis::{LiveAnalysis, Severity, Verdict};
-use flatline_runtime::analysis::{death, reading};
-use flatline_runtime::recording::{Event, EventKind, HostFacts, Item, Slots, TapStats};
-use flatline_runtime::telemetry::{ChannelSpec, Kind, STEP_CHANNELS, Schema, TOKEN_CHANNELS, Unit};
+use flatline_analysis::tree::Columns;
+use flatline_analysis::{LiveAnalysis, Severity, Verdict};
+use flatline_analysis::{death, reading};
+use flatline_telemetry::recording::{Event, EventKind, HostFacts, Item, Slots, TapStats};
+use flatline_telemetry::{ChannelSpec, Kind, STEP_CHANNELS, Schema, TOKEN_CHANNELS, Unit};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -33,7 +33,7 @@ use crate::export::alert::{Alert, Alerts, Firing, Reading};
 use crate::export::http::{Published, Server};
 use crate::export::web::Door;
 use bytes::Bytes;
-use flatline_runtime::telemetry::names;
+use flatline_telemetry::names;
 
 /// How often the analysis and the exposition are refreshed.
 pub const REFRESH: Duration = Duration::from_secs(1);
@@ -102,7 +102,7 @@ impl Exporter {
             std::thread::Builder::new()
                 .name("flatline-export".into())
                 .spawn(move || {
-                    flatline_runtime::telemetry::alloc::mark_observer_thread();
+                    flatline_telemetry::alloc::mark_observer_thread();
                     state.run(&rx, &stop, &published);
                 })
                 .context("starting the exporter")?
@@ -295,7 +295,7 @@ impl ExportState {
                     self.death_events.push_back(e.clone());
                 }
                 if let EventKind::Note(text) = &e.kind
-                    && !flatline_runtime::recording::is_recording_note(text)
+                    && !flatline_telemetry::recording::is_recording_note(text)
                 {
                     self.probe_errors += 1;
                 }
@@ -542,7 +542,7 @@ impl ExportState {
             deaths,
         );
         let own = Family::<HostLabels, Gauge<f64, AtomicU64>>::default();
-        if let Some(rss) = flatline_runtime::telemetry::procfs::own_rss() {
+        if let Some(rss) = flatline_telemetry::procfs::own_rss() {
             own.get_or_create(&host).set(rss as f64);
         }
         reg.register(
@@ -602,8 +602,8 @@ fn base_unit(u: Unit) -> (&'static str, f64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use flatline_runtime::recording::Tap;
-    use flatline_runtime::telemetry::{Group, Sample};
+    use flatline_telemetry::recording::Tap;
+    use flatline_telemetry::{Group, Sample};
 
     fn state(channels: Vec<ChannelSpec>) -> (ExportState, Tap, Receiver<Item>) {
         let (tap, rx, stats) = Tap::new();
@@ -744,7 +744,7 @@ mod tests {
     #[test]
     fn a_tap_that_loses_a_schema_change_says_it_is_broken() {
         let (tap, rx, stats) = Tap::new();
-        for k in 0..flatline_runtime::recording::TAP_CAPACITY as u64 {
+        for k in 0..flatline_telemetry::recording::TAP_CAPACITY as u64 {
             tap.send(Item::Sample(sample(k, &[1.0])));
         }
         tap.send(Item::Sample(sample(9999, &[1.0])));

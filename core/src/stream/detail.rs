@@ -9,7 +9,7 @@
 
 use std::sync::mpsc::{Receiver, TryRecvError, channel};
 
-use flatline_runtime::recording::SampleIndex;
+use flatline_telemetry::recording::SampleIndex;
 
 use crate::stream::store::Series;
 

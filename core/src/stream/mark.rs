@@ -35,7 +35,7 @@ const READ_TIMEOUT: Duration = Duration::from_secs(2);
 pub fn socket_dir() -> Result<PathBuf> {
     let dir = match std::env::var_os("XDG_RUNTIME_DIR").filter(|d| !d.is_empty()) {
         Some(d) => PathBuf::from(d).join("flatline"),
-        None => std::env::temp_dir().join(format!("flatline-{}", flatline_runtime::sys::uid())),
+        None => std::env::temp_dir().join(format!("flatline-{}", flatline_arena::sys::uid())),
     };
     match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
         Ok(()) => {}
@@ -43,7 +43,7 @@ pub fn socket_dir() -> Result<PathBuf> {
         Err(e) => return Err(e).with_context(|| format!("creating {}", dir.display())),
     }
     let meta = std::fs::symlink_metadata(&dir).with_context(|| format!("{}", dir.display()))?;
-    if !meta.is_dir() || meta.uid() != flatline_runtime::sys::uid() {
+    if !meta.is_dir() || meta.uid() != flatline_arena::sys::uid() {
         bail!(
             "{} is not a folder of this user's: markers need one only this user can open",
             dir.display()
@@ -161,7 +161,7 @@ impl MarkServer {
             std::thread::Builder::new()
                 .name("flatline-mark".into())
                 .spawn(move || {
-                    flatline_runtime::telemetry::alloc::mark_observer_thread();
+                    flatline_telemetry::alloc::mark_observer_thread();
                     for conn in listener.incoming() {
                         if stop.load(Ordering::Relaxed) {
                             break;
@@ -210,8 +210,8 @@ pub fn listen(
 /// One connection: the text, checked, or the reason it is refused (which
 /// the client is told too).
 fn serve(mut c: UnixStream, on_mark: &impl Fn(String)) -> Result<(), String> {
-    let me = flatline_runtime::sys::uid();
-    let verdict = match flatline_runtime::sys::peer_uid(&c) {
+    let me = flatline_arena::sys::uid();
+    let verdict = match flatline_arena::sys::peer_uid(&c) {
         Err(e) => Err(format!("the sender is unknown ({e})")),
         Ok(uid) if uid != me => Err(format!("sent by user {uid}, not this user ({me})")),
         Ok(_) => {

@@ -8,10 +8,12 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::{Context, Result};
 use crossbeam_channel::{Receiver, Sender};
-use flatline_runtime::recording::{
+use flatline_telemetry::recording::{
     Event, EventKind, OnFault, Recorder, RecorderSummary, RecordingSetup, Tap, event_channel,
 };
-use flatline_runtime::telemetry::{self, Probe, SamplerConfig, SamplerExit, Schema, Unavailable};
+use flatline_telemetry::{
+    self as telemetry, Probe, SamplerConfig, SamplerExit, Schema, Unavailable,
+};
 
 use crate::export::prom::{ExportSetup, Exporter};
 
@@ -245,17 +247,17 @@ impl Session {
     pub fn finish_copy(
         &self,
         end: &str,
-    ) -> Result<Option<flatline_runtime::recording::WriteSummary>> {
+    ) -> Result<Option<flatline_telemetry::recording::WriteSummary>> {
         Ok(self.recorder.finish_copy(end)?)
     }
 
     /// The recording's write faults so far (a full disk).
-    pub fn faults(&self) -> flatline_runtime::recording::Faults {
+    pub fn faults(&self) -> flatline_telemetry::recording::Faults {
         self.recorder.faults()
     }
 
     /// The second recording's write faults so far.
-    pub fn copy_faults(&self) -> flatline_runtime::recording::Faults {
+    pub fn copy_faults(&self) -> flatline_telemetry::recording::Faults {
         self.recorder.copy_faults()
     }
 
@@ -305,7 +307,7 @@ pub(crate) struct Stream {
     pub setup: RecordingSetup,
     pub tap: Option<Tap>,
     pub exporter: Option<Exporter>,
-    pub writer: Option<flatline_runtime::recording::RecordingWriter>,
+    pub writer: Option<flatline_telemetry::recording::RecordingWriter>,
 }
 
 impl Stream {
@@ -451,7 +453,11 @@ impl FaultWatch {
     }
 
     /// As [`FaultWatch::check`], for any recording's faults.
-    pub fn look(&mut self, f: &flatline_runtime::recording::Faults, policy: OnWriteError) -> bool {
+    pub fn look(
+        &mut self,
+        f: &flatline_telemetry::recording::Faults,
+        policy: OnWriteError,
+    ) -> bool {
         if f.ended.len() < self.told_ended {
             // A new recording (the window's copy starts afresh).
             *self = Self {
@@ -484,7 +490,7 @@ impl FaultWatch {
                     OnWriteError::Stop => "stopping (--on-write-error stop)".to_owned(),
                     OnWriteError::KeepSampling => format!(
                         "sampling goes on and the writes are tried again every {} s (--on-write-error keep-sampling)",
-                        flatline_runtime::recording::WRITE_RETRY.as_secs()
+                        flatline_telemetry::recording::WRITE_RETRY.as_secs()
                     ),
                 };
                 eprintln!(
@@ -496,7 +502,7 @@ impl FaultWatch {
                         OnWriteError::Stop => "stopping".to_owned(),
                         OnWriteError::KeepSampling => format!(
                             "retrying every {} s",
-                            flatline_runtime::recording::WRITE_RETRY.as_secs()
+                            flatline_telemetry::recording::WRITE_RETRY.as_secs()
                         ),
                     };
                     tell_window(&format!(
@@ -516,7 +522,7 @@ impl FaultWatch {
 /// After a run whose recording met write faults: one line on what the file
 /// lacks, and an error that makes the exit code non-zero without saying the
 /// cause again (it was said when it happened).
-pub fn fault_outcome(faults: &flatline_runtime::recording::Faults) -> Result<()> {
+pub fn fault_outcome(faults: &flatline_telemetry::recording::Faults) -> Result<()> {
     let (samples, events) = faults
         .all()
         .fold((0, 0), |(s, e), f| (s + f.lost_samples, e + f.lost_events));

@@ -11,16 +11,16 @@ use std::time::Duration;
 
 use anyhow::{Context as _, Result};
 use crossbeam_channel::{Receiver, Sender};
-use flatline_runtime::recording::{
+use flatline_arena::workload::driver::Workload;
+use flatline_telemetry::alloc::mark_observer_thread;
+use flatline_telemetry::recording::{
     Event, EventKind, Feed, Header, Item, Recorder, Recording, RecordingSetup, SampleIndex,
     Scanner, TailProblemKind, Visit,
 };
-use flatline_runtime::telemetry::alloc::mark_observer_thread;
-use flatline_runtime::telemetry::{self, SamplerConfig};
-use flatline_runtime::workload::driver::Workload;
+use flatline_telemetry::{self as telemetry, SamplerConfig};
 
 use crate::stream::store::Store;
-use flatline_runtime::telemetry::names;
+use flatline_telemetry::names;
 
 /// What a caption and a top bar say about a source.
 #[derive(Debug, Clone, Default)]
@@ -233,7 +233,7 @@ pub struct ServeConfig {
     pub workload: Workload,
     /// Telemetry samples per second.
     pub hz: f64,
-    pub layout: flatline_runtime::workload::ops1b::Layout,
+    pub layout: flatline_arena::workload::ops1b::Layout,
     /// What the child does when the window's recording cannot be written.
     pub on_write_error: crate::stream::session::OnWriteError,
     /// Whether the child serves /metrics, and what it alerts on.
@@ -248,7 +248,7 @@ impl ServeConfig {
         Self {
             workload,
             hz,
-            layout: flatline_runtime::workload::ops1b::Layout::Aos,
+            layout: flatline_arena::workload::ops1b::Layout::Aos,
             on_write_error: crate::stream::session::OnWriteError::default(),
             export: crate::stream::session::ExportConfig::default(),
             labels: Vec::new(),
@@ -309,7 +309,7 @@ impl LiveSource {
         cmd.args(config.argv(&path))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped());
-        flatline_runtime::sys::end_with_this_process(&mut cmd);
+        flatline_arena::sys::end_with_this_process(&mut cmd);
         let mut child = cmd
             .spawn()
             .with_context(|| format!("starting {} serve", program.display()))?;
@@ -417,14 +417,16 @@ impl ChildFaults {
         };
         match what {
             "fault" => {
-                self.notes
-                    .push(format!("{}{text}", flatline_runtime::recording::FAULT_NOTE));
+                self.notes.push(format!(
+                    "{}{text}",
+                    flatline_telemetry::recording::FAULT_NOTE
+                ));
                 *slot = Some(text);
             }
             "resumed" => {
                 self.notes.push(format!(
                     "{}{text}",
-                    flatline_runtime::recording::RESUMED_NOTE
+                    flatline_telemetry::recording::RESUMED_NOTE
                 ));
                 *slot = None;
             }
@@ -578,7 +580,7 @@ impl Source for LiveSource {
         }
         if let Some(v) = self
             .dropped_idx
-            .and_then(|i| flatline_runtime::analysis::rules::latest(store.series(i).values()))
+            .and_then(|i| flatline_analysis::rules::latest(store.series(i).values()))
         {
             self.dropped = v as u64;
         }
@@ -928,7 +930,7 @@ impl WatchSource {
     /// the event queue its probes already send to (see [`event_channel`]),
     /// and records to `out` as `setup` says.
     ///
-    /// [`event_channel`]: flatline_runtime::recording::event_channel
+    /// [`event_channel`]: flatline_telemetry::recording::event_channel
     #[allow(clippy::too_many_arguments)]
     pub fn start(
         pid: u32,
@@ -968,7 +970,7 @@ impl WatchSource {
             Self {
                 pid,
                 hz,
-                host: flatline_runtime::recording::with_labels(
+                host: flatline_telemetry::recording::with_labels(
                     s.setup.host.summary(),
                     &s.setup.labels,
                 ),
@@ -1003,7 +1005,7 @@ impl WatchSource {
             crate::stream::session::OnWriteError::KeepSampling => format!(
                 "cannot write {}; retrying every {} s",
                 f.describe(),
-                flatline_runtime::recording::WRITE_RETRY.as_secs()
+                flatline_telemetry::recording::WRITE_RETRY.as_secs()
             ),
             crate::stream::session::OnWriteError::Stop => {
                 // The recorder let it go, whole up to the fault.

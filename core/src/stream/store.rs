@@ -4,10 +4,10 @@
 
 use std::time::Duration;
 
-use flatline_runtime::analysis::{ChannelAnalysis, LiveAnalysis, rules};
-use flatline_runtime::recording::Slots;
-use flatline_runtime::recording::{Event, HostFacts, Recording};
-use flatline_runtime::telemetry::{STEP_CHANNELS, Sample, Schema, TOKEN_CHANNELS};
+use flatline_analysis::{ChannelAnalysis, LiveAnalysis, rules};
+use flatline_telemetry::recording::Slots;
+use flatline_telemetry::recording::{Event, HostFacts, Recording};
+use flatline_telemetry::{STEP_CHANNELS, Sample, Schema, TOKEN_CHANNELS};
 
 /// What two runs are lined up by: time since each one's start, the step,
 /// or the token count.
@@ -329,17 +329,17 @@ impl Store {
     /// What is known beside the channels' analyses (the process tree up to
     /// where the analyses stop, who died over the whole stream, the
     /// allocation sites), read as a receipt reads them
-    /// ([`flatline_runtime::analysis::reading::Facts::read`]).
-    pub fn facts(&self) -> flatline_runtime::analysis::reading::Facts {
+    /// ([`flatline_analysis::reading::Facts::read`]).
+    pub fn facts(&self) -> flatline_analysis::reading::Facts {
         self.facts_of(|i| self.analysis(i))
     }
 
     /// The whole store read as a receipt reads a recording
-    /// ([`flatline_runtime::analysis::reading::read_input`]), on every
+    /// ([`flatline_analysis::reading::read_input`]), on every
     /// reading it holds rather than the live analyses' kept points: a
     /// replay's banner then says the receipt's sentence, figure for figure.
-    pub fn read_whole(&self) -> flatline_runtime::analysis::reading::Reading {
-        use flatline_runtime::analysis::reading;
+    pub fn read_whole(&self) -> flatline_analysis::reading::Reading {
+        use flatline_analysis::reading;
         let input = reading::Input {
             schema: &self.schema,
             events: &self.events,
@@ -355,8 +355,8 @@ impl Store {
     pub fn facts_of<'a>(
         &'a self,
         analysis: impl Fn(usize) -> Option<&'a ChannelAnalysis>,
-    ) -> flatline_runtime::analysis::reading::Facts {
-        use flatline_runtime::analysis::{reading, tree::Columns};
+    ) -> flatline_analysis::reading::Facts {
+        use flatline_analysis::{reading, tree::Columns};
         let times = &self.t;
         let end = self
             .analysis_end()
@@ -418,7 +418,7 @@ impl Store {
         // The watched process's exit ends the job (a worker's does not).
         let exit = matches!(
             e.kind,
-            flatline_runtime::recording::EventKind::TargetExited { .. }
+            flatline_telemetry::recording::EventKind::TargetExited { .. }
         );
         self.events.push(e);
         if exit {
@@ -427,7 +427,7 @@ impl Store {
     }
 
     /// Where the job's teardown began, once it has ended, as its receipt
-    /// finds it ([`flatline_runtime::analysis::tree::analysis_end`]): the window's analyses
+    /// finds it ([`flatline_analysis::tree::analysis_end`]): the window's analyses
     /// stop there.
     pub fn check_end(&mut self) {
         let column = |n: &str| {
@@ -445,7 +445,7 @@ impl Store {
     }
 
     /// The stream is of a job the watch launched (its `command` in the
-    /// setup): one that exits within [`flatline_runtime::analysis::START_UP_ONLY_S`] of its
+    /// setup): one that exits within [`flatline_analysis::START_UP_ONLY_S`] of its
     /// first reading ended during its start-up, as its receipt says.
     pub fn set_launched(&mut self, config: &std::collections::BTreeMap<String, String>) {
         self.live.set_launched(config.contains_key("command"));
@@ -487,8 +487,8 @@ impl Store {
     }
 
     /// Takes one item of a stream (the road every source's data travels).
-    pub fn push_item(&mut self, item: &flatline_runtime::recording::Item) {
-        use flatline_runtime::recording::Item;
+    pub fn push_item(&mut self, item: &flatline_telemetry::recording::Item) {
+        use flatline_telemetry::recording::Item;
         match item {
             Item::Add(specs) => self.add_channels(specs),
             Item::End(positions) => self.end_channels(positions),
@@ -499,7 +499,7 @@ impl Store {
 
     /// Channels that join from the next sample on (format v2); the samples so
     /// far have no value for them.
-    pub fn add_channels(&mut self, specs: &[flatline_runtime::telemetry::ChannelSpec]) {
+    pub fn add_channels(&mut self, specs: &[flatline_telemetry::ChannelSpec]) {
         let n = self.t.len();
         for spec in specs {
             self.schema.channels.push(spec.clone());
@@ -838,10 +838,10 @@ mod tests {
     #[test]
     fn a_long_live_session_stays_bounded() {
         let schema = Schema {
-            channels: vec![flatline_runtime::telemetry::ChannelSpec::new(
+            channels: vec![flatline_telemetry::ChannelSpec::new(
                 "mem.rss",
-                flatline_runtime::telemetry::Unit::Bytes,
-                flatline_runtime::telemetry::Group::Memory,
+                flatline_telemetry::Unit::Bytes,
+                flatline_telemetry::Group::Memory,
             )],
         };
         let mut store = Store::new(schema, 10_000);
@@ -858,7 +858,7 @@ mod tests {
         assert!(store.t.windows(2).all(|w| w[0] < w[1]));
         store.begin_frame(None);
         let a = store.analysis(0).unwrap();
-        assert_eq!(a.verdict, flatline_runtime::analysis::Verdict::Staircase);
+        assert_eq!(a.verdict, flatline_analysis::Verdict::Staircase);
         assert!(store.heap_bytes() < 2 << 20, "{}", store.heap_bytes());
         // The history is evenly spaced: the oldest hour as dense as the
         // rest of the history, not thinned away by every later thinning.
@@ -882,8 +882,8 @@ mod tests {
     /// flat; 40 s in, the live card must not call its RSS a leak.
     #[test]
     fn a_live_start_up_is_found_and_not_called_a_leak() {
-        use flatline_runtime::analysis::Verdict;
-        use flatline_runtime::telemetry::{ChannelSpec, Group, Unit};
+        use flatline_analysis::Verdict;
+        use flatline_telemetry::{ChannelSpec, Group, Unit};
         let schema = Schema {
             channels: vec![ChannelSpec::new("mem.rss", Unit::Bytes, Group::Memory)],
         };
@@ -913,9 +913,9 @@ mod tests {
     /// leak.
     #[test]
     fn a_launched_job_that_exits_early_ended_during_its_start_up() {
-        use flatline_runtime::analysis::{Note, Verdict};
-        use flatline_runtime::recording::EventKind;
-        use flatline_runtime::telemetry::{ChannelSpec, Group, Unit};
+        use flatline_analysis::{Note, Verdict};
+        use flatline_telemetry::recording::EventKind;
+        use flatline_telemetry::{ChannelSpec, Group, Unit};
         let verdicts = |launched: bool| {
             // A process's PSS before its USS: the USS, analysed first for
             // the PSS's sake (after the exit, the round-robin comes to the
@@ -972,8 +972,8 @@ mod tests {
     /// 2 MiB/s at once (it outgrows the tail in seconds).
     #[test]
     fn growth_just_after_a_start_up_is_its_tail_until_it_outgrows_it() {
-        use flatline_runtime::analysis::{Note, Verdict};
-        use flatline_runtime::telemetry::{ChannelSpec, Group, Unit};
+        use flatline_analysis::{Note, Verdict};
+        use flatline_telemetry::{ChannelSpec, Group, Unit};
         const MIB: f64 = 1_048_576.0;
         let read = |seconds: u64, after: f64| {
             let schema = Schema {
@@ -1012,7 +1012,7 @@ mod tests {
 
     #[test]
     fn gpu_memory_is_bounded_by_the_gpus_latest_total() {
-        use flatline_runtime::telemetry::{ChannelSpec, Group, Unit};
+        use flatline_telemetry::{ChannelSpec, Group, Unit};
         let ch = |name: &str| ChannelSpec::new(name, Unit::Bytes, Group::Gpu);
         let schema = Schema {
             channels: vec![ch("gpu0.used"), ch("gpu0.total"), ch("gpu1.used")],

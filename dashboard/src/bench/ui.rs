@@ -9,13 +9,13 @@ use std::time::Instant;
 
 use anyhow::{Context as _, Result};
 use eframe::egui;
-use flatline_runtime::recording::{Header, HostFacts, RecordingWriter};
-use flatline_runtime::telemetry::{ChannelSpec, Group, Sample, Schema, Unit};
+use flatline_telemetry::recording::{Header, HostFacts, RecordingWriter};
+use flatline_telemetry::{ChannelSpec, Group, Sample, Schema, Unit};
 
 use crate::ui::{Dashboard, ReplaySource, Settings, Store};
 use flatline_core::cli::UiBenchArgs;
 use flatline_core::fmt::{bytes, nanos};
-use flatline_runtime::telemetry::names;
+use flatline_telemetry::names;
 
 /// The channels of a soak that the default view plots, plus the rest of a
 /// typical schema, 34 in all.

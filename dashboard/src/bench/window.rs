@@ -18,7 +18,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, bail};
-use flatline_runtime::workload::driver::Workload;
+use flatline_arena::workload::driver::Workload;
 
 use crate::ui::{Dashboard, LiveSource, ReplaySource, ServeConfig, Settings, WindowOptions};
 use flatline_core::cli::WindowBenchArgs;
@@ -41,7 +41,7 @@ fn process_cpu_s() -> Result<f64> {
             .and_then(|f| f.parse::<f64>().ok())
             .context("an odd /proc/self/stat")
     };
-    let hz = flatline_runtime::sys::clock_ticks_per_second() as f64;
+    let hz = flatline_arena::sys::clock_ticks_per_second() as f64;
     Ok((tick(11)? + tick(12)?) / hz)
 }
 
@@ -95,7 +95,7 @@ fn run_case(args: &WindowBenchArgs, case: &str) -> Result<()> {
             (Ok(c0), Ok(c1)) => Ok((c1 - c0, f1 - f0, t1.as_secs_f64())),
             (Err(e), _) | (_, Err(e)) => Err(e),
         });
-        let _ = flatline_runtime::sys::terminate(std::process::id());
+        let _ = flatline_arena::sys::terminate(std::process::id());
     });
     crate::ui::run_window(
         &format!("flatline — bench window ({case})"),

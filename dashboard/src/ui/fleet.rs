@@ -12,7 +12,7 @@ use eframe::egui::{self, Color32, RichText};
 use egui_plot::{Line, Plot, PlotPoints};
 use flatline_core::commands::fleet::{Fleet, set_digest};
 use flatline_core::fmt::value;
-use flatline_runtime::telemetry::Unit;
+use flatline_telemetry::Unit;
 
 use super::{Capture, ShotResult};
 

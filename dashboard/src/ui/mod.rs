@@ -60,7 +60,7 @@ pub struct Settings {
 impl Default for Settings {
     fn default() -> Self {
         // What each channel's declaration says (`telemetry/catalog.rs`).
-        let selected = flatline_runtime::telemetry::catalog::shown().collect();
+        let selected = flatline_telemetry::catalog::shown().collect();
         Self {
             selected,
             drift: false,
@@ -148,10 +148,10 @@ pub type TreeFindings = (
     std::time::Instant,
     (usize, usize, u64, usize),
     // The tree, how the job ended so far, the sites: as the receipt reads them.
-    flatline_runtime::analysis::reading::Facts,
+    flatline_analysis::reading::Facts,
     // A replay's whole recording read as its receipt reads it (a live
     // stream's banner reads the live analyses).
-    Option<flatline_runtime::analysis::reading::Reading>,
+    Option<flatline_analysis::reading::Reading>,
 );
 
 /// The dashboard's state: where the data comes from, what it holds, what the
@@ -446,7 +446,7 @@ impl Dashboard {
             .map(|e| e.path())
             .filter(|p| {
                 p.extension()
-                    .is_some_and(|e| e == flatline_runtime::recording::EXTENSION)
+                    .is_some_and(|e| e == flatline_telemetry::recording::EXTENSION)
             })
             .map(|path| Listed {
                 bytes: std::fs::metadata(&path).map_or(0, |m| m.len()),
@@ -561,7 +561,7 @@ impl Dashboard {
             .window_rss_at
             .is_none_or(|t| t.elapsed() >= std::time::Duration::from_secs(1))
         {
-            self.window_rss = flatline_runtime::telemetry::procfs::own_rss();
+            self.window_rss = flatline_telemetry::procfs::own_rss();
             self.window_rss_at = Some(Instant::now());
         }
         if let Some(tl) = &mut self.timeline {
@@ -904,7 +904,7 @@ fn spawn_waker(
     std::thread::Builder::new()
         .name("flatline-waker".into())
         .spawn(move || {
-            flatline_runtime::telemetry::alloc::mark_observer_thread();
+            flatline_telemetry::alloc::mark_observer_thread();
             // The waker's own last request, which egui answers a moment
             // later: the next may not come sooner than a period after it.
             let mut asked = Instant::now();

@@ -13,10 +13,10 @@ use egui_plot::{
     AxisHints, FilledArea, Legend, Line, LineStyle, Plot, PlotPoint, PlotPoints, PlotUi, Points,
     Polygon, VLine,
 };
-use flatline_runtime::analysis::summary::{self, Assessed};
-use flatline_runtime::analysis::{ChannelAnalysis, Kind, Severity, Verdict};
-use flatline_runtime::recording::EventKind;
-use flatline_runtime::telemetry::{Group, Unit};
+use flatline_analysis::summary::{self, Assessed};
+use flatline_analysis::{ChannelAnalysis, Kind, Severity, Verdict};
+use flatline_telemetry::recording::EventKind;
+use flatline_telemetry::{Group, Unit};
 
 use super::{Focus, Listed, Loading, Other, Settings, SourceFacts, Store, Timeline, ViewState};
 use flatline_core::fmt::{bytes, value};
@@ -176,8 +176,8 @@ pub fn draw(d: &mut Frame<'_>, ui: &mut egui::Ui) -> Vec<Action> {
 
 #[cfg(test)]
 mod tests {
-    use flatline_runtime::analysis::LiveAnalysis;
-    use flatline_runtime::telemetry::{ChannelSpec, Group, Unit};
+    use flatline_analysis::LiveAnalysis;
+    use flatline_telemetry::{ChannelSpec, Group, Unit};
 
     use super::*;
 

@@ -260,10 +260,10 @@ pub fn served_at(stderr: &str) -> Option<SocketAddr> {
 /// for a test to write samples and events into.
 pub fn watch_recording(
     path: &Path,
-    channels: Vec<flatline_runtime::telemetry::ChannelSpec>,
-) -> flatline_runtime::recording::RecordingWriter {
-    use flatline_runtime::recording::{Header, HostFacts, RecordingWriter};
-    let schema = flatline_runtime::telemetry::Schema { channels };
+    channels: Vec<flatline_telemetry::ChannelSpec>,
+) -> flatline_telemetry::recording::RecordingWriter {
+    use flatline_telemetry::recording::{Header, HostFacts, RecordingWriter};
+    let schema = flatline_telemetry::Schema { channels };
     let header = Header::new(
         "watch",
         schema,

@@ -5,7 +5,7 @@
 use std::ops::RangeInclusive;
 
 use egui_plot::{GridInput, GridMark};
-use flatline_runtime::telemetry::{Group, Unit};
+use flatline_telemetry::{Group, Unit};
 
 /// How a plot's values are shown: multiplied by `scale`, in `label`.
 #[derive(Debug, Clone, PartialEq)]

@@ -2,7 +2,7 @@
 //! processes of a watched tree.
 
 use super::*;
-use flatline_runtime::telemetry::names;
+use flatline_telemetry::names;
 
 pub(super) fn group_name(g: Group) -> &'static str {
     match g {
@@ -115,7 +115,7 @@ fn sites(d: &mut Frame<'_>, ui: &mut egui::Ui, visible: usize) {
         .channels
         .iter()
         .enumerate()
-        .filter(|(_, c)| flatline_runtime::analysis::rules::is_site_channel(&c.name))
+        .filter(|(_, c)| flatline_analysis::rules::is_site_channel(&c.name))
         .map(|(i, _)| {
             let a = d.store.analysis(i);
             let growth = a
@@ -618,7 +618,7 @@ fn process_row(d: &mut Frame<'_>, ui: &mut egui::Ui, r: &ProcessRow, indent: boo
     match (r.exited_s, death) {
         (Some(t), Some(x)) => {
             let how = match x.cause {
-                flatline_runtime::analysis::death::Cause::Signal => {
+                flatline_analysis::death::Cause::Signal => {
                     format!("killed by signal {} {t:.1} s", x.signal.unwrap_or(0))
                 }
                 _ => format!("OOM-killed {t:.1} s"),

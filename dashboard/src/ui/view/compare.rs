@@ -2,9 +2,9 @@
 //! one plot a channel, each side in its own fixed colour on one aligned axis.
 
 use eframe::egui::{self, Color32, RichText};
-use flatline_runtime::analysis::summary::{self, Assessed};
-use flatline_runtime::analysis::{ChannelAnalysis, Kind};
-use flatline_runtime::telemetry::Unit;
+use flatline_analysis::summary::{self, Assessed};
+use flatline_analysis::{ChannelAnalysis, Kind};
+use flatline_telemetry::Unit;
 
 use super::{
     Frame, Mark, axis_unit, badge, decimate_on, draw_markers, lane_plot, line, linked_plot,

@@ -2,7 +2,7 @@
 //! read-out under the pointer and a wall-clock axis.
 
 use super::*;
-use flatline_runtime::telemetry::names;
+use flatline_telemetry::names;
 
 pub(super) fn plots(
     d: &mut Frame<'_>,
@@ -577,7 +577,7 @@ pub(super) fn wall_origin(d: &Frame<'_>, x_steps: bool) -> Option<Wall> {
     let start = d.seen.meta.started_unix_ms? as f64 / 1e3;
     Some(Wall::at(
         start,
-        flatline_runtime::sys::local_zone(start.floor() as i64),
+        flatline_arena::sys::local_zone(start.floor() as i64),
     ))
 }
 

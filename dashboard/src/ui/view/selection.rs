@@ -2,10 +2,10 @@
 //! same analysis as `report --from/--to`, on the plotted channels' readings
 //! the window holds for that part.
 
-use flatline_runtime::analysis::summary::{self, Assessed};
-use flatline_runtime::analysis::tree::Columns;
-use flatline_runtime::analysis::{ChannelAnalysis, reading};
-use flatline_runtime::telemetry::Unit;
+use flatline_analysis::summary::{self, Assessed};
+use flatline_analysis::tree::Columns;
+use flatline_analysis::{ChannelAnalysis, reading};
+use flatline_telemetry::Unit;
 
 use super::Frame;
 use super::axes::clock;

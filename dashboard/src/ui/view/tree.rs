@@ -1,7 +1,7 @@
 //! The process tree's stacked areas.
 
 use super::*;
-use flatline_runtime::telemetry::names;
+use flatline_telemetry::names;
 
 /// Most processes stacked one by one under `tree.pss` (those that grew
 /// first); the rest share a band.

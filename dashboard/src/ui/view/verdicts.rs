@@ -160,7 +160,7 @@ pub(super) struct Answer {
     headline: String,
     /// The growing channels, most urgent first.
     growing: Vec<String>,
-    growths: Vec<flatline_runtime::analysis::answer::Growth>,
+    growths: Vec<flatline_analysis::answer::Growth>,
     severity: Option<Severity>,
     /// A finding says growth was found.
     found: bool,
@@ -197,8 +197,7 @@ pub(super) fn cards(d: &mut Frame<'_>, ui: &mut egui::Ui, answer: Option<&(Answe
     let layers = summary::gpu_layers(&assessed, &value);
     // One card per growth (a process's RSS, PSS and USS and the sums that
     // repeat it are one), most urgent first.
-    let growths: &[flatline_runtime::analysis::answer::Growth] =
-        answer.map_or(&[], |(a, _)| &a.growths);
+    let growths: &[flatline_analysis::answer::Growth] = answer.map_or(&[], |(a, _)| &a.growths);
     let told: std::collections::HashSet<&str> = growths
         .iter()
         .flat_map(|g| {
@@ -299,14 +298,14 @@ pub(super) fn cards(d: &mut Frame<'_>, ui: &mut egui::Ui, answer: Option<&(Answe
 /// A growth's card: who grows, how fast and to which limit, in what kind
 /// of memory, which code holds it, what to try, and the channels that are
 /// this one growth.
-pub(super) fn growth_card(ui: &mut egui::Ui, g: &flatline_runtime::analysis::answer::Growth) {
+pub(super) fn growth_card(ui: &mut egui::Ui, g: &flatline_analysis::answer::Growth) {
     let color = g.severity.map_or(GROWS, severity_color);
     let who = g.subject();
     ui.horizontal_wrapped(|ui| {
         ui.label(RichText::new(who).strong().color(color));
         ui.label(RichText::new(g.verdict.as_str()).small().color(color));
     });
-    let rate = flatline_runtime::analysis::finding::rate_text(g.rate_per_s, g.unit, &value);
+    let rate = flatline_analysis::finding::rate_text(g.rate_per_s, g.unit, &value);
     let limit = match g.time_to_limit_s {
         Some(t) => format!(", limit in {}", flatline_core::fmt::duration(t)),
         None => String::new(),

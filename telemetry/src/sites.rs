@@ -1,0 +1,719 @@
+//! Allocation sites of a watched job (`watch --sites`): the records the
+//! preloaded library (`flatline-preload`) writes to a ring per process,
+//! turned into live bytes by site.
+//!
+//! Each sampled allocation stands for its weight in bytes
+//! (`flatline_format::sites::weight`); a site's live bytes are the weights
+//! of its sampled blocks not yet freed, an unbiased estimate of the bytes
+//! it holds. A site is where the allocation was made: the innermost Python
+//! frame (file, line, function) where the process runs Python and the
+//! library could read its frames, else the innermost native frame outside
+//! the allocators (this library, the C and C++ runtimes).
+//!
+//! Channels, each a `Level` in bytes so the evidence rule reads them as it
+//! reads any memory:
+//! - `site<N>.live` for each site once it holds 1 MiB (at most
+//!   [`MAX_SITE_CHANNELS`]), labelled with its `pid`, `function`, `file`,
+//!   `line`, `frames` (innermost first, one a line) and `code` (the source
+//!   line, where its file could be read);
+//! - `pid<N>.alloc_live`: the bytes the process holds by the library's
+//!   exact count (allocated less freed), beside its RSS;
+//! - `sites.dropped`: records the rings could not take (full).
+//!
+//! Native frames are named here, off the job's hot path, from the process's
+//! maps and each file's symbols and DWARF (`addr2line`), and only for the
+//! sites that get a channel.
+
+use std::collections::{HashMap, HashSet};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use crossbeam_channel::Sender;
+use flatline_format::sites as L;
+use flatline_format::{ChannelSpec, Event, EventKind};
+
+use super::Clock;
+use super::catalog;
+use super::dynamic::DynamicChannels;
+use super::{Probe, ProbeError};
+use flatline_arena::sys::SiteRing;
+
+/// A site gets a channel once its estimate holds this much.
+pub const SITE_BYTES: i64 = 1 << 20;
+/// At most this many site channels in a recording.
+pub const MAX_SITE_CHANNELS: usize = 32;
+/// Records taken from one ring in one reading, at most.
+const BATCH: usize = 1 << 16;
+/// Frames kept to describe a site.
+const FRAMES: usize = 8;
+
+/// Libraries whose frames are the allocator's, not the program's.
+const ALLOCATOR_LIBS: [&str; 8] = [
+    "libflatline_preload",
+    "libc.so",
+    "libc-",
+    "libstdc++",
+    "libgcc_s",
+    "ld-linux",
+    "libjemalloc",
+    "libtcmalloc",
+];
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Key {
+    Python {
+        pid: u32,
+        file: String,
+        function: String,
+        line: u32,
+    },
+    Native {
+        pid: u32,
+        addr: u64,
+    },
+}
+
+/// What a site is, for its channel's labels and the receipt.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Described {
+    pub function: String,
+    pub file: String,
+    pub line: u32,
+    /// Innermost first: `file:line function`.
+    pub frames: Vec<String>,
+    /// The source line, where its file could be read.
+    pub code: Option<String>,
+}
+
+#[derive(Debug)]
+struct Site {
+    pid: u32,
+    live: i64,
+    samples: u64,
+    channel: Option<usize>,
+    /// The first sample's frames: Python ones already named; native
+    /// addresses named when the site gets a channel.
+    python: Vec<(String, String, u32)>,
+    native: Vec<u64>,
+}
+
+#[derive(Debug)]
+struct Code {
+    name: String,
+    file: String,
+}
+
+/// A mapped file of a process: its address range and where it starts in
+/// the file.
+#[derive(Debug, Clone)]
+struct Map {
+    start: u64,
+    end: u64,
+    offset: u64,
+    path: String,
+}
+
+/// A ring file stays until the watch ends (the folder goes then): a
+/// pid's rings are numbered in the order its programs made them, and a
+/// file removed would let a later program take its number.
+#[derive(Debug)]
+struct Ring {
+    ring: SiteRing,
+    pid: u32,
+    head: u64,
+    codes: HashMap<u32, Code>,
+    blocks: HashMap<u64, (usize, u64)>,
+    maps: Vec<Map>,
+    maps_read: bool,
+    live_channel: Option<usize>,
+    python_told: bool,
+    dropped_told: u64,
+    ended: bool,
+}
+
+/// Reads a watched job's allocation-site rings (see the module's comment).
+#[derive(Debug)]
+pub struct SitesProbe {
+    dir: PathBuf,
+    opened: HashSet<OsString>,
+    rings: Vec<Ring>,
+    sites: Vec<Site>,
+    index: HashMap<Key, usize>,
+    symbols: Symbols,
+    events: Option<Sender<Event>>,
+    clock: Clock,
+    site_channels: usize,
+    told_full: bool,
+    /// Channels to end at the next `dynamic`.
+    to_end: Vec<usize>,
+}
+
+impl SitesProbe {
+    /// Reads the rings the job's processes make in `dir`.
+    pub fn new(dir: impl Into<PathBuf>, events: Option<Sender<Event>>, clock: Clock) -> Self {
+        Self {
+            dir: dir.into(),
+            opened: HashSet::new(),
+            rings: Vec::new(),
+            sites: Vec::new(),
+            index: HashMap::new(),
+            symbols: Symbols::default(),
+            events,
+            clock,
+            site_channels: 0,
+            told_full: false,
+            to_end: Vec::new(),
+        }
+    }
+
+    fn emit(&self, kind: EventKind) {
+        if let Some(tx) = &self.events {
+            let _ = tx.try_send(Event {
+                t_ns: self.clock.now_ns(),
+                kind,
+            });
+        }
+    }
+
+    fn open_new(&mut self) {
+        let Ok(dir) = std::fs::read_dir(&self.dir) else {
+            return;
+        };
+        // `<pid>.<n>.ring`: a pid's later programs (each `exec`) have
+        // higher n; open them in that order.
+        let mut found: Vec<(u64, u64, std::fs::DirEntry)> = dir
+            .flatten()
+            .filter(|e| !self.opened.contains(&e.file_name()))
+            .filter_map(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                let (pid, n) = name.strip_suffix(L::SUFFIX)?.split_once('.')?;
+                Some((pid.parse().ok()?, n.parse().ok()?, e))
+            })
+            .collect();
+        found.sort_by_key(|(pid, n, _)| (*pid, *n));
+        for (_, _, entry) in found {
+            let name = entry.file_name();
+            // A ring whose magic is not written yet is tried again next time.
+            if let Ok(ring) = SiteRing::open(&entry.path()) {
+                self.opened.insert(name);
+                let pid = ring.u32_at(L::H_PID);
+                let head = ring.u64_at(L::H_HEAD);
+                // A pid's new ring is a new program (`exec`): the old
+                // image's memory is gone, its sites end; its exact count's
+                // channel goes on with the new one's.
+                let mut live_channel = None;
+                for old in self.rings.iter_mut().filter(|r| r.pid == pid && !r.ended) {
+                    old.ended = true;
+                    live_channel = live_channel.or(old.live_channel.take());
+                    for site in self.sites.iter_mut().filter(|s| s.pid == pid) {
+                        self.to_end.extend(site.channel.take());
+                    }
+                }
+                self.rings.push(Ring {
+                    ring,
+                    pid,
+                    head,
+                    codes: HashMap::new(),
+                    blocks: HashMap::new(),
+                    maps: Vec::new(),
+                    maps_read: false,
+                    live_channel,
+                    python_told: false,
+                    dropped_told: 0,
+                    ended: false,
+                });
+            }
+        }
+    }
+
+    fn drain(&mut self, r: usize) {
+        // An address no mapping holds makes the maps be read again, at most
+        // once a reading (a library loaded since; JIT code never is).
+        self.rings[r].maps_read = false;
+        for _ in 0..BATCH {
+            let ring = &mut self.rings[r];
+            let Some(rec) = ring.ring.take(ring.head) else {
+                break;
+            };
+            ring.head += 1;
+            let u64_at = |at: usize| u64::from_le_bytes(rec[at..at + 8].try_into().unwrap());
+            let u32_at = |at: usize| u32::from_le_bytes(rec[at..at + 4].try_into().unwrap());
+            let u16_at = |at: usize| u16::from_le_bytes(rec[at..at + 2].try_into().unwrap());
+            match u32_at(L::S_KIND) {
+                L::CODE => {
+                    let lens = u64_at(L::S_WEIGHT);
+                    let (n, f) = ((lens & 0xffff) as usize, (lens >> 16 & 0xffff) as usize);
+                    let text = |from: usize, len: usize| {
+                        let end = (from + len).min(L::SLOT_BYTES);
+                        String::from_utf8_lossy(&rec[from.min(end)..end]).into_owned()
+                    };
+                    let code = Code {
+                        name: text(L::S_TEXT, n),
+                        file: text(L::S_TEXT + n, f),
+                    };
+                    ring.codes.insert(u64_at(L::S_ADDR) as u32, code);
+                }
+                L::FREE => {
+                    if let Some((site, w)) = ring.blocks.remove(&u64_at(L::S_ADDR)) {
+                        self.sites[site].live -= w as i64;
+                    }
+                }
+                L::ALLOC => {
+                    let n_native = usize::from(u16_at(L::S_N_NATIVE)).min(L::MAX_NATIVE);
+                    let n_py = usize::from(u16_at(L::S_N_PY)).min(L::MAX_PY);
+                    let native: Vec<u64> =
+                        (0..n_native).map(|i| u64_at(L::S_NATIVE + 8 * i)).collect();
+                    let python: Vec<(String, String, u32)> = (0..n_py.min(FRAMES))
+                        .map(|i| {
+                            let id = u32_at(L::S_PY + 8 * i);
+                            let line = u32_at(L::S_PY + 8 * i + 4);
+                            match ring.codes.get(&id) {
+                                Some(c) => (c.file.clone(), c.name.clone(), line),
+                                None => ("?".into(), "?".into(), line),
+                            }
+                        })
+                        .collect();
+                    let pid = ring.pid;
+                    let key = match python.first() {
+                        Some((file, function, line)) => Key::Python {
+                            pid,
+                            file: file.clone(),
+                            function: function.clone(),
+                            line: *line,
+                        },
+                        None => {
+                            let native_only = self.program_frames(r, &native);
+                            Key::Native {
+                                pid,
+                                addr: native_only.first().copied().unwrap_or(0),
+                            }
+                        }
+                    };
+                    let site = match self.index.get(&key) {
+                        Some(&s) => s,
+                        None => {
+                            self.sites.push(Site {
+                                pid,
+                                live: 0,
+                                samples: 0,
+                                channel: None,
+                                python,
+                                native,
+                            });
+                            self.index.insert(key, self.sites.len() - 1);
+                            self.sites.len() - 1
+                        }
+                    };
+                    let w = u64_at(L::S_WEIGHT);
+                    self.sites[site].live += w as i64;
+                    self.sites[site].samples += 1;
+                    self.rings[r].blocks.insert(u64_at(L::S_ADDR), (site, w));
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// `frames` less the allocators' own (innermost first).
+    fn program_frames(&mut self, r: usize, frames: &[u64]) -> Vec<u64> {
+        let ring = &mut self.rings[r];
+        let mut out = Vec::with_capacity(frames.len());
+        for &a in frames {
+            let mut map = find_map(&ring.maps, a);
+            if map.is_none() && !ring.maps_read {
+                ring.maps = read_maps(ring.pid);
+                ring.maps_read = true;
+                map = find_map(&ring.maps, a);
+            }
+            let allocator = map.is_some_and(|m| {
+                ALLOCATOR_LIBS
+                    .iter()
+                    .any(|l| file_name(&m.path).starts_with(l))
+            });
+            if !allocator {
+                out.push(a);
+            }
+        }
+        out
+    }
+
+    /// Names site `s`'s frames (native ones from the process's files).
+    fn describe(&mut self, s: usize) -> Described {
+        let site = &self.sites[s];
+        let pid = site.pid;
+        if !site.python.is_empty() {
+            let frames: Vec<String> = site
+                .python
+                .iter()
+                .map(|(file, f, line)| format!("{file}:{line} {f}"))
+                .collect();
+            let (file, function, line) = site.python[0].clone();
+            let code = source_line(pid, &file, line);
+            return Described {
+                function,
+                file,
+                line,
+                frames,
+                code,
+            };
+        }
+        let native = site.native.clone();
+        let r = self.rings.iter().position(|r| r.pid == pid);
+        let program = match r {
+            Some(r) => self.program_frames(r, &native),
+            None => native,
+        };
+        let maps = r.map(|r| self.rings[r].maps.clone()).unwrap_or_default();
+        let mut frames = Vec::new();
+        let mut first: Option<(String, String, u32)> = None;
+        for &a in program.iter().take(FRAMES) {
+            // A return address: the call is the instruction before it.
+            let named = find_map(&maps, a).and_then(|m| self.symbols.name(m, a.saturating_sub(1)));
+            let (function, file, line) =
+                named.unwrap_or_else(|| (format!("{a:#x}"), String::new(), 0));
+            frames.push(match (file.is_empty(), line) {
+                (true, _) => function.clone(),
+                (false, 0) => format!("{function} ({file})"),
+                (false, _) => format!("{file}:{line} {function}"),
+            });
+            first.get_or_insert((function, file, line));
+        }
+        let (function, file, line) = first.unwrap_or_else(|| ("?".into(), String::new(), 0));
+        let code = (!file.is_empty())
+            .then(|| source_line(pid, &file, line))
+            .flatten();
+        Described {
+            function,
+            file,
+            line,
+            frames,
+            code,
+        }
+    }
+}
+
+impl Probe for SitesProbe {
+    fn name(&self) -> &'static str {
+        "sites"
+    }
+
+    fn channels(&self) -> Vec<ChannelSpec> {
+        vec![catalog::spec("sites.dropped")]
+    }
+
+    fn read(&mut self, out: &mut [f64]) -> Result<(), ProbeError> {
+        self.open_new();
+        for r in 0..self.rings.len() {
+            self.drain(r);
+        }
+        out[0] = self
+            .rings
+            .iter()
+            .map(|r| r.ring.u64_at(L::H_DROPPED) as f64)
+            .sum();
+        let mut notes = Vec::new();
+        for r in &mut self.rings {
+            let py = r.ring.u32_at(L::H_PYTHON);
+            if py == L::PY_UNSUPPORTED && !r.python_told {
+                r.python_told = true;
+                let v = r.ring.u32_at(L::H_PY_VERSION);
+                notes.push(format!(
+                    "sites: process {} runs Python {}.{}, whose frames flatline cannot read yet \
+                     (3.11 only): its sites are native frames",
+                    r.pid,
+                    v / 100,
+                    v % 100
+                ));
+            }
+            let dropped = r.ring.u64_at(L::H_DROPPED);
+            if dropped > 0 && r.dropped_told == 0 {
+                r.dropped_told = dropped;
+                notes.push(format!(
+                    "sites: process {}'s ring was full and dropped {dropped} records (flatline \
+                     read it too slowly); its sites' bytes are estimates from fewer samples",
+                    r.pid
+                ));
+            }
+        }
+        for n in notes {
+            self.emit(EventKind::Note(n));
+        }
+        Ok(())
+    }
+
+    fn grows(&self) -> bool {
+        true
+    }
+
+    fn dynamic(&mut self, ch: &mut DynamicChannels<'_>) {
+        // Each process's exact count, once it moved 1 MiB from what it
+        // started with (a shell or a short helper the job runs gets none,
+        // nor a forked worker that only holds its parent's).
+        for r in 0..self.rings.len() {
+            let live = self.rings[r].ring.u64_at(L::H_LIVE) as i64;
+            let own = live - self.rings[r].ring.u64_at(L::H_INHERITED) as i64;
+            if self.rings[r].live_channel.is_none()
+                && !self.rings[r].ended
+                && own.abs() >= SITE_BYTES
+            {
+                let pid = self.rings[r].pid;
+                let stem = ch.free_stem(&format!("pid{pid}"), "alloc_live");
+                let spec = catalog::spec(&format!("{stem}.alloc_live"))
+                    .with_label("pid", pid.to_string())
+                    .with_label("role", "alloc");
+                self.rings[r].live_channel = ch.add(vec![spec]);
+            }
+            if let Some(p) = self.rings[r].live_channel {
+                ch.set(p, live as f64);
+            }
+        }
+        // Sites that now hold enough, most first.
+        let mut new: Vec<(i64, usize)> = self
+            .sites
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.channel.is_none() && s.live >= SITE_BYTES && s.samples >= 2)
+            .map(|(i, s)| (s.live, i))
+            .collect();
+        new.sort_unstable_by(|a, b| b.cmp(a));
+        for (_, s) in new {
+            if self.site_channels >= MAX_SITE_CHANNELS {
+                if !self.told_full {
+                    self.told_full = true;
+                    self.emit(EventKind::Note(format!(
+                        "sites: {MAX_SITE_CHANNELS} sites have channels; later ones are not kept"
+                    )));
+                }
+                break;
+            }
+            let d = self.describe(s);
+            let pid = self.sites[s].pid;
+            let stem = ch.free_stem("site0", "live");
+            let name = format!("site{}.live", self.site_channels);
+            let name = if ch.is_taken(&name) {
+                format!("{stem}.live")
+            } else {
+                name
+            };
+            // A role of their own: Prometheus's rules over the job's own
+            // channels (`role=""`) and the processes panel pass them by.
+            let mut spec = catalog::spec(&name)
+                .with_label("pid", pid.to_string())
+                .with_label("role", "site")
+                .with_label("function", d.function.clone())
+                .with_label("file", d.file.clone())
+                .with_label("line", d.line.to_string())
+                .with_label("frames", d.frames.join("\n"));
+            if let Some(code) = &d.code {
+                spec = spec.with_label("code", code.clone());
+            }
+            if let Some(p) = ch.add(vec![spec]) {
+                self.sites[s].channel = Some(p);
+                self.site_channels += 1;
+            }
+        }
+        for s in &self.sites {
+            if let Some(p) = s.channel {
+                ch.set(p, s.live.max(0) as f64);
+            }
+        }
+        // A process gone, its ring read to the end: its channels end.
+        let mut ended = std::mem::take(&mut self.to_end);
+        for r in &mut self.rings {
+            if !r.ended && !Path::new(&format!("/proc/{}", r.pid)).exists() && !r.ring.ready(r.head)
+            {
+                r.ended = true;
+                ended.extend(r.live_channel.take());
+                for s in self.sites.iter_mut().filter(|s| s.pid == r.pid) {
+                    ended.extend(s.channel.take());
+                }
+            }
+        }
+        if !ended.is_empty() {
+            ch.end(&ended);
+        }
+    }
+}
+
+fn file_name(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+fn find_map(maps: &[Map], addr: u64) -> Option<&Map> {
+    maps.iter().find(|m| m.start <= addr && addr < m.end)
+}
+
+/// The file-backed, executable mappings of `pid`.
+fn read_maps(pid: u32) -> Vec<Map> {
+    let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/maps")) else {
+        return Vec::new();
+    };
+    text.lines()
+        .filter_map(|l| {
+            let mut f = l.split_whitespace();
+            let (range, perms, offset) = (f.next()?, f.next()?, f.next()?);
+            let path = f.nth(2)?;
+            if !perms.contains('x') || !path.starts_with('/') {
+                return None;
+            }
+            let (a, b) = range.split_once('-')?;
+            Some(Map {
+                start: u64::from_str_radix(a, 16).ok()?,
+                end: u64::from_str_radix(b, 16).ok()?,
+                offset: u64::from_str_radix(offset, 16).ok()?,
+                path: path.to_owned(),
+            })
+        })
+        .collect()
+}
+
+/// Line `line` of `file` (relative to the process's working folder where
+/// it is not absolute), trimmed; None where it cannot be read.
+fn source_line(pid: u32, file: &str, line: u32) -> Option<String> {
+    if line == 0 || file.starts_with('<') {
+        return None;
+    }
+    let path = if Path::new(file).is_absolute() {
+        PathBuf::from(file)
+    } else {
+        std::fs::read_link(format!("/proc/{pid}/cwd"))
+            .ok()?
+            .join(file)
+    };
+    let text = std::fs::read_to_string(path).ok()?;
+    let l = text.lines().nth(line as usize - 1)?.trim();
+    (!l.is_empty()).then(|| l.chars().take(160).collect())
+}
+
+/// A file's symbols and DWARF, and its loadable segments.
+type Symbolized = (addr2line::Loader, Vec<Segment>);
+
+/// Files' symbols and DWARF, loaded once each (None: not an ELF file, or
+/// one that could not be read).
+#[derive(Default)]
+struct Symbols {
+    files: HashMap<String, Option<Symbolized>>,
+}
+
+impl std::fmt::Debug for Symbols {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Symbols({} files)", self.files.len())
+    }
+}
+
+impl Symbols {
+    /// (function, file, line) of address `addr` in mapping `m`.
+    fn name(&mut self, m: &Map, addr: u64) -> Option<(String, String, u32)> {
+        let entry = self.files.entry(m.path.clone()).or_insert_with(|| {
+            let mut loads = elf_segments(Path::new(&m.path))?;
+            loads.retain(|s| s.kind == 1);
+            let loader = addr2line::Loader::new(&m.path).ok()?;
+            Some((loader, loads))
+        });
+        let (loader, loads) = entry.as_ref()?;
+        // Address → file offset → the address the file states.
+        let offset = addr - m.start + m.offset;
+        let seg = loads
+            .iter()
+            .find(|s| s.offset <= offset && offset < s.offset + s.file_size)?;
+        let probe = offset - seg.offset + seg.vaddr;
+        let mut function = None;
+        let mut location = None;
+        if let Ok(mut frames) = loader.find_frames(probe) {
+            while let Ok(Some(f)) = frames.next() {
+                // The innermost frame that names a function: with inlining,
+                // the function the call is written in.
+                if function.is_none() {
+                    function = f
+                        .function
+                        .as_ref()
+                        .and_then(|n| n.demangle().ok().map(|s| s.into_owned()));
+                    location = f
+                        .location
+                        .as_ref()
+                        .map(|l| (l.file.unwrap_or("").to_owned(), l.line.unwrap_or(0)));
+                }
+            }
+        }
+        let function = function.or_else(|| {
+            loader
+                .find_symbol(probe)
+                .map(|s| addr2line::demangle_auto(s.into(), None).into_owned())
+        })?;
+        let (file, line) = location.unwrap_or_else(|| (file_name(&m.path).to_owned(), 0));
+        Some((function, file, line))
+    }
+}
+
+/// An ELF program header: its type (`PT_LOAD` 1, `PT_INTERP` 3), where it
+/// starts in the file, the address the file states for it, its size in
+/// the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Segment {
+    pub kind: u32,
+    pub offset: u64,
+    pub vaddr: u64,
+    pub file_size: u64,
+}
+
+/// The program headers of a 64-bit little-endian ELF file (its header and
+/// its table only are read); None for anything else.
+pub fn elf_segments(path: &Path) -> Option<Vec<Segment>> {
+    use std::io::{Read, Seek};
+    let mut head = [0u8; 64];
+    let mut f = std::fs::File::open(path).ok()?;
+    f.read_exact(&mut head).ok()?;
+    if &head[..4] != b"\x7fELF" || head[4] != 2 || head[5] != 1 {
+        return None;
+    }
+    let u16_at = |b: &[u8], at: usize| u16::from_le_bytes([b[at], b[at + 1]]);
+    let u64_at = |b: &[u8], at: usize| {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&b[at..at + 8]);
+        u64::from_le_bytes(w)
+    };
+    let (phoff, size, n) = (
+        u64_at(&head, 32),
+        usize::from(u16_at(&head, 54)),
+        usize::from(u16_at(&head, 56)),
+    );
+    if size < 40 {
+        return None;
+    }
+    let mut table = vec![0u8; size * n];
+    f.seek(std::io::SeekFrom::Start(phoff)).ok()?;
+    f.read_exact(&mut table).ok()?;
+    Some(
+        table
+            .chunks_exact(size)
+            .map(|p| Segment {
+                kind: u32::from(u16_at(p, 0)) | u32::from(u16_at(p, 2)) << 16,
+                offset: u64_at(p, 8),
+                vaddr: u64_at(p, 16),
+                file_size: u64_at(p, 32),
+            })
+            .collect(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn this_test_binary_s_segments_are_read_and_a_text_file_is_none() {
+        let exe = std::env::current_exe().unwrap();
+        let segs = elf_segments(&exe).expect("an ELF file");
+        assert!(
+            segs.iter().any(|s| s.kind == 1 && s.file_size > 0),
+            "{segs:?}"
+        );
+        assert!(
+            segs.iter().any(|s| s.kind == 3),
+            "a dynamic executable has an interpreter"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("t.sh"), "#!/bin/sh\necho hi\n").unwrap();
+        assert_eq!(elf_segments(&dir.path().join("t.sh")), None);
+    }
+}
