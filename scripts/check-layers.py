@@ -155,12 +155,77 @@ def modules(src):
 
 
 def without_tests(text):
-    """The code before a file's `#[cfg(test)] mod tests` (tests may import anything)."""
-    m = re.search(r"#\[cfg\(test\)\]\s*(pub\s+)?mod\s+tests\b", text)
-    return text[: m.start()] if m else text
+    """The code without its `#[cfg(test)]` modules, inline (`mod tests { … }`,
+    cut out brace to brace, so code after them is still read) or in files of
+    their own (`mod tests;`). Tests may import anything."""
+    out, pos = [], 0
+    for m in re.finditer(r"#\[cfg\(test\)\]\s*(?:#\[[^\]]*\]\s*)*(?:pub(?:\([^)]*\))?\s+)?mod\s+\w+\s*([{;])", text):
+        if m.start() < pos:
+            continue
+        out.append(text[pos : m.start()])
+        if m.group(1) == ";":
+            pos = m.end()
+            continue
+        depth, j = 0, m.end() - 1
+        while j < len(text):
+            if text[j] == "{":
+                depth += 1
+            elif text[j] == "}":
+                depth -= 1
+                if depth == 0:
+                    break
+            j += 1
+        out.append("\n" * text.count("\n", m.start(), j + 1))
+        pos = j + 1
+    out.append(text[pos:])
+    return "".join(out)
 
 
-def paths_named(text, module):
+def is_test_module(module):
+    last = module.split("::")[-1]
+    return last == "tests" or last.endswith("_tests")
+
+
+def facade(text):
+    """Whether a module file only declares modules and re-exports (no item of
+    its own): its children may then name it, which is naming what it re-exports."""
+    # A test-only static (the tests' counting allocator) is no item of the crate's.
+    rest = re.sub(r"#\[cfg\(test\)\]\s*(?:#\[[^\]]*\]\s*)*static[^;]*;", "", text)
+    rest = re.sub(r"#!?\[[^\]]*\]", "", rest)
+    rest = re.sub(r"(?:pub(?:\([^)]*\))?\s+)?(?:mod\s+\w+|use\s+[^;]+)\s*;", "", rest)
+    return rest.strip() == ""
+
+
+def reexports(text, module, mods):
+    """name → module (absolute) for each `pub use` of a facade that names one of its crate's modules."""
+    here = module.split("::") if module else []
+    out = {}
+    for m in re.finditer(r"pub(?:\([^)]*\))?\s+use\s+([^;]+);", text):
+        body = re.sub(r"\s", "", m.group(1))
+        g = re.match(r"(.*?)::\{(.*)\}$", body)
+        if g:
+            base, leaves = g.group(1), [x for x in re.sub(r"\{[^{}]*\}", "", g.group(2)).split(",") if x]
+        else:
+            base, leaves = body.rsplit("::", 1)[0] if "::" in body else "", [body.rsplit("::", 1)[-1]]
+        segs = base.split("::") if base else []
+        if segs and segs[0] == "crate":
+            absolute = segs[1:]
+        elif segs and segs[0] == "self":
+            absolute = here + segs[1:]
+        elif segs and segs[0] == "super":
+            ups = segs.count("super")
+            absolute = here[: len(here) - ups] + segs[ups:]
+        else:
+            absolute = here + segs
+        target = "::".join(absolute)
+        if target in mods:
+            for leaf in leaves:
+                name = leaf.split("as")[-1] if re.search(r"\w+as\w+", leaf) and leaf not in mods else leaf
+                out[name] = target
+    return out
+
+
+def paths_named(text, module, children=None):
     """Every absolute module path this file's code names through `crate::`,
     `self::` or `super::` (from a/b.rs and from a/b/mod.rs alike, `super` is a)."""
     here = module.split("::") if module else []
@@ -180,7 +245,27 @@ def paths_named(text, module):
             names = [re.match(r"[\w:]*", after).group(0)]
         for n in names:
             out.append(base + [x for x in n.split("::") if x])
+    for child in children or ():
+        for m in re.finditer(r"(?<![\w:])" + re.escape(child) + r"\s*::\s*", text):
+            after = text[m.end():]
+            if after.startswith("{"):
+                group = brace_groups(text, m.end())
+                names = [n for n in re.findall(r"(?:^|,)\s*([\w:]+)", re.sub(r"\{[^{}]*\}", "", group))]
+            else:
+                names = [re.match(r"[\w:]*", after).group(0)]
+            for n in names:
+                out.append(here + [child] + [x for x in n.split("::") if x])
     return out
+
+
+# The circles between a module and its children that this check found when it
+# learnt to see them, not yet taken apart (issue 67): the core's root
+# (`run`, the `Viewer` its commands take and which names `fleet::Fleet`) and
+# the window's views (`view.rs` holds the `Frame` and its children's imports;
+# `ui::state` calls `view::draw`). Each is named by its crate and one member;
+# a new circle fails, and so does one listed here that is gone, so the list
+# only shrinks.
+KNOWN = {("core", "commands::fleet"), ("dashboard", "ui::view")}
 
 
 def circles():
@@ -191,18 +276,29 @@ def circles():
         if not os.path.isdir(src):
             found.append((crate, None))
             continue
-        mods = modules(src)
+        mods = {m: p for m, p in modules(src).items() if not is_test_module(m)}
+        texts = {m: without_tests(code(open(p, encoding="utf-8").read())) for m, p in mods.items()}
+        facades = {m: reexports(t, m, mods) for m, t in texts.items() if facade(t)}
         edges = {m: set() for m in mods}
-        for m, path in mods.items():
-            text = without_tests(code(open(path, encoding="utf-8").read()))
-            for p in paths_named(text, m):
-                for k in range(len(p), 0, -1):
+        for m, text in texts.items():
+            prefix = m + "::" if m else ""
+            children = [c[len(prefix):] for c in mods if c.startswith(prefix) and c != m and "::" not in c[len(prefix):]]
+            for p in paths_named(text, m, children):
+                for k in range(len(p), -1, -1):
                     target = "::".join(p[:k])
-                    if target in mods:
-                        # A file's own module and its ancestors' mod.rs (re-exports) are no import.
-                        if target != m and not m.startswith(target + "::") and target != "":
-                            edges[m].add(target)
+                    if target not in mods:
+                        continue
+                    # Through a facade, to the module that holds the name.
+                    while target in facades and k < len(p) and p[k] in facades[target]:
+                        target = facades[target][p[k]]
+                        k += 1
+                    if target == m or target in facades:
                         break
+                    # A module and its own children count too (strict): a
+                    # child naming its parent's items while the parent
+                    # names the child's is a circle.
+                    edges[m].add(target)
+                    break
         index, low, stack, on, counter = {}, {}, [], set(), [0]
 
         def visit(v):
@@ -307,7 +403,7 @@ def views_asking_the_source():
         if os.path.isfile(path):
             files = [path]
         elif os.path.isdir(path):
-            files = [os.path.join(path, n) for n in sorted(os.listdir(path)) if n.endswith(".rs")]
+            files = [os.path.join(d, n) for d, _, ns in sorted(os.walk(path)) for n in sorted(ns) if n.endswith(".rs")]
         else:
             out.append((entry, 0, None))
             continue
@@ -336,11 +432,19 @@ def main():
     if files == 0:
         problems.append("no source file was read")
     rings = circles()
+    seen_known = set()
     for crate, ring in rings:
         if ring is None:
             problems.append(f"{crate}/src: missing (renamed? update this check)")
+            continue
+        known = {(c, m) for c, m in KNOWN if c == crate and m in ring}
+        if known:
+            seen_known |= known
+            print(f"{crate}: known circle, not yet taken apart: {', '.join(x or '(root)' for x in ring)}")
         else:
-            problems.append(f"{crate}: these files import one another: {', '.join(ring)}")
+            problems.append(f"{crate}: these files import one another: {', '.join(x or '(root)' for x in ring)}")
+    for crate, member in sorted(KNOWN - seen_known):
+        problems.append(f"{crate}: the known circle through {member} is gone: take it off KNOWN")
     for f, line, what in below_cli():
         if what is None:
             problems.append(f"{f}: missing (renamed? update this check)")

@@ -272,7 +272,7 @@ pub fn test(
         .collect();
     let scatter = {
         let mut a: Vec<f64> = resid.iter().map(|r| r.abs()).collect();
-        1.4826 * super::median(&mut a)
+        1.4826 * crate::stats::median(&mut a)
     };
     let scatter = if scatter.is_finite() { scatter } else { 0.0 };
     // Centred, and clipped at 3σ so a single spike does not decide the

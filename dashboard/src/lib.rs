@@ -6,7 +6,7 @@
 //! ([`window::Window`]).
 
 pub mod bench;
-pub mod settings;
+pub mod from_cli;
 pub mod ui;
 pub mod window;
 

@@ -12,7 +12,7 @@ use flatline_core::cli::{
 use flatline_core::stream::store::Store;
 use flatline_core::{Closed, Viewer};
 
-use crate::settings;
+use crate::from_cli;
 use crate::ui::{self, Dashboard, LiveSource, ReplaySource, Settings, Source, WatchSource};
 
 /// The eframe window.
@@ -43,7 +43,7 @@ impl Viewer for Window {
         ui::run_window(
             &format!("flatline — watching {pid}"),
             [1600.0, 1000.0],
-            ui::WindowOptions::new(settings::asked(window), hz, ui::SourceKind::Watch),
+            ui::WindowOptions::new(from_cli::asked(window), hz, ui::SourceKind::Watch),
             move |settings| Dashboard::new(Box::new(src), store, settings),
         )
     }
@@ -53,7 +53,7 @@ impl Viewer for Window {
             size: args.size,
             renderer: args
                 .renderer
-                .map_or(ui::DEFAULT_RENDERER, settings::renderer),
+                .map_or(ui::DEFAULT_RENDERER, from_cli::renderer),
         };
         ui::fleet::run(&window, fleet)
     }
@@ -74,7 +74,7 @@ pub fn live(args: &LiveArgs) -> Result<()> {
         src.start_recording(path)?;
     }
     let window =
-        ui::WindowOptions::new(settings::asked(&args.window), args.hz, ui::SourceKind::Live);
+        ui::WindowOptions::new(from_cli::asked(&args.window), args.hz, ui::SourceKind::Live);
     ui::run_window(
         "flatline — live",
         [1600.0, 1000.0],
@@ -88,7 +88,7 @@ pub fn replay(args: &ReplayArgs) -> Result<()> {
     ui::check_display()?;
     let name = args.file.display().to_string();
     let window = ui::WindowOptions::new(
-        settings::asked(&args.window),
+        from_cli::asked(&args.window),
         ui::MAX_DEFAULT_FPS,
         ui::SourceKind::Replay,
     );
@@ -136,7 +136,7 @@ pub fn compare(args: &CompareArgs, a: Recording, b: Recording) -> Result<()> {
     // where one has none), unless asked.
     let align = args.align.unwrap_or(AlignArg::Step).into();
     let window = ui::WindowOptions::new(
-        settings::asked(&args.window),
+        from_cli::asked(&args.window),
         ui::MAX_DEFAULT_FPS,
         ui::SourceKind::Replay,
     );

@@ -9,9 +9,10 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use crate::codec::{Frame, decode};
+use crate::file::hex;
 use crate::{
     ChannelSpec, Event, Header, MAGIC, MAX_FRAME_BYTES, READABLE_VERSIONS, RecordingError,
-    check_new_channels, hex,
+    check_new_channels,
 };
 
 /// How the tail of a recording went bad.

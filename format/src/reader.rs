@@ -8,10 +8,12 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use crate::codec::Frame;
+use crate::file::hex;
 #[cfg(fuzzing)]
 pub use crate::frames::check_checksums;
 pub use crate::frames::{FrameReader, Skipped, TailProblem, TailProblemKind, Visit};
-use crate::{ChannelSpec, Event, Footer, Header, RecordingError, Sample, check_new_channels, hex};
+use crate::seek::Lifetime;
+use crate::{ChannelSpec, Event, Footer, Header, RecordingError, Sample, check_new_channels};
 
 /// What a recording lost to damage: bytes passed over between frames that
 /// read, the samples in them (exact where the format says: v5, or a footer
@@ -711,15 +713,6 @@ impl Scanned {
         visit.ended(n, &end.channels);
         Ok(())
     }
-}
-
-/// When a channel carried values: from sample index `from` (0 for the
-/// header's channels, later for channels added mid-recording) until `until`
-/// (exclusive), if it ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct Lifetime {
-    pub from: usize,
-    pub until: Option<usize>,
 }
 
 /// A whole recording in memory, column by column.

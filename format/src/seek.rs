@@ -12,9 +12,9 @@ use std::io::{BufReader, Seek};
 use std::ops::Range;
 use std::path::PathBuf;
 
+use crate::RecordingError;
 use crate::codec::Frame;
-use crate::reader::FrameReader;
-use crate::{Lifetime, RecordingError};
+use crate::frames::FrameReader;
 
 /// Samples between seek points, at least (a point starts at a block).
 pub const SEEK_EVERY: usize = 1024;
@@ -175,4 +175,13 @@ enum Step {
     Skip,
     Keep,
     Stop,
+}
+
+/// When a channel carried values: from sample index `from` (0 for the
+/// header's channels, later for channels added mid-recording) until `until`
+/// (exclusive), if it ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Lifetime {
+    pub from: usize,
+    pub until: Option<usize>,
 }

@@ -10,10 +10,11 @@ use sha2::{Digest, Sha256};
 use crate::codec::{
     ChannelsEnded, Code, ColumnBlock, Frame, Packed, Packer, SchemaExtension, encode_into,
 };
+use crate::file::hex;
 use crate::layout;
 use crate::{
     ChannelSpec, DigestMark, Event, EventKind, FORMAT_VERSION, Footer, Header, Item, MAGIC,
-    MAX_CHANNELS, RecordingError, Sample, Schema, Slots, check_new_channels, hex,
+    MAX_CHANNELS, RecordingError, Sample, Schema, Slots, check_new_channels,
 };
 
 /// Longest a sample waits in memory before its block is written and flushed

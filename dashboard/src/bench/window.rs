@@ -70,7 +70,7 @@ fn run_case(args: &WindowBenchArgs, case: &str) -> Result<()> {
         other => bail!("no case {other:?}: live or paused"),
     };
     let window = WindowOptions::new(
-        crate::settings::asked(&args.window),
+        crate::from_cli::asked(&args.window),
         fps,
         dash.source.kind(),
     );

@@ -14,7 +14,7 @@ use flatline_core::commands::fleet::{Fleet, set_digest};
 use flatline_core::fmt::value;
 use flatline_telemetry::Unit;
 
-use super::{Capture, ShotResult};
+use super::capture::{Capture, ShotResult};
 
 /// The fleet's window state: the comparison, a screenshot being taken, and
 /// what the last click asked for.
@@ -298,7 +298,7 @@ pub fn run(args: &FleetWindow, fleet: Fleet) -> Result<()> {
             .with_inner_size(args.size),
         persist_window: false,
         dithering: false,
-        renderer: super::native_renderer(args.renderer)?,
+        renderer: super::native::native_renderer(args.renderer)?,
         ..Default::default()
     };
     eframe::run_ui_native("flatline", options, move |ui, _frame| {

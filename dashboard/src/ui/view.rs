@@ -34,14 +34,12 @@ mod series;
 mod tree;
 mod verdicts;
 
-use bars::*;
-use browser::*;
-use channels::*;
-use markers::*;
-use plots::*;
-use series::*;
-use tree::*;
-use verdicts::*;
+use bars::{caption, keys, range_receipt, timeline, top_bar};
+
+use browser::browser;
+use channels::channels;
+use plots::plots;
+use verdicts::{answer, banner, cards, refresh};
 
 pub use channels::{ProcessRow, process_rows};
 pub use markers::marker_lines;
@@ -115,12 +113,12 @@ impl Frame<'_> {
 
     /// Samples the views draw: all of them live, up to the playhead in replay.
     pub fn visible_len(&self) -> usize {
-        super::visible_len(self.store, self.timeline.as_deref())
+        super::state::visible_len(self.store, self.timeline.as_deref())
     }
 
     /// Samples of B the views draw: up to the same elapsed time as A's.
     pub fn other_visible_len(&self) -> usize {
-        super::other_visible_len(self.other, self.timeline.as_deref())
+        super::state::other_visible_len(self.other, self.timeline.as_deref())
     }
 }
 
@@ -179,6 +177,9 @@ mod tests {
     use flatline_analysis::LiveAnalysis;
     use flatline_telemetry::{ChannelSpec, Group, Unit};
 
+    use super::channels::{FLAT, GROWS, NEUTRAL, verdict_color};
+    use super::plots::{Wall, pixel_seconds};
+    use super::tree::carried;
     use super::*;
 
     /// Growth takes its severity's colour; the same trend downwards is not

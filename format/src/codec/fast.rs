@@ -11,8 +11,8 @@
 
 use serde::Deserialize as _;
 
-use super::Frame;
 use super::columns::{Code, Column, ColumnBlock, Item};
+use super::frame::Frame;
 
 /// A cursor over MessagePack bytes.
 struct Cursor<'a> {

@@ -1,6 +1,6 @@
 //! The file browser of a window opened without a recording.
 
-use super::*;
+use super::{Action, Frame, bytes, egui};
 
 pub(super) fn browser(d: &mut Frame<'_>, ui: &mut egui::Ui, actions: &mut Vec<Action>) {
     let mut open = d.browser_open;

@@ -1,7 +1,10 @@
 //! The left panel: channels by group with their verdict badges, and the
 //! processes of a watched tree.
 
-use super::*;
+use super::{
+    BTreeMap, ChannelAnalysis, Color32, EventKind, Frame, Group, RichText, Severity, Verdict,
+    bytes, egui, value,
+};
 use flatline_telemetry::names;
 
 pub(super) fn group_name(g: Group) -> &'static str {

@@ -6,10 +6,11 @@ use flatline_analysis::summary::{self, Assessed};
 use flatline_analysis::{ChannelAnalysis, Kind};
 use flatline_telemetry::Unit;
 
-use super::{
-    Frame, Mark, axis_unit, badge, decimate_on, draw_markers, lane_plot, line, linked_plot,
-    marks_on, rates,
-};
+use super::channels::badge;
+use super::markers::{Mark, draw_markers, lane_plot, marks_on};
+use super::plots::{line, linked_plot};
+use super::series::{axis_unit, decimate_on};
+use super::{Frame, rates};
 use crate::ui::{Align, Store};
 use flatline_core::fmt::value;
 

@@ -2,7 +2,8 @@
 //! shared time (or step) axis, gathered into clusters where they crowd; on
 //! the plots at most a faint line each, and none where they are dense.
 
-use super::*;
+use super::plots::{linked_plot, strip, value_at};
+use super::{Color32, EventKind, Frame, LineStyle, PlotUi, RichText, VLine, egui};
 
 /// What a mark is, told apart on the lane by its glyph and colour.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

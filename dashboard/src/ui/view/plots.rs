@@ -1,7 +1,14 @@
 //! The plots: small multiples on one time (or step) axis, linked, with a
 //! read-out under the pointer and a wall-clock axis.
 
-use super::*;
+use super::channels::group_name;
+use super::markers::{LANE, Mark, draw_markers, lane_plot, marks};
+use super::series::decimate;
+use super::tree::{Rows, tree_plot};
+use super::{
+    Action, AxisHints, Color32, Frame, Group, Kind, Legend, Line, Plot, PlotPoint, PlotPoints,
+    Points, Polygon, RichText, Unit, axes, compare, egui, rates, selection, value,
+};
 use flatline_telemetry::names;
 
 pub(super) fn plots(

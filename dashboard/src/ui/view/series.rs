@@ -1,7 +1,7 @@
 //! What a plot is drawn from: a series decimated to the pixels it covers
 //! (min/max columns), counters as rates, axis units.
 
-use super::*;
+use super::{Frame, Group, PlotPoint, Unit};
 
 /// How a unit is drawn on a plot axis: scale and label.
 pub(super) fn axis_unit(g: Group, u: Unit) -> (f64, &'static str) {

@@ -1,6 +1,9 @@
 //! The process tree's stacked areas.
 
-use super::*;
+use super::markers::{draw_markers, marks};
+use super::plots::{X_AXIS, line, linked_plot, value_at, wall_clock_axis, wall_origin};
+use super::series::decimate;
+use super::{Color32, FilledArea, Frame, ProcessRow, RichText, egui, process_rows};
 use flatline_telemetry::names;
 
 /// Most processes stacked one by one under `tree.pss` (those that grew

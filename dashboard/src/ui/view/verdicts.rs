@@ -1,6 +1,9 @@
 //! The verdicts: the banner's headline and the cards under it.
 
-use super::*;
+use super::channels::{CRITICAL, FLAT, GROWS, UNTOLD, badge, severity_color};
+use super::{
+    Assessed, ChannelAnalysis, Focus, Frame, Kind, RichText, Severity, Unit, egui, summary, value,
+};
 
 /// The recording's finding in one sentence, above the plots, in the colour
 /// of its severity: what a person reads first, live as it changes. Clicking

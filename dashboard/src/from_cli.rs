@@ -1,5 +1,5 @@
-//! The command line's window arguments as the window takes them: plain
-//! values, made here once, so nothing under `ui` names the CLI's types.
+//! The command line's window arguments turned into the window's options
+//! (plain values), once, so nothing under `ui` names the CLI's types.
 
 use flatline_core::cli::{RendererArg, WindowArgs};
 

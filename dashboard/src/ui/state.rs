@@ -1,0 +1,598 @@
+//! The dashboard's state: where the data come from ([`Dashboard::source`]),
+//! what they hold (the [`Store`]), what the person chose ([`Settings`],
+//! kept between runs), the play position, and what the views keep from
+//! frame to frame ([`ViewState`]). The views draw it and return actions;
+//! [`Dashboard::apply`] carries them out after the frame.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::Result;
+use eframe::egui;
+
+use super::timeline::Timeline;
+use super::view::{Action, Frame, RangeReceipt};
+use flatline_core::stream::detail;
+use flatline_core::stream::source::{Meta, Opening, ReplaySource, Source, SourceFacts, SourceKind};
+use flatline_core::stream::store::{Align, Store};
+
+use super::capture::{Capture, ShotResult};
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Settings {
+    /// Channels drawn in the plots.
+    pub selected: BTreeSet<String>,
+    /// Draw value − baseline instead of the value.
+    pub drift: bool,
+    /// Training step on the x axis (when the data has steps).
+    pub x_steps: bool,
+    pub dark: bool,
+    /// Show the verdict cards.
+    pub cards: bool,
+    /// Plot counters as their cumulative count instead of their rate.
+    #[serde(default)]
+    pub counts: bool,
+    /// Channels of a group and unit share one plot, whatever their
+    /// magnitudes (the older view). Off: each memory channel has a row of
+    /// its own, and others share only within 20× of each other.
+    #[serde(default)]
+    pub grouped: bool,
+    /// Time on the x axis as a UTC wall clock instead of since the start.
+    #[serde(default)]
+    pub wall_clock: bool,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        // What each channel's declaration says (`telemetry/catalog.rs`).
+        let selected = flatline_telemetry::catalog::shown().collect();
+        Self {
+            selected,
+            drift: false,
+            x_steps: false,
+            dark: true,
+            cards: true,
+            counts: false,
+            grouped: false,
+            wall_clock: false,
+        }
+    }
+}
+
+/// A recording the browser lists.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listed {
+    pub path: PathBuf,
+    pub bytes: u64,
+}
+
+/// The second recording of a comparison (B), drawn beside the source (A).
+#[derive(Debug)]
+pub struct Other {
+    pub meta: Meta,
+    pub store: Store,
+    /// What the two runs are lined up by on the x axis.
+    pub align: Align,
+}
+
+/// The banner's tree findings (see [`Dashboard::tree_findings`]).
+pub type TreeFindings = (
+    std::time::Instant,
+    (usize, usize, u64, usize),
+    // The tree, how the job ended so far, the sites: as the receipt reads them.
+    flatline_analysis::reading::Facts,
+    // A replay's whole recording read as its receipt reads it (a live
+    // stream's banner reads the live analyses).
+    Option<flatline_analysis::reading::Reading>,
+);
+
+/// The dashboard's state: where the data comes from, what it holds, what the
+/// person chose, and the play position. Views draw it and return
+/// [`Action`]s; [`Dashboard::apply`] carries them out after the frame.
+pub struct Dashboard {
+    /// Asked by the frame loop only ([`Dashboard::tick`], [`Dashboard::show`],
+    /// [`Dashboard::apply`]); the views read [`Dashboard::seen`] through
+    /// their [`Frame`].
+    pub source: Box<dyn Source>,
+    /// What this frame shows of the source, read once before it is drawn.
+    pub seen: SourceFacts,
+    pub store: Store,
+    pub settings: Settings,
+    /// Play position, for a replay.
+    pub timeline: Option<Timeline>,
+    /// Where the browser looks for recordings.
+    pub recordings_dir: PathBuf,
+    pub browser_open: bool,
+    /// The browser's list, read when it opens or on "Refresh", never per frame.
+    pub listed: Vec<Listed>,
+    pub notice: Option<(String, Instant)>,
+    capture: Option<Capture>,
+    pub shot_result: ShotResult,
+    /// Set when the user asked for a screenshot this frame (tests read it).
+    pub screenshots_requested: u32,
+    /// The window's own resident memory, read once a second: shown apart
+    /// from the workload's, so nobody takes one for the other.
+    pub window_rss: Option<u64>,
+    window_rss_at: Option<Instant>,
+    /// A second recording compared with the source, if one is open.
+    pub other: Option<Other>,
+    /// The browser opens what is clicked as B of a comparison, not as the source.
+    pub browsing_for_compare: bool,
+    /// Full resolution read from disk where a thinned replay is zoomed in.
+    pub detail: Option<detail::Detail>,
+    /// A recording being read on a thread of its own, the window already up
+    /// (see [`Dashboard::opening`]).
+    pub opening: Option<Loading>,
+    /// What the views keep between frames (zoom, selection, folds, the
+    /// marker being typed): theirs to change.
+    pub view: ViewState,
+}
+
+/// What the views keep from frame to frame besides the person's
+/// [`Settings`]: theirs to read and change, nobody else's but the frame
+/// loop's (which reads `pixel_s` for its pacing and resets `zoom` when the
+/// data change under it).
+#[derive(Debug, Default)]
+pub struct ViewState {
+    /// The text of the next marker, as typed beside "Mark".
+    pub mark_text: String,
+    /// The time range the plots showed last frame, when zoomed in (narrower
+    /// than the data); the lines are cut to it (and half a view each side).
+    pub zoom: Option<[f64; 2]>,
+    /// What the keyboard asked for that a later part of the frame does.
+    pub keys: KeyState,
+    /// Verdict cards clicked open (or, for urgent ones, folded).
+    pub cards_toggled: BTreeSet<String>,
+    /// Folded lines of the processes panel opened: a group's flat ones by
+    /// its head's pid, the exited ones as 0.
+    pub processes_unfolded: BTreeSet<u32>,
+    /// The process tree's findings for the banner, made at most once a
+    /// second (they scan the tree's columns): when, and for which store
+    /// (samples, channels, first time's bits).
+    pub tree_findings: Option<TreeFindings>,
+    /// Channels the banner has called growing, each plotted once when it
+    /// first is (a person who then hides one is not overruled).
+    pub auto_plotted: std::collections::HashSet<String>,
+    /// The growth card last clicked: its process's row and its site's are
+    /// marked in the panels on the left.
+    pub focus: Option<Focus>,
+    /// A part of the run being chosen (shift + drag on a plot), in seconds.
+    pub selecting: Option<[f64; 2]>,
+    /// The receipt of the part last chosen, shown until closed.
+    pub range_receipt: Option<RangeReceipt>,
+    /// Seconds of new data that move the plots last drawn by one pixel
+    /// along x (infinite when the view does not show the newest data);
+    /// `None` when no plot was drawn. The window's waker asks for no frame
+    /// sooner (see [`MOST_STILL`]).
+    pub pixel_s: Option<f64>,
+}
+
+/// What a growth card points at (see [`ViewState::focus`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Focus {
+    pub pid: Option<u32>,
+    /// Its site's channel (`site20.live`).
+    pub site: Option<String>,
+}
+
+/// Requests from the keyboard (see `view::keys`) carried to the part of the
+/// frame that acts on them.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct KeyState {
+    /// `f`: every plot back to all of its data.
+    pub fit: bool,
+    /// `m`: the marker field takes the keyboard.
+    pub focus_mark: bool,
+    /// `?`: the list of keys is open.
+    pub help: bool,
+}
+
+impl std::fmt::Debug for Dashboard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Dashboard")
+            .field("source", &self.source.meta().label)
+            .field("samples", &self.store.len())
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Dashboard {
+    pub fn new(source: Box<dyn Source>, store: Store, settings: Settings) -> Self {
+        let timeline = (source.kind() == SourceKind::Replay).then(|| {
+            let (start, end) = store.time_range();
+            Timeline::new(start, end)
+        });
+        let mut d = Self {
+            seen: SourceFacts::read(&*source),
+            source,
+            store,
+            settings,
+            timeline,
+            recordings_dir: PathBuf::from("recordings"),
+            browser_open: false,
+            listed: Vec::new(),
+            notice: None,
+            capture: None,
+            shot_result: Arc::default(),
+            screenshots_requested: 0,
+            window_rss: None,
+            window_rss_at: None,
+            other: None,
+            browsing_for_compare: false,
+            detail: None,
+            opening: None,
+            view: ViewState::default(),
+        };
+        d.detail = d.detail_for_source();
+        d
+    }
+
+    /// A detail reader for the source, if it is a thinned replay.
+    fn detail_for_source(&self) -> Option<detail::Detail> {
+        let (t0, t1) = self.store.time_range();
+        self.source
+            .sample_index()
+            .map(|ix| detail::Detail::new(ix, t1 - t0))
+    }
+
+    /// Draws `store` (a recording, B) beside the source (A) on the same
+    /// axis, lined up by `align` where both have that axis (else by time).
+    /// The timeline spans both and moves both.
+    pub fn compare_with(&mut self, meta: Meta, store: Store, align: Align) {
+        let (a0, a1) = self.store.time_range();
+        let (b0, b1) = store.time_range();
+        let both = self.store.axis(align).is_some() && store.axis(align).is_some();
+        let align = if both { align } else { Align::Time };
+        self.timeline = Some(Timeline::new(a0.min(b0), a1.max(b1)));
+        self.other = Some(Other { meta, store, align });
+    }
+
+    /// Opens the recording at `path` as B of a comparison.
+    pub fn compare_path(&mut self, path: &Path) -> Result<()> {
+        let (src, store) = ReplaySource::open(path)?;
+        // By step where both have steps: compare_with falls back to time.
+        self.compare_with(src.meta(), store, Align::Step);
+        self.browser_open = false;
+        self.say(format!("comparing with {}", path.display()));
+        Ok(())
+    }
+
+    /// Samples of B the views draw: up to the same elapsed time as A's.
+    pub fn other_visible_len(&self) -> usize {
+        other_visible_len(self.other.as_ref(), self.timeline.as_ref())
+    }
+
+    /// What the views are given this frame: all but the source, and to
+    /// change only what is theirs.
+    pub fn frame(&mut self) -> Frame<'_> {
+        Frame {
+            store: &self.store,
+            seen: &self.seen,
+            other: self.other.as_ref(),
+            detail: self.detail.as_ref(),
+            listed: &self.listed,
+            notice: self.notice.as_ref(),
+            window_rss: self.window_rss,
+            recordings_dir: &self.recordings_dir,
+            browser_open: self.browser_open,
+            browsing_for_compare: self.browsing_for_compare,
+            opening: self.opening.as_ref(),
+            capturing: self.capture.is_some(),
+            settings: &mut self.settings,
+            timeline: self.timeline.as_mut(),
+            view: &mut self.view,
+        }
+    }
+
+    /// A window that reads the recording at `path` on a thread of its own:
+    /// it is up and drawn at once, saying what it opens, and shows the
+    /// recording when it is read (a week takes seconds). The caller checks
+    /// the file's header first, so a file that is not a recording is still
+    /// refused before any window opens.
+    pub fn opening(path: PathBuf, settings: Settings) -> Self {
+        let store = Store::new(Default::default(), 1024);
+        let mut d = Self::new(Box::new(Opening { path: path.clone() }), store, settings);
+        d.opening = Some(Loading {
+            bytes: std::fs::metadata(&path).map_or(0, |m| m.len()),
+            path,
+            started: Instant::now(),
+            rx: None,
+        });
+        d
+    }
+
+    /// Starts the read of [`Dashboard::opening`] (once there is a context
+    /// to wake when it is done) and installs its result when it is.
+    fn poll_opening(&mut self, ctx: &egui::Context) {
+        let Some(l) = &mut self.opening else {
+            return;
+        };
+        let Some(rx) = &l.rx else {
+            let (tx, rx) = std::sync::mpsc::channel();
+            let (path, ctx) = (l.path.clone(), ctx.clone());
+            let spawned = std::thread::Builder::new()
+                .name("flatline-open".into())
+                .spawn(move || {
+                    let _ = tx.send(ReplaySource::open(&path));
+                    ctx.request_repaint();
+                });
+            match spawned {
+                Ok(_) => l.rx = Some(rx),
+                Err(e) => {
+                    let path = l.path.clone();
+                    self.opening = None;
+                    self.say(format!("cannot read {}: {e}", path.display()));
+                }
+            }
+            return;
+        };
+        let read = match rx.try_recv() {
+            Ok(read) => read,
+            Err(std::sync::mpsc::TryRecvError::Empty) => return,
+            Err(std::sync::mpsc::TryRecvError::Disconnected) => {
+                Err(anyhow::anyhow!("the reading thread stopped"))
+            }
+        };
+        let (path, took) = (l.path.clone(), l.started.elapsed());
+        self.opening = None;
+        match read {
+            Ok((src, store)) => {
+                self.install(src, store);
+                self.say(format!(
+                    "opened {} in {:.1} s",
+                    path.display(),
+                    took.as_secs_f64()
+                ));
+            }
+            Err(e) => self.say(format!("{e:#}")),
+        }
+    }
+
+    /// Opens a recording in place of the current source.
+    pub fn open_recording(&mut self, path: &Path) -> Result<()> {
+        let (src, store) = ReplaySource::open(path)?;
+        self.install(src, store);
+        self.say(format!("opened {}", path.display()));
+        Ok(())
+    }
+
+    /// Shows a recording read in place of the current source.
+    fn install(&mut self, src: ReplaySource, store: Store) {
+        let (start, end) = store.time_range();
+        self.other = None;
+        self.source = Box::new(src);
+        self.store = store;
+        self.detail = self.detail_for_source();
+        self.view.zoom = None;
+        self.timeline = Some(Timeline::new(start, end));
+        self.browser_open = false;
+    }
+
+    /// Reads the browser's folder again.
+    pub fn refresh_recordings(&mut self) {
+        let mut listed: Vec<Listed> = std::fs::read_dir(&self.recordings_dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                p.extension()
+                    .is_some_and(|e| e == flatline_telemetry::recording::EXTENSION)
+            })
+            .map(|path| Listed {
+                bytes: std::fs::metadata(&path).map_or(0, |m| m.len()),
+                path,
+            })
+            .collect();
+        listed.sort_by(|a, b| a.path.cmp(&b.path));
+        self.listed = listed;
+    }
+
+    /// Carries out what the views asked for in the last frame (`ctx` is
+    /// woken when a read it started ends).
+    pub fn apply(&mut self, actions: Vec<Action>, ctx: &egui::Context) {
+        for action in actions {
+            match action {
+                Action::SetWorkload(on) => self.source.set_workload_running(on),
+                Action::StartRecording => {
+                    let msg = match flatline_core::commands::soak::default_path("live")
+                        .and_then(|p| self.source.start_recording(&p).map(|()| p))
+                    {
+                        Ok(p) => format!("recording to {}", p.display()),
+                        Err(e) => format!("cannot record: {e:#}"),
+                    };
+                    self.say(msg);
+                }
+                Action::StopRecording => match self.source.stop_recording() {
+                    Ok(Some(p)) => self.say(format!("recording saved to {}", p.display())),
+                    Ok(None) => {}
+                    Err(e) => self.say(format!("recording failed: {e:#}")),
+                },
+                Action::Screenshot => {
+                    let name = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
+                        .to_string()
+                        .replace(':', "-");
+                    self.screenshot_to(PathBuf::from(format!("flatline-{name}.png")), false);
+                }
+                Action::ToggleBrowser | Action::BrowseToCompare => {
+                    self.browsing_for_compare = action == Action::BrowseToCompare;
+                    self.browser_open = !self.browser_open;
+                    if self.browser_open {
+                        self.refresh_recordings();
+                    }
+                }
+                Action::RefreshRecordings => self.refresh_recordings(),
+                Action::Mark(text) => match self.source.mark(&text) {
+                    Ok(()) => {
+                        self.say(format!("marked: {text}"));
+                        self.view.mark_text.clear();
+                    }
+                    Err(e) => self.say(format!("cannot mark: {e:#}")),
+                },
+                Action::Open(path) => {
+                    let opened = if self.browsing_for_compare {
+                        self.compare_path(&path)
+                    } else {
+                        self.open_recording(&path)
+                    };
+                    if let Err(e) = opened {
+                        self.say(format!("cannot open {}: {e:#}", path.display()));
+                    }
+                }
+                Action::StopComparing => {
+                    self.other = None;
+                    let (start, end) = self.store.time_range();
+                    self.timeline = Some(Timeline::new(start, end));
+                }
+                Action::CloseBrowser => self.browser_open = false,
+                Action::Detail {
+                    view,
+                    held,
+                    columns,
+                } => {
+                    if let Some(dt) = &mut self.detail {
+                        let ctx = ctx.clone();
+                        dt.want(view, held, columns, move || ctx.request_repaint());
+                    }
+                }
+            }
+        }
+    }
+
+    fn say(&mut self, msg: String) {
+        self.notice = Some((msg, Instant::now()));
+    }
+
+    /// Asks for a screenshot of the full view into `path`; with `exit_after`
+    /// the window closes once it is written.
+    pub fn screenshot_to(&mut self, path: PathBuf, exit_after: bool) {
+        self.screenshots_requested += 1;
+        self.capture = Some(Capture::new(path, exit_after));
+    }
+
+    /// True while a screenshot is being prepared (hover effects are off).
+    pub fn capturing(&self) -> bool {
+        self.capture.is_some()
+    }
+
+    /// Samples the views draw: all of them live, up to the playhead in replay.
+    pub fn visible_len(&self) -> usize {
+        visible_len(&self.store, self.timeline.as_ref())
+    }
+
+    /// Moves new data from the source into the store (and, while recording,
+    /// into the file). The window calls this from `App::logic`, which eframe
+    /// runs before every frame and also while the window is minimized or
+    /// covered and nothing is drawn: a live recording must not stall because
+    /// nobody is looking. Whoever drives [`Dashboard::show`] without eframe
+    /// (tests, `bench ui`) calls this before it.
+    pub fn tick(&mut self) {
+        self.source.poll(&mut self.store);
+        if self
+            .window_rss_at
+            .is_none_or(|t| t.elapsed() >= std::time::Duration::from_secs(1))
+        {
+            self.window_rss = flatline_telemetry::procfs::own_rss();
+            self.window_rss_at = Some(Instant::now());
+        }
+        if let Some(tl) = &mut self.timeline {
+            if self.source.growing() {
+                let (start, end) = self.store.time_range();
+                tl.follow(start, end);
+            }
+            tl.tick();
+        }
+    }
+
+    /// Whether the dashboard needs more frames now, with no input and no new
+    /// data: a replay playing, analyses due on the data shown, a screenshot
+    /// being taken.
+    pub fn busy(&self) -> bool {
+        self.timeline.as_ref().is_some_and(|t| t.playing)
+            || self.store.analyses_due()
+            || self.other.as_ref().is_some_and(|o| o.store.analyses_due())
+            || self.capture.is_some()
+    }
+
+    /// Whether data shown has not been analysed yet (its analysis comes
+    /// within a second): a frame then, even with nothing new.
+    pub fn stale(&self) -> bool {
+        self.store.analyses_pending()
+            || self
+                .other
+                .as_ref()
+                .is_some_and(|o| o.store.analyses_pending())
+    }
+
+    /// Draws the whole dashboard into `ui` (one frame); see [`Dashboard::tick`]
+    /// for where the data comes from.
+    pub fn show(&mut self, ui: &mut egui::Ui) {
+        let ctx = ui.ctx().clone();
+        ctx.set_theme(if self.settings.dark {
+            egui::Theme::Dark
+        } else {
+            egui::Theme::Light
+        });
+        // A screenshot waits for every analysis; a normal frame spends about
+        // 2 ms on them, so frames stay short when many go stale at once.
+        let budget = if self.capture.is_some() {
+            None
+        } else {
+            Some(std::time::Duration::from_millis(2))
+        };
+        self.poll_opening(&ctx);
+        self.store.begin_frame(budget);
+        if let Some(o) = &mut self.other {
+            o.store.begin_frame(budget);
+        }
+        self.run_capture(&ctx);
+        self.seen = SourceFacts::read(&*self.source);
+        if let Some(dt) = &mut self.detail {
+            dt.poll();
+        }
+        let actions = super::view::draw(&mut self.frame(), ui);
+        self.apply(actions, &ctx);
+    }
+
+    fn run_capture(&mut self, ctx: &egui::Context) {
+        let Some(result) = self.capture.as_mut().and_then(|c| c.step(ctx)) else {
+            return;
+        };
+        self.capture = None;
+        match &result {
+            Ok(p) => self.say(format!("screenshot saved to {}", p.display())),
+            Err(e) => self.say(format!("screenshot failed: {e}")),
+        }
+        *self.shot_result.lock().expect("result lock") = Some(result);
+    }
+}
+
+/// Samples of `store` drawn: all of them live, up to the playhead in replay.
+pub(super) fn visible_len(store: &Store, timeline: Option<&Timeline>) -> usize {
+    match timeline {
+        Some(tl) => store.len_until(tl.playhead_s),
+        None => store.len(),
+    }
+}
+
+/// Samples of B drawn: up to the same elapsed time as A's.
+pub(super) fn other_visible_len(other: Option<&Other>, timeline: Option<&Timeline>) -> usize {
+    match (other, timeline) {
+        (Some(o), Some(tl)) => o.store.len_until(tl.playhead_s),
+        (Some(o), None) => o.store.len(),
+        (None, _) => 0,
+    }
+}
+
+/// A recording being read for [`Dashboard::opening`].
+#[derive(Debug)]
+pub struct Loading {
+    pub path: PathBuf,
+    /// The file's size when the read began.
+    pub bytes: u64,
+    pub started: Instant,
+    rx: Option<std::sync::mpsc::Receiver<Result<(ReplaySource, Store)>>>,
+}
