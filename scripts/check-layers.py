@@ -2,7 +2,9 @@
 """The layers point down. Between crates cargo enforces it (arena → telemetry
 → analysis → receipt → core → dashboard); inside the telemetry crate the
 probes and the sampler import nothing from its recorder (`recording`). No two files of a crate import
-each other, directly or round a longer circle. Below the command layers
+each other, directly or round a longer circle, a module and its own
+children included (a module file that only declares modules and re-exports
+is a facade: a name taken through it counts as taken from where it lives). Below the command layers
 (core/src/stream and core/src/export; the dashboard's window, dashboard/src/ui)
 nothing names the CLI's types or clap: they take plain settings, which the
 commands make from the arguments.
@@ -258,16 +260,6 @@ def paths_named(text, module, children=None):
     return out
 
 
-# The circles between a module and its children that this check found when it
-# learnt to see them, not yet taken apart (issue 67): the core's root
-# (`run`, the `Viewer` its commands take and which names `fleet::Fleet`) and
-# the window's views (`view.rs` holds the `Frame` and its children's imports;
-# `ui::state` calls `view::draw`). Each is named by its crate and one member;
-# a new circle fails, and so does one listed here that is gone, so the list
-# only shrinks.
-KNOWN = {("core", "commands::fleet"), ("dashboard", "ui::view")}
-
-
 def circles():
     """(crate, [modules]) for each set of a crate's files that import one another."""
     found = []
@@ -432,19 +424,11 @@ def main():
     if files == 0:
         problems.append("no source file was read")
     rings = circles()
-    seen_known = set()
     for crate, ring in rings:
         if ring is None:
             problems.append(f"{crate}/src: missing (renamed? update this check)")
-            continue
-        known = {(c, m) for c, m in KNOWN if c == crate and m in ring}
-        if known:
-            seen_known |= known
-            print(f"{crate}: known circle, not yet taken apart: {', '.join(x or '(root)' for x in ring)}")
         else:
             problems.append(f"{crate}: these files import one another: {', '.join(x or '(root)' for x in ring)}")
-    for crate, member in sorted(KNOWN - seen_known):
-        problems.append(f"{crate}: the known circle through {member} is gone: take it off KNOWN")
     for f, line, what in below_cli():
         if what is None:
             problems.append(f"{f}: missing (renamed? update this check)")

@@ -16,6 +16,7 @@ mod capture;
 pub mod fleet;
 pub mod icon;
 mod native;
+mod shared;
 mod state;
 mod timeline;
 mod view;
@@ -31,10 +32,9 @@ pub use native::{
     App, DEFAULT_RENDERER, FRAMES, MAX_DEFAULT_FPS, MAX_LIVE_FPS, MOST_STILL, Renderer,
     WindowAsked, WindowOptions, check_display, run_window, settings_key,
 };
-pub use state::{
-    Dashboard, Focus, KeyState, Listed, Loading, Other, Settings, TreeFindings, ViewState,
+pub use shared::{
+    Focus, KeyState, Listed, Loading, Other, RangeReceipt, Settings, TreeFindings, ViewState,
 };
+pub use state::Dashboard;
 pub use timeline::Timeline;
-pub use view::{
-    Action, Frame, ProcessRow, RangeReceipt, marker_lines, process_rows, push_column, rates,
-};
+pub use view::{Action, Frame, ProcessRow, marker_lines, process_rows, push_column, rates};

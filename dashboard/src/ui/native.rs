@@ -13,7 +13,8 @@ use eframe::egui;
 use flatline_core::Closed;
 use flatline_core::stream::source::{Activity, SourceKind};
 
-use super::state::{Dashboard, Settings};
+use super::shared::Settings;
+use super::state::Dashboard;
 
 /// Which renderer draws a window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

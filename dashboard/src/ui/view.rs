@@ -5,28 +5,15 @@
 //! frame: no view starts a recording, writes a file, reads a folder or asks
 //! the source anything (the source is not in a [`Frame`]).
 
-use std::collections::BTreeMap;
-use std::path::PathBuf;
-
-use eframe::egui::{self, Color32, RichText};
-use egui_plot::{
-    AxisHints, FilledArea, Legend, Line, LineStyle, Plot, PlotPoint, PlotPoints, PlotUi, Points,
-    Polygon, VLine,
-};
-use flatline_analysis::summary::{self, Assessed};
-use flatline_analysis::{ChannelAnalysis, Kind, Severity, Verdict};
-use flatline_telemetry::recording::EventKind;
-use flatline_telemetry::{Group, Unit};
-
-use super::{Focus, Listed, Loading, Other, Settings, SourceFacts, Store, Timeline, ViewState};
-use flatline_core::fmt::{bytes, value};
-use flatline_core::stream::detail::Detail;
+use eframe::egui::{self};
 
 mod axes;
 mod bars;
 mod browser;
 mod channels;
 mod compare;
+mod frame;
+mod kit;
 mod markers;
 mod plots;
 mod selection;
@@ -42,85 +29,9 @@ use plots::plots;
 use verdicts::{answer, banner, cards, refresh};
 
 pub use channels::{ProcessRow, process_rows};
+pub use frame::{Action, Frame};
 pub use markers::marker_lines;
-pub use selection::RangeReceipt;
 pub use series::{push_column, rates};
-
-/// What a click asked for that is more than a change of view.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Action {
-    /// Pause or resume the source's own workload.
-    SetWorkload(bool),
-    StartRecording,
-    StopRecording,
-    Screenshot,
-    /// Open or close the recordings browser (opening reads its folder).
-    ToggleBrowser,
-    /// Add a marker with this text to the live or watched run.
-    Mark(String),
-    RefreshRecordings,
-    /// Open this recording (as B, when the browser was opened to compare).
-    Open(PathBuf),
-    /// Open the browser to choose a recording to compare with.
-    BrowseToCompare,
-    StopComparing,
-    /// Close the recordings browser.
-    CloseBrowser,
-    /// Read the samples of this time range at full resolution from the
-    /// file, where the store holds fewer than `columns` (`held`) of them.
-    Detail {
-        view: [f64; 2],
-        held: usize,
-        columns: usize,
-    },
-}
-
-/// What one frame's views are given ([`super::Dashboard::frame`]): to read,
-/// the data and what the frame loop read of the source; to change, what is
-/// theirs. Everything else they want is an [`Action`].
-#[derive(Debug)]
-pub struct Frame<'a> {
-    pub store: &'a Store,
-    /// What this frame shows of the source, read once before it is drawn.
-    pub seen: &'a SourceFacts,
-    /// B of a comparison.
-    pub other: Option<&'a Other>,
-    /// Full resolution read from disk where a thinned replay is zoomed in;
-    /// the frame loop polls it, a view asks for more by [`Action::Detail`].
-    pub detail: Option<&'a Detail>,
-    pub listed: &'a [Listed],
-    pub notice: Option<&'a (String, std::time::Instant)>,
-    pub window_rss: Option<u64>,
-    pub recordings_dir: &'a std::path::Path,
-    pub browser_open: bool,
-    pub browsing_for_compare: bool,
-    pub opening: Option<&'a Loading>,
-    /// A screenshot is being taken (hover effects are off).
-    pub capturing: bool,
-    /// The person's choices: theirs to change.
-    pub settings: &'a mut Settings,
-    /// The play position, for a replay: theirs to move.
-    pub timeline: Option<&'a mut Timeline>,
-    /// What the views keep between frames: theirs.
-    pub view: &'a mut ViewState,
-}
-
-impl Frame<'_> {
-    /// True while a screenshot is being prepared.
-    pub fn capturing(&self) -> bool {
-        self.capturing
-    }
-
-    /// Samples the views draw: all of them live, up to the playhead in replay.
-    pub fn visible_len(&self) -> usize {
-        super::state::visible_len(self.store, self.timeline.as_deref())
-    }
-
-    /// Samples of B the views draw: up to the same elapsed time as A's.
-    pub fn other_visible_len(&self) -> usize {
-        super::state::other_visible_len(self.other, self.timeline.as_deref())
-    }
-}
 
 /// Draws one frame and returns what the clicks in it asked for.
 pub fn draw(d: &mut Frame<'_>, ui: &mut egui::Ui) -> Vec<Action> {
@@ -174,11 +85,11 @@ pub fn draw(d: &mut Frame<'_>, ui: &mut egui::Ui) -> Vec<Action> {
 
 #[cfg(test)]
 mod tests {
-    use flatline_analysis::LiveAnalysis;
+    use flatline_analysis::{LiveAnalysis, Severity, Verdict};
     use flatline_telemetry::{ChannelSpec, Group, Unit};
 
     use super::channels::{FLAT, GROWS, NEUTRAL, verdict_color};
-    use super::plots::{Wall, pixel_seconds};
+    use super::kit::{Wall, pixel_seconds};
     use super::tree::carried;
     use super::*;
 

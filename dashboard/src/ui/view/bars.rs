@@ -1,7 +1,11 @@
 //! The strips around the plots: the top bar and its keys, the caption
 //! that ties a picture to its recording, the timeline, a range's receipt.
 
-use super::{Action, Color32, EventKind, Frame, RichText, axes, bytes, compare, egui};
+use super::frame::{Action, Frame};
+use super::{axes, compare};
+use eframe::egui::{self, Color32, RichText};
+use flatline_core::fmt::bytes;
+use flatline_telemetry::recording::EventKind;
 
 /// The receipt of a part of the run chosen on a plot, in a window of its
 /// own until closed; "Copy" puts it on the clipboard as Markdown.

@@ -1,6 +1,8 @@
 //! The file browser of a window opened without a recording.
 
-use super::{Action, Frame, bytes, egui};
+use super::frame::{Action, Frame};
+use eframe::egui::{self};
+use flatline_core::fmt::bytes;
 
 pub(super) fn browser(d: &mut Frame<'_>, ui: &mut egui::Ui, actions: &mut Vec<Action>) {
     let mut open = d.browser_open;

@@ -1,11 +1,14 @@
 //! The left panel: channels by group with their verdict badges, and the
 //! processes of a watched tree.
 
-use super::{
-    BTreeMap, ChannelAnalysis, Color32, EventKind, Frame, Group, RichText, Severity, Verdict,
-    bytes, egui, value,
-};
+use super::frame::Frame;
+use eframe::egui::{self, Color32, RichText};
+use flatline_analysis::{ChannelAnalysis, Severity, Verdict};
+use flatline_core::fmt::{bytes, value};
+use flatline_telemetry::Group;
 use flatline_telemetry::names;
+use flatline_telemetry::recording::EventKind;
+use std::collections::BTreeMap;
 
 pub(super) fn group_name(g: Group) -> &'static str {
     match g {

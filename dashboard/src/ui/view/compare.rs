@@ -7,15 +7,16 @@ use flatline_analysis::{ChannelAnalysis, Kind};
 use flatline_telemetry::Unit;
 
 use super::channels::badge;
+use super::frame::Frame;
+use super::kit::{line, linked_plot};
 use super::markers::{Mark, draw_markers, lane_plot, marks_on};
-use super::plots::{line, linked_plot};
+use super::series::rates;
 use super::series::{axis_unit, decimate_on};
-use super::{Frame, rates};
 use crate::ui::{Align, Store};
 use flatline_core::fmt::value;
 
 /// Side A's colour (the source): blue.
-pub const A: Color32 = Color32::from_rgb(90, 160, 255);
+pub const A: Color32 = super::kit::DATA;
 /// Side B's colour (the recording compared with it): teal, not orange,
 /// which the badges use for growth.
 pub const B: Color32 = Color32::from_rgb(70, 200, 180);

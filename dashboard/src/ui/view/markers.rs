@@ -2,8 +2,11 @@
 //! shared time (or step) axis, gathered into clusters where they crowd; on
 //! the plots at most a faint line each, and none where they are dense.
 
-use super::plots::{linked_plot, strip, value_at};
-use super::{Color32, EventKind, Frame, LineStyle, PlotUi, RichText, VLine, egui};
+use super::frame::Frame;
+use super::kit::{linked_plot, strip, value_at};
+use eframe::egui::{self, Color32, RichText};
+use egui_plot::{LineStyle, PlotUi, VLine};
+use flatline_telemetry::recording::EventKind;
 
 /// What a mark is, told apart on the lane by its glyph and colour.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

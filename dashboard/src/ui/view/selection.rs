@@ -7,23 +7,11 @@ use flatline_analysis::tree::Columns;
 use flatline_analysis::{ChannelAnalysis, reading};
 use flatline_telemetry::Unit;
 
-use super::Frame;
 use super::axes::clock;
+use super::frame::Frame;
+use crate::ui::shared::RangeReceipt;
 use flatline_core::fmt::value;
 use flatline_core::render::{Block, Col, Doc, Table};
-
-/// The receipt of a part of the run.
-#[derive(Debug, Clone)]
-pub struct RangeReceipt {
-    /// Seconds on the plots' clock.
-    pub from: f64,
-    pub to: f64,
-    pub headline: String,
-    /// Channel, verdict as a person reads it, drift, slope.
-    pub rows: Vec<[String; 4]>,
-    /// The same as a Markdown table, to paste into an issue.
-    pub markdown: String,
-}
 
 /// Analyses the plotted channels' readings from `from` to `to` seconds, each
 /// as its kind, after the window's start-up where the part begins inside it.

@@ -1,7 +1,9 @@
 //! What a plot is drawn from: a series decimated to the pixels it covers
 //! (min/max columns), counters as rates, axis units.
 
-use super::{Frame, Group, PlotPoint, Unit};
+use super::frame::Frame;
+use egui_plot::PlotPoint;
+use flatline_telemetry::{Group, Unit};
 
 /// How a unit is drawn on a plot axis: scale and label.
 pub(super) fn axis_unit(g: Group, u: Unit) -> (f64, &'static str) {

@@ -1,9 +1,12 @@
 //! The process tree's stacked areas.
 
+use super::channels::{ProcessRow, process_rows};
+use super::frame::Frame;
+use super::kit::{X_AXIS, line, linked_plot, value_at, wall_clock_axis, wall_origin};
 use super::markers::{draw_markers, marks};
-use super::plots::{X_AXIS, line, linked_plot, value_at, wall_clock_axis, wall_origin};
 use super::series::decimate;
-use super::{Color32, FilledArea, Frame, ProcessRow, RichText, egui, process_rows};
+use eframe::egui::{self, Color32, RichText};
+use egui_plot::FilledArea;
 use flatline_telemetry::names;
 
 /// Most processes stacked one by one under `tree.pss` (those that grew

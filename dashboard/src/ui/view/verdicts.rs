@@ -1,9 +1,13 @@
 //! The verdicts: the banner's headline and the cards under it.
 
 use super::channels::{CRITICAL, FLAT, GROWS, UNTOLD, badge, severity_color};
-use super::{
-    Assessed, ChannelAnalysis, Focus, Frame, Kind, RichText, Severity, Unit, egui, summary, value,
-};
+use super::frame::Frame;
+use crate::ui::Focus;
+use eframe::egui::{self, RichText};
+use flatline_analysis::summary::{self, Assessed};
+use flatline_analysis::{ChannelAnalysis, Kind, Severity};
+use flatline_core::fmt::value;
+use flatline_telemetry::Unit;
 
 /// The recording's finding in one sentence, above the plots, in the colour
 /// of its severity: what a person reads first, live as it changes. Clicking

@@ -1,0 +1,183 @@
+//! What the dashboard and its views share: the person's [`Settings`] (kept
+//! between runs), what the views keep from frame to frame ([`ViewState`]),
+//! the browser's list, B of a comparison, a recording being opened, and how
+//! many samples a frame shows. The views read it through their `Frame`; the
+//! dashboard ([`super::state`]) owns it.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::Result;
+use flatline_core::stream::source::{Meta, ReplaySource};
+use flatline_core::stream::store::{Align, Store};
+
+use super::timeline::Timeline;
+
+/// What the user chose, kept between runs (eframe storage).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Settings {
+    /// Channels drawn in the plots.
+    pub selected: BTreeSet<String>,
+    /// Draw value − baseline instead of the value.
+    pub drift: bool,
+    /// Training step on the x axis (when the data has steps).
+    pub x_steps: bool,
+    pub dark: bool,
+    /// Show the verdict cards.
+    pub cards: bool,
+    /// Plot counters as their cumulative count instead of their rate.
+    #[serde(default)]
+    pub counts: bool,
+    /// Channels of a group and unit share one plot, whatever their
+    /// magnitudes (the older view). Off: each memory channel has a row of
+    /// its own, and others share only within 20× of each other.
+    #[serde(default)]
+    pub grouped: bool,
+    /// Time on the x axis as a UTC wall clock instead of since the start.
+    #[serde(default)]
+    pub wall_clock: bool,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        // What each channel's declaration says (`telemetry/catalog.rs`).
+        let selected = flatline_telemetry::catalog::shown().collect();
+        Self {
+            selected,
+            drift: false,
+            x_steps: false,
+            dark: true,
+            cards: true,
+            counts: false,
+            grouped: false,
+            wall_clock: false,
+        }
+    }
+}
+
+/// A recording the browser lists.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listed {
+    pub path: PathBuf,
+    pub bytes: u64,
+}
+
+/// The second recording of a comparison (B), drawn beside the source (A).
+#[derive(Debug)]
+pub struct Other {
+    pub meta: Meta,
+    pub store: Store,
+    /// What the two runs are lined up by on the x axis.
+    pub align: Align,
+}
+
+/// The banner's tree findings (see [`Dashboard::tree_findings`]).
+pub type TreeFindings = (
+    std::time::Instant,
+    (usize, usize, u64, usize),
+    // The tree, how the job ended so far, the sites: as the receipt reads them.
+    flatline_analysis::reading::Facts,
+    // A replay's whole recording read as its receipt reads it (a live
+    // stream's banner reads the live analyses).
+    Option<flatline_analysis::reading::Reading>,
+);
+
+/// What the views keep from frame to frame besides the person's
+/// [`Settings`]: theirs to read and change, nobody else's but the frame
+/// loop's (which reads `pixel_s` for its pacing and resets `zoom` when the
+/// data change under it).
+#[derive(Debug, Default)]
+pub struct ViewState {
+    /// The text of the next marker, as typed beside "Mark".
+    pub mark_text: String,
+    /// The time range the plots showed last frame, when zoomed in (narrower
+    /// than the data); the lines are cut to it (and half a view each side).
+    pub zoom: Option<[f64; 2]>,
+    /// What the keyboard asked for that a later part of the frame does.
+    pub keys: KeyState,
+    /// Verdict cards clicked open (or, for urgent ones, folded).
+    pub cards_toggled: BTreeSet<String>,
+    /// Folded lines of the processes panel opened: a group's flat ones by
+    /// its head's pid, the exited ones as 0.
+    pub processes_unfolded: BTreeSet<u32>,
+    /// The process tree's findings for the banner, made at most once a
+    /// second (they scan the tree's columns): when, and for which store
+    /// (samples, channels, first time's bits).
+    pub tree_findings: Option<TreeFindings>,
+    /// Channels the banner has called growing, each plotted once when it
+    /// first is (a person who then hides one is not overruled).
+    pub auto_plotted: std::collections::HashSet<String>,
+    /// The growth card last clicked: its process's row and its site's are
+    /// marked in the panels on the left.
+    pub focus: Option<Focus>,
+    /// A part of the run being chosen (shift + drag on a plot), in seconds.
+    pub selecting: Option<[f64; 2]>,
+    /// The receipt of the part last chosen, shown until closed.
+    pub range_receipt: Option<RangeReceipt>,
+    /// Seconds of new data that move the plots last drawn by one pixel
+    /// along x (infinite when the view does not show the newest data);
+    /// `None` when no plot was drawn. The window's waker asks for no frame
+    /// sooner (see [`MOST_STILL`]).
+    pub pixel_s: Option<f64>,
+}
+
+/// What a growth card points at (see [`ViewState::focus`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Focus {
+    pub pid: Option<u32>,
+    /// Its site's channel (`site20.live`).
+    pub site: Option<String>,
+}
+
+/// Requests from the keyboard (see `view::keys`) carried to the part of the
+/// frame that acts on them.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct KeyState {
+    /// `f`: every plot back to all of its data.
+    pub fit: bool,
+    /// `m`: the marker field takes the keyboard.
+    pub focus_mark: bool,
+    /// `?`: the list of keys is open.
+    pub help: bool,
+}
+
+/// Samples of `store` drawn: all of them live, up to the playhead in replay.
+pub(crate) fn visible_len(store: &Store, timeline: Option<&Timeline>) -> usize {
+    match timeline {
+        Some(tl) => store.len_until(tl.playhead_s),
+        None => store.len(),
+    }
+}
+
+/// Samples of B drawn: up to the same elapsed time as A's.
+pub(crate) fn other_visible_len(other: Option<&Other>, timeline: Option<&Timeline>) -> usize {
+    match (other, timeline) {
+        (Some(o), Some(tl)) => o.store.len_until(tl.playhead_s),
+        (Some(o), None) => o.store.len(),
+        (None, _) => 0,
+    }
+}
+
+/// A recording being read for [`Dashboard::opening`].
+#[derive(Debug)]
+pub struct Loading {
+    pub path: PathBuf,
+    /// The file's size when the read began.
+    pub bytes: u64,
+    pub started: Instant,
+    pub(super) rx: Option<std::sync::mpsc::Receiver<Result<(ReplaySource, Store)>>>,
+}
+
+/// The receipt of a part of the run.
+#[derive(Debug, Clone)]
+pub struct RangeReceipt {
+    /// Seconds on the plots' clock.
+    pub from: f64,
+    pub to: f64,
+    pub headline: String,
+    /// Channel, verdict as a person reads it, drift, slope.
+    pub rows: Vec<[String; 4]>,
+    /// The same as a Markdown table, to paste into an issue.
+    pub markdown: String,
+}
