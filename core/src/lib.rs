@@ -21,4 +21,4 @@ mod viewer;
 
 pub use error::{AlreadySaid, BadFlag, EXIT_BAD_FLAG};
 pub use run::run;
-pub use viewer::{Closed, Headless, Viewer};
+pub use viewer::{Closed, Headless, Show, Shown, Viewer};

@@ -4,7 +4,7 @@
 use std::process::ExitCode;
 
 use crate::cli;
-use crate::commands::{bench, compare, convert, fleet, report, soak, watch};
+use crate::commands::{bench, compare, convert, fleet, live, replay, report, soak, watch};
 use crate::error::{AlreadySaid, BadFlag, EXIT_BAD_FLAG};
 use crate::export::web;
 use crate::stream::mark;
@@ -41,9 +41,9 @@ pub fn run(cli: cli::Cli, viewer: &dyn Viewer) -> ExitCode {
         };
     }
     let result = match cli.command {
-        None => viewer.live(&cli::LiveArgs::default()),
-        Some(cli::Command::Live(args)) => viewer.live(&args),
-        Some(cli::Command::Replay(args)) => viewer.replay(&args),
+        None => live::run(&cli::LiveArgs::default(), viewer),
+        Some(cli::Command::Live(args)) => live::run(&args, viewer),
+        Some(cli::Command::Replay(args)) => replay::run(&args, viewer),
         Some(cli::Command::Bench(args)) => bench::run(args, viewer),
         Some(cli::Command::Soak(args)) => soak::run(&args),
         Some(cli::Command::Serve(args)) => soak::serve(&args),

@@ -1,12 +1,20 @@
 //! What opens windows: the [`Viewer`] the `flatline` crate implements and
-//! [`Headless`] refuses, and how a window ended ([`Closed`]).
+//! [`Headless`] refuses, what a command asks it to show ([`Show`]), and how
+//! a window ended ([`Closed`]).
+//!
+//! Every command that opens a window (`live`, `replay`, `compare`, a watch)
+//! lives in `commands/`: it makes its source and store, and hands them to
+//! one [`Viewer::show`]. The source says its own kind and rate
+//! ([`Source::kind`], [`Source::sample_hz`]); the viewer only draws.
+
+use std::path::PathBuf;
 
 use anyhow::Result;
-use flatline_telemetry::recording::Recording;
 
 use crate::cli;
 use crate::commands::fleet::model::Fleet;
-use crate::stream::{source, store};
+use crate::stream::source::{Meta, ReplaySource, Source, SourceKind};
+use crate::stream::store::{Align, Store};
 
 /// How a window ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -17,26 +25,70 @@ pub enum Closed {
     BySignal,
 }
 
+/// What a window shows.
+#[allow(clippy::large_enum_variant)] // one per window, moved once
+pub enum Shown {
+    /// A source and the store it fills: live, a watch, a replay read up
+    /// front, a followed file.
+    Source {
+        source: Box<dyn Source>,
+        store: Store,
+    },
+    /// A recording the window reads on a thread of its own, already up
+    /// (checked to be a recording before).
+    Opening(PathBuf),
+    /// A comparison: A as the source, B's store beside it, lined up by `align`.
+    Compare {
+        a: ReplaySource,
+        a_store: Store,
+        b: Meta,
+        b_store: Store,
+        align: Align,
+    },
+}
+
+impl std::fmt::Debug for Shown {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Shown::Source { source, .. } => write!(f, "Source({:?})", source.kind()),
+            Shown::Opening(p) => write!(f, "Opening({})", p.display()),
+            Shown::Compare { b, .. } => write!(f, "Compare(B: {})", b.label),
+        }
+    }
+}
+
+impl Shown {
+    /// The kind of stream and its samples a second, which set the window's
+    /// frame rate: a replay (or a file being opened) has no rate of its own
+    /// and is drawn at the window's cap.
+    pub fn pace(&self) -> (SourceKind, f64) {
+        match self {
+            Shown::Source { source, .. } => (source.kind(), source.sample_hz()),
+            Shown::Opening(_) | Shown::Compare { .. } => (SourceKind::Replay, f64::INFINITY),
+        }
+    }
+}
+
+/// A window a command asks for.
+#[derive(Debug)]
+pub struct Show {
+    pub title: String,
+    /// Logical size, in points.
+    pub size: [f32; 2],
+    /// `--fps` and `--renderer`.
+    pub window: cli::WindowArgs,
+    /// Draw with the default view, save this PNG and close.
+    pub screenshot: Option<PathBuf>,
+    pub shown: Shown,
+}
+
 /// What opens windows, for the commands that show one. The `flatline` crate
 /// implements it with eframe; [`Headless`] refuses every window.
 pub trait Viewer {
     /// Fails, with advice, when no window can be opened here.
     fn check_display(&self) -> Result<()>;
-    /// `flatline live`.
-    fn live(&self, args: &cli::LiveArgs) -> Result<()>;
-    /// `flatline replay`.
-    fn replay(&self, args: &cli::ReplayArgs) -> Result<()>;
-    /// `flatline compare A B` without `--format`: both in one window.
-    fn compare(&self, args: &cli::CompareArgs, a: Recording, b: Recording) -> Result<()>;
-    /// A watch's window on its source and store, until it closes.
-    fn watch(
-        &self,
-        pid: u32,
-        window: &cli::WindowArgs,
-        hz: f64,
-        src: source::WatchSource,
-        store: store::Store,
-    ) -> Result<Closed>;
+    /// Shows `show` until the window closes (or its screenshot is saved).
+    fn show(&self, show: Show) -> Result<Closed>;
     /// `flatline fleet --window` or `--screenshot`: the fleet in a window.
     fn fleet(&self, args: &cli::FleetArgs, fleet: Fleet) -> Result<()>;
     /// `flatline bench ui` and `bench window`: what the window costs.
@@ -59,23 +111,7 @@ impl Viewer for Headless {
     fn check_display(&self) -> Result<()> {
         self.refuse()
     }
-    fn live(&self, _: &cli::LiveArgs) -> Result<()> {
-        self.refuse()
-    }
-    fn replay(&self, _: &cli::ReplayArgs) -> Result<()> {
-        self.refuse()
-    }
-    fn compare(&self, _: &cli::CompareArgs, _: Recording, _: Recording) -> Result<()> {
-        self.refuse()
-    }
-    fn watch(
-        &self,
-        _: u32,
-        _: &cli::WindowArgs,
-        _: f64,
-        _: source::WatchSource,
-        _: store::Store,
-    ) -> Result<Closed> {
+    fn show(&self, _: Show) -> Result<Closed> {
         self.refuse()
     }
     fn fleet(&self, _: &cli::FleetArgs, _: Fleet) -> Result<()> {

@@ -444,11 +444,11 @@ mod tests {
                 .samples
                 .recv_timeout(std::time::Duration::from_millis(100))
             {
-                tel.changes.items(s, |item| {
+                for item in tel.changes.items(s) {
                     if let Item::Add(specs) = item {
                         made.extend(specs);
                     }
-                });
+                }
             }
         }
         tel.sampler.stop();

@@ -64,17 +64,60 @@ impl SchemaFeed {
         self.inner.queued.store(q.len(), Ordering::Release);
     }
 
-    /// The stream's road: hands `to` the schema changes that come before
-    /// sample `s`, then the sample. Every consumer of a live stream (the
-    /// recorder thread, a watch window) takes its items this way.
-    pub fn items(&self, s: Sample, mut to: impl FnMut(Item)) {
-        self.take_until(s.seq, &mut to);
-        to(Item::Sample(s));
+    /// The stream's road: the schema changes that come before sample `s`,
+    /// oldest first, then the sample. Every consumer of a live stream (the
+    /// recorder thread, a watch window) takes its items this way. Each
+    /// change is taken under the lock alone (never held while the consumer
+    /// writes), and nothing is locked while nothing is queued.
+    pub fn items(&self, s: Sample) -> Items<'_> {
+        Items {
+            feed: self,
+            sample: Some(s),
+        }
+    }
+
+    /// The oldest change queued, if it takes effect at or before sample `seq`.
+    fn take_one(&self, seq: u64) -> Option<Item> {
+        if self.inner.queued.load(Ordering::Acquire) == 0 {
+            return None;
+        }
+        let mut q = self
+            .inner
+            .queue
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let c = if q.front().is_some_and(|(at, _)| *at <= seq) {
+            q.pop_front().map(|(_, c)| c)
+        } else {
+            None
+        };
+        self.inner.queued.store(q.len(), Ordering::Release);
+        c
     }
 
     /// Every change still queued (at the end of a stream).
     pub fn take_all(&self, apply: impl FnMut(Item)) {
         self.take_until(u64::MAX, apply);
+    }
+}
+
+/// The items of one sample ([`SchemaFeed::items`]): its schema changes,
+/// then the sample itself.
+#[derive(Debug)]
+pub struct Items<'a> {
+    feed: &'a SchemaFeed,
+    sample: Option<Sample>,
+}
+
+impl Iterator for Items<'_> {
+    type Item = Item;
+
+    fn next(&mut self) -> Option<Item> {
+        let seq = self.sample.as_ref()?.seq;
+        match self.feed.take_one(seq) {
+            Some(change) => Some(change),
+            None => self.sample.take().map(Item::Sample),
+        }
     }
 }
 

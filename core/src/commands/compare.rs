@@ -15,11 +15,13 @@ use flatline_telemetry::recording::Recording;
 use flatline_telemetry::{Group, TOKEN_CHANNELS, Unit};
 use serde_json::{Map, Value, json};
 
-use crate::cli::{CompareArgs, ReportFormat};
+use crate::cli::{AlignArg, CompareArgs, ReportFormat};
 use crate::commands::report::{self, Receipt, Row, change, verdict_text};
 use crate::fmt::{bytes, value};
 use crate::render::{Block, Col, Doc, Table, num, opt};
+use crate::stream::source::{ReplaySource, Source};
 use crate::stream::store::Align;
+use crate::viewer::{Show, Shown};
 
 /// One recording of a comparison, analysed.
 #[derive(Debug)]
@@ -826,5 +828,25 @@ pub fn run(args: &CompareArgs, viewer: &dyn crate::Viewer) -> Result<()> {
             return Ok(());
         }
     }
-    viewer.compare(args, a, b)
+    // A as the source, B beside it; by step when both runs have steps (the
+    // dashboard falls back to time where one has none), unless asked.
+    viewer.check_display()?;
+    let title = format!("flatline — {} and {}", args.a.display(), args.b.display());
+    let (a, a_store) = ReplaySource::from_recording(a);
+    let (b, b_store) = ReplaySource::from_recording(b);
+    let shown = Shown::Compare {
+        a,
+        a_store,
+        b: b.meta(),
+        b_store,
+        align: args.align.unwrap_or(AlignArg::Step).into(),
+    };
+    viewer.show(Show {
+        title,
+        size: args.size,
+        window: args.window.clone(),
+        screenshot: args.screenshot.clone(),
+        shown,
+    })?;
+    Ok(())
 }

@@ -8,6 +8,8 @@ pub mod compare;
 pub mod convert;
 pub mod corpus;
 pub mod fleet;
+pub mod live;
+pub mod replay;
 pub mod report;
 pub mod soak;
 pub mod watch;

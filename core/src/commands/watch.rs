@@ -725,7 +725,16 @@ pub fn run(args: &WatchArgs, viewer: &dyn crate::Viewer) -> Result<Option<i32>> 
         if let Some(o) = target.output.as_mut() {
             o.collect(src.grow(), printed_events, clock)?;
         }
-        let shown = viewer.watch(target.pid, &args.window, args.hz, src, store);
+        let shown = viewer.show(crate::viewer::Show {
+            title: format!("flatline — watching {}", target.pid),
+            size: [1600.0, 1000.0],
+            window: args.window.clone(),
+            screenshot: None,
+            shown: crate::viewer::Shown::Source {
+                source: Box::new(src),
+                store,
+            },
+        });
         // Closed or failed, the window takes a command we started with it. After a
         // Ctrl-C, which the command got too, it first has time to end on its own
         // (a trainer may be saving a checkpoint).

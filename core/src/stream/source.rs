@@ -92,6 +92,12 @@ impl Source for Opening {
 /// that the dashboard applies through these methods.
 pub trait Source {
     fn kind(&self) -> SourceKind;
+    /// Samples a second the stream brings (what the window's frame rate
+    /// follows); a replay has no rate of its own: infinite, drawn at the
+    /// window's cap.
+    fn sample_hz(&self) -> f64 {
+        f64::INFINITY
+    }
     fn meta(&self) -> Meta;
     /// One word or two: "running", "paused", "following", "ended".
     fn status(&self) -> String;
@@ -190,6 +196,8 @@ impl SourceFacts {
 /// for a slow window, and a crash of either side leaves a readable file.
 pub struct LiveSource {
     workload: Workload,
+    /// The rate the workload process was started at.
+    hz: f64,
     child: Child,
     /// The child's standard input: `pause`, `resume`, `mark TEXT`, `quit`.
     /// Shared with the marker socket's thread.
@@ -300,6 +308,7 @@ impl LiveSource {
     /// child serves and alerts as `config.export` says, and says so on stderr.
     pub fn start_with(program: &Path, config: ServeConfig) -> Result<(Self, Store)> {
         let workload = config.workload;
+        let hz = config.hz;
         let dir = tempfile::Builder::new()
             .prefix("flatline-live-")
             .tempdir()
@@ -344,6 +353,7 @@ impl LiveSource {
         Ok((
             Self {
                 workload,
+                hz,
                 child,
                 control,
                 _marks: marks,
@@ -515,18 +525,13 @@ impl Source for LiveSource {
         SourceKind::Live
     }
 
+    fn sample_hz(&self) -> f64 {
+        self.hz
+    }
+
     fn meta(&self) -> Meta {
         Meta {
-            // The rate the workload process says it samples at, in its header.
-            label: format!(
-                "live: {} at {} Hz",
-                self.workload.name(),
-                self.follower
-                    .header
-                    .config
-                    .get("hz")
-                    .map_or("?", String::as_str)
-            ),
+            label: format!("live: {} at {} Hz", self.workload.name(), self.hz),
             host: self.follower.header.caption_host(),
             file: self.recording.clone(),
             // A file still being written has no digest yet.
@@ -1040,6 +1045,10 @@ impl Source for WatchSource {
         SourceKind::Watch
     }
 
+    fn sample_hz(&self) -> f64 {
+        self.hz
+    }
+
     fn meta(&self) -> Meta {
         Meta {
             label: format!("watch: pid {} at {} Hz", self.pid, self.hz),
@@ -1068,7 +1077,9 @@ impl Source for WatchSource {
 
     fn poll(&mut self, store: &mut Store) {
         mark_observer_thread();
-        self.feed.drain(|item| store.push_item(&item));
+        for item in self.feed.items() {
+            store.push_item(&item);
+        }
         self.read_faults();
         if !self.exited && self.sampler.is_finished() {
             self.exited = true;
@@ -1083,7 +1094,9 @@ impl Source for WatchSource {
             }
             self.file = None;
             // What the recorder passed on before it ended.
-            self.feed.drain(|item| store.push_item(&item));
+            for item in self.feed.items() {
+                store.push_item(&item);
+            }
         }
     }
 

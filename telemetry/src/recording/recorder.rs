@@ -381,14 +381,13 @@ impl WindowTap {
 }
 
 impl Feed {
-    /// Hands each waiting item to `f`, in order.
-    pub fn drain(&self, mut f: impl FnMut(Item)) {
-        for item in self.rx.try_iter() {
+    /// The waiting items, in order (none blocks).
+    pub fn items(&self) -> impl Iterator<Item = Item> + '_ {
+        self.rx.try_iter().inspect(|item| {
             if matches!(item, Item::Sample(_)) {
                 self.waiting.fetch_sub(1, Relaxed);
             }
-            f(item);
-        }
+        })
     }
 
     /// Whether items wait.
@@ -590,7 +589,11 @@ impl Recorder {
                         recv(samples) -> s => match s {
                             Ok(s) => {
                                 let mut r = Ok(());
-                                changes.items(s, |item| if r.is_ok() { r = out.push(&item) });
+                                for item in changes.items(s) {
+                                    if r.is_ok() {
+                                        r = out.push(&item);
+                                    }
+                                }
                                 keep(&mut out, r)?;
                             }
                             // The sampler has stopped; wait for the end reason.
@@ -623,11 +626,11 @@ impl Recorder {
                 if samples_open {
                     for s in samples.try_iter() {
                         let mut r = Ok(());
-                        changes.items(s, |item| {
+                        for item in changes.items(s) {
                             if r.is_ok() {
-                                r = out.push(&item)
+                                r = out.push(&item);
                             }
-                        });
+                        }
                         keep(&mut out, r)?;
                     }
                 }

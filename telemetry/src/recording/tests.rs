@@ -256,7 +256,7 @@ fn a_windows_recorder_writes_the_file_and_hands_the_window_the_same_items() {
     let end = end.expect("a recording was written");
     assert_eq!(end.write.samples, 500);
     let mut shown = Vec::new();
-    feed.drain(|item| shown.push(item));
+    shown.extend(feed.items());
     let samples: Vec<&Sample> = shown
         .iter()
         .filter_map(|i| match i {
@@ -284,8 +284,10 @@ fn a_windows_recorder_writes_the_file_and_hands_the_window_the_same_items() {
 fn a_window_that_records_nothing_still_gets_its_stream() {
     let (feed, end, _tx) = window_run(None, 50);
     assert!(end.is_none(), "nothing was recorded");
-    let mut n = 0;
-    feed.drain(|item| n += usize::from(matches!(item, Item::Sample(_))));
+    let n = feed
+        .items()
+        .filter(|item| matches!(item, Item::Sample(_)))
+        .count();
     assert_eq!(n, 50);
 }
 
@@ -301,10 +303,12 @@ fn a_window_that_does_not_read_misses_samples_past_its_backlog_but_no_schema_cha
     tap.send(Item::End(vec![0]));
     assert_eq!(feed.dropped(), extra as u64);
     let (mut samples, mut changes) = (0, 0);
-    feed.drain(|item| match item {
-        Item::Sample(_) => samples += 1,
-        _ => changes += 1,
-    });
+    for item in feed.items() {
+        match item {
+            Item::Sample(_) => samples += 1,
+            _ => changes += 1,
+        }
+    }
     assert_eq!((samples, changes), (WINDOW_BACKLOG, 2));
     // Read, the backlog is free again.
     tap.send(Item::Sample(Sample::from_values(0, 0, &[1.0])));
