@@ -171,15 +171,46 @@ pub fn read<'c, F: Fn(&str) -> Option<&'c [f64]>>(
     data: &Columns<'c, F>,
     root: Option<u32>,
 ) -> Ending {
-    let t_of = |e: &Event| e.t_ns as f64 / 1e9;
     let end_s = data.t.last().copied().unwrap_or(0.0);
-    let stems = stems(schema);
-    let mut names: BTreeMap<u32, (String, String)> = BTreeMap::new();
-    let mut left: Vec<Left> = Vec::new();
     let mut ending = Ending {
         end_s,
         ..Ending::default()
     };
+    let Seen { left, exits } = seen(schema, events, root, end_s, &mut ending);
+    let oom_by_count = counted_oom_kills(data, &left, &mut ending);
+    let limit = rules::limit_for(names::TREE_RSS, Unit::Bytes, host, |c| {
+        rules::latest((data.column)(c)?)
+    });
+    for (j, l) in left.iter().enumerate() {
+        let counted = oom_by_count.contains(&j);
+        if let Some(d) = death(data, l, counted, exits.contains_key(&l.pid), limit) {
+            ending.deaths.push(d);
+        }
+    }
+    ending.deaths.sort_by(|a, b| a.t_s.total_cmp(&b.t_s));
+    ending
+}
+
+/// What the events say of the processes that left: who, when, their exit
+/// status, the kernel's and the job's own words; printed out-of-memory
+/// errors, the watched process's exit and kills of no process of the tree
+/// go straight into `ending`.
+struct Seen {
+    left: Vec<Left>,
+    exits: BTreeMap<u32, (Option<i32>, Option<i32>)>,
+}
+
+fn seen(
+    schema: &Schema,
+    events: &[Event],
+    root: Option<u32>,
+    end_s: f64,
+    ending: &mut Ending,
+) -> Seen {
+    let t_of = |e: &Event| e.t_ns as f64 / 1e9;
+    let stems = stems(schema);
+    let mut names: BTreeMap<u32, (String, String)> = BTreeMap::new();
+    let mut left: Vec<Left> = Vec::new();
     let mut kernel: Vec<(u32, f64, String, f64)> = Vec::new();
     let mut exits: BTreeMap<u32, (Option<i32>, Option<i32>)> = BTreeMap::new();
     let mut printed_signal: BTreeMap<u32, (i32, String)> = BTreeMap::new();
@@ -292,6 +323,18 @@ pub fn read<'c, F: Fn(&str) -> Option<&'c [f64]>>(
             None => ending.others_killed.push(text.clone()),
         }
     }
+    Seen { left, exits }
+}
+
+/// The processes the cgroup's OOM kill count names (by index into `left`),
+/// where no kernel log line did: as many as the count rose, the largest
+/// first among those that left then with no other cause; a rise with too
+/// few of them is said in `ending.others_killed`.
+fn counted_oom_kills<'c, F: Fn(&str) -> Option<&'c [f64]>>(
+    data: &Columns<'c, F>,
+    left: &[Left],
+    ending: &mut Ending,
+) -> Vec<usize> {
     let mut oom_by_count: Vec<usize> = Vec::new();
     if let Some(kills) = (data.column)(names::CGROUP_OOM_KILLS) {
         let t = data.t;
@@ -337,75 +380,78 @@ pub fn read<'c, F: Fn(&str) -> Option<&'c [f64]>>(
             last = Some((t[i], v));
         }
     }
-    let limit = rules::limit_for(names::TREE_RSS, Unit::Bytes, host, |c| {
-        rules::latest((data.column)(c)?)
-    });
-    for (j, l) in left.iter().enumerate() {
-        let cause = if l.kernel.is_some() {
-            Cause::KernelOomKiller
-        } else if oom_by_count.contains(&j) {
-            Cause::OomKiller
-        } else if l.signal.is_some() {
-            Cause::Signal
-        } else {
-            continue;
-        };
-        let reading = last_reading(data, l);
-        let mut evidence = Vec::new();
-        if let Some((_, text)) = &l.kernel {
-            evidence.push(format!("the kernel's log: {text}"));
-        }
-        if oom_by_count.contains(&j)
-            || l.kernel.is_some() && (data.column)(names::CGROUP_OOM_KILLS).is_some()
-        {
-            evidence.push("the cgroup's OOM kill count rose as it left the tree".into());
-        }
-        match (l.signal, exits.contains_key(&l.pid)) {
-            (Some(s), true) => evidence.push(format!(
-                "its exit status: killed by signal {s}{}",
-                flatline_telemetry::tree::signal_name(s)
-                    .map_or(String::new(), |n| format!(" ({n})"))
-            )),
-            (None, _) if cause == Cause::OomKiller => evidence.push(
-                "its exit status was not seen (its parent reaped it between two readings)".into(),
-            ),
-            _ => {}
-        }
-        if let Some(p) = &l.printed {
-            evidence.push(format!("the job printed: {p}"));
-        }
-        let (limit, limit_of) = match (cause, limit) {
-            (Cause::Signal, _) | (_, None) => (None, None),
-            (_, Some((v, src))) => (
-                Some(v),
-                Some(match src {
-                    LimitSource::Cgroup => "the cgroup's",
-                    _ => "the host's RAM,",
-                }),
-            ),
-        };
-        ending.deaths.push(Death {
-            pid: l.pid,
-            name: l.name.clone(),
-            role: l.role.clone(),
-            t_s: l.t_s,
-            cause,
-            signal: l.signal.or(matches!(cause, Cause::OomKiller).then_some(9)),
-            size: l
-                .kernel
-                .as_ref()
-                .map(|k| k.0)
-                .filter(|&s| s > 0.0)
-                .or(reading.map(|r| r.1)),
-            last_reading_before_s: reading.map(|r| (l.t_s - r.0).max(0.0)),
-            limit,
-            limit_of,
-            before: before(data, l),
-            evidence,
-        });
+    oom_by_count
+}
+
+/// How `l` died, if it was killed (by the kernel's OOM killer, by the
+/// cgroup's as its count says (`counted`), or by a signal), with the
+/// evidence; `None` for a process that ended on its own.
+fn death<'c, F: Fn(&str) -> Option<&'c [f64]>>(
+    data: &Columns<'c, F>,
+    l: &Left,
+    counted: bool,
+    exit_seen: bool,
+    limit: Option<(f64, LimitSource)>,
+) -> Option<Death> {
+    let cause = if l.kernel.is_some() {
+        Cause::KernelOomKiller
+    } else if counted {
+        Cause::OomKiller
+    } else if l.signal.is_some() {
+        Cause::Signal
+    } else {
+        return None;
+    };
+    let reading = last_reading(data, l);
+    let mut evidence = Vec::new();
+    if let Some((_, text)) = &l.kernel {
+        evidence.push(format!("the kernel's log: {text}"));
     }
-    ending.deaths.sort_by(|a, b| a.t_s.total_cmp(&b.t_s));
-    ending
+    if counted || l.kernel.is_some() && (data.column)(names::CGROUP_OOM_KILLS).is_some() {
+        evidence.push("the cgroup's OOM kill count rose as it left the tree".into());
+    }
+    match (l.signal, exit_seen) {
+        (Some(s), true) => evidence.push(format!(
+            "its exit status: killed by signal {s}{}",
+            flatline_telemetry::tree::signal_name(s).map_or(String::new(), |n| format!(" ({n})"))
+        )),
+        (None, _) if cause == Cause::OomKiller => evidence.push(
+            "its exit status was not seen (its parent reaped it between two readings)".into(),
+        ),
+        _ => {}
+    }
+    if let Some(p) = &l.printed {
+        evidence.push(format!("the job printed: {p}"));
+    }
+    let (limit, limit_of) = match (cause, limit) {
+        (Cause::Signal, _) | (_, None) => (None, None),
+        (_, Some((v, src))) => (
+            Some(v),
+            Some(match src {
+                LimitSource::Cgroup => "the cgroup's",
+                _ => "the host's RAM,",
+            }),
+        ),
+    };
+    Some(Death {
+        pid: l.pid,
+        name: l.name.clone(),
+        role: l.role.clone(),
+        t_s: l.t_s,
+        cause,
+        signal: l.signal.or(matches!(cause, Cause::OomKiller).then_some(9)),
+        size: l
+            .kernel
+            .as_ref()
+            .map(|k| k.0)
+            .filter(|&s| s > 0.0)
+            .or(reading.map(|r| r.1)),
+        last_reading_before_s: reading.map(|r| (l.t_s - r.0).max(0.0)),
+        limit,
+        limit_of,
+        before: before(data, l),
+        evidence,
+    })
 }
 
 /// A process's last reading of its own RSS before it left: (time, bytes).

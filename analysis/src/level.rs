@@ -211,12 +211,7 @@ fn level(p: &Prepared, ctx: &Context<'_>, out: &mut ChannelAnalysis) {
 
     // Noise of the differences, jumps, ramps.
     let d: Vec<f64> = x.windows(2).map(|p| p[1] - p[0]).collect();
-    let mut abs_dev: Vec<f64> = {
-        let mut dd = d.clone();
-        let med = median(&mut dd);
-        d.iter().map(|x| (x - med).abs()).collect()
-    };
-    out.noise = 1.4826 * median(&mut abs_dev);
+    out.noise = noise_of(&d);
     let level = median(&mut x.iter().map(|v| v.abs()).collect::<Vec<_>>());
     let resolution = level * 1e-12 + f64::MIN_POSITIVE;
     // Jumps are found at the data's own resolution; growth must pass the
@@ -228,41 +223,9 @@ fn level(p: &Prepared, ctx: &Context<'_>, out: &mut ChannelAnalysis) {
         resolution.max(MATERIAL_SHARE * level)
     };
     let threshold = (6.0 * out.noise).max(resolution);
-    let mut changes = 0usize;
-    let mut jumps: Vec<Jump> = Vec::new();
-    let mut i = 0;
-    while i < d.len() {
-        if d[i].abs() <= threshold {
-            i += 1;
-            continue;
-        }
-        // A run of consecutive large changes in the same direction.
-        let sign = d[i].signum();
-        let start = i;
-        while i < d.len() && d[i].abs() > threshold && d[i].signum() == sign {
-            i += 1;
-        }
-        changes += i - start;
-        // A jump is a new level that holds: no other large change in the
-        // next three steps (else it is a spike or a flicker), and not the
-        // way back from a spike that went the other way just before.
-        let holds = d[i..d.len().min(i + 3)]
-            .iter()
-            .all(|x| x.abs() <= threshold);
-        let returns = start > 0 && d[start - 1].abs() > threshold && d[start - 1].signum() != sign;
-        if i - start <= 3 && holds && !returns {
-            jumps.push(Jump {
-                t_s: t[start + 1],
-                size: d[start..i].iter().sum(),
-            });
-        }
-    }
+    let (mut jumps, changes) = find_jumps(t, &d, threshold);
     out.jumps = jumps.len();
-    let mut edges: Vec<f64> = Vec::with_capacity(jumps.len() + 2);
-    edges.push(t[0]);
-    edges.extend(jumps.iter().map(|j| j.t_s));
-    edges.push(t[n - 1]);
-    out.longest_flat_s = edges.windows(2).map(|e| e[1] - e[0]).fold(0.0, f64::max);
+    out.longest_flat_s = longest_flat(t, &jumps);
 
     // Trend and scatter around it.
     let tr = trend(t, x);
@@ -341,25 +304,10 @@ fn level(p: &Prepared, ctx: &Context<'_>, out: &mut ChannelAnalysis) {
     // is start-up the start-up did not catch, or a level that stepped once.
     if verdict.is_growth() {
         let mid = t[0] + out.duration_s / 2.0;
-        let from = t.partition_point(|&ti| ti < mid);
-        let late = &x[from..];
-        let lw = (late.len() / 10).max(3).min(late.len() / 2).max(1);
-        let late_drift =
-            median(&mut late[late.len() - lw..].to_vec()) - median(&mut late[..lw].to_vec());
-        let expected = rate(verdict) * (t[n - 1] - t[from.min(n - 1)]);
-        let sustained = if verdict == Verdict::Staircase {
-            // A staircase still steps: its deciding jumps in the later half
-            // add up, the drift's way, to that share of what its rate
-            // predicts. A level that stepped early and held since is
-            // settled, however a dip or its noise moves the later medians.
-            let late_net: f64 = deciding().filter(|j| j.t_s >= mid).map(|j| j.size).sum();
-            late_net * expected.signum() >= SUSTAINED_SHARE * expected.abs()
-        } else {
-            late_drift * expected.signum() >= SUSTAINED_SHARE * expected.abs()
-        };
+        let late_net: f64 = deciding().filter(|j| j.t_s >= mid).map(|j| j.size).sum();
+        let (sustained, late) = sustained(t, x, mid, rate(verdict), verdict, late_net);
         if !sustained {
-            verdict = held(late, tolerance);
-            confidence = 0.5;
+            (verdict, confidence) = (held(late, tolerance), 0.5);
             out.note = Some(Note::NotSustained);
         }
     } else if verdict == Verdict::Flat && out.drift != 0.0 && out.note.is_none() {
@@ -375,32 +323,128 @@ fn level(p: &Prepared, ctx: &Context<'_>, out: &mut ChannelAnalysis) {
         && deciding().next().is_none()
         && let Some(at) = stopped(t, x, tr.slope, evidence)
     {
-        verdict = held(&x[t.partition_point(|&ti| ti < at)..], tolerance);
-        confidence = 0.5;
+        (verdict, confidence) = (held(&x[t.partition_point(|&ti| ti < at)..], tolerance), 0.5);
         out.note = Some(Note::NotSustained);
     }
     // A level that held, then began to grow: the whole run's line misses a
     // leak that starts late, and its scatter makes the run look noisy.
-    let mut onset_slope = None;
     // (A run whose later half grows no faster than twice its first half's,
     // by least squares, has no such onset: the search is skipped.)
-    if matches!(
+    let onset = if matches!(
         verdict,
         Verdict::Noisy | Verdict::Linear | Verdict::Insufficient
     ) && (verdict != Verdict::Linear || speeds_up(t, x))
-        && let Some(tail) = late_onset(t, x, evidence)
     {
-        verdict = Verdict::Linear;
-        confidence = tail.confidence;
-        out.onset_s = Some(tail.at);
-        out.slope_per_s = tail.slope;
-        onset_slope = Some(tail.slope);
+        late_onset(t, x, evidence)
+    } else {
+        None
+    };
+    if let Some(tail) = &onset {
+        (verdict, confidence) = (Verdict::Linear, tail.confidence);
+        (out.onset_s, out.slope_per_s) = (Some(tail.at), tail.slope);
     }
     out.verdict = verdict;
     out.confidence = confidence;
 
     // Projection, limit, severity.
-    let r = onset_slope.unwrap_or_else(|| rate(verdict));
+    let r = onset.map_or_else(|| rate(verdict), |tail| tail.slope);
+    project(p, ctx, r, out);
+    out.detectable_after_s =
+        detectable_after(ctx, level, n, out.duration_s, tr.scatter, &ev, evidence);
+    out.evidence = Some(ev);
+    jumps.truncate(MAX_JUMP_LIST);
+    out.jump_list = jumps;
+}
+
+/// The jumps among the differences `d` of a series at times `t` (a run of
+/// at most three consecutive changes beyond `threshold`, the same way, that
+/// holds for three steps and is not the way back from a spike), and how
+/// many differences were beyond `threshold` at all.
+fn find_jumps(t: &[f64], d: &[f64], threshold: f64) -> (Vec<Jump>, usize) {
+    let mut changes = 0usize;
+    let mut jumps: Vec<Jump> = Vec::new();
+    let mut i = 0;
+    while i < d.len() {
+        if d[i].abs() <= threshold {
+            i += 1;
+            continue;
+        }
+        // A run of consecutive large changes in the same direction.
+        let sign = d[i].signum();
+        let start = i;
+        while i < d.len() && d[i].abs() > threshold && d[i].signum() == sign {
+            i += 1;
+        }
+        changes += i - start;
+        // A jump is a new level that holds: no other large change in the
+        // next three steps (else it is a spike or a flicker), and not the
+        // way back from a spike that went the other way just before.
+        let holds = d[i..d.len().min(i + 3)]
+            .iter()
+            .all(|x| x.abs() <= threshold);
+        let returns = start > 0 && d[start - 1].abs() > threshold && d[start - 1].signum() != sign;
+        if i - start <= 3 && holds && !returns {
+            jumps.push(Jump {
+                t_s: t[start + 1],
+                size: d[start..i].iter().sum(),
+            });
+        }
+    }
+    (jumps, changes)
+}
+
+/// The noise of a series' differences `d`: their MAD, scaled to a standard
+/// deviation.
+fn noise_of(d: &[f64]) -> f64 {
+    let mut dd = d.to_vec();
+    let med = median(&mut dd);
+    let mut abs_dev: Vec<f64> = d.iter().map(|x| (x - med).abs()).collect();
+    1.4826 * median(&mut abs_dev)
+}
+
+/// The longest time between two jumps, or from an end to the nearest.
+fn longest_flat(t: &[f64], jumps: &[Jump]) -> f64 {
+    let mut edges: Vec<f64> = Vec::with_capacity(jumps.len() + 2);
+    edges.push(t[0]);
+    edges.extend(jumps.iter().map(|j| j.t_s));
+    edges.push(t[t.len() - 1]);
+    edges.windows(2).map(|e| e[1] - e[0]).fold(0.0, f64::max)
+}
+
+/// Whether growth at `rate` held through the later half of the run (from
+/// `mid`): it moved the same way by [`SUSTAINED_SHARE`] of what the rate
+/// predicts, by its medians, or for a staircase by its deciding jumps there
+/// (`late_net`). Also the later half's readings.
+fn sustained<'x>(
+    t: &[f64],
+    x: &'x [f64],
+    mid: f64,
+    rate: f64,
+    verdict: Verdict,
+    late_net: f64,
+) -> (bool, &'x [f64]) {
+    let n = x.len();
+    let from = t.partition_point(|&ti| ti < mid);
+    let late = &x[from..];
+    let lw = (late.len() / 10).max(3).min(late.len() / 2).max(1);
+    let late_drift =
+        median(&mut late[late.len() - lw..].to_vec()) - median(&mut late[..lw].to_vec());
+    let expected = rate * (t[n - 1] - t[from.min(n - 1)]);
+    let sustained = if verdict == Verdict::Staircase {
+        // A staircase still steps: its deciding jumps in the later half
+        // add up, the drift's way, to that share of what its rate
+        // predicts. A level that stepped early and held since is
+        // settled, however a dip or its noise moves the later medians.
+        late_net * expected.signum() >= SUSTAINED_SHARE * expected.abs()
+    } else {
+        late_drift * expected.signum() >= SUSTAINED_SHARE * expected.abs()
+    };
+    (sustained, late)
+}
+
+/// The projection over a day at rate `r`, the rate per step, the time to
+/// the limit and the severity.
+fn project(p: &Prepared, ctx: &Context<'_>, r: f64, out: &mut ChannelAnalysis) {
     out.projection_24h = Some(r * DAY_S);
     if let Some(sps) = steps_per_s(p, ctx, out.duration_s) {
         out.slope_per_step = Some(r / sps);
@@ -411,26 +455,32 @@ fn level(p: &Prepared, ctx: &Context<'_>, out: &mut ChannelAnalysis) {
     {
         out.time_to_limit_s = Some((limit - out.final_value) / r);
     }
-    if verdict.is_growth() && r > 0.0 {
+    if out.verdict.is_growth() && r > 0.0 {
         out.severity = Some(Severity::of(out.time_to_limit_s));
     }
-    // How long before a reference leak rises above this run's scatter and
-    // the evidence floor.
+}
+
+/// How long before a reference leak rises above this run's scatter and the
+/// evidence floor.
+fn detectable_after(
+    ctx: &Context<'_>,
+    level: f64,
+    n: usize,
+    duration_s: f64,
+    scatter: f64,
+    ev: &TrendEvidence,
+    evidence: f64,
+) -> Option<f64> {
     let reference_per_s = if ctx.min_growth > 0.0 || level > 1e6 {
         REFERENCE_LEAK_BYTES_PER_H / 3600.0
     } else {
         MATERIAL_SHARE * level / 3600.0
     };
-    let per_s = (n - 1) as f64 / out.duration_s;
-    if reference_per_s > 0.0 && per_s.is_finite() && per_s > 0.0 {
-        out.detectable_after_s = Some(
-            evidence::limit_s(reference_per_s, tr.scatter, ev.inflation, per_s)
-                .max(evidence::floor_time(reference_per_s, evidence)),
-        );
-    }
-    out.evidence = Some(ev);
-    jumps.truncate(MAX_JUMP_LIST);
-    out.jump_list = jumps;
+    let per_s = (n - 1) as f64 / duration_s;
+    (reference_per_s > 0.0 && per_s.is_finite() && per_s > 0.0).then(|| {
+        evidence::limit_s(reference_per_s, scatter, ev.inflation, per_s)
+            .max(evidence::floor_time(reference_per_s, evidence))
+    })
 }
 
 /// Least-squares slope of (t, x): O(n), for cheap screening.

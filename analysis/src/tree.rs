@@ -327,16 +327,14 @@ impl<'a, F: Fn(&str) -> Option<&'a [f64]>> std::fmt::Debug for Columns<'a, F> {
     }
 }
 
-/// The tree of a recording, or `None` when it watched no tree. `analysis(name)`
-/// gives a channel's analysis.
-pub fn summarize<'a, 'c, F: Fn(&str) -> Option<&'c [f64]>>(
+/// Every process the recording names, by pid: from its start and exit
+/// events, and from the labels of its channels (a process seen only by its
+/// channels, started before the watch), with its PSS verdict.
+fn processes_seen<'a>(
     schema: &Schema,
     events: &[Event],
-    analysis: impl Fn(&str) -> Option<&'a ChannelAnalysis>,
-    data: &Columns<'c, F>,
-) -> Option<TreeSummary> {
-    // Without workers, growth is counted from where start-up ended.
-    let warmup_end = data.t.first().copied().unwrap_or(0.0) + analysis(names::TREE_PSS)?.warmup_s;
+    analysis: &impl Fn(&str) -> Option<&'a ChannelAnalysis>,
+) -> BTreeMap<u32, ProcessSeen> {
     let mut seen: BTreeMap<u32, ProcessSeen> = BTreeMap::new();
     let t = |e: &Event| e.t_ns as f64 / 1e9;
     for e in events {
@@ -395,6 +393,20 @@ pub fn summarize<'a, 'c, F: Fn(&str) -> Option<&'c [f64]>>(
         p.channels = Some(stem.to_owned());
         p.pss_verdict = analysis(&c.name).map(|a| a.verdict);
     }
+    seen
+}
+
+/// The tree of a recording, or `None` when it watched no tree. `analysis(name)`
+/// gives a channel's analysis.
+pub fn summarize<'a, 'c, F: Fn(&str) -> Option<&'c [f64]>>(
+    schema: &Schema,
+    events: &[Event],
+    analysis: impl Fn(&str) -> Option<&'a ChannelAnalysis>,
+    data: &Columns<'c, F>,
+) -> Option<TreeSummary> {
+    // Without workers, growth is counted from where start-up ended.
+    let warmup_end = data.t.first().copied().unwrap_or(0.0) + analysis(names::TREE_PSS)?.warmup_s;
+    let mut seen = processes_seen(schema, events, &analysis);
     // Growth since the tree took its shape (the last worker started; with no
     // workers, the start-up's end), or since the process started if later;
     // grew: by MATERIAL_SHARE or more.

@@ -282,46 +282,7 @@ pub fn text_report(rec: &Recording, receipt: &Receipt<'_>) -> String {
     for l in insufficient {
         line(&mut d, format!("  insufficient: {l}"));
     }
-    let mut table = Table::new(vec![
-        Col::left("channel", 26),
-        Col::right("kind", 8),
-        Col::right("verdict", 26),
-        Col::right("baseline", 14).after(1),
-        Col::right("final", 14),
-        Col::right("drift", 14),
-        Col::right("slope/s", 20),
-        Col::right("jumps × quantum", 18),
-        Col::right("24 h", 16),
-        Col::right("to limit", 12),
-        Col::left("", 0).after(1),
-    ]);
-    for c in channels {
-        // A terminal's width leaves out the confidence, the drift per step
-        // and the longest flat run: `--format md` and `json` carry them.
-        let ChannelLine {
-            name,
-            kind,
-            verdict,
-            confidence: _,
-            severity,
-            cells: [b, f, dr, sl, j, p, e],
-            per_step: _,
-            longest_flat: _,
-        } = c;
-        table.row(vec![
-            name,
-            kind.into(),
-            verdict,
-            b,
-            f,
-            dr,
-            sl,
-            j,
-            p,
-            e,
-            severity.unwrap_or_default().into(),
-        ]);
-    }
+    let table = text_table(channels);
     d.push(Block::Gap);
     d.push(Block::Table {
         indent: "  ".into(),
@@ -365,6 +326,137 @@ pub fn text_report(rec: &Recording, receipt: &Receipt<'_>) -> String {
             .collect(),
     });
     d.text()
+}
+
+/// The channels' table as a terminal shows it.
+fn text_table(channels: Vec<ChannelLine>) -> Table {
+    let mut table = Table::new(vec![
+        Col::left("channel", 26),
+        Col::right("kind", 8),
+        Col::right("verdict", 26),
+        Col::right("baseline", 14).after(1),
+        Col::right("final", 14),
+        Col::right("drift", 14),
+        Col::right("slope/s", 20),
+        Col::right("jumps × quantum", 18),
+        Col::right("24 h", 16),
+        Col::right("to limit", 12),
+        Col::left("", 0).after(1),
+    ]);
+    for c in channels {
+        // A terminal's width leaves out the confidence, the drift per step
+        // and the longest flat run: `--format md` and `json` carry them.
+        let ChannelLine {
+            name,
+            kind,
+            verdict,
+            confidence: _,
+            severity,
+            cells: [b, f, dr, sl, j, p, e],
+            per_step: _,
+            longest_flat: _,
+        } = c;
+        table.row(vec![
+            name,
+            kind.into(),
+            verdict,
+            b,
+            f,
+            dr,
+            sl,
+            j,
+            p,
+            e,
+            severity.unwrap_or_default().into(),
+        ]);
+    }
+    table
+}
+
+/// The channels' table in Markdown, every column.
+fn md_table(channels: Vec<ChannelLine>) -> Table {
+    let mut table = Table::new(
+        ["channel", "kind", "verdict", "severity"]
+            .iter()
+            .map(|n| Col::left(n, 0))
+            .chain(
+                [
+                    "baseline",
+                    "final",
+                    "drift",
+                    "drift/step",
+                    "trend",
+                    "jumps × quantum",
+                    "longest flat",
+                    "24 h projection",
+                    "time to limit",
+                ]
+                .iter()
+                .map(|n| Col::right(n, 0)),
+            )
+            .collect(),
+    );
+    for c in channels {
+        let ChannelLine {
+            name,
+            kind,
+            verdict,
+            confidence,
+            severity,
+            cells: [b, f, dr, sl, j, p, e],
+            per_step,
+            longest_flat,
+        } = c;
+        table.row(vec![
+            format!("`{name}`"),
+            kind.into(),
+            format!("{verdict} ({:.0} %)", confidence * 100.0),
+            severity.unwrap_or("–").into(),
+            b,
+            f,
+            dr,
+            per_step,
+            sl,
+            j,
+            longest_flat,
+            p,
+            e,
+        ]);
+    }
+    table
+}
+
+/// `key=value` pairs as Markdown code, one after another.
+fn code_pairs(pairs: &[(&str, &str)]) -> String {
+    let v: Vec<String> = pairs.iter().map(|(k, v)| format!("`{k}={v}`")).collect();
+    v.join(" ")
+}
+
+/// What the Markdown receipt says of how the channels were read, a
+/// paragraph each: the teardown cut, the sensitivity, the channels too
+/// short to tell, the thinning.
+fn md_notes(
+    teardown_s: Option<f64>,
+    sensitivity: Option<String>,
+    insufficient: Vec<String>,
+    thinned: Option<String>,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(td) = teardown_s {
+        out.push(format!("The {}.", teardown_text(td)));
+    }
+    if let Some(line) = sensitivity {
+        out.push(format!("Sensitivity: {line}."));
+    }
+    out.extend(
+        insufficient
+            .into_iter()
+            .map(|l| format!("Insufficient: {l}.")),
+    );
+    if let Some(note) = thinned {
+        out.push(format!("Note: {note}."));
+    }
+    out
 }
 
 /// The allocation sites of a `watch --sites` recording: each site, the
@@ -561,10 +653,6 @@ pub fn md_report(rec: &Recording, receipt: &Receipt<'_>) -> String {
         growing,
         deaths,
     } = content(rec, receipt);
-    let code = |pairs: &[(&str, &str)]| {
-        let v: Vec<String> = pairs.iter().map(|(k, v)| format!("`{k}={v}`")).collect();
-        v.join(" ")
-    };
     let mut d = Doc::default();
     d.push(Block::Title(format!("Drift receipt: `{file_name}`")));
     d.push(Block::Headline(headline));
@@ -597,10 +685,10 @@ pub fn md_report(rec: &Recording, receipt: &Receipt<'_>) -> String {
     }
     facts.push(("host".into(), host));
     if !labels.is_empty() {
-        facts.push(("labels".into(), code(&labels)));
+        facts.push(("labels".into(), code_pairs(&labels)));
     }
     if !config.is_empty() {
-        facts.push(("configuration".into(), code(&config)));
+        facts.push(("configuration".into(), code_pairs(&config)));
     }
     if let Some(c) = command {
         facts.push(("command".into(), format!("`{c}`")));
@@ -617,66 +705,10 @@ pub fn md_report(rec: &Recording, receipt: &Receipt<'_>) -> String {
     d.push(Block::Para(format!(
         "Analysis after {warmup}. Each channel is read as its kind: levels (memory in use) `flat` (within 1 % of its level, or under the evidence it needs), `staircase` (discrete jumps with flat runs between), `linear` (steady growth), `noisy`; only levels are projected to 24 hours, staircases included, and get a severity from their time to the limit. Counters are read as rates (`steady`, `rising`, `falling`, `bursty`), gauges by their trend (`stable`, `drifting up/down` in % an hour, `noisy`), peaks by their rises (`held`, `rose`)."
     )));
-    if let Some(td) = teardown_s {
-        d.push(Block::Para(format!("The {}.", teardown_text(td))));
+    for para in md_notes(teardown_s, sensitivity, insufficient, thinned) {
+        d.push(Block::Para(para));
     }
-    if let Some(line) = sensitivity {
-        d.push(Block::Para(format!("Sensitivity: {line}.")));
-    }
-    for l in insufficient {
-        d.push(Block::Para(format!("Insufficient: {l}.")));
-    }
-    if let Some(note) = thinned {
-        d.push(Block::Para(format!("Note: {note}.")));
-    }
-    let mut table = Table::new(
-        ["channel", "kind", "verdict", "severity"]
-            .iter()
-            .map(|n| Col::left(n, 0))
-            .chain(
-                [
-                    "baseline",
-                    "final",
-                    "drift",
-                    "drift/step",
-                    "trend",
-                    "jumps × quantum",
-                    "longest flat",
-                    "24 h projection",
-                    "time to limit",
-                ]
-                .iter()
-                .map(|n| Col::right(n, 0)),
-            )
-            .collect(),
-    );
-    for c in channels {
-        let ChannelLine {
-            name,
-            kind,
-            verdict,
-            confidence,
-            severity,
-            cells: [b, f, dr, sl, j, p, e],
-            per_step,
-            longest_flat,
-        } = c;
-        table.row(vec![
-            format!("`{name}`"),
-            kind.into(),
-            format!("{verdict} ({:.0} %)", confidence * 100.0),
-            severity.unwrap_or("–").into(),
-            b,
-            f,
-            dr,
-            per_step,
-            sl,
-            j,
-            longest_flat,
-            p,
-            e,
-        ]);
-    }
+    let table = md_table(channels);
     d.push(Block::Table {
         indent: String::new(),
         table,
