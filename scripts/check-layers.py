@@ -419,10 +419,6 @@ LONG = {
     ("telemetry/src/sampler.rs", "start_with"),
     ("telemetry/src/recording/csv.rs", "import"),
     ("telemetry/src/recording/recorder.rs", "spawn_inner"),
-    ("core/src/export/prom.rs", "encode"),
-    ("core/src/commands/soak.rs", "record_workload"),
-    ("core/src/commands/bench.rs", "run_corpus"),
-    ("dashboard/src/bench/ui.rs", "run"),
 }
 
 

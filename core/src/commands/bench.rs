@@ -430,13 +430,32 @@ const LABELLED: [(&str, &str, Verdict); 9] = [
     ),
 ];
 
+/// The median time, over `runs` runs, of one channel's analysis of an hour
+/// at 100 Hz (a noisy staircase).
+fn hour_median_ns(runs: usize) -> u64 {
+    use flatline_analysis::{Context, analyze};
+    let n: u64 = 360_000;
+    let t: Vec<f64> = (0..n).map(|i| i as f64 / 100.0).collect();
+    let v: Vec<f64> = (0..n)
+        .map(|i| 1.3e9 + 262_144.0 * (i / 5000) as f64 + ((i * 7919) % 8192) as f64)
+        .collect();
+    let mut times: Vec<u64> = (0..runs)
+        .map(|_| {
+            let t0 = std::time::Instant::now();
+            let _ = analyze(&t, &v, &Context::default());
+            t0.elapsed().as_nanos() as u64
+        })
+        .collect();
+    times.sort_unstable();
+    times[times.len() / 2]
+}
+
 /// `bench analysis --corpus`: the analysis measured on series whose answer
 /// is known. Prints the confusion matrix (rows: the right verdict; columns:
 /// the one given), the series it got wrong, the slope errors of linear
 /// series, and the time for an hour at 100 Hz.
 fn run_corpus(args: &AnalysisBenchArgs) -> Result<()> {
     use flatline_analysis::corpus::{self, LEVEL_VERDICTS};
-    use flatline_analysis::{Context, analyze};
     let mut results: Vec<(String, Verdict, Verdict, usize, Option<f64>)> = Vec::new();
     // Per family: growing series their truth makes clear, and those found.
     let mut clear: std::collections::BTreeMap<&str, (usize, usize)> = Default::default();
@@ -486,20 +505,7 @@ fn run_corpus(args: &AnalysisBenchArgs) -> Result<()> {
             .copied()
     };
     // An hour at 100 Hz, timed.
-    let n: u64 = 360_000;
-    let t: Vec<f64> = (0..n).map(|i| i as f64 / 100.0).collect();
-    let v: Vec<f64> = (0..n)
-        .map(|i| 1.3e9 + 262_144.0 * (i / 5000) as f64 + ((i * 7919) % 8192) as f64)
-        .collect();
-    let mut times: Vec<u64> = (0..args.runs)
-        .map(|_| {
-            let t0 = std::time::Instant::now();
-            let _ = analyze(&t, &v, &Context::default());
-            t0.elapsed().as_nanos() as u64
-        })
-        .collect();
-    times.sort_unstable();
-    let median_ns = times[times.len() / 2];
+    let median_ns = hour_median_ns(args.runs);
     if args.json {
         let v = serde_json::json!({
             "workload": "analysis-corpus",

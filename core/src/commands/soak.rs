@@ -105,15 +105,9 @@ fn answer(result: Result<String>) {
     crate::stream::session::tell_window(&line);
 }
 
-fn record_workload(
-    run: &WorkloadRun<'_>,
-    stop: &AtomicBool,
-    paused: &AtomicBool,
-    bar: &ProgressBar,
-    requests: &Receiver<Request>,
-) -> Result<RunEnd> {
+/// The workload's configuration, and the recording's header of this run.
+fn run_setup(run: &WorkloadRun<'_>) -> (DriverConfig, RecordingSetup) {
     let step = run.step_ms.map(|ms| Duration::from_secs_f64(ms / 1e3));
-    let progress = WorkProgress::new();
     let driver_cfg = DriverConfig {
         workload: run.workload,
         step,
@@ -130,6 +124,18 @@ fn record_workload(
     if let Some(dir) = &run.cgroup {
         setup.set("cgroup", dir.display());
     }
+    (driver_cfg, setup)
+}
+
+fn record_workload(
+    run: &WorkloadRun<'_>,
+    stop: &AtomicBool,
+    paused: &AtomicBool,
+    bar: &ProgressBar,
+    requests: &Receiver<Request>,
+) -> Result<RunEnd> {
+    let progress = WorkProgress::new();
+    let (driver_cfg, setup) = run_setup(run);
     // The workload's memory (ring, corpus, batch buffers) is allocated before
     // telemetry starts: the recording shows the run, not its set-up.
     let mut driver =

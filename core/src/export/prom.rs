@@ -520,27 +520,7 @@ impl ExportState {
             "Notes from probes that failed or stopped answering",
             self.probe_errors,
         );
-        let deaths = Family::<DeathLabels, Gauge>::default();
-        for d in self.deaths() {
-            deaths
-                .get_or_create(&DeathLabels {
-                    host: host.clone(),
-                    victim_pid: d.pid.to_string(),
-                    victim_name: d.name.clone(),
-                    victim_role: d.role.clone(),
-                    cause: serde_json::to_value(d.cause)
-                        .ok()
-                        .and_then(|v| v.as_str().map(str::to_owned))
-                        .unwrap_or_default(),
-                    signal: d.signal.map_or(String::new(), |s| s.to_string()),
-                })
-                .set(1);
-        }
-        reg.register(
-            "flatline_process_killed",
-            "1 for each process of the watched tree killed by the OOM killer (cause kernel_oom_killer or oom_killer) or by a signal, with the victim's pid, name and role",
-            deaths,
-        );
+        self.register_deaths(&mut reg, &host);
         let own = Family::<HostLabels, Gauge<f64, AtomicU64>>::default();
         if let Some(rss) = flatline_telemetry::procfs::own_rss() {
             own.get_or_create(&host).set(rss as f64);
@@ -578,6 +558,32 @@ impl ExportState {
         // Writing into a String cannot fail.
         let _ = prometheus_client::encoding::prometheus_text::encode(&mut text, &reg);
         text
+    }
+
+    /// `flatline_process_killed`: one series per process of the tree that
+    /// was killed, as the analysis reads how the job ended.
+    fn register_deaths(&self, reg: &mut Registry, host: &HostLabels) {
+        let deaths = Family::<DeathLabels, Gauge>::default();
+        for d in self.deaths() {
+            deaths
+                .get_or_create(&DeathLabels {
+                    host: host.clone(),
+                    victim_pid: d.pid.to_string(),
+                    victim_name: d.name.clone(),
+                    victim_role: d.role.clone(),
+                    cause: serde_json::to_value(d.cause)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_owned))
+                        .unwrap_or_default(),
+                    signal: d.signal.map_or(String::new(), |s| s.to_string()),
+                })
+                .set(1);
+        }
+        reg.register(
+            "flatline_process_killed",
+            "1 for each process of the watched tree killed by the OOM killer (cause kernel_oom_killer or oom_killer) or by a signal, with the victim's pid, name and role",
+            deaths,
+        );
     }
 }
 

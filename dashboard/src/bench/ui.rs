@@ -114,6 +114,24 @@ fn frame_with(ctx: &egui::Context, dash: &mut Dashboard, events: Vec<egui::Event
     t0.elapsed().as_nanos() as u64
 }
 
+/// A live store fed a week at 10 Hz (46 times its cap) stays at its cap:
+/// the samples fed, its size after one, three and seven days, its size and
+/// the samples it holds at the end.
+fn live_week(schema: &Schema) -> (u64, Vec<(u64, usize)>, usize, usize) {
+    let n = schema.len();
+    let day = 86_400 * 10;
+    let live_samples = 7 * day;
+    let mut live = Store::new(schema.clone(), crate::ui::LIVE_CAP);
+    let mut live_by_day: Vec<(u64, usize)> = Vec::new();
+    for i in 0..live_samples {
+        live.push(&sample(i, n));
+        if (i + 1) % day == 0 && matches!((i + 1) / day, 1 | 3 | 7) {
+            live_by_day.push(((i + 1) / day, live.heap_bytes()));
+        }
+    }
+    (live_samples, live_by_day, live.heap_bytes(), live.len())
+}
+
 pub fn run(args: &UiBenchArgs) -> Result<()> {
     let schema = schema();
     let n = schema.len();
@@ -161,19 +179,7 @@ pub fn run(args: &UiBenchArgs) -> Result<()> {
     let open_hours = args.hours;
     let zooms = zoomed_frames(&ctx, &mut dash, args.frames);
 
-    // A live store fed a week at 10 Hz (46 times its cap) stays at its
-    // cap: its size after one, three and seven days.
-    let day = 86_400 * 10;
-    let live_samples = 7 * day;
-    let mut live = Store::new(schema.clone(), crate::ui::LIVE_CAP);
-    let mut live_by_day: Vec<(u64, usize)> = Vec::new();
-    for i in 0..live_samples {
-        live.push(&sample(i, n));
-        if (i + 1) % day == 0 && matches!((i + 1) / day, 1 | 3 | 7) {
-            live_by_day.push(((i + 1) / day, live.heap_bytes()));
-        }
-    }
-    let live_bytes = live.heap_bytes();
+    let (live_samples, live_by_day, live_bytes, live_len) = live_week(&schema);
 
     if args.json {
         let v = serde_json::json!({
@@ -192,7 +198,7 @@ pub fn run(args: &UiBenchArgs) -> Result<()> {
             "open_file_bytes": file_bytes,
             "open_ns": open_ns,
             "live_samples_fed": live_samples,
-            "live_store_samples": live.len(),
+            "live_store_samples": live_len,
             "live_store_bytes": live_bytes,
             "zooms": zooms
                 .iter()
@@ -260,7 +266,7 @@ pub fn run(args: &UiBenchArgs) -> Result<()> {
     println!(
         "  live store fed a week at 10 Hz ({} samples): {} kept, {} of arrays (bounded by its cap of {}); after {}",
         flatline_core::fmt::thousands(live_samples),
-        flatline_core::fmt::thousands(live.len() as u64),
+        flatline_core::fmt::thousands(live_len as u64),
         bytes(live_bytes as f64),
         flatline_core::fmt::thousands(crate::ui::LIVE_CAP as u64),
         live_by_day
