@@ -413,7 +413,6 @@ def views_asking_the_source():
 LONGEST = 150
 FIXTURES = {os.path.join("analysis", "src", "corpus.rs")}
 LONG = {
-    ("core/src/commands/watch.rs", "run"),
     ("telemetry/src/tree.rs", "scan"),
     ("dashboard/src/ui/view/tree.rs", "tree_plot"),
     ("telemetry/src/sampler.rs", "start_with"),

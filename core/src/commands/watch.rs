@@ -664,6 +664,102 @@ fn sampler_config(
     }
 }
 
+/// The watch's window has closed (or failed): a command we started with it
+/// is stopped (after a Ctrl-C, which the command got too, it first has time
+/// to end on its own: a trainer may be saving a checkpoint), and the watch's
+/// exit code is the command's, or 130/0 when we stopped it.
+fn window_closed(shown: Result<crate::Closed>, target: &mut Watched) -> Result<Option<i32>> {
+    let by_signal = matches!(shown, Ok(crate::Closed::BySignal));
+    let stopped = target.stop_started(if by_signal {
+        STOP_GRACE
+    } else {
+        Duration::ZERO
+    });
+    if let Some(how) = &stopped {
+        eprintln!("flatline: the window closed; {how}");
+    }
+    shown?;
+    Ok(match (&stopped, by_signal) {
+        (Some(_), true) => Some(130),
+        (Some(_), false) => Some(0),
+        (None, _) => target.exit_code(),
+    })
+}
+
+/// A headless watch, until it ends: the job exits (its exit fact and
+/// `TargetExited` recorded), Ctrl-C, `--seconds`, or a write fault when the
+/// policy is to stop. Says which.
+fn wait_headless(
+    session: &Session,
+    target: &mut Watched,
+    args: &WatchArgs,
+) -> Result<&'static str> {
+    let stop = crate::commands::soak::interrupt_flag()?;
+    let start = Instant::now();
+    let limit = args.seconds.map(Duration::from_secs_f64);
+    let mut faults = crate::stream::session::FaultWatch::default();
+    Ok(loop {
+        std::thread::sleep(Duration::from_millis(100));
+        if faults.check(session, args.on_write_error) {
+            break "write failed";
+        }
+        if session.sampler_finished() {
+            if let Some(fact) = target.exit_fact(&args.command) {
+                session.event(fact);
+            }
+            session.event(EventKind::TargetExited { pid: target.pid });
+            break "target exited";
+        }
+        if stop.load(Ordering::Relaxed) {
+            break "interrupted";
+        }
+        if limit.is_some_and(|l| start.elapsed() >= l) {
+            break "completed";
+        }
+    })
+}
+
+/// What the receipt of a headless watch says after its table: the
+/// command's output read, a job that ended before its first reading, an
+/// exit, how a started command was stopped.
+fn print_end_notes(
+    target: &mut Watched,
+    args: &WatchArgs,
+    end: &crate::stream::session::SessionEnd,
+    stopped: Option<&str>,
+    interrupted: bool,
+) {
+    if let Some(o) = &target.output {
+        for line in o.summary() {
+            println!("  {line}");
+        }
+    }
+    if end.recorder.write.samples == 0
+        && let (Some(status), SamplerExit::TargetExited { .. }) = (
+            target
+                .child
+                .as_mut()
+                .and_then(|c| c.try_wait().ok().flatten()),
+            &end.exit,
+        )
+    {
+        println!("  {}", ended_unread(target.pid, &args.command, status));
+    }
+    if let SamplerExit::TargetExited { pid } = end.exit
+        && stopped.is_none()
+    {
+        println!("  process {pid} exited; the recording covers it to the end");
+    }
+    if let Some(how) = stopped {
+        let why = if interrupted {
+            "interrupted"
+        } else {
+            "--seconds reached"
+        };
+        println!("  {why}: {how}");
+    }
+}
+
 /// Runs the watch; returns the started command's exit code, if one was started
 /// and ended on its own (0 when flatline stopped it because the watch ended).
 pub fn run(args: &WatchArgs, viewer: &dyn crate::Viewer) -> Result<Option<i32>> {
@@ -735,24 +831,7 @@ pub fn run(args: &WatchArgs, viewer: &dyn crate::Viewer) -> Result<Option<i32>> 
                 store,
             },
         });
-        // Closed or failed, the window takes a command we started with it. After a
-        // Ctrl-C, which the command got too, it first has time to end on its own
-        // (a trainer may be saving a checkpoint).
-        let by_signal = matches!(shown, Ok(crate::Closed::BySignal));
-        let stopped = target.stop_started(if by_signal {
-            STOP_GRACE
-        } else {
-            Duration::ZERO
-        });
-        if let Some(how) = &stopped {
-            eprintln!("flatline: the window closed; {how}");
-        }
-        shown?;
-        return Ok(match (&stopped, by_signal) {
-            (Some(_), true) => Some(130),
-            (Some(_), false) => Some(0),
-            (None, _) => target.exit_code(),
-        });
+        return window_closed(shown, &mut target);
     }
 
     let out = match &args.out {
@@ -780,29 +859,7 @@ pub fn run(args: &WatchArgs, viewer: &dyn crate::Viewer) -> Result<Option<i32>> 
         o.collect(session.grow(), printed_events, clock)?;
     }
     flatline_telemetry::alloc::mark_observer_thread();
-    let stop = crate::commands::soak::interrupt_flag()?;
-    let start = Instant::now();
-    let limit = args.seconds.map(Duration::from_secs_f64);
-    let mut faults = crate::stream::session::FaultWatch::default();
-    let ended_by = loop {
-        std::thread::sleep(Duration::from_millis(100));
-        if faults.check(&session, args.on_write_error) {
-            break "write failed";
-        }
-        if session.sampler_finished() {
-            if let Some(fact) = target.exit_fact(&args.command) {
-                session.event(fact);
-            }
-            session.event(EventKind::TargetExited { pid: target.pid });
-            break "target exited";
-        }
-        if stop.load(Ordering::Relaxed) {
-            break "interrupted";
-        }
-        if limit.is_some_and(|l| start.elapsed() >= l) {
-            break "completed";
-        }
-    };
+    let ended_by = wait_headless(&session, &mut target, args)?;
     let interrupted = ended_by == "interrupted";
     let write_failed = ended_by == "write failed";
     // A command we started is stopped before the recording ends, so that
@@ -830,35 +887,7 @@ pub fn run(args: &WatchArgs, viewer: &dyn crate::Viewer) -> Result<Option<i32>> 
     let rec = crate::commands::report::open(&out)?;
     let receipt = crate::commands::report::analyse(&rec, None);
     print!("{}", crate::commands::report::text_report(&rec, &receipt));
-    if let Some(o) = &target.output {
-        for line in o.summary() {
-            println!("  {line}");
-        }
-    }
-    if end.recorder.write.samples == 0
-        && let (Some(status), SamplerExit::TargetExited { .. }) = (
-            target
-                .child
-                .as_mut()
-                .and_then(|c| c.try_wait().ok().flatten()),
-            &end.exit,
-        )
-    {
-        println!("  {}", ended_unread(target.pid, &args.command, status));
-    }
-    if let SamplerExit::TargetExited { pid } = end.exit
-        && stopped.is_none()
-    {
-        println!("  process {pid} exited; the recording covers it to the end");
-    }
-    if let Some(how) = &stopped {
-        let why = if interrupted {
-            "interrupted"
-        } else {
-            "--seconds reached"
-        };
-        println!("  {why}: {how}");
-    }
+    print_end_notes(&mut target, args, &end, stopped.as_deref(), interrupted);
     println!(
         "\n  wrote {} ({} samples, {})",
         out.display(),
