@@ -416,7 +416,6 @@ LONG = {
     ("telemetry/src/tree.rs", "scan"),
     ("dashboard/src/ui/view/tree.rs", "tree_plot"),
     ("telemetry/src/sampler.rs", "start_with"),
-    ("telemetry/src/recording/csv.rs", "import"),
     ("telemetry/src/recording/recorder.rs", "spawn_inner"),
 }
 

@@ -48,6 +48,59 @@ fn line_of(pos: Option<&csv::Position>) -> u64 {
     pos.map_or(0, csv::Position::line)
 }
 
+/// Why a header row of column names cannot be imported, if it cannot: empty,
+/// all numbers (no header), a column without a name or named twice.
+fn check_names(names: &[String]) -> Result<(), String> {
+    if names.is_empty() || names.iter().all(|n| n.is_empty()) {
+        return Err("the file is empty: a header row of column names is needed".into());
+    }
+    if names
+        .iter()
+        .all(|n| parse_cell(n).is_some_and(|v| !v.is_nan()))
+    {
+        return Err(
+            "no header row: the first row is all numbers; add a row of column names".into(),
+        );
+    }
+    let mut seen = HashSet::new();
+    for n in names {
+        if n.is_empty() {
+            return Err("a column has no name".into());
+        }
+        if !seen.insert(n.as_str()) {
+            return Err(format!("column {n:?} appears twice"));
+        }
+    }
+    Ok(())
+}
+
+/// The channels of the numeric columns, named as a followed log names them
+/// (`val/loss` → `log.val_loss`); refused where two read as one name or
+/// where more than a recording holds.
+fn channels_of(names: &[String], numeric: &[usize]) -> Result<Vec<ChannelSpec>, String> {
+    if numeric.len() > MAX_CHANNELS {
+        return Err(format!(
+            "{} numeric columns; at most {MAX_CHANNELS} fit",
+            numeric.len()
+        ));
+    }
+    let mut channels: Vec<ChannelSpec> = Vec::with_capacity(numeric.len());
+    for &i in numeric {
+        let name = format!("log.{}", leaf(&names[i]));
+        if name == "log." {
+            return Err(format!("column {:?} has no letters or digits", names[i]));
+        }
+        if let Some(c) = channels.iter().find(|c| c.name == name) {
+            return Err(format!(
+                "columns {:?} and {:?} both read as {}",
+                c.name, names[i], name
+            ));
+        }
+        channels.push(ChannelSpec::new(name, unit_of(&names[i]), Group::StepLog));
+    }
+    Ok(channels)
+}
+
 /// Imports the step log at `csv_path` into a new recording at `out`.
 pub fn import(
     csv_path: &Path,
@@ -78,30 +131,7 @@ pub fn import(
         .iter()
         .map(str::to_owned)
         .collect();
-    if names.is_empty() || names.iter().all(|n| n.is_empty()) {
-        return Err(bad(
-            1,
-            "the file is empty: a header row of column names is needed".into(),
-        ));
-    }
-    if names
-        .iter()
-        .all(|n| parse_cell(n).is_some_and(|v| !v.is_nan()))
-    {
-        return Err(bad(
-            1,
-            "no header row: the first row is all numbers; add a row of column names".into(),
-        ));
-    }
-    let mut seen = HashSet::new();
-    for n in &names {
-        if n.is_empty() {
-            return Err(bad(1, "a column has no name".into()));
-        }
-        if !seen.insert(n.as_str()) {
-            return Err(bad(1, format!("column {n:?} appears twice")));
-        }
-    }
+    check_names(&names).map_err(|reason| bad(1, reason))?;
     let time_col = names
         .iter()
         .position(|n| TIME_COLUMNS.contains(&n.as_str()));
@@ -130,39 +160,11 @@ pub fn import(
     if numeric.is_empty() {
         return Err(bad(2, "no numeric column to import".into()));
     }
-    if numeric.len() > MAX_CHANNELS {
-        return Err(bad(
-            1,
-            format!(
-                "{} numeric columns; at most {MAX_CHANNELS} fit",
-                numeric.len()
-            ),
-        ));
-    }
     if time_col.is_none() {
         notes.push("no elapsed_s/t_s/time_s column: one row per second assumed".into());
     }
     // Channel names as a followed log gets them (`val/loss` → `log.val_loss`).
-    let mut channels: Vec<ChannelSpec> = Vec::with_capacity(numeric.len());
-    for &i in &numeric {
-        let name = format!("log.{}", leaf(&names[i]));
-        if name == "log." {
-            return Err(bad(
-                1,
-                format!("column {:?} has no letters or digits", names[i]),
-            ));
-        }
-        if let Some(c) = channels.iter().find(|c| c.name == name) {
-            return Err(bad(
-                1,
-                format!(
-                    "columns {:?} and {:?} both read as {}",
-                    c.name, names[i], name
-                ),
-            ));
-        }
-        channels.push(ChannelSpec::new(name, unit_of(&names[i]), Group::StepLog));
-    }
+    let channels = channels_of(&names, &numeric).map_err(|reason| bad(1, reason))?;
     let schema = Schema { channels };
     // Its steps are step events too, as when the log is followed.
     let step_at = numeric.iter().position(|&i| {
