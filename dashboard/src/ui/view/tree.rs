@@ -52,6 +52,81 @@ pub(super) fn carried(
     out
 }
 
+/// The stack's bands, bottom first: flat processes, largest first, past a
+/// few of them one band for the rest; those whose own memory grew on top,
+/// each a band (the top of the stack is where the growth lives). Each band
+/// is its label and its processes' PSS channels.
+fn bands_of(procs: &[ProcessRow]) -> Vec<(String, Vec<usize>)> {
+    let (grew, flat): (Vec<&ProcessRow>, Vec<&ProcessRow>) = procs
+        .iter()
+        .filter(|p| p.pss_position.is_some())
+        .partition(|p| p.grew);
+    let room = STACKED.saturating_sub(grew.len()).max(STACKED / 3);
+    let lump = |rows: &[&ProcessRow], what: &str| {
+        (
+            format!("{} more{what}", rows.len()),
+            rows.iter()
+                .filter_map(|p| p.pss_position)
+                .collect::<Vec<_>>(),
+        )
+    };
+    let one = |p: &&ProcessRow| {
+        let tag = if p.grew { " (grew)" } else { "" };
+        (
+            format!("{} {}{tag}", p.pid, p.name),
+            p.pss_position.into_iter().collect(),
+        )
+    };
+    let mut bands: Vec<(String, Vec<usize>)> = flat.iter().take(room).map(one).collect();
+    if flat.len() > room {
+        bands.push(lump(&flat[room..], ""));
+    }
+    let tops = STACKED.saturating_sub(room).max(1);
+    if grew.len() > tops {
+        bands.push(lump(&grew[tops..], " that grew"));
+    }
+    bands.extend(grew.iter().take(tops).rev().map(one));
+    bands
+}
+
+/// Each process's PSS at the columns `picked` (of `rows`): its last
+/// reading held until the next, and until it exits. The processes' PSS is
+/// read round-robin under the tree probe's budget, so a row holds a few
+/// processes' readings, not all; held, the stack adds up values that hold
+/// at the same moment.
+fn held_readings(
+    store: &crate::ui::Store,
+    procs: &[ProcessRow],
+    rows: &[usize],
+    picked: &[usize],
+) -> std::collections::HashMap<usize, Vec<f64>> {
+    procs
+        .iter()
+        .filter_map(|p| {
+            let c = p.pss_position?;
+            let until = p.exited_s.unwrap_or(f64::INFINITY);
+            Some((
+                c,
+                carried(store.series(c).values(), rows, picked, store.times(), until),
+            ))
+        })
+        .collect()
+}
+
+/// The columns to draw: a column where no band moved, between two where
+/// none did either, is left out (as [`push_column`] does for lines): the
+/// areas draw the same with far fewer triangles.
+fn kept_columns(n: usize, stacked: &[(String, Color32, Vec<f64>, Vec<f64>)]) -> Vec<usize> {
+    let keep = |j: usize| {
+        j == 0
+            || j + 1 >= n
+            || !stacked.iter().all(|(_, _, lo, up)| {
+                lo[j - 1] == lo[j] && lo[j] == lo[j + 1] && up[j - 1] == up[j] && up[j] == up[j + 1]
+            })
+    };
+    (0..n).filter(|&j| keep(j)).collect()
+}
+
 pub(super) fn tree_plot(
     d: &Frame<'_>,
     ui: &mut egui::Ui,
@@ -90,56 +165,12 @@ pub(super) fn tree_plot(
     // band for the rest; those whose own memory grew on top, each a band:
     // the top of the stack is where the growth lives.
     let procs = process_rows(d, visible);
-    let (grew, flat): (Vec<&ProcessRow>, Vec<&ProcessRow>) = procs
-        .iter()
-        .filter(|p| p.pss_position.is_some())
-        .partition(|p| p.grew);
-    let room = STACKED.saturating_sub(grew.len()).max(STACKED / 3);
-    let lump = |rows: &[&ProcessRow], what: &str| {
-        (
-            format!("{} more{what}", rows.len()),
-            rows.iter()
-                .filter_map(|p| p.pss_position)
-                .collect::<Vec<_>>(),
-        )
-    };
-    let one = |p: &&ProcessRow| {
-        let tag = if p.grew { " (grew)" } else { "" };
-        (
-            format!("{} {}{tag}", p.pid, p.name),
-            p.pss_position.into_iter().collect(),
-        )
-    };
-    let mut bands: Vec<(String, Vec<usize>)> = flat.iter().take(room).map(one).collect();
-    if flat.len() > room {
-        bands.push(lump(&flat[room..], ""));
-    }
-    let tops = STACKED.saturating_sub(room).max(1);
-    if grew.len() > tops {
-        bands.push(lump(&grew[tops..], " that grew"));
-    }
-    bands.extend(grew.iter().take(tops).rev().map(one));
+    let bands = bands_of(&procs);
     // The processes' PSS is read round-robin under the tree probe's budget,
     // so a row holds a few processes' readings, not all: each band holds
     // its process's last reading until the next (and until it exits), so
     // that the stack adds up values that hold at the same moment.
-    let held: std::collections::HashMap<usize, Vec<f64>> = procs
-        .iter()
-        .filter_map(|p| {
-            let c = p.pss_position?;
-            let until = p.exited_s.unwrap_or(f64::INFINITY);
-            Some((
-                c,
-                carried(
-                    store.series(c).values(),
-                    rows,
-                    &picked,
-                    store.times(),
-                    until,
-                ),
-            ))
-        })
-        .collect();
+    let held = held_readings(store, &procs, rows, &picked);
     let value = |c: usize, j: usize| held.get(&c).map_or(0.0, |v| v[j] * MIB);
     let mut lower = vec![0.0; picked.len()];
     let mut areas = Vec::new();
@@ -193,17 +224,7 @@ pub(super) fn tree_plot(
             upper,
         ));
     }
-    // A column where no band moved, between two where none did either, is
-    // left out (as [`push_column`] does for lines): the areas draw the same
-    // with far fewer triangles.
-    let keep = |j: usize| {
-        j == 0
-            || j + 1 >= xs.len()
-            || !stacked.iter().all(|(_, _, lo, up)| {
-                lo[j - 1] == lo[j] && lo[j] == lo[j + 1] && up[j - 1] == up[j] && up[j] == up[j + 1]
-            })
-    };
-    let kept: Vec<usize> = (0..xs.len()).filter(|&j| keep(j)).collect();
+    let kept = kept_columns(xs.len(), &stacked);
     let pick = |v: &[f64]| -> Vec<f64> { kept.iter().map(|&j| v[j]).collect() };
     let kept_xs = pick(&xs);
     for (label, color, lo, up) in &stacked {
