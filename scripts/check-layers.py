@@ -414,7 +414,6 @@ LONGEST = 150
 FIXTURES = {os.path.join("analysis", "src", "corpus.rs")}
 LONG = {
     ("telemetry/src/tree.rs", "scan"),
-    ("telemetry/src/sampler.rs", "start_with"),
     ("telemetry/src/recording/recorder.rs", "spawn_inner"),
 }
 

@@ -409,62 +409,21 @@ pub fn start(config: SamplerConfig) -> Result<Telemetry, TelemetryError> {
     start_with(config, Vec::new())
 }
 
-/// As [`start`], with more probes read on the fast thread after the built-in
-/// ones (a watched job's step log, say).
-pub fn start_with(
-    config: SamplerConfig,
-    extra: Vec<Box<dyn Probe>>,
-) -> Result<Telemetry, TelemetryError> {
-    if !(config.hz > 0.0 && config.hz <= 10_000.0) {
-        return Err(TelemetryError::BadRate(config.hz));
-    }
-    if !(config.slow_hz > 0.0 && config.slow_hz <= 10_000.0) {
-        return Err(TelemetryError::BadRate(config.slow_hz));
-    }
-    if config.capacity == 0 {
-        return Err(TelemetryError::BadCapacity);
-    }
-    let pid = config.target.pid();
-    let clock = config.clock.unwrap_or_else(Clock::start);
-    let mut unavailable = Vec::new();
-    let mut fast: Vec<Box<dyn Probe>> = Vec::new();
-    let mut slow: Vec<Box<dyn Probe>> = Vec::new();
+/// Probes, in the order they read.
+type Probes = Vec<Box<dyn Probe>>;
 
-    // The allocator and malloc describe this process only.
-    if config.target == Target::SelfProcess {
-        match AllocProbe::new() {
-            Ok(p) => fast.push(Box::new(p)),
-            Err(u) => unavailable.push(u),
-        }
-        match MallocProbe::new() {
-            Ok(p) => fast.push(Box::new(p)),
-            Err(u) => unavailable.push(u),
-        }
-    }
-    let proc_target = match config.target {
-        Target::SelfProcess => ProcTarget::SelfProcess,
-        Target::Pid(pid) => ProcTarget::Pid(pid),
-    };
-    let has_proc = match ProcProbe::new(proc_target) {
-        Ok(p) => {
-            fast.push(Box::new(p));
-            true
-        }
-        Err(u) if cfg!(target_os = "linux") && matches!(config.target, Target::Pid(_)) => {
-            return Err(TelemetryError::Target {
-                pid,
-                reason: u.reason,
-            });
-        }
-        Err(u) => {
-            unavailable.push(u);
-            false
-        }
-    };
-    if let Some(progress) = &config.progress {
-        fast.push(Box::new(WorkProbe::new(progress.clone())));
-    }
-    fast.extend(extra);
+/// The probes of the slow thread (the system, the process tree, the
+/// kernel's log, allocation sites, the cgroup, the GPU), each that cannot
+/// work here listed in `unavailable`; and the GPU's facts, if one is read.
+fn slow_probes(
+    config: &SamplerConfig,
+    pid: u32,
+    clock: Clock,
+    has_proc: bool,
+    faster: &Arc<AtomicBool>,
+    unavailable: &mut Vec<Unavailable>,
+) -> Result<(Probes, Option<GpuFacts>), TelemetryError> {
+    let mut slow: Probes = Vec::new();
     if config.system || !has_proc {
         match SysProbe::new(pid, !has_proc) {
             Ok(p) => slow.push(Box::new(p)),
@@ -498,7 +457,6 @@ pub fn start_with(
             clock,
         )));
     }
-    let faster = Arc::new(AtomicBool::new(false));
     let edge = || super::cgroup::Edge::new(faster.clone(), config.events.clone(), clock);
     match &config.cgroup {
         CgroupSource::Off => {}
@@ -536,6 +494,66 @@ pub fn start_with(
         }
     }
 
+    Ok((slow, gpu))
+}
+
+/// As [`start`], with more probes read on the fast thread after the built-in
+/// ones (a watched job's step log, say).
+pub fn start_with(
+    config: SamplerConfig,
+    extra: Vec<Box<dyn Probe>>,
+) -> Result<Telemetry, TelemetryError> {
+    if !(config.hz > 0.0 && config.hz <= 10_000.0) {
+        return Err(TelemetryError::BadRate(config.hz));
+    }
+    if !(config.slow_hz > 0.0 && config.slow_hz <= 10_000.0) {
+        return Err(TelemetryError::BadRate(config.slow_hz));
+    }
+    if config.capacity == 0 {
+        return Err(TelemetryError::BadCapacity);
+    }
+    let pid = config.target.pid();
+    let clock = config.clock.unwrap_or_else(Clock::start);
+    let mut unavailable = Vec::new();
+    let mut fast: Vec<Box<dyn Probe>> = Vec::new();
+
+    // The allocator and malloc describe this process only.
+    if config.target == Target::SelfProcess {
+        match AllocProbe::new() {
+            Ok(p) => fast.push(Box::new(p)),
+            Err(u) => unavailable.push(u),
+        }
+        match MallocProbe::new() {
+            Ok(p) => fast.push(Box::new(p)),
+            Err(u) => unavailable.push(u),
+        }
+    }
+    let proc_target = match config.target {
+        Target::SelfProcess => ProcTarget::SelfProcess,
+        Target::Pid(pid) => ProcTarget::Pid(pid),
+    };
+    let has_proc = match ProcProbe::new(proc_target) {
+        Ok(p) => {
+            fast.push(Box::new(p));
+            true
+        }
+        Err(u) if cfg!(target_os = "linux") && matches!(config.target, Target::Pid(_)) => {
+            return Err(TelemetryError::Target {
+                pid,
+                reason: u.reason,
+            });
+        }
+        Err(u) => {
+            unavailable.push(u);
+            false
+        }
+    };
+    if let Some(progress) = &config.progress {
+        fast.push(Box::new(WorkProbe::new(progress.clone())));
+    }
+    fast.extend(extra);
+    let faster = Arc::new(AtomicBool::new(false));
+    let (slow, gpu) = slow_probes(&config, pid, clock, has_proc, &faster, &mut unavailable)?;
     let mut schema = Schema::default();
     let reserve = OWN_CHANNELS.len();
     let fast = place(fast, &mut schema, reserve, &mut unavailable);
