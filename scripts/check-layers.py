@@ -413,7 +413,6 @@ def views_asking_the_source():
 LONGEST = 150
 FIXTURES = {os.path.join("analysis", "src", "corpus.rs")}
 LONG = {
-    ("telemetry/src/tree.rs", "scan"),
     ("telemetry/src/recording/recorder.rs", "spawn_inner"),
 }
 

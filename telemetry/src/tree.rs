@@ -644,68 +644,47 @@ impl TreeProbe {
         }
     }
 
-    /// Lists the tree, notes who joined and left, and reads everyone's memory.
-    fn scan(&mut self) -> Result<(), ProbeError> {
-        let all = self.list();
-        if !all.contains_key(&self.root) {
-            // Nothing of the tree is read any more: no stale values after it.
-            for m in self.members.values_mut() {
-                m.rss = None;
-                m.fresh = false;
-            }
-            // The rest of the tree leaves with it (a job that exits at once
-            // after losing a worker: the worker is told, with how it died,
-            // where it was seen dead).
-            let left: Vec<u32> = self
-                .members
-                .iter()
-                .filter(|(pid, m)| **pid != self.root && m.announced)
-                .map(|(&pid, _)| pid)
-                .collect();
-            for pid in left {
-                let Some(m) = self.members.remove(&pid) else {
-                    continue;
-                };
-                let now = self.clock.now_ns();
-                if let Some(status) = self.exits.remove(&pid) {
-                    self.emit_at(now, exit_fact(pid, &m.name, status));
-                }
-                self.emit_at(
-                    now,
-                    EventKind::ProcessExited {
-                        pid,
-                        name: m.name.clone(),
-                        role: m.role.into(),
-                    },
-                );
-                self.found.exited.push(m);
-            }
-            return Err(ProbeError::Gone { pid: self.root });
+    /// The watched process is gone: nothing of the tree is read any more
+    /// (no stale values after it), and the rest of the tree leaves with it
+    /// (a job that exits at once after losing a worker: the worker is told,
+    /// with how it died, where it was seen dead).
+    fn root_left(&mut self) -> ProbeError {
+        for m in self.members.values_mut() {
+            m.rss = None;
+            m.fresh = false;
         }
-        let mut children: HashMap<u32, Vec<u32>> = HashMap::new();
-        for (&pid, st) in &all {
-            children.entry(st.ppid).or_default().push(pid);
-        }
-        // Parents before children, so a child's role can read its parent's.
-        let mut order = vec![self.root];
-        let mut i = 0;
-        while i < order.len() {
-            if let Some(c) = children.get(&order[i]) {
-                let mut c = c.clone();
-                c.sort_unstable();
-                order.extend(c);
-            }
-            i += 1;
-        }
-        let live: HashSet<u32> = order.iter().copied().collect();
-        let gone: Vec<u32> = self
+        let left: Vec<u32> = self
             .members
             .iter()
-            .filter(|(pid, m)| {
-                !live.contains(pid) || all.get(pid).is_some_and(|s| s.start != m.start)
-            })
+            .filter(|(pid, m)| **pid != self.root && m.announced)
             .map(|(&pid, _)| pid)
             .collect();
+        for pid in left {
+            let Some(m) = self.members.remove(&pid) else {
+                continue;
+            };
+            let now = self.clock.now_ns();
+            if let Some(status) = self.exits.remove(&pid) {
+                self.emit_at(now, exit_fact(pid, &m.name, status));
+            }
+            self.emit_at(
+                now,
+                EventKind::ProcessExited {
+                    pid,
+                    name: m.name.clone(),
+                    role: m.role.into(),
+                },
+            );
+            self.found.exited.push(m);
+        }
+        ProbeError::Gone { pid: self.root }
+    }
+
+    /// The processes in `gone` leave the tree: their own pages leave the
+    /// tree's PSS with them, and each announced one is told as exited (with
+    /// its exit status where it was seen); one never announced counts as
+    /// brief.
+    fn leave(&mut self, gone: Vec<u32>) {
         for pid in gone {
             let Some(m) = self.members.remove(&pid) else {
                 continue;
@@ -737,6 +716,25 @@ impl TreeProbe {
                 self.found.exited.push(m);
             }
         }
+    }
+
+    /// Lists the tree, notes who joined and left, and reads everyone's memory.
+    fn scan(&mut self) -> Result<(), ProbeError> {
+        let all = self.list();
+        if !all.contains_key(&self.root) {
+            return Err(self.root_left());
+        }
+        let order = parents_first(self.root, &all);
+        let live: HashSet<u32> = order.iter().copied().collect();
+        let gone: Vec<u32> = self
+            .members
+            .iter()
+            .filter(|(pid, m)| {
+                !live.contains(pid) || all.get(pid).is_some_and(|s| s.start != m.start)
+            })
+            .map(|(&pid, _)| pid)
+            .collect();
+        self.leave(gone);
         for pid in order {
             let st = &all[&pid];
             if let Some(m) = self.members.get_mut(&pid)
@@ -1300,6 +1298,26 @@ impl Probe for TreeProbe {
             }
         }
     }
+}
+
+/// The tree's pids from `root` down, parents before children (so that a
+/// child's role can read its parent's), siblings by pid.
+fn parents_first(root: u32, all: &HashMap<u32, StatLine>) -> Vec<u32> {
+    let mut children: HashMap<u32, Vec<u32>> = HashMap::new();
+    for (&pid, st) in all {
+        children.entry(st.ppid).or_default().push(pid);
+    }
+    let mut order = vec![root];
+    let mut i = 0;
+    while i < order.len() {
+        if let Some(c) = children.get(&order[i]) {
+            let mut c = c.clone();
+            c.sort_unstable();
+            order.extend(c);
+        }
+        i += 1;
+    }
+    order
 }
 
 #[cfg(test)]
