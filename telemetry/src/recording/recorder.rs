@@ -412,6 +412,84 @@ pub enum OnFault {
     Abandon,
 }
 
+/// What the recorder makes of a write's result. A write fault (a full
+/// disk) is not the end: the writer keeps the file whole, drops what it
+/// cannot write and retries; the owner reads the fault from the stats and
+/// decides. Anything else (a bad schema change) ends the recorder, or, for
+/// a window, is kept for it to say.
+fn keep_going(
+    out: &mut Fanout,
+    r: Result<(), RecordingError>,
+    st: &RecorderStats,
+    on_fault: Option<OnFault>,
+) -> Result<(), RecordingError> {
+    match r {
+        Err(_) if out.writer.as_ref().is_some_and(|w| w.fault().is_some()) => Ok(()),
+        Err(e) if on_fault.is_some() => {
+            *st.error
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(e.to_string());
+            Ok(())
+        }
+        other => other,
+    }
+}
+
+/// The owner's requests; `Some(end)` once it asks to finish.
+fn obey(out: &mut Fanout, c: Control) -> Option<String> {
+    match c {
+        Control::Finish(end) => Some(end),
+        Control::Copy(path, reply) => {
+            let _ = reply.send(out.start_copy(&path, false));
+            None
+        }
+        Control::FinishCopy(end, reply) => {
+            let _ = reply.send(out.finish_copy(&end));
+            None
+        }
+    }
+}
+
+/// Tells the owner, through `st`, how the recording's writes and its copy's
+/// fare (faults now and ended, samples and bytes written); a window that
+/// abandons a faulted recording lets its writer go here.
+fn publish_faults(out: &mut Fanout, st: &RecorderStats, on_fault: Option<OnFault>) {
+    {
+        let mut f = st
+            .copy_faults
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match out.copy.as_mut() {
+            Some(c) => {
+                if let Some(r) = c.take_resumed() {
+                    f.ended.push(r);
+                }
+                f.now = c.fault().cloned();
+            }
+            None => *f = Faults::default(),
+        }
+    }
+    let resumed = out.fault_news().resumed;
+    if let Some(w) = out.writer.as_mut() {
+        let now = w.fault().cloned();
+        let abandon = now.is_some() && on_fault == Some(OnFault::Abandon);
+        let mut f = st
+            .faults
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(r) = resumed {
+            f.ended.push(r);
+        }
+        f.now = now;
+        st.samples.store(w.samples(), Relaxed);
+        st.bytes.store(w.bytes_written(), Relaxed);
+        if abandon {
+            // Whole up to the fault, no footer; `f.now` keeps saying why.
+            out.writer = None;
+        }
+    }
+}
+
 /// What a [`Recorder`]'s owner asks of its thread.
 #[derive(Debug)]
 enum Control {
@@ -513,77 +591,8 @@ impl Recorder {
                 let mut out = Fanout::new(writer, tap);
                 out.window = window.map(|w| w.0);
                 let mut samples_open = true;
-                // A write fault (a full disk) is not the end: the writer keeps
-                // the file whole, drops what it cannot write and retries; the
-                // owner reads the fault from the stats and decides.
-                // Anything else (a bad schema change) ends the recorder, or,
-                // for a window, is kept for it to say.
-                let keep = |out: &mut Fanout,
-                            r: Result<(), RecordingError>|
-                 -> Result<(), RecordingError> {
-                    match r {
-                        Err(_) if out.writer.as_ref().is_some_and(|w| w.fault().is_some()) => {
-                            Ok(())
-                        }
-                        Err(e) if on_fault.is_some() => {
-                            *st.error
-                                .lock()
-                                .unwrap_or_else(std::sync::PoisonError::into_inner) =
-                                Some(e.to_string());
-                            Ok(())
-                        }
-                        other => other,
-                    }
-                };
-                let publish = |out: &mut Fanout| {
-                    {
-                        let mut f = st
-                            .copy_faults
-                            .lock()
-                            .unwrap_or_else(std::sync::PoisonError::into_inner);
-                        match out.copy.as_mut() {
-                            Some(c) => {
-                                if let Some(r) = c.take_resumed() {
-                                    f.ended.push(r);
-                                }
-                                f.now = c.fault().cloned();
-                            }
-                            None => *f = Faults::default(),
-                        }
-                    }
-                    let resumed = out.fault_news().resumed;
-                    if let Some(w) = out.writer.as_mut() {
-                        let now = w.fault().cloned();
-                        let abandon = now.is_some() && on_fault == Some(OnFault::Abandon);
-                        let mut f = st
-                            .faults
-                            .lock()
-                            .unwrap_or_else(std::sync::PoisonError::into_inner);
-                        if let Some(r) = resumed {
-                            f.ended.push(r);
-                        }
-                        f.now = now;
-                        st.samples.store(w.samples(), Relaxed);
-                        st.bytes.store(w.bytes_written(), Relaxed);
-                        if abandon {
-                            // Whole up to the fault, no footer; `f.now`
-                            // keeps saying why.
-                            out.writer = None;
-                        }
-                    }
-                };
-                // The owner's requests; `Some(end)` once it asks to finish.
-                let obey = |out: &mut Fanout, c: Control| match c {
-                    Control::Finish(end) => Some(end),
-                    Control::Copy(path, reply) => {
-                        let _ = reply.send(out.start_copy(&path, false));
-                        None
-                    }
-                    Control::FinishCopy(end, reply) => {
-                        let _ = reply.send(out.finish_copy(&end));
-                        None
-                    }
-                };
+                let keep = |out: &mut Fanout, r| keep_going(out, r, &st, on_fault);
+                let publish = |out: &mut Fanout| publish_faults(out, &st, on_fault);
                 let end = loop {
                     select! {
                         recv(samples) -> s => match s {
