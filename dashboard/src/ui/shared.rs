@@ -4,7 +4,7 @@
 //! many samples a frame shows. The views read it through their `Frame`; the
 //! dashboard ([`super::state`]) owns it.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -86,40 +86,63 @@ pub type TreeFindings = (
 /// What the views keep from frame to frame besides the person's
 /// [`Settings`]: theirs to read and change, nobody else's but the frame
 /// loop's (which reads `pixel_s` for its pacing and resets `zoom` when the
-/// data change under it).
+/// data change under it). A view's own state is its own struct
+/// ([`VerdictsState`], [`ProcessesState`], [`PlotsState`]); what more than
+/// one view reads is a field of its own.
 #[derive(Debug, Default)]
 pub struct ViewState {
-    /// The text of the next marker, as typed beside "Mark".
+    /// The text of the next marker, as typed beside "Mark" (the top bar's;
+    /// the frame loop makes the marker).
     pub mark_text: String,
     /// The time range the plots showed last frame, when zoomed in (narrower
     /// than the data); the lines are cut to it (and half a view each side).
     pub zoom: Option<[f64; 2]>,
     /// What the keyboard asked for that a later part of the frame does.
     pub keys: KeyState,
-    /// Verdict cards clicked open (or, for urgent ones, folded).
-    pub cards_toggled: BTreeSet<String>,
-    /// Folded lines of the processes panel opened: a group's flat ones by
-    /// its head's pid, the exited ones as 0.
-    pub processes_unfolded: BTreeSet<u32>,
     /// The process tree's findings for the banner, made at most once a
     /// second (they scan the tree's columns): when, and for which store
-    /// (samples, channels, first time's bits).
+    /// (samples, channels, first time's bits). The processes panel reads
+    /// them too.
     pub tree_findings: Option<TreeFindings>,
-    /// Channels the banner has called growing, each plotted once when it
-    /// first is (a person who then hides one is not overruled).
-    pub auto_plotted: std::collections::HashSet<String>,
     /// The growth card last clicked: its process's row and its site's are
     /// marked in the panels on the left.
     pub focus: Option<Focus>,
-    /// A part of the run being chosen (shift + drag on a plot), in seconds.
-    pub selecting: Option<[f64; 2]>,
-    /// The receipt of the part last chosen, shown until closed.
+    /// The receipt of the part last chosen (on a plot), shown until closed
+    /// (by the top bar).
     pub range_receipt: Option<RangeReceipt>,
     /// Seconds of new data that move the plots last drawn by one pixel
     /// along x (infinite when the view does not show the newest data);
     /// `None` when no plot was drawn. The window's waker asks for no frame
-    /// sooner (see [`MOST_STILL`]).
+    /// sooner (see [`super::MOST_STILL`]).
     pub pixel_s: Option<f64>,
+    pub verdicts: VerdictsState,
+    pub processes: ProcessesState,
+    pub plots: PlotsState,
+}
+
+/// The banner's and the cards' own.
+#[derive(Debug, Default)]
+pub struct VerdictsState {
+    /// Verdict cards clicked open (or, for urgent ones, folded).
+    pub cards_toggled: BTreeSet<String>,
+    /// Channels the banner has called growing, each plotted once when it
+    /// first is (a person who then hides one is not overruled).
+    pub auto_plotted: HashSet<String>,
+}
+
+/// The processes panel's own.
+#[derive(Debug, Default)]
+pub struct ProcessesState {
+    /// Folded lines opened: a group's flat ones by its head's pid, the
+    /// exited ones as 0.
+    pub unfolded: BTreeSet<u32>,
+}
+
+/// The plots' own.
+#[derive(Debug, Default)]
+pub struct PlotsState {
+    /// A part of the run being chosen (shift + drag on a plot), in seconds.
+    pub selecting: Option<[f64; 2]>,
 }
 
 /// What a growth card points at (see [`ViewState::focus`]).

@@ -507,7 +507,7 @@ fn folded(
     what: &str,
     rows: &[&ProcessRow],
 ) -> bool {
-    let open = d.view.processes_unfolded.contains(&key);
+    let open = d.view.processes.unfolded.contains(&key);
     let arrow = if open { "–" } else { "+" };
     let text = |t: String| RichText::new(t).small().weak();
     if ui
@@ -517,9 +517,9 @@ fn folded(
         )
         .on_hover_text(if open { "fold them" } else { "list them" })
         .clicked()
-        && !d.view.processes_unfolded.remove(&key)
+        && !d.view.processes.unfolded.remove(&key)
     {
-        d.view.processes_unfolded.insert(key);
+        d.view.processes.unfolded.insert(key);
     }
     let mut roles: BTreeMap<&str, usize> = BTreeMap::new();
     for r in rows {

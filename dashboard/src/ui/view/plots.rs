@@ -172,8 +172,8 @@ fn frame_of(d: &mut Frame<'_>, ui: &egui::Ui, visible: usize, count: usize) -> P
         },
         visible,
         capturing: d.capturing(),
-        choosing: ui.input(|i| i.modifiers.shift) || d.view.selecting.is_some(),
-        chosen: d.view.selecting,
+        choosing: ui.input(|i| i.modifiers.shift) || d.view.plots.selecting.is_some(),
+        chosen: d.view.plots.selecting,
         x_steps,
         x_label: if x_steps {
             "step"
@@ -420,15 +420,15 @@ fn choose_by_drag(d: &mut Frame<'_>, r: &egui::Response, transform: &egui_plot::
     if let Some(pos) = r.interact_pointer_pos() {
         let x = transform.value_from_position(pos).x;
         if r.drag_started() {
-            d.view.selecting = Some([x, x]);
+            d.view.plots.selecting = Some([x, x]);
         } else if r.dragged()
-            && let Some(sel) = d.view.selecting.as_mut()
+            && let Some(sel) = d.view.plots.selecting.as_mut()
         {
             sel[1] = x;
         }
     }
     if r.drag_stopped()
-        && let Some([a, b]) = d.view.selecting.take()
+        && let Some([a, b]) = d.view.plots.selecting.take()
         && a != b
     {
         d.view.range_receipt = Some(selection::receipt(d, a.min(b), a.max(b)));

@@ -48,7 +48,7 @@ pub(super) fn banner(d: &mut Frame<'_>, ui: &mut egui::Ui, answer: Option<(Answe
         })
         .collect();
     for n in plotted.iter().take(if ready { AUTO_PLOTTED } else { 0 }) {
-        if d.view.auto_plotted.insert(n.clone()) {
+        if d.view.verdicts.auto_plotted.insert(n.clone()) {
             d.settings.selected.insert(n.clone());
         }
     }
@@ -272,7 +272,7 @@ pub(super) fn cards(d: &mut Frame<'_>, ui: &mut egui::Ui, answer: Option<&(Answe
                     // Growth that reaches a limit within a week is open at
                     // first; the rest is one line until clicked.
                     let urgent = matches!(a.severity, Some(Severity::Warning | Severity::Critical));
-                    let open = urgent != d.view.cards_toggled.contains(&spec.name);
+                    let open = urgent != d.view.verdicts.cards_toggled.contains(&spec.name);
                     let r = egui::Frame::group(ui.style())
                         .show(ui, |ui| {
                             ui.set_width(ui.available_width());
@@ -294,9 +294,9 @@ pub(super) fn cards(d: &mut Frame<'_>, ui: &mut egui::Ui, answer: Option<&(Answe
                     }
                 }
                 if let Some(name) = toggled
-                    && !d.view.cards_toggled.remove(&name)
+                    && !d.view.verdicts.cards_toggled.remove(&name)
                 {
-                    d.view.cards_toggled.insert(name);
+                    d.view.verdicts.cards_toggled.insert(name);
                 }
             });
         });
