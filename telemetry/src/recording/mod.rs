@@ -24,7 +24,7 @@ pub use flatline_format::{
 };
 pub use recorder::{
     EVENT_CAPACITY, FAULT_NOTE, Fanout, FaultNews, Faults, Feed, OnFault, RESUMED_NOTE, Recorder,
-    RecorderStats, RecorderSummary, TAP_CAPACITY, Tap, TapStats, WINDOW_BACKLOG, WindowTap,
+    RecorderStats, RecorderSummary, Sink, TAP_CAPACITY, Tap, TapStats, WINDOW_BACKLOG, WindowTap,
     event_channel, is_recording_note,
 };
 pub use setup::RecordingSetup;

@@ -71,8 +71,10 @@ pub fn event_channel() -> (Sender<Event>, Receiver<Event>) {
 
 /// Where the items of one stream go besides the caller's own consumer (a
 /// window's store): the recording, a second recording of the same stream
-/// from some moment on (a live window's Record button), and the exporter's
-/// tap. The recorder thread and a watch window both push through one.
+/// from some moment on (a live window's Record button), and the sinks that
+/// share each item (the exporter's [`Tap`], a watch window's
+/// [`WindowTap`]). The recorder thread and a watch window both push through
+/// one.
 #[derive(Debug, Default)]
 pub struct Fanout {
     pub writer: Option<RecordingWriter>,
@@ -80,10 +82,9 @@ pub struct Fanout {
     /// full disk) is weathered as the first's is; any other error ends it
     /// without touching the first.
     pub copy: Option<RecordingWriter>,
-    pub tap: Option<Tap>,
-    /// A window's copy of every item, and of the notes of the recording's
-    /// faults ([`Recorder::spawn_for_window`]).
-    pub window: Option<WindowTap>,
+    /// Each gets every item, in the order pushed, and the notes of the
+    /// recording's faults; none ever blocks the recorder.
+    pub sinks: Vec<Box<dyn Sink>>,
     /// The error that ended `copy`, until taken.
     pub copy_error: Option<RecordingError>,
     /// A fault of `writer` has been told ([`Fanout::fault_news`]) and has
@@ -116,12 +117,38 @@ pub fn is_recording_note(text: &str) -> bool {
         || text.starts_with(flatline_format::GAP_NOTE)
 }
 
+/// Where a stream's items go besides its recordings: each is handed a
+/// clone of every item, and never blocks (a full one drops and counts).
+pub trait Sink: Send + std::fmt::Debug {
+    /// Passes an item on.
+    fn send(&self, item: Item);
+    /// The recording's writes fail (`faulted`, a full disk) or work again;
+    /// `lost` samples of the stream are not in it so far.
+    fn write_fault(&self, _faulted: bool, _lost: u64) {}
+}
+
+impl Sink for Tap {
+    fn send(&self, item: Item) {
+        Tap::send(self, item);
+    }
+    fn write_fault(&self, faulted: bool, lost: u64) {
+        self.stats.write_fault.store(faulted, Relaxed);
+        self.stats.lost_samples.store(lost, Relaxed);
+    }
+}
+
+impl Sink for WindowTap {
+    fn send(&self, item: Item) {
+        WindowTap::send(self, item);
+    }
+}
+
 impl Fanout {
-    /// A fanout to `writer` and `tap`.
-    pub fn new(writer: Option<RecordingWriter>, tap: Option<Tap>) -> Self {
+    /// A fanout to `writer` and `sinks`.
+    pub fn new(writer: Option<RecordingWriter>, sinks: Vec<Box<dyn Sink>>) -> Self {
         Self {
             writer,
-            tap,
+            sinks,
             ..Self::default()
         }
     }
@@ -165,30 +192,21 @@ impl Fanout {
             });
         }
         let lost = self.lost_before + now.map_or(0, |f| f.lost_samples);
-        if let Some(tap) = &self.tap {
-            tap.stats.write_fault.store(self.faulted, Relaxed);
-            tap.stats.lost_samples.store(lost, Relaxed);
+        for sink in &self.sinks {
+            sink.write_fault(self.faulted, lost);
             for e in &news.notes {
-                tap.send(Item::Event(e.clone()));
-            }
-        }
-        if let Some(w) = &self.window {
-            for e in &news.notes {
-                w.send(Item::Event(e.clone()));
+                sink.send(Item::Event(e.clone()));
             }
         }
         news
     }
 
-    /// Passes `item` to the tap and the recordings. An error of the main
-    /// recording is returned (the item is in the tap and the copy); one of
-    /// the copy finishes it, kept in [`Fanout::copy_error`].
+    /// Passes `item` to the sinks and the recordings. An error of the main
+    /// recording is returned (the item is in the sinks and the copy); one
+    /// of the copy finishes it, kept in [`Fanout::copy_error`].
     pub fn push(&mut self, item: &Item) -> Result<(), RecordingError> {
-        if let Some(tap) = &self.tap {
-            tap.send(item.clone());
-        }
-        if let Some(w) = &self.window {
-            w.send(item.clone());
+        for sink in &self.sinks {
+            sink.send(item.clone());
         }
         if let Some(c) = self.copy.as_mut() {
             let r = c.push(item);
@@ -588,8 +606,10 @@ impl Recorder {
                 let cpu0 = flatline_arena::sys::thread_cpu_ns();
                 let tick = crossbeam_channel::tick(Duration::from_millis(100));
                 let on_fault = window.as_ref().map(|w| w.1);
-                let mut out = Fanout::new(writer, tap);
-                out.window = window.map(|w| w.0);
+                let mut sinks: Vec<Box<dyn Sink>> = Vec::new();
+                sinks.extend(tap.map(|t| Box::new(t) as Box<dyn Sink>));
+                sinks.extend(window.map(|w| Box::new(w.0) as Box<dyn Sink>));
+                let mut out = Fanout::new(writer, sinks);
                 let mut samples_open = true;
                 let keep = |out: &mut Fanout, r| keep_going(out, r, &st, on_fault);
                 let publish = |out: &mut Fanout| publish_faults(out, &st, on_fault);
