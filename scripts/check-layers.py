@@ -156,6 +156,20 @@ def modules(src):
     return out
 
 
+def closing(text, at):
+    """Where the brace opened at `at` closes (the text's end if it never does)."""
+    depth, j = 0, at
+    while j < len(text):
+        if text[j] == "{":
+            depth += 1
+        elif text[j] == "}":
+            depth -= 1
+            if depth == 0:
+                return j
+        j += 1
+    return j
+
+
 def without_tests(text):
     """The code without its `#[cfg(test)]` modules, inline (`mod tests { … }`,
     cut out brace to brace, so code after them is still read) or in files of
@@ -168,15 +182,7 @@ def without_tests(text):
         if m.group(1) == ";":
             pos = m.end()
             continue
-        depth, j = 0, m.end() - 1
-        while j < len(text):
-            if text[j] == "{":
-                depth += 1
-            elif text[j] == "}":
-                depth -= 1
-                if depth == 0:
-                    break
-            j += 1
+        j = closing(text, m.end() - 1)
         out.append("\n" * text.count("\n", m.start(), j + 1))
         pos = j + 1
     out.append(text[pos:])
@@ -425,16 +431,7 @@ def long_functions():
                     continue
                 text = without_tests(code(open(f, encoding="utf-8").read()))
                 for m in re.finditer(r"\bfn\s+(\w+)[^;{]*\{", text):
-                    depth, j = 0, m.end() - 1
-                    while j < len(text):
-                        if text[j] == "{":
-                            depth += 1
-                        elif text[j] == "}":
-                            depth -= 1
-                            if depth == 0:
-                                break
-                        j += 1
-                    lines = text.count("\n", m.start(), j) + 1
+                    lines = text.count("\n", m.start(), closing(text, m.end() - 1)) + 1
                     if lines > LONGEST:
                         out.append((rel, m.group(1), lines))
     return out

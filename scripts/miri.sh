@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The tests of `arena`, the module that holds the runtime's unsafe memory
+# The tests of `arena`, the module of flatline-arena that holds its unsafe memory
 # code, under Miri (nightly), which checks every access against Rust's
 # rules. `sys`, the other unsafe module, is calls into libc, which Miri
 # cannot run; the tests that map files or memory are ignored under Miri.
