@@ -216,13 +216,22 @@ pub fn step_axis<'a>(schema: &Schema, column: impl Fn(usize) -> &'a [f64]) -> Op
 /// Whether a channel is there only when allocation sites were sampled
 /// (`watch --sites`): a site, the library's own count, its drops.
 pub fn samples_sites(name: &str) -> bool {
-    is_site_channel(name) || name == names::SITES_DROPPED || name.ends_with(".alloc_live")
+    site_leaf(name).is_some() || name == names::SITES_DROPPED || name.ends_with(".alloc_live")
 }
 
+/// Whether a channel is an allocation site's live bytes (`site<N>.live`):
+/// the site's one channel that is judged, and that carries its labels.
 pub fn is_site_channel(name: &str) -> bool {
-    name.strip_suffix(".live")
-        .and_then(|s| s.strip_prefix("site"))
-        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit() || b == b'-'))
+    site_leaf(name) == Some("live")
+}
+
+/// The leaf of any of a site's channels (`site<N>.live`, `.objects`,
+/// `.alloc_bytes`, `.allocs`), or `None` for a channel that is no site's.
+pub fn site_leaf(name: &str) -> Option<&str> {
+    let (stem, leaf) = name.split_once('.')?;
+    let n = stem.strip_prefix("site")?;
+    let numbered = !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit() || b == b'-');
+    (numbered && matches!(leaf, "live" | "objects" | "alloc_bytes" | "allocs")).then_some(leaf)
 }
 
 #[cfg(test)]

@@ -311,6 +311,10 @@ mod tests {
         );
         assert!(!crate::rules::is_site_channel("site.live"));
         assert!(!crate::rules::is_site_channel("pid7.alloc_live"));
+        assert!(!crate::rules::is_site_channel("site3.objects"));
+        assert_eq!(crate::rules::site_leaf("site3-2.allocs"), Some("allocs"));
+        assert_eq!(crate::rules::site_leaf("site3.rss"), None);
+        assert_eq!(crate::rules::site_leaf("sites.dropped"), None);
         let flat = analysed(0.0);
         let t: Vec<f64> = (0..300).map(|i| f64::from(i) * 0.1).collect();
         let v: Vec<f64> = (0..t.len())

@@ -121,7 +121,7 @@ fn content<'r>(rec: &'r Recording, receipt: &'r Receipt<'_>) -> Content<'r> {
         channels: receipt
             .rows
             .iter()
-            .filter(|r| !rules::is_site_channel(&r.spec.name))
+            .filter(|r| rules::site_leaf(&r.spec.name).is_none())
             .map(|r| {
                 let (a, u) = (&r.analysis, r.spec.unit);
                 ChannelLine {

@@ -287,6 +287,9 @@ pub const CHANNELS: &[Declared] = &[
     ch("telemetry.allocs",         Count,       Telemetry, Counter, Unbounded,        HIDDEN),
     // sites: a watched job's allocation sites (`watch --sites`).
     ch("site#.live",               Bytes,       Allocator, Level,   Unbounded,        HIDDEN),
+    ch("site#.objects",            Count,       Allocator, Gauge,   Unbounded,        HIDDEN),
+    ch("site#.alloc_bytes",        Bytes,       Allocator, Counter, Unbounded,        HIDDEN),
+    ch("site#.allocs",             Count,       Allocator, Counter, Unbounded,        HIDDEN),
     ch("pid#.alloc_live",          Bytes,       Allocator, Level,   Unbounded,        HIDDEN),
     ch("sites.dropped",            Count,       Telemetry, Counter, Unbounded,        HIDDEN),
     // malloc: glibc's mallinfo2 (this process).

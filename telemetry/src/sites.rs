@@ -16,6 +16,12 @@
 //!   [`MAX_SITE_CHANNELS`]), labelled with its `pid`, `function`, `file`,
 //!   `line`, `frames` (innermost first, one a line) and `code` (the source
 //!   line, where its file could be read);
+//! - beside it, for a heap profile's four sample types (`export --pprof`,
+//!   `/debug/pprof/heap`): `site<N>.objects`, the blocks it holds (a gauge:
+//!   the bytes are what the evidence rule judges), and `site<N>.alloc_bytes`
+//!   and `site<N>.allocs`, what it allocated since it was first sampled
+//!   (counters); each sample counts as its weight's bytes and as weight ÷
+//!   size blocks, the same scaling;
 //! - `pid<N>.alloc_live`: the bytes the process holds by the library's
 //!   exact count (allocated less freed), beside its RSS;
 //! - `sites.dropped`: records the rings could not take (full).
@@ -89,7 +95,13 @@ pub struct Described {
 struct Site {
     pid: u32,
     live: i64,
+    /// Blocks held, bytes and blocks ever allocated: estimates as `live`.
+    objects: f64,
+    alloc_bytes: u64,
+    allocs: f64,
     samples: u64,
+    /// The position of its `.live` channel; `.objects`, `.alloc_bytes` and
+    /// `.allocs` follow it.
     channel: Option<usize>,
     /// The first sample's frames: Python ones already named; native
     /// addresses named when the site gets a channel.
@@ -122,7 +134,9 @@ struct Ring {
     pid: u32,
     head: u64,
     codes: HashMap<u32, Code>,
-    blocks: HashMap<u64, (usize, u64)>,
+    /// A sampled block not yet freed: its site, and the bytes and blocks it
+    /// stands for.
+    blocks: HashMap<u64, (usize, u64, f64)>,
     maps: Vec<Map>,
     maps_read: bool,
     live_channel: Option<usize>,
@@ -206,7 +220,8 @@ impl SitesProbe {
                     old.ended = true;
                     live_channel = live_channel.or(old.live_channel.take());
                     for site in self.sites.iter_mut().filter(|s| s.pid == pid) {
-                        self.to_end.extend(site.channel.take());
+                        self.to_end
+                            .extend(site.channel.take().into_iter().flat_map(|p| p..p + 4));
                     }
                 }
                 self.rings.push(Ring {
@@ -254,8 +269,9 @@ impl SitesProbe {
                     ring.codes.insert(u64_at(L::S_ADDR) as u32, code);
                 }
                 L::FREE => {
-                    if let Some((site, w)) = ring.blocks.remove(&u64_at(L::S_ADDR)) {
+                    if let Some((site, w, n)) = ring.blocks.remove(&u64_at(L::S_ADDR)) {
                         self.sites[site].live -= w as i64;
+                        self.sites[site].objects -= n;
                     }
                 }
                 L::ALLOC => {
@@ -295,6 +311,9 @@ impl SitesProbe {
                             self.sites.push(Site {
                                 pid,
                                 live: 0,
+                                objects: 0.0,
+                                alloc_bytes: 0,
+                                allocs: 0.0,
                                 samples: 0,
                                 channel: None,
                                 python,
@@ -305,9 +324,16 @@ impl SitesProbe {
                         }
                     };
                     let w = u64_at(L::S_WEIGHT);
-                    self.sites[site].live += w as i64;
-                    self.sites[site].samples += 1;
-                    self.rings[r].blocks.insert(u64_at(L::S_ADDR), (site, w));
+                    // A sample of `size` bytes stands for w bytes, so for
+                    // w / size blocks of its size.
+                    let n = w as f64 / u64_at(L::S_SIZE).max(1) as f64;
+                    let s = &mut self.sites[site];
+                    s.live += w as i64;
+                    s.objects += n;
+                    s.alloc_bytes += w;
+                    s.allocs += n;
+                    s.samples += 1;
+                    self.rings[r].blocks.insert(u64_at(L::S_ADDR), (site, w, n));
                 }
                 _ => {}
             }
@@ -488,16 +514,15 @@ impl Probe for SitesProbe {
             }
             let d = self.describe(s);
             let pid = self.sites[s].pid;
-            let stem = ch.free_stem("site0", "live");
-            let name = format!("site{}.live", self.site_channels);
-            let name = if ch.is_taken(&name) {
-                format!("{stem}.live")
+            let plain = format!("site{}", self.site_channels);
+            let stem = if ch.is_taken(&format!("{plain}.live")) {
+                ch.free_stem("site0", "live")
             } else {
-                name
+                plain
             };
             // A role of their own: Prometheus's rules over the job's own
             // channels (`role=""`) and the processes panel pass them by.
-            let mut spec = catalog::spec(&name)
+            let mut spec = catalog::spec(&format!("{stem}.live"))
                 .with_label("pid", pid.to_string())
                 .with_label("role", "site")
                 .with_label("function", d.function.clone())
@@ -507,7 +532,20 @@ impl Probe for SitesProbe {
             if let Some(code) = &d.code {
                 spec = spec.with_label("code", code.clone());
             }
-            if let Some(p) = ch.add(vec![spec]) {
+            // Its counts carry only what names them: the labels live on
+            // `.live`, one channel a site.
+            let count = |leaf: &str| {
+                catalog::spec(&format!("{stem}.{leaf}"))
+                    .with_label("pid", pid.to_string())
+                    .with_label("role", "site")
+            };
+            let specs = vec![
+                spec,
+                count("objects"),
+                count("alloc_bytes"),
+                count("allocs"),
+            ];
+            if let Some(p) = ch.add(specs) {
                 self.sites[s].channel = Some(p);
                 self.site_channels += 1;
             }
@@ -515,6 +553,9 @@ impl Probe for SitesProbe {
         for s in &self.sites {
             if let Some(p) = s.channel {
                 ch.set(p, s.live.max(0) as f64);
+                ch.set(p + 1, s.objects.max(0.0).round());
+                ch.set(p + 2, s.alloc_bytes as f64);
+                ch.set(p + 3, s.allocs.round());
             }
         }
         // A process gone, its ring read to the end: its channels end.
@@ -525,7 +566,7 @@ impl Probe for SitesProbe {
                 r.ended = true;
                 ended.extend(r.live_channel.take());
                 for s in self.sites.iter_mut().filter(|s| s.pid == r.pid) {
-                    ended.extend(s.channel.take());
+                    ended.extend(s.channel.take().into_iter().flat_map(|p| p..p + 4));
                 }
             }
         }
