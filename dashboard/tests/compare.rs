@@ -174,3 +174,43 @@ fn a_missing_side_is_one_error() {
         "No such file",
     );
 }
+
+/// A leak and its fix (`recordings/watch-sites-pair-*.flr`, watched with
+/// `--sites`): every surface names the line that stopped growing, in its
+/// first sentence; the other way round, the line that started; a side
+/// without sites says why lines are not compared.
+#[test]
+fn compare_by_site_names_the_line_that_stopped_growing() {
+    let leak = recording("watch-sites-pair-leak.flr");
+    let fixed = recording("watch-sites-pair-fixed.flr");
+    let v = compare_json(&leak, &fixed);
+    let line = &v["sites"][0];
+    assert_eq!(line["change"], "stopped", "{line}");
+    assert_eq!(line["code"], "cache.append(bytearray(64 << 10))");
+    let place = format!("sites_pair.py:{}", line["line"]);
+    let rate = line["a"]["growth_per_s"].as_f64().unwrap();
+    assert!((rate / 1_310_720.0 - 1.0).abs() < 0.3, "{rate}");
+    assert!(!line["b"]["verdict"].as_str().unwrap().is_empty());
+    let said = format!("{place} no longer grows in B (");
+    let headline = v["headline"].as_str().unwrap();
+    assert!(headline.contains(&said), "{headline}");
+    for format in ["text", "md"] {
+        let out = ok(&compare(&leak, &fixed, &["--format", format]));
+        let first = out.lines().find(|l| !l.starts_with('#') && !l.is_empty());
+        assert!(first.unwrap().contains(&said), "{format}: {out:.400}");
+        assert!(out.contains("By line of code:"), "{format}");
+        // The site's counts are for heap profiles, not rows here.
+        assert!(!out.contains("site0.allocs"), "{format}");
+    }
+    let back = compare_json(&fixed, &leak);
+    assert_eq!(back["sites"][0]["change"], "started");
+    let started = format!("{place} grows ");
+    assert!(back["headline"].as_str().unwrap().contains(&started));
+    // One side without sites: no line is called fixed.
+    let plain = recording("watch-torch-leak-45s.flr");
+    let v = compare_json(&leak, &plain);
+    assert_eq!(v["sites"].as_array().unwrap().len(), 0);
+    let note = v["sites_note"].as_str().unwrap();
+    assert!(note.starts_with("B has no allocation sites"), "{note}");
+    assert!(!v["headline"].as_str().unwrap().contains("no longer grows"));
+}

@@ -5,12 +5,16 @@
 //! start-up, limits and kinds); the comparison then lines the channels up by
 //! name. Recordings of different format versions, channel sets or lengths
 //! compare without error: a channel on one side only is listed as such.
+//! Where both were watched with `--sites`, their allocation sites are
+//! lined up by line of code ([`site_changes`]): which stopped growing,
+//! which started.
 
 use std::fmt::Write as _;
 use std::path::Path;
 
 use anyhow::Result;
-use flatline_analysis::{ChannelAnalysis, Kind, rules};
+use flatline_analysis::sites::Site;
+use flatline_analysis::{ChannelAnalysis, Kind, Verdict, rules};
 use flatline_telemetry::recording::Recording;
 use flatline_telemetry::{Group, TOKEN_CHANNELS, Unit};
 use serde_json::{Map, Value, json};
@@ -104,6 +108,12 @@ pub struct Comparison<'a> {
     pub align: Align,
     /// Why the alignment asked for could not be had, where it could not.
     pub align_note: Option<String>,
+    /// The lines of code whose sites grow on either side (both sampled
+    /// with `watch --sites`), the largest change first.
+    pub sites: Vec<SiteChange>,
+    /// Why lines cannot be compared, where one side has sites and the
+    /// other none.
+    pub sites_note: Option<String>,
 }
 
 impl<'a> Comparison<'a> {
@@ -128,11 +138,27 @@ impl<'a> Comparison<'a> {
             receipt: report::analyse(b, warmup_s),
         };
         let (align, align_note) = choose_axis(&a, &b, align);
+        let sampled = |s: &Side<'_>| s.receipt.facts.sites_sampled;
+        let (sites, sites_note) = match (sampled(&a), sampled(&b)) {
+            (true, true) => (site_changes(a.receipt.sites(), b.receipt.sites()), None),
+            (false, false) => (Vec::new(), None),
+            (has, _) => {
+                let (with, without) = if has { ("A", "B") } else { ("B", "A") };
+                (
+                    Vec::new(),
+                    Some(format!(
+                        "{without} has no allocation sites (record it with `flatline watch --sites -- COMMAND`): lines are compared only where both sides have them; {with}'s are in its own receipt"
+                    )),
+                )
+            }
+        };
         Self {
             a,
             b,
             align,
             align_note,
+            sites,
+            sites_note,
         }
     }
 
@@ -169,9 +195,15 @@ impl<'a> Comparison<'a> {
     }
 
     /// The sentence a comparison starts with: which side's memory grows,
-    /// then the rate that differs most (allocation calls, faults).
+    /// the line of code whose growth changed most (`watch --sites` on both
+    /// sides), then the rate that differs most (allocation calls, faults).
     pub fn headline(&self) -> String {
         let mut s = self.memory_sentence();
+        if let Some(line) = self.sites.first().and_then(SiteChange::sentence) {
+            s.push(' ');
+            s.push_str(&line);
+            s.push('.');
+        }
         if let Some(rates) = self.rate_sentence() {
             s.push(' ');
             s.push_str(&rates);
@@ -569,7 +601,10 @@ fn compare_rows(c: &Comparison<'_>, table: &mut Table, text: bool) {
         }
         table.row(r);
     };
-    for p in c.pairs() {
+    // A site's counts (its blocks, what it allocated) are for heap
+    // profiles (`export --pprof`); its bytes held are the row.
+    let counts = |name: &str| rules::site_leaf(name).is_some_and(|l| l != "live");
+    for p in c.pairs().into_iter().filter(|p| !counts(p.name)) {
         let kind = p.kind.name();
         let name = if text {
             p.name.to_owned()
@@ -621,6 +656,9 @@ pub fn text_report(c: &Comparison<'_>) -> String {
         d.push(Block::Pre(identity_line(side)));
     }
     d.push(Block::Gap);
+    for line in site_lines(c) {
+        d.push(Block::Para(format!("  {line}")));
+    }
     d.push(Block::Para(format!("  {}", alignment(c))));
     let mut table = compare_table(per_label(c), true);
     compare_rows(c, &mut table, true);
@@ -705,6 +743,9 @@ pub fn md_report(c: &Comparison<'_>) -> String {
         indent: String::new(),
         table: sides,
     });
+    for line in site_lines(c) {
+        d.push(Block::Para(line));
+    }
     d.push(Block::Para(format!(
         "Each side is analysed on its own as `flatline report` would (its own start-up); channels are lined up by name and {}. Each channel has a line for A, one for B, and one for B against A: differences for levels and gauges, ratios (×) for counters' rates and for latencies.",
         alignment(c)
@@ -801,8 +842,36 @@ pub fn json_report(c: &Comparison<'_>) -> Value {
             }),
         );
     }
+    let side_site = |s: Option<SiteSide>| {
+        s.map_or(Value::Null, |s| {
+            json!({
+                "verdict": s.verdict,
+                "growth_per_s": num(s.growth_per_s),
+                "live_bytes": num(s.live_bytes),
+            })
+        })
+    };
+    let sites: Vec<Value> = c
+        .sites
+        .iter()
+        .map(|l| {
+            json!({
+                "place": l.place,
+                "function": l.function,
+                "file": l.file,
+                "line": l.line,
+                "code": l.code,
+                "change": l.kind(),
+                "text": l.sentence(),
+                "a": side_site(l.a),
+                "b": side_site(l.b),
+            })
+        })
+        .collect();
     json!({
         "headline": c.headline(),
+        "sites": sites,
+        "sites_note": c.sites_note,
         "align": c.align,
         "align_note": c.align_note,
         "differences": c.differences(),
@@ -810,6 +879,187 @@ pub fn json_report(c: &Comparison<'_>) -> Value {
         "b": identity_json(&c.b),
         "channels": channels,
     })
+}
+
+/// The lines of a comparison's allocation sites, for the text and
+/// Markdown receipts: each line of code whose growth changed, or why
+/// there are none.
+fn site_lines(c: &Comparison<'_>) -> Vec<String> {
+    if let Some(note) = &c.sites_note {
+        return vec![format!("By line of code: {note}.")];
+    }
+    if !c.a.receipt.facts.sites_sampled {
+        return Vec::new();
+    }
+    if c.sites.is_empty() {
+        return vec!["By line of code: no allocation site grows in A or B.".into()];
+    }
+    c.sites
+        .iter()
+        .filter_map(|l| {
+            let code = l.code.as_ref().map_or(String::new(), |c| format!(" `{c}`"));
+            l.sentence().map(|t| format!("By line of code: {t}{code}."))
+        })
+        .collect()
+}
+
+/// One line of code on one side: its sites in every process together (a
+/// DataLoader's workers run the same line).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SiteSide {
+    /// Growth if any of its sites grows; else too short to tell if any is;
+    /// else the first's.
+    pub verdict: Verdict,
+    /// Bytes a second its live bytes grow (0 unless it grows).
+    pub growth_per_s: f64,
+    /// Bytes held at the end of what was analysed.
+    pub live_bytes: f64,
+}
+
+/// A line of code as the two sides have it (`watch --sites`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SiteChange {
+    /// `sites_pair.py:14`, or the function where no line is known.
+    pub place: String,
+    pub function: String,
+    pub file: String,
+    pub line: Option<u32>,
+    /// The source line, where flatline could read it.
+    pub code: Option<String>,
+    /// `None`: not a site on that side (it never held 1 MiB there).
+    pub a: Option<SiteSide>,
+    pub b: Option<SiteSide>,
+}
+
+/// What changed of a line between the sides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SiteChangeKind {
+    /// It grows in A, not in B.
+    Stopped,
+    /// It grows in B, not in A.
+    Started,
+    /// It grows in both.
+    Grows,
+    /// It grows on one side; the other is too short to tell.
+    Untold,
+}
+
+impl SiteChange {
+    fn grows(s: Option<SiteSide>) -> bool {
+        s.is_some_and(|s| s.verdict.is_growth())
+    }
+
+    fn untold(s: Option<SiteSide>) -> bool {
+        s.is_some_and(|s| s.verdict == Verdict::Insufficient)
+    }
+
+    /// `None` where it grows on neither side.
+    pub fn kind(&self) -> Option<SiteChangeKind> {
+        let (a, b) = (Self::grows(self.a), Self::grows(self.b));
+        Some(match (a, b) {
+            (true, true) => SiteChangeKind::Grows,
+            (true, false) if Self::untold(self.b) => SiteChangeKind::Untold,
+            (false, true) if Self::untold(self.a) => SiteChangeKind::Untold,
+            (true, false) => SiteChangeKind::Stopped,
+            (false, true) => SiteChangeKind::Started,
+            (false, false) => return None,
+        })
+    }
+
+    fn rate(s: Option<SiteSide>) -> String {
+        format!("{}/s", bytes(s.map_or(0.0, |s| s.growth_per_s)))
+    }
+
+    /// "sites_pair.py:14 no longer grows in B (1.25 MiB/s in A)".
+    pub fn sentence(&self) -> Option<String> {
+        let (p, a, b) = (&self.place, Self::rate(self.a), Self::rate(self.b));
+        Some(match self.kind()? {
+            SiteChangeKind::Stopped => format!("{p} no longer grows in B ({a} in A)"),
+            SiteChangeKind::Started => format!("{p} grows {b} in B (not in A)"),
+            SiteChangeKind::Grows => format!("{p} grows in both: {a} in A, {b} in B"),
+            SiteChangeKind::Untold if Self::grows(self.a) => {
+                format!("{p} grows {a} in A; B is too short to tell")
+            }
+            SiteChangeKind::Untold => format!("{p} grows {b} in B; A is too short to tell"),
+        })
+    }
+
+    /// How much its growth changed, for the order of a list.
+    fn change(&self) -> f64 {
+        let r = |s: Option<SiteSide>| s.map_or(0.0, |s| s.growth_per_s);
+        (r(self.b) - r(self.a)).abs()
+    }
+}
+
+/// The lines whose sites grow on either side, the largest change of rate
+/// first.
+pub fn site_changes(a: &[Site], b: &[Site]) -> Vec<SiteChange> {
+    let mut lines: Vec<SiteChange> = Vec::new();
+    for (in_b, sites) in [(false, a), (true, b)] {
+        for s in sites {
+            let at = lines
+                .iter()
+                .position(|c| c.file == s.file && c.line == s.line && c.function == s.function)
+                .unwrap_or_else(|| {
+                    lines.push(SiteChange {
+                        place: short_place(s),
+                        function: s.function.clone(),
+                        file: s.file.clone(),
+                        line: s.line,
+                        code: s.code.clone(),
+                        a: None,
+                        b: None,
+                    });
+                    lines.len() - 1
+                });
+            let side = if in_b {
+                &mut lines[at].b
+            } else {
+                &mut lines[at].a
+            };
+            let live = if s.live_bytes.is_finite() {
+                s.live_bytes
+            } else {
+                0.0
+            };
+            *side = Some(match *side {
+                None => SiteSide {
+                    verdict: s.verdict,
+                    growth_per_s: s.growth_per_s,
+                    live_bytes: live,
+                },
+                Some(t) => SiteSide {
+                    verdict: if t.verdict.is_growth()
+                        || (t.verdict == Verdict::Insufficient && !s.verdict.is_growth())
+                    {
+                        t.verdict
+                    } else {
+                        s.verdict
+                    },
+                    growth_per_s: t.growth_per_s + s.growth_per_s,
+                    live_bytes: t.live_bytes + live,
+                },
+            });
+        }
+    }
+    lines.retain(|c| c.kind().is_some());
+    lines.sort_by(|x, y| {
+        y.change()
+            .total_cmp(&x.change())
+            .then_with(|| x.place.cmp(&y.place))
+    });
+    lines
+}
+
+/// `file:line` by the file's name (as the receipt's headline names it),
+/// else the function.
+fn short_place(s: &Site) -> String {
+    let name = s.file.rsplit('/').next().unwrap_or(&s.file);
+    match s.line {
+        Some(l) if l > 0 && !name.is_empty() => format!("{name}:{l}"),
+        _ => s.function.clone(),
+    }
 }
 
 pub fn run(args: &CompareArgs, viewer: &dyn crate::Viewer) -> Result<()> {
@@ -849,4 +1099,100 @@ pub fn run(args: &CompareArgs, viewer: &dyn crate::Viewer) -> Result<()> {
         shown,
     })?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn site(pid: u32, file: &str, line: u32, verdict: Verdict, growth: f64, live: f64) -> Site {
+        Site {
+            channel: format!("site{line}.live"),
+            pid: Some(pid),
+            function: "f".into(),
+            file: file.into(),
+            line: Some(line),
+            frames: Vec::new(),
+            code: Some("keep(x)".into()),
+            verdict,
+            growth_per_s: growth,
+            live_bytes: live,
+        }
+    }
+
+    const MIB: f64 = 1_048_576.0;
+
+    #[test]
+    fn a_line_that_stops_or_starts_growing_is_named_with_its_rates() {
+        let a = [
+            site(1, "/w/job.py", 52, Verdict::Linear, 1.32 * MIB, 50.0 * MIB),
+            site(1, "/w/job.py", 60, Verdict::Flat, 0.0, 4.0 * MIB),
+            site(1, "/w/old.py", 9, Verdict::Linear, 0.1 * MIB, 3.0 * MIB),
+        ];
+        // 52 held flat; 60 grows now; old.py:9 is no site in B at all.
+        let b = [
+            site(2, "/w/job.py", 52, Verdict::Flat, 0.0, 2.0 * MIB),
+            site(2, "/w/job.py", 60, Verdict::Staircase, 0.4 * MIB, 9.0 * MIB),
+        ];
+        let c = site_changes(&a, &b);
+        let said: Vec<String> = c.iter().filter_map(SiteChange::sentence).collect();
+        assert_eq!(
+            said,
+            [
+                "job.py:52 no longer grows in B (1.32 MiB/s in A)",
+                "job.py:60 grows 409.6 KiB/s in B (not in A)",
+                "old.py:9 no longer grows in B (102.4 KiB/s in A)",
+            ]
+        );
+        assert_eq!(c[0].kind(), Some(SiteChangeKind::Stopped));
+        assert_eq!(c[1].kind(), Some(SiteChangeKind::Started));
+        assert_eq!(c[2].b, None);
+        assert_eq!(c[0].code.as_deref(), Some("keep(x)"));
+    }
+
+    #[test]
+    fn a_line_in_several_processes_is_one_and_a_short_side_tells_nothing() {
+        // Two workers run the same line: their growths add up.
+        let a = [
+            site(7, "/w/ds.py", 31, Verdict::Linear, 0.25 * MIB, 8.0 * MIB),
+            site(8, "/w/ds.py", 31, Verdict::Flat, 0.0, 1.0 * MIB),
+            site(9, "/w/ds.py", 31, Verdict::Linear, 0.25 * MIB, 8.0 * MIB),
+        ];
+        let b = [site(
+            3,
+            "/w/ds.py",
+            31,
+            Verdict::Linear,
+            0.1 * MIB,
+            2.0 * MIB,
+        )];
+        let c = site_changes(&a, &b);
+        assert_eq!(c.len(), 1);
+        let sa = c[0].a.unwrap();
+        assert_eq!(sa.growth_per_s, 0.5 * MIB);
+        assert_eq!(sa.live_bytes, 17.0 * MIB);
+        assert!(sa.verdict.is_growth());
+        assert_eq!(
+            c[0].sentence().unwrap(),
+            "ds.py:31 grows in both: 512.0 KiB/s in A, 102.4 KiB/s in B"
+        );
+        // Too short to judge in B: no "no longer grows".
+        let b = [site(
+            3,
+            "/w/ds.py",
+            31,
+            Verdict::Insufficient,
+            0.0,
+            2.0 * MIB,
+        )];
+        let c = site_changes(&a, &b);
+        assert_eq!(c[0].kind(), Some(SiteChangeKind::Untold));
+        assert_eq!(
+            c[0].sentence().unwrap(),
+            "ds.py:31 grows 512.0 KiB/s in A; B is too short to tell"
+        );
+        // Growing nowhere: not listed.
+        let flat = [site(1, "/w/ds.py", 31, Verdict::Flat, 0.0, MIB)];
+        assert!(site_changes(&flat, &flat).is_empty());
+    }
 }
