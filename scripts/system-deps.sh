@@ -12,9 +12,11 @@
 # needs anyway. CI checks the Prometheus exporter against a real server:
 # prometheus (not needed to run flatline). scripts/preload-suite.sh runs
 # CPython's own regression tests, which Debian ships apart from Python:
-# libpython3.11-testsuite.
+# libpython3.11-testsuite. CI reads flatline's heap profiles with `go tool
+# pprof`: golang-go (and fetches Perfetto's protos, `perfetto`, and
+# OpenTelemetry's, `opentelemetry-proto`, from PyPI).
 set -euo pipefail
-packages=(xvfb xauth libegl1 libgl1-mesa-dri python3 python3-venv gcc libc6-dev prometheus libpython3.11-testsuite)
+packages=(xvfb xauth libegl1 libgl1-mesa-dri python3 python3-venv gcc libc6-dev prometheus libpython3.11-testsuite golang-go)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -134,6 +134,17 @@ pub struct PrometheusArgs {
     /// FLATLINE_ALERT_VALUE, FLATLINE_ALERT_HOST, FLATLINE_ALERT_PID.
     #[arg(long, value_name = "CMD", requires = "alert")]
     pub on_alert: Option<String>,
+    /// Push every channel, its verdict, slope and time to limit to an
+    /// OpenTelemetry collector over OTLP/HTTP (protobuf), e.g.
+    /// http://127.0.0.1:4318 (`/v1/metrics` is added unless the URL ends
+    /// in it): semantic-convention names where one exists, the host, rank
+    /// and job as resource attributes. A collector that is down is said
+    /// once and retried; sampling never waits for it.
+    #[arg(long, value_name = "URL", value_parser = crate::export::otlp::parse_endpoint)]
+    pub otlp: Option<crate::export::otlp::Endpoint>,
+    /// Seconds between two OTLP exports.
+    #[arg(long, value_name = "S", default_value_t = 10.0, value_parser = seconds, requires = "otlp")]
+    pub otlp_every: f64,
 }
 
 /// A run's place in a job of many ranks and nodes.
@@ -166,6 +177,13 @@ impl PrometheusArgs {
             web_config: self.web_config.clone(),
             alerts: self.alert.clone(),
             on_alert: self.on_alert.clone(),
+            otlp: self
+                .otlp
+                .clone()
+                .map(|endpoint| crate::export::otlp::OtlpConfig {
+                    endpoint,
+                    every: std::time::Duration::from_secs_f64(self.otlp_every),
+                }),
         }
     }
 
@@ -681,12 +699,38 @@ pub struct MarkArgs {
 }
 
 #[derive(Debug, Clone, Args)]
+// Exactly one output; the flags of one output conflict with the others
+// (clap does not check `requires` against a member of a required group).
+#[command(group(clap::ArgGroup::new("output").required(true).multiple(false)
+    .args(["csv", "pprof", "perfetto", "chrome"])))]
 pub struct ExportArgs {
     /// The recording.
     pub file: PathBuf,
     /// The CSV to write (`-`: standard output; `./-` is a file named `-`).
     #[arg(long, value_name = "OUT")]
-    pub csv: PathBuf,
+    pub csv: Option<PathBuf>,
+    /// The allocation sites (`watch --sites`) as a gzipped pprof heap
+    /// profile: held at --to (or the end), allocated since --from.
+    #[arg(long, value_name = "OUT")]
+    pub pprof: Option<PathBuf>,
+    /// The run as a Perfetto trace: a counter per channel under each
+    /// process, steps, markers, deaths, findings and the sites' heap.
+    #[arg(long, value_name = "OUT")]
+    pub perfetto: Option<PathBuf>,
+    /// The same as Chrome's trace-event JSON.
+    #[arg(long, value_name = "OUT")]
+    pub chrome: Option<PathBuf>,
+    /// With --chrome: a torch.profiler (Kineto) trace of the same run, to
+    /// write into one file with it, on its time base.
+    #[arg(long, value_name = "TRACE.json", conflicts_with_all = ["csv", "pprof", "perfetto"])]
+    pub merge: Option<PathBuf>,
+    /// With --pprof: what the held bytes gained from --from to --to, by
+    /// stack, instead of what was held at --to.
+    #[arg(long, conflicts_with_all = ["csv", "perfetto", "chrome"])]
+    pub growth: bool,
+    /// With --pprof, --perfetto or --chrome: one process only.
+    #[arg(long, value_name = "N", conflicts_with = "csv")]
+    pub pid: Option<u32>,
     /// Overwrite OUT if it exists.
     #[arg(long)]
     pub force: bool,
@@ -696,9 +740,10 @@ pub struct ExportArgs {
     /// Only samples up to S seconds after the start.
     #[arg(long, value_name = "S", value_parser = non_negative)]
     pub to: Option<f64>,
-    /// At most one row every S seconds (the first sample at or after each
-    /// multiple of S): a week at 10 Hz with --every 60 is 10,080 rows.
-    #[arg(long, value_name = "S", value_parser = seconds)]
+    /// With --csv: at most one row every S seconds (the first sample at or
+    /// after each multiple of S): a week at 10 Hz with --every 60 is 10,080
+    /// rows.
+    #[arg(long, value_name = "S", value_parser = seconds, conflicts_with_all = ["pprof", "perfetto", "chrome"])]
     pub every: Option<f64>,
 }
 
@@ -943,6 +988,8 @@ mod tests {
             "--web-config=/etc/flatline/web config.yml",
             "--alert=mem.rss > 1GiB",
             "--on-alert=echo fired",
+            "--otlp=http://collector:4318",
+            "--otlp-every=2.5",
             "--label=rank=3",
             "--label=node_rank=1",
         ])
@@ -972,6 +1019,11 @@ mod tests {
             ["mem.rss > 1GiB"]
         );
         assert_eq!(s.export.on_alert.as_deref(), Some("echo fired"));
+        assert_eq!(
+            s.export.otlp.as_ref().map(|e| e.url.as_str()),
+            Some("http://collector:4318/v1/metrics")
+        );
+        assert_eq!(s.export.otlp_every, 2.5);
         assert_eq!(s.labels.labels, live.labels.labels);
         assert_eq!(s.labels.labels.len(), 2);
         // The defaults travel as defaults.
@@ -1043,6 +1095,31 @@ mod tests {
             &["flatline", "report", "x.flr", "--warmup-s", "-5"],
             &["flatline", "import", "a.csv"],
             &["flatline", "export", "a.flr"],
+            &["flatline", "export", "a.flr", "--csv", "a", "--pprof", "b"],
+            &[
+                "flatline",
+                "watch",
+                "--otlp",
+                "https://c:4318",
+                "--",
+                "true",
+            ],
+            &["flatline", "watch", "--otlp-every", "5", "--", "true"],
+            &["flatline", "soak", "--seconds", "5", "--otlp", "c:4318"],
+            &[
+                "flatline",
+                "export",
+                "a.flr",
+                "--perfetto",
+                "a",
+                "--merge",
+                "k",
+            ],
+            &["flatline", "export", "a.flr", "--csv", "a", "--growth"],
+            &["flatline", "export", "a.flr", "--csv", "a", "--pid", "3"],
+            &[
+                "flatline", "export", "a.flr", "--pprof", "a", "--every", "3",
+            ],
             &["flatline", "replay"],
             &["flatline", "replay", "a.flr", "--size", "big"],
             &["flatline", "replay", "a.flr", "--size", "10x10"],

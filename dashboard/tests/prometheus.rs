@@ -523,6 +523,17 @@ fn the_door_lets_in_tls_with_the_password_and_no_one_else() {
         assert!(no.to_ascii_lowercase().contains("www-authenticate: basic"));
         assert!(!no.contains("flatline_channel"), "{who:?}");
     }
+    // The heap profile is behind the same door: 401 without the password;
+    // with it, a watch by pid samples no sites, which the 404 says.
+    let heap = |who: Option<(&str, &str)>| {
+        let req = scrape_as(who).replacen("/metrics", "/debug/pprof/heap", 1);
+        tls_get(addr, &req, false).unwrap()
+    };
+    let no = heap(None);
+    assert!(no.starts_with("HTTP/1.1 401"), "{no:.200}");
+    let none = heap(Some(("prom", "s3cret")));
+    assert!(none.starts_with("HTTP/1.1 404"), "{none:.200}");
+    assert!(none.contains("watch --sites"), "{none:.300}");
     // Plain HTTP to the TLS port gets no HTTP answer and no metrics.
     let plain = get(addr, &scrape_as(Some(("prom", "s3cret"))));
     assert!(!plain.contains("HTTP/1.1"), "{plain:.200}");

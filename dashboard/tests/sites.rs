@@ -233,3 +233,53 @@ fn the_shipped_pytorch_recordings_name_their_sites() {
         "the dataset's sites are the workers'"
     );
 }
+
+/// `export --pprof` of the shipped PyTorch recording: a gzipped profile
+/// (made before a site's counts were kept: bytes only, which it says);
+/// the file is not overwritten without --force, and a recording without
+/// sites is refused with how to make one, writing nothing. (CI reads real
+/// profiles with `go tool pprof` in scripts/pprof-check.py.)
+#[test]
+fn export_pprof_writes_a_profile_and_refuses_what_it_cannot_make() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("torch.pb.gz");
+    let rec = support::recording("watch-sites-torch.flr");
+    let said = support::ok(&flatline(&[
+        "export",
+        rec.to_str().unwrap(),
+        "--pprof",
+        out.to_str().unwrap(),
+    ]));
+    assert!(said.contains("allocation site"), "{said}");
+    let bytes = std::fs::read(&out).unwrap();
+    assert_eq!(bytes[..2], [0x1f, 0x8b], "gzip's magic");
+    let again = flatline(&[
+        "export",
+        rec.to_str().unwrap(),
+        "--pprof",
+        out.to_str().unwrap(),
+    ]);
+    support::fails(&again, "--force");
+    assert_eq!(std::fs::read(&out).unwrap(), bytes, "the profile is kept");
+    // One process only: a pid with no site is refused by name.
+    let other = dir.path().join("other.pb.gz");
+    let nobody = flatline(&[
+        "export",
+        rec.to_str().unwrap(),
+        "--pprof",
+        other.to_str().unwrap(),
+        "--pid",
+        "1",
+    ]);
+    support::fails(&nobody, "no allocation site of process 1");
+    assert!(!other.exists());
+    let plain = support::recording("watch-torch-leak-45s.flr");
+    let none = flatline(&[
+        "export",
+        plain.to_str().unwrap(),
+        "--pprof",
+        other.to_str().unwrap(),
+    ]);
+    support::fails(&none, "watch --sites");
+    assert!(!other.exists(), "nothing is written for a refusal");
+}

@@ -1,7 +1,13 @@
-//! `flatline import`, `export` and `synth`: a job's logs in, CSV out, synthetic runs.
+//! `flatline import`, `export` and `synth`: a job's logs in; CSV, pprof and
+//! traces out; synthetic runs.
+
+use std::io::Write;
+use std::path::Path;
 
 use anyhow::{Context, Result};
 use flatline_telemetry::recording::{csv, import};
+
+use crate::export::{pprof, trace};
 
 use crate::cli::{ExportArgs, ImportArgs, SynthArgs};
 
@@ -40,6 +46,19 @@ pub fn export(args: &ExportArgs) -> Result<()> {
             crate::fmt::given(to)
         );
     }
+    if let Some(out) = &args.pprof {
+        return export_pprof(args, out);
+    }
+    if let Some(out) = &args.perfetto {
+        return export_trace(args, out, Trace::Perfetto);
+    }
+    if let Some(out) = &args.chrome {
+        return export_trace(args, out, Trace::Chrome);
+    }
+    let Some(csv_out) = &args.csv else {
+        // clap's group asks for exactly one output.
+        anyhow::bail!("export: --csv, --pprof, --perfetto or --chrome OUT");
+    };
     let range = csv::ExportRange {
         from_s: args.from,
         to_s: args.to,
@@ -47,12 +66,12 @@ pub fn export(args: &ExportArgs) -> Result<()> {
     };
     // `-` is standard output, as for most tools that write a file; the
     // summary then goes to stderr, out of the CSV's way.
-    let to_stdout = args.csv.as_os_str() == "-";
+    let to_stdout = csv_out.as_os_str() == "-";
     let done = if to_stdout {
-        let out = std::path::Path::new("standard output");
+        let out = Path::new("standard output");
         csv::export_into(&args.file, out, std::io::stdout().lock(), range)
     } else {
-        csv::export(&args.file, &args.csv, args.force, range)
+        csv::export(&args.file, csv_out, args.force, range)
     }
     .context("exporting")?;
     if let Some(t) = &done.scanned.tail {
@@ -62,7 +81,116 @@ pub fn export(args: &ExportArgs) -> Result<()> {
     if to_stdout {
         eprintln!("flatline: {said} standard output");
     } else {
-        println!("{said} {}", args.csv.display());
+        println!("{said} {}", csv_out.display());
+    }
+    Ok(())
+}
+
+/// `export --pprof`: the sites as a heap profile. The recording is read
+/// within the analysis budget (a week's is thinned: a window's edges then
+/// fall on the readings kept, which the warning says).
+fn export_pprof(args: &ExportArgs, out: &Path) -> Result<()> {
+    refuse_existing(out, args.force)?;
+    let rec = crate::commands::report::open(&args.file)?;
+    let range = pprof::ProfileRange {
+        from_s: args.from,
+        to_s: args.to,
+        pid: args.pid,
+        growth: args.growth,
+    };
+    let profile = pprof::from_recording(&rec, range)?;
+    write_new(out, &pprof::encode(&profile), args.force)?;
+    let held: i64 = profile.samples.iter().map(|s| s.values[3]).sum();
+    let n = profile.samples.len();
+    println!(
+        "wrote {n} allocation site{} ({} {}) to {}",
+        if n == 1 { "" } else { "s" },
+        crate::fmt::bytes(held as f64),
+        if args.growth { "gained" } else { "held" },
+        out.display()
+    );
+    Ok(())
+}
+
+#[derive(Clone, Copy)]
+enum Trace {
+    Perfetto,
+    Chrome,
+}
+
+/// `export --perfetto` / `--chrome` (`--merge`): the recording read whole
+/// (a trace is every sample and every step: a thinned load would drop
+/// steps).
+fn export_trace(args: &ExportArgs, out: &Path, kind: Trace) -> Result<()> {
+    refuse_existing(out, args.force)?;
+    // Read the other trace first: a bad one costs no pass over the recording.
+    let other = match &args.merge {
+        Some(m) => {
+            let text = std::fs::read(m).with_context(|| format!("reading {}", m.display()))?;
+            let v: serde_json::Value = serde_json::from_slice(&text)
+                .with_context(|| format!("{} is not JSON", m.display()))?;
+            Some(v)
+        }
+        None => None,
+    };
+    let rec = crate::commands::report::open_within(&args.file, usize::MAX)?;
+    let range = trace::TraceRange {
+        from_s: args.from,
+        to_s: args.to,
+        pid: args.pid,
+    };
+    let bytes = match (kind, other) {
+        (Trace::Perfetto, _) => trace::perfetto(&rec, range),
+        (Trace::Chrome, None) => serde_json::to_vec(&trace::chrome(&rec, range))?,
+        (Trace::Chrome, Some(other)) => {
+            let m = args.merge.as_deref().unwrap_or(Path::new("-"));
+            let doc = trace::merge(&rec, range, other)
+                .with_context(|| format!("merging {}", m.display()))?;
+            serde_json::to_vec(&doc)?
+        }
+    };
+    write_new(out, &bytes, args.force)?;
+    println!(
+        "wrote {} ({}) to {}",
+        match (kind, &args.merge) {
+            (Trace::Perfetto, _) => "a Perfetto trace".to_owned(),
+            (Trace::Chrome, None) => "a Chrome trace".to_owned(),
+            (Trace::Chrome, Some(m)) => format!("a Chrome trace merged with {}", m.display()),
+        },
+        crate::fmt::bytes(bytes.len() as f64),
+        out.display()
+    );
+    Ok(())
+}
+
+/// An error before any work if `out` exists and may not be overwritten.
+fn refuse_existing(out: &Path, force: bool) -> Result<()> {
+    if !force && out.exists() {
+        anyhow::bail!("{} exists: --force to overwrite it", out.display());
+    }
+    Ok(())
+}
+
+/// `bytes` into `out` whole or not at all: written beside it and renamed
+/// over it (without `force`, never over a file that appeared meanwhile).
+fn write_new(out: &Path, bytes: &[u8], force: bool) -> Result<()> {
+    let dir = match out.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)
+        .with_context(|| format!("writing into {}", dir.display()))?;
+    tmp.write_all(bytes)
+        .and_then(|()| tmp.as_file().sync_all())
+        .with_context(|| format!("writing {}", out.display()))?;
+    if force {
+        tmp.persist(out)
+            .map_err(|e| e.error)
+            .with_context(|| format!("writing {}", out.display()))?;
+    } else {
+        tmp.persist_noclobber(out)
+            .map_err(|e| e.error)
+            .with_context(|| format!("writing {}", out.display()))?;
     }
     Ok(())
 }

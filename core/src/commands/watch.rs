@@ -624,6 +624,10 @@ fn setup(args: &WatchArgs, pid: u32) -> RecordingSetup {
     if let Some(dir) = &args.cgroup {
         setup.set("cgroup", dir.display());
     }
+    if args.sites && !args.command.is_empty() {
+        // A heap profile's `period` (`export --pprof`).
+        setup.set("sites_every", args.sites_every);
+    }
     // Where the job sits among ranks and nodes: a command started here has
     // this environment; a process watched by pid, its own, where readable.
     use flatline_telemetry::recording::labels;

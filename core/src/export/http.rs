@@ -1,4 +1,4 @@
-//! The `/metrics` server: one thread, event-driven (hyper's HTTP/1 on a
+//! The `/metrics` (and `/debug/pprof/heap`) server: one thread, event-driven (hyper's HTTP/1 on a
 //! single-threaded tokio runtime), behind the [`Door`] of a web config.
 //!
 //! A connection costs a socket and a few KiB, not a thread, so hundreds of
@@ -8,7 +8,7 @@
 //! (one past that is closed at once). A scrape copies nothing: the published
 //! exposition is one shared buffer. bcrypt checks of passwords not seen
 //! before run on one blocking thread beside it, never on the thread that
-//! answers scrapes.
+//! answers scrapes. The heap profile is behind the same door.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -36,8 +36,18 @@ pub const MAX_REQUEST_BYTES: usize = 8 * 1024;
 /// unanswered. A scrape takes one for a few milliseconds.
 pub const MAX_CONNECTIONS: usize = 512;
 
-/// The exposition, swapped whole once a second.
-pub type Published = Arc<Mutex<Bytes>>;
+/// What is served, swapped whole once a second.
+pub type Published = Arc<Mutex<Pages>>;
+
+/// The pages served: each one shared buffer.
+#[derive(Debug, Clone, Default)]
+pub struct Pages {
+    /// `/metrics`: the exposition.
+    pub metrics: Bytes,
+    /// `/debug/pprof/heap`: the allocation sites as a gzipped pprof profile
+    /// (`watch --sites`); `None` while there are none.
+    pub heap: Option<Bytes>,
+}
 
 /// A running server; dropping it stops serving and joins its thread.
 #[derive(Debug)]
@@ -198,17 +208,50 @@ async fn respond(
     if req.method() != Method::GET && req.method() != Method::HEAD {
         return text(StatusCode::METHOD_NOT_ALLOWED, "");
     }
-    if req.uri().path() != "/metrics" {
-        return text(StatusCode::NOT_FOUND, "flatline serves /metrics only\n");
-    }
-    let body = published.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let (body, content_type) = match req.uri().path() {
+        "/metrics" => {
+            let body = published
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .metrics
+                .clone();
+            (
+                body,
+                prometheus_client::encoding::prometheus_text::CONTENT_TYPE,
+            )
+        }
+        HEAP => {
+            let heap = published
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .heap
+                .clone();
+            let Some(body) = heap else {
+                return text(StatusCode::NOT_FOUND, NO_HEAP);
+            };
+            // What Go's net/http/pprof sends a profile as.
+            (body, "application/octet-stream")
+        }
+        _ => {
+            return text(
+                StatusCode::NOT_FOUND,
+                "flatline serves /metrics and /debug/pprof/heap\n",
+            );
+        }
+    };
     let mut r = Response::new(Full::new(body));
-    r.headers_mut().insert(
-        CONTENT_TYPE,
-        HeaderValue::from_static(prometheus_client::encoding::prometheus_text::CONTENT_TYPE),
-    );
+    r.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
     r
 }
+
+/// Where the heap profile is served: Go's `net/http/pprof` path, which
+/// `go tool pprof`, Pyroscope's and Parca's scrapers ask for.
+pub const HEAP: &str = "/debug/pprof/heap";
+
+/// The answer at [`HEAP`] while no site is known.
+const NO_HEAP: &str = "no allocation sites: a heap profile needs `flatline watch --sites -- COMMAND` \
+(a started command: nothing can be preloaded into a running process), and a site that holds 1 MiB\n";
 
 fn text(status: StatusCode, body: &'static str) -> Response<Full<Bytes>> {
     let mut r = Response::new(Full::new(Bytes::from_static(body.as_bytes())));

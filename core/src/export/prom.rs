@@ -30,8 +30,9 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
 use crate::export::alert::{Alert, Alerts, Firing, Reading};
-use crate::export::http::{Published, Server};
+use crate::export::http::{Pages, Published, Server};
 use crate::export::web::Door;
+use crate::export::{otlp, pprof};
 use bytes::Bytes;
 use flatline_telemetry::names;
 
@@ -57,6 +58,12 @@ pub struct ExportSetup {
     pub on_alert: Option<String>,
     /// Where a firing's marker goes (the recording's event queue).
     pub events: Option<Sender<Event>>,
+    /// `--sites-every`: the heap profile's `period` (0: not sampling sites).
+    pub sites_every: u64,
+    /// The watched program, named in the heap profile ("": none).
+    pub program: String,
+    /// `--otlp`: where the metrics are pushed, and how often.
+    pub otlp: Option<otlp::OtlpConfig>,
 }
 
 /// The sampler's own figures, read at each refresh.
@@ -91,8 +98,13 @@ impl Exporter {
         sampler_dropped: DroppedCount,
     ) -> Result<Self> {
         let stop = Arc::new(AtomicBool::new(false));
+        let pusher = match &setup.otlp {
+            Some(o) => Some(otlp::Pusher::start(o.endpoint.clone(), otlp::QUEUE)?),
+            None => None,
+        };
         let mut state = ExportState::new(schema, setup, tap, sampler_dropped);
-        let published: Published = Arc::new(Mutex::new(Bytes::from(state.encode())));
+        state.pusher = pusher;
+        let published: Published = Arc::new(Mutex::new(state.pages()));
         let server = match listener {
             Some(l) => Some(Server::start(l, door, published.clone())?),
             None => None,
@@ -197,6 +209,18 @@ struct ExportState {
     death_events: std::collections::VecDeque<Event>,
     oom_kills: Option<usize>,
     oom_changes: Vec<(f64, f64)>,
+    /// The allocation sites (`watch --sites`), for `/debug/pprof/heap`,
+    /// and the latest value of each of their channels by position.
+    sites: pprof::Sites,
+    site_positions: Vec<usize>,
+    site_values: Vec<f64>,
+    started: std::time::SystemTime,
+    /// `--otlp`: the pusher, when the next export is due, and the wall
+    /// clock's nanoseconds at the stream's zero (set by the first sample).
+    pusher: Option<otlp::Pusher>,
+    next_otlp: Instant,
+    origin_ns: Option<u64>,
+    first_t_ns: Option<u64>,
 }
 
 /// Events the exporter keeps to tell who died.
@@ -231,13 +255,28 @@ impl ExportState {
             death_events: Default::default(),
             oom_kills: None,
             oom_changes: Vec::new(),
+            sites: pprof::Sites::default(),
+            site_positions: Vec::new(),
+            site_values: Vec::new(),
+            started: std::time::SystemTime::now(),
+            pusher: None,
+            next_otlp: Instant::now(),
+            origin_ns: None,
+            first_t_ns: None,
         };
+        s.sites = pprof::Sites::of(
+            &Schema {
+                channels: Vec::new(),
+            },
+            &s.setup.labels.iter().cloned().collect(),
+        );
         s.add(&schema.channels);
         s
     }
 
     fn add(&mut self, specs: &[ChannelSpec]) {
         self.live.add_channels(specs);
+        let from = self.schema.len();
         for spec in specs {
             self.labels.push(ChannelLabels {
                 channel: spec.name.clone(),
@@ -261,16 +300,30 @@ impl ExportState {
         self.steps = self.schema.index_of_first(&STEP_CHANNELS);
         self.tokens = self.schema.index_of_first(&TOKEN_CHANNELS);
         self.oom_kills = self.schema.index_of_first(&[names::CGROUP_OOM_KILLS]);
+        self.sites.add(&self.schema, from);
+        self.site_positions = self.sites.positions();
+        self.site_values.resize(self.schema.len(), f64::NAN);
     }
 
     fn take(&mut self, item: Item) {
         self.slots.apply(&item);
         match item {
             Item::Add(specs) => self.add(&specs),
-            Item::End(_) => {}
+            // A site whose process has ended holds nothing.
+            Item::End(ended) => {
+                for i in ended {
+                    if let Some(v) = self.site_values.get_mut(i) {
+                        *v = f64::NAN;
+                    }
+                }
+            }
             Item::Sample(s) => {
                 self.samples += 1;
                 self.last_t_ns = s.t_ns;
+                if self.origin_ns.is_none() {
+                    self.origin_ns = Some(unix_ns().saturating_sub(s.t_ns));
+                    self.first_t_ns = Some(s.t_ns);
+                }
                 let slots = &self.slots;
                 let value = |i: usize| slots.value(&s, i);
                 let at = |c: Option<usize>| c.map_or(f64::NAN, value);
@@ -278,6 +331,14 @@ impl ExportState {
                 let kills = at(self.oom_kills);
                 if kills.is_finite() && self.oom_changes.last().is_none_or(|l| l.1 != kills) {
                     self.oom_changes.push((s.t_s(), kills));
+                }
+                // The slow probe's channels have a value only in the
+                // samples it read them for: the last one holds.
+                for &i in &self.site_positions {
+                    let v = value(i);
+                    if v.is_finite() {
+                        self.site_values[i] = v;
+                    }
                 }
                 self.live.push(s.t_s(), value, steps, tokens);
             }
@@ -313,6 +374,8 @@ impl ExportState {
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => {
                     self.publish(published);
+                    // The last values, whenever the last export was.
+                    self.push_otlp();
                     return;
                 }
             }
@@ -325,10 +388,160 @@ impl ExportState {
 
     fn publish(&mut self, published: &Published) {
         self.live.refresh(None);
-        let text = Bytes::from(self.encode());
-        *published.lock().unwrap_or_else(|p| p.into_inner()) = text;
+        let pages = self.pages();
+        *published.lock().unwrap_or_else(|p| p.into_inner()) = pages;
+        if let Some(o) = &self.setup.otlp
+            && Instant::now() >= self.next_otlp
+        {
+            self.next_otlp = Instant::now() + o.every;
+            self.push_otlp();
+        }
         for f in self.check_alerts() {
             self.fire(&f);
+        }
+    }
+
+    /// An OTLP export of the latest values and analysis, handed to the
+    /// pusher (never waiting for it).
+    fn push_otlp(&self) {
+        let (Some(pusher), Some(origin)) = (&self.pusher, self.origin_ns) else {
+            return;
+        };
+        let start = origin + self.first_t_ns.unwrap_or(0);
+        let req = otlp::request(
+            &self.otlp_resource(),
+            &self.otlp_points(pusher.dropped()),
+            start,
+            origin + self.last_t_ns,
+        );
+        pusher.push(otlp::encode(&req));
+    }
+
+    /// The run as OTLP's resource: flatline, the host, the watched
+    /// process, and the run's labels as Prometheus names them.
+    fn otlp_resource(&self) -> Vec<(String, otlp::Attr)> {
+        use otlp::Attr;
+        let mut r = vec![
+            ("service.name".to_owned(), Attr::Str("flatline".into())),
+            (
+                "service.version".to_owned(),
+                Attr::Str(env!("CARGO_PKG_VERSION").into()),
+            ),
+            ("host.name".to_owned(), Attr::Str(self.setup.host.clone())),
+            (
+                "process.pid".to_owned(),
+                Attr::Int(i64::from(self.setup.pid)),
+            ),
+        ];
+        for (k, v) in &self.setup.labels {
+            r.push((k.clone(), Attr::Str(v.clone())));
+        }
+        r
+    }
+
+    /// Every channel's latest value (under its semantic-convention name
+    /// where one exists), verdict, slope and time to limit, and the
+    /// watcher's own counts.
+    fn otlp_points(&self, dropped_exports: u64) -> Vec<otlp::Point> {
+        use otlp::{Attr, Point};
+        let mut out = Vec::new();
+        for (i, spec) in self.schema.channels.iter().enumerate() {
+            if self.slots.slot(i).is_none() {
+                continue; // ended
+            }
+            let scale = base_unit(spec.unit).1;
+            let unit = otlp::ucum(spec.unit);
+            let l = &self.labels[i];
+            let mut attrs = vec![("flatline.channel", Attr::Str(spec.name.clone()))];
+            if let Some(p) = spec.labels.get("pid").and_then(|p| p.parse::<i64>().ok()) {
+                attrs.push(("process.pid", Attr::Int(p)));
+            }
+            if let Some(role) = &l.role {
+                attrs.push(("flatline.role", Attr::Str(role.clone())));
+            }
+            if let Some(site) = &l.site {
+                attrs.push(("flatline.site", Attr::Str(site.clone())));
+            }
+            if let Some(v) = self.live.latest(i) {
+                let (metric, mut extra, factor) = otlp::value_metric(spec, self.setup.pid);
+                extra.retain(|(k, _)| !attrs.iter().any(|(a, _)| a == k));
+                let mut a = attrs.clone();
+                a.extend(extra);
+                out.push(Point {
+                    metric,
+                    unit: if factor == 1.0 { unit } else { "1" },
+                    attributes: a,
+                    value: v * scale * factor,
+                });
+            }
+            let Some(a) = self.live.analysis(i) else {
+                continue;
+            };
+            let mut va = attrs.clone();
+            va.push(("flatline.verdict", Attr::Str(a.verdict.as_str().to_owned())));
+            out.push(Point {
+                metric: "flatline.channel.verdict",
+                unit: "1",
+                attributes: va,
+                value: 1.0,
+            });
+            if a.verdict == Verdict::Insufficient || spec.kind != Kind::Level {
+                continue;
+            }
+            out.push(Point {
+                metric: "flatline.channel.slope",
+                unit: if unit == "By" { "By/s" } else { "1/s" },
+                attributes: attrs.clone(),
+                value: a.slope_per_s * scale,
+            });
+            if let Some(s) = a.time_to_limit_s {
+                out.push(Point {
+                    metric: "flatline.channel.time_to_limit",
+                    unit: "s",
+                    attributes: attrs.clone(),
+                    value: s,
+                });
+            }
+        }
+        let count = |metric, value: u64| Point {
+            metric,
+            unit: "1",
+            attributes: Vec::new(),
+            value: value as f64,
+        };
+        out.push(count("flatline.samples", self.samples));
+        out.push(count(
+            "flatline.dropped_samples",
+            (self.sampler_dropped)() + self.tap.dropped.load(Relaxed),
+        ));
+        out.push(count("flatline.otlp.dropped_exports", dropped_exports));
+        out
+    }
+
+    /// The exposition and, while sites are sampled (or once there are
+    /// any), the heap profile: empty until a site holds 1 MiB, so that a
+    /// scraper started with the job reads "nothing yet", not an error.
+    fn pages(&self) -> Pages {
+        let sampling = self.setup.sites_every > 0 || !self.sites.is_empty();
+        let heap = sampling.then(|| {
+            let values = &self.site_values;
+            let now = std::time::SystemTime::now();
+            let since = |t: std::time::SystemTime| {
+                t.duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_nanos() as i64)
+            };
+            let profile = self.sites.profile(
+                &|i| values.get(i).copied().unwrap_or(f64::NAN),
+                since(now),
+                since(now) - since(self.started),
+                self.setup.sites_every as i64,
+                &self.setup.program,
+            );
+            Bytes::from(pprof::encode(&profile))
+        });
+        Pages {
+            metrics: Bytes::from(self.encode()),
+            heap,
         }
     }
 
@@ -587,6 +800,13 @@ impl ExportState {
     }
 }
 
+/// Nanoseconds since the Unix epoch, now.
+fn unix_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+}
+
 /// A unit's base unit in the exposition, and the factor into it: memory in
 /// bytes, durations in seconds.
 fn base_unit(u: Unit) -> (&'static str, f64) {
@@ -621,6 +841,9 @@ mod tests {
             alerts: Vec::new(),
             on_alert: None,
             events: None,
+            sites_every: 0,
+            program: String::new(),
+            otlp: None,
         };
         let st = ExportState::new(&Schema { channels }, setup, stats, Box::new(|| 3));
         (st, tap, rx)
@@ -705,6 +928,93 @@ mod tests {
             !text.contains("flatline_channel_time_to_limit_seconds{"),
             "{text}"
         );
+    }
+
+    /// `/debug/pprof/heap`: none until a site joins, then each site's
+    /// latest four values under its stack, with its process and the run's
+    /// rank; a site whose process ended holds nothing and is left out.
+    #[test]
+    fn the_heap_page_holds_the_sites_latest_values_once_there_are_any() {
+        let proc_ = |pid: &str, name: &str| {
+            ChannelSpec::new(format!("pid{pid}.rss"), Unit::Bytes, Group::Memory)
+                .with_label("pid", pid)
+                .with_label("name", name)
+                .with_label("role", "main")
+        };
+        let (mut st, tap, rx) = state(vec![proc_("7", "python3"), proc_("8", "helper")]);
+        tap.send(Item::Sample(sample(0, &[1e8, 1e7])));
+        for item in rx.try_iter() {
+            st.take(item);
+        }
+        assert!(st.pages().heap.is_none());
+        let site = |n: u32, pid: &str, frames: &str| {
+            let spec = |leaf: &str, unit| {
+                ChannelSpec::new(format!("site{n}.{leaf}"), unit, Group::Memory)
+                    .with_label("pid", pid)
+                    .with_label("role", "site")
+            };
+            vec![
+                spec("live", Unit::Bytes).with_label("frames", frames),
+                spec("objects", Unit::Count),
+                spec("alloc_bytes", Unit::Bytes),
+                spec("allocs", Unit::Count),
+            ]
+        };
+        let mut specs = site(0, "7", "/job.py:5 keep\n/job.py:9 main");
+        specs.extend(site(1, "8", "helper_alloc (libh.so)"));
+        tap.send(Item::Add(specs));
+        let row = |k: u64, held: f64| {
+            let mut v = vec![1e8, 1e7, held, 10.0, 2.0 * held, 30.0];
+            v.extend([5e6, 5.0, 5e6, 5.0]);
+            sample(k, &v)
+        };
+        tap.send(Item::Sample(row(1, 2e6)));
+        tap.send(Item::Sample(row(2, 3e6)));
+        // A sample the slow probe did not read the sites for: they hold.
+        let mut unread = vec![1e8, 1e7];
+        unread.extend([f64::NAN; 8]);
+        tap.send(Item::Sample(sample(3, &unread)));
+        for item in rx.try_iter() {
+            st.take(item);
+        }
+        let p = pprof::decode(&st.pages().heap.expect("a heap page"));
+        let s = |i: i64| p.string_table[i as usize].as_str();
+        assert_eq!(p.sample.len(), 2);
+        // Go's order: allocations, bytes allocated, blocks held, bytes
+        // held; the most held first.
+        assert_eq!(p.sample[0].value, [5, 5_000_000, 5, 5_000_000]);
+        assert_eq!(p.sample[1].value, [30, 6_000_000, 10, 3_000_000]);
+        let leaf = &p.location[p.sample[1].location_id[0] as usize - 1].line[0];
+        assert_eq!(leaf.line, 5);
+        assert_eq!(s(p.function[leaf.function_id as usize - 1].name), "keep");
+        let labels: Vec<String> = p.sample[1]
+            .label
+            .iter()
+            .map(|l| {
+                format!(
+                    "{}={}{}",
+                    s(l.key),
+                    s(l.str),
+                    if l.str == 0 {
+                        l.num.to_string()
+                    } else {
+                        String::new()
+                    }
+                )
+            })
+            .collect();
+        assert_eq!(labels, ["pid=7", "process=python3", "role=main", "rank=5"]);
+        // pid 8 ends (its four site channels and its own): out of the profile.
+        tap.send(Item::End(vec![1, 6, 7, 8, 9]));
+        let mut last = vec![1e8, f64::NAN, 3e6, 10.0, 6e6, 30.0];
+        last.extend([f64::NAN; 4]);
+        tap.send(Item::Sample(sample(4, &last)));
+        for item in rx.try_iter() {
+            st.take(item);
+        }
+        let p = pprof::decode(&st.pages().heap.expect("a heap page"));
+        assert_eq!(p.sample.len(), 1);
+        assert_eq!(p.sample[0].value[3], 3_000_000);
     }
 
     #[test]

@@ -38,6 +38,8 @@ pub struct Export {
     pub pid: u32,
     pub alerts: Vec<crate::export::alert::Alert>,
     pub on_alert: Option<String>,
+    /// `--otlp`: where to push, and how often.
+    pub otlp: Option<crate::export::otlp::OtlpConfig>,
     /// The listener and door made before the watched command started
     /// ([`ExportConfig::prepare`]); without it they are made as the stream
     /// starts.
@@ -91,18 +93,25 @@ pub struct ExportConfig {
     pub web_config: Option<std::path::PathBuf>,
     pub alerts: Vec<crate::export::alert::Alert>,
     pub on_alert: Option<String>,
+    pub otlp: Option<crate::export::otlp::OtlpConfig>,
 }
 
 impl ExportConfig {
+    /// Whether anything follows the stream: a server, alerts or OTLP.
+    fn any(&self) -> bool {
+        self.addr.is_some() || !self.alerts.is_empty() || self.otlp.is_some()
+    }
+
     /// What to follow the stream of `pid` for, if anything (`pid`: the
     /// `pid` label of channels that are not one process's).
     pub fn for_pid(&self, pid: u32) -> Option<Export> {
-        (self.addr.is_some() || !self.alerts.is_empty()).then(|| Export {
+        self.any().then(|| Export {
             addr: self.addr,
             web_config: self.web_config.clone(),
             pid,
             alerts: self.alerts.clone(),
             on_alert: self.on_alert.clone(),
+            otlp: self.otlp.clone(),
             ready: None,
         })
     }
@@ -110,7 +119,7 @@ impl ExportConfig {
     /// Binds the listener and reads the web config now, before what is
     /// watched starts (see [`Ready`]); `None` when nothing is exported.
     pub fn prepare(&self) -> Result<Option<Ready>> {
-        if self.addr.is_none() && self.alerts.is_empty() {
+        if !self.any() {
             return Ok(None);
         }
         Ready::make(self.addr, self.web_config.as_deref()).map(Some)
@@ -374,6 +383,13 @@ pub fn start_exporter(
     };
     let (tap, rx, stats) = Tap::new();
     let progress = sampler.progress();
+    if let Some(o) = &e.otlp {
+        eprintln!(
+            "flatline: pushing metrics over OTLP to {} every {} s",
+            o.endpoint.url,
+            o.every.as_secs_f64()
+        );
+    }
     let exporter = Exporter::start(
         listener,
         door.clone(),
@@ -386,6 +402,13 @@ pub fn start_exporter(
             alerts: e.alerts,
             on_alert: e.on_alert,
             events: Some(events),
+            sites_every: setup
+                .config
+                .get("sites_every")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0),
+            program: crate::export::pprof::program(&setup.config),
+            otlp: e.otlp,
         },
         rx,
         stats,
@@ -402,6 +425,12 @@ pub fn start_exporter(
         eprintln!(
             "flatline: serving Prometheus metrics at {scheme}://{addr}/metrics ({door_says})"
         );
+        if setup.config.contains_key("sites_every") {
+            eprintln!(
+                "flatline: serving the allocation sites as a pprof heap profile at {scheme}://{addr}{} (a site joins once it holds 1 MiB)",
+                crate::export::http::HEAP
+            );
+        }
         let open = door.as_ref().is_none_or(|d| d.tls.is_none());
         if open && !crate::export::web::is_loopback(addr) {
             eprintln!(

@@ -290,6 +290,10 @@ impl ServeConfig {
         if let Some(c) = &e.on_alert {
             a.push(format!("--on-alert={c}").into());
         }
+        if let Some(o) = &e.otlp {
+            a.push(format!("--otlp={}", o.endpoint.url).into());
+            a.push(format!("--otlp-every={}", o.every.as_secs_f64()).into());
+        }
         for (k, v) in &self.labels {
             a.push(format!("--label={k}={v}").into());
         }
