@@ -320,6 +320,45 @@ fn a_snapshot_of_a_leak_told_by_its_line() {
     h.snapshot("replay_sites_torch");
 }
 
+/// The flame graph of a `--sites` replay (live bytes by stack at the
+/// playhead, the allocating lines on top): the leaking line is a frame, and
+/// clicking a frame plots its sites.
+#[test]
+fn clicking_a_frame_of_the_flame_graph_plots_its_sites() {
+    let mut h = harness(&support::recording("watch-sites-torch.flr"));
+    h.run_steps(2);
+    // At the end, what the sites held where the job's teardown began.
+    h.get_by_label_contains(
+        "Flame graph: live bytes by stack at 42.5 s, where the job's teardown began",
+    );
+    h.get_all_by_label("torch_job sites_job.py:52")
+        .next()
+        .expect("the leaking line's frame");
+    let site = |line: &str| {
+        h.state()
+            .store
+            .schema()
+            .channels
+            .iter()
+            .find(|c| {
+                c.name.ends_with(".live") && c.labels.get("line").map(String::as_str) == Some(line)
+            })
+            .map(|c| c.name.clone())
+            .unwrap()
+    };
+    let compile = site("729");
+    assert!(!h.state().settings.selected.contains(&compile));
+    h.get_all_by_label("_compile_bytecode <frozen importlib._bootstrap_external>:729")
+        .next()
+        .expect("a frame of the import machinery")
+        .click();
+    h.run_steps(2);
+    assert!(
+        h.state().settings.selected.contains(&compile),
+        "{compile} plotted after its frame's click"
+    );
+}
+
 /// The leak on the step axis: the process tree's stacked areas run
 /// unbroken under the rows (a step log's lines rarely fall on the tree's
 /// readings; each reading is placed at the step reached by then), and every

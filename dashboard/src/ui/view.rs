@@ -12,6 +12,7 @@ mod bars;
 mod browser;
 mod channels;
 mod compare;
+mod flame;
 mod frame;
 mod kit;
 mod markers;
@@ -63,6 +64,7 @@ pub fn draw(d: &mut Frame<'_>, ui: &mut egui::Ui) -> Vec<Action> {
             }
             banner(d, ui, answer);
         }
+        flame::panel(d, ui, visible);
         egui::CentralPanel::default().show(ui, |ui| plots(d, ui, visible, &mut actions));
     }
     if d.browser_open {
