@@ -1474,3 +1474,14 @@ fn a_full_disk_turns_the_watch_windows_banner_red() {
     }
     assert!(h.state().store.len() > n);
 }
+
+/// Compare mode on a leak and its fix, both watched with `--sites`: the
+/// verdicts panel names the line that no longer grows, as the receipt does.
+#[test]
+fn compare_mode_names_the_line_that_stopped_growing() {
+    let h = compare_harness(
+        &support::recording("watch-sites-pair-leak.flr"),
+        &support::recording("watch-sites-pair-fixed.flr"),
+    );
+    h.get_by_label_contains("By line of code: sites_pair.py:13 no longer grows in B (");
+}

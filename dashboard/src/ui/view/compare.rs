@@ -214,12 +214,27 @@ fn side_row(ui: &mut egui::Ui, letter: &str, color: Color32, u: Unit, a: Option<
 }
 
 /// The verdict cards of both sides, a channel at a time.
+/// The lines of code whose growth changed from A to B, as `compare`'s
+/// receipt says them, where both sides sampled sites.
+fn site_lines(a: &Store, b: &Store) -> Vec<String> {
+    let (fa, fb) = (a.facts(), b.facts());
+    if !(fa.sites_sampled && fb.sites_sampled) {
+        return Vec::new();
+    }
+    flatline_core::commands::compare::site_changes(&fa.sites, &fb.sites)
+        .iter()
+        .filter_map(|c| c.sentence())
+        .map(|s| format!("By line of code: {s}."))
+        .collect()
+}
+
 pub fn cards(d: &mut Frame<'_>, ui: &mut egui::Ui) {
     let Some(other) = d.other.as_ref() else {
         return;
     };
     let names = chosen(d, &other.store);
     let (ha, hb) = (headline(d.store), headline(&other.store));
+    let lines = site_lines(d.store, &other.store);
     egui::Panel::right("verdicts")
         .resizable(true)
         .default_size(300.0)
@@ -230,6 +245,9 @@ pub fn cards(d: &mut Frame<'_>, ui: &mut egui::Ui) {
             ui.label(
                 RichText::new("each side analysed on its own, after its own start-up").small(),
             );
+            for line in &lines {
+                ui.label(RichText::new(line).color(super::channels::GROWS));
+            }
             egui::ScrollArea::vertical().show(ui, |ui| {
                 for name in &names {
                     fn find<'s>(
