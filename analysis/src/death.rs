@@ -105,8 +105,9 @@ pub struct Ending {
     pub end_s: f64,
 }
 
-/// The printed kinds of [`PrintedOom`].
-const PRINTED: &[&str] = &[
+/// The printed kinds of [`PrintedOom`]: the facts (`EventKind::Fact`) that
+/// say a program printed that it ran out of memory.
+pub const PRINTED: &[&str] = &[
     "cuda_oom",
     "torch_oom",
     "cuda_error_oom",

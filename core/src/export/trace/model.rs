@@ -149,20 +149,13 @@ pub struct HeapTotals {
     pub frees: u64,
 }
 
-/// Fact kinds that say a process died or ran out of memory
-/// (docs/recordings.md); the others (`classes`, `sampling`) are not drawn.
-const DEATHS: [&str; 10] = [
-    "exit",
-    "kernel_oom_kill",
-    "cuda_oom",
-    "torch_oom",
-    "cuda_error_oom",
-    "nccl_oom",
-    "dataloader_killed",
-    "dataloader_exited",
-    "memory_error",
-    "bad_alloc",
-];
+/// Whether a fact says a process died or ran out of memory: its exit, an
+/// OOM kill, or a printed out-of-memory error as the death reading knows
+/// them (docs/recordings.md); the others (`classes`, `sampling`) are not
+/// drawn.
+fn is_death(kind: &str) -> bool {
+    matches!(kind, "exit" | "kernel_oom_kill") || flatline_analysis::death::PRINTED.contains(&kind)
+}
 
 /// The longest name an instant is given; its whole text is an argument.
 const NAME_CHARS: usize = 120;
@@ -341,7 +334,7 @@ impl Model {
                     pid,
                     text,
                     figures,
-                } if DEATHS.contains(&kind.as_str()) && range.keeps(*pid) => {
+                } if is_death(kind) && range.keeps(*pid) => {
                     let mut mark = plain(at, &format!("{kind}: {text}"), &[("kind", kind)]);
                     mark.args.push(("text".into(), Arg::Text(text.clone())));
                     for (k, v) in figures {

@@ -113,10 +113,7 @@ fn sites(d: &mut Frame<'_>, ui: &mut egui::Ui, visible: usize) {
     // A job frees what it holds as it exits: past the start of its
     // teardown a site reads what it held then, as the receipt does, not
     // the nothing it holds once freed.
-    let held_until = match d.store.analysis_end() {
-        Some(end) => visible.min(d.store.times().partition_point(|&t| t < end).max(1)),
-        None => visible,
-    };
+    let held_until = super::flame::held_until(d, visible);
     let mut rows: Vec<(f64, f64, usize)> = schema
         .channels
         .iter()
@@ -127,13 +124,7 @@ fn sites(d: &mut Frame<'_>, ui: &mut egui::Ui, visible: usize) {
             let growth = a
                 .filter(|a| a.verdict.is_growth())
                 .map_or(0.0, |a| a.slope_per_s.max(0.0));
-            let values = d.store.series(i).values();
-            let held = values[..held_until.min(values.len())]
-                .iter()
-                .rev()
-                .copied()
-                .find(|v| v.is_finite())
-                .unwrap_or(0.0);
+            let held = super::flame::held(d.store.series(i).values(), held_until);
             (growth, held, i)
         })
         .collect();

@@ -116,11 +116,22 @@ pub fn color(growth: f64, total_growth: f64) -> Color32 {
 /// The samples read for the playhead: up to it, or, past the start of a
 /// job's teardown, up to that start (what the sites held then, as the
 /// receipt reads them, not the nothing they hold once freed).
-fn held_until(d: &Frame<'_>, visible: usize) -> usize {
+pub(super) fn held_until(d: &Frame<'_>, visible: usize) -> usize {
     match d.store.analysis_end() {
         Some(end) => visible.min(d.store.times().partition_point(|&t| t < end).max(1)),
         None => visible,
     }
+}
+
+/// A site's last reading among its first `until` values (0 before it has
+/// one).
+pub(super) fn held(values: &[f64], until: usize) -> f64 {
+    values[..until.min(values.len())]
+        .iter()
+        .rev()
+        .copied()
+        .find(|v| v.is_finite())
+        .unwrap_or(0.0)
 }
 
 /// The sites of the store over samples `[0, held_until)`.
@@ -132,13 +143,7 @@ fn stacks(d: &Frame<'_>, held_until: usize) -> Vec<SiteStack> {
         .enumerate()
         .filter(|(_, c)| flatline_analysis::rules::is_site_channel(&c.name))
         .map(|(i, c)| {
-            let values = d.store.series(i).values();
-            let held = values[..held_until.min(values.len())]
-                .iter()
-                .rev()
-                .copied()
-                .find(|v| v.is_finite())
-                .unwrap_or(0.0);
+            let held = held(d.store.series(i).values(), held_until);
             let growth = d
                 .store
                 .analysis(i)
