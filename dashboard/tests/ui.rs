@@ -1485,3 +1485,50 @@ fn compare_mode_names_the_line_that_stopped_growing() {
     );
     h.get_by_label_contains("By line of code: sites_pair.py:13 no longer grows in B (");
 }
+
+/// A recording that gains a site half-way: at its start the flame graph
+/// holds nothing; at its end, the site's frame and its caller with its
+/// last reading; the playhead moves it.
+#[test]
+fn the_flame_graph_reads_the_playhead_as_sites_join() {
+    use flatline_telemetry::{ChannelSpec, Group, Sample, Unit};
+    let spec = |n: &str, labels: &[(&str, &str)]| {
+        labels.iter().fold(
+            ChannelSpec::new(n, Unit::Bytes, Group::Memory),
+            |c, (k, v)| c.with_label(k, *v),
+        )
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("w.flr");
+    let mut w = support::watch_recording(&path, vec![spec("mem.rss", &[])]);
+    let at = |i: u64, v: &[f64]| Sample::from_values(i, i * 100_000_000, v);
+    for i in 0..20 {
+        w.push_sample(&at(i, &[1e8])).unwrap();
+    }
+    let site = [("pid", "7"), ("role", "site")];
+    let mut live = site.to_vec();
+    live.extend([
+        ("frames", "/w/job.py:5 keep\n/w/job.py:9 main"),
+        ("line", "5"),
+    ]);
+    w.add_channels(&[spec("site0.live", &live)]).unwrap();
+    for i in 20..40 {
+        let mib = (i - 19) as f64 * 1_048_576.0;
+        w.push_sample(&at(i, &[1e8, mib])).unwrap();
+    }
+    w.finish("completed").unwrap();
+    let mut h = harness(&path);
+    h.get_by_label_contains("Flame graph: live bytes by stack at 3.9 s");
+    h.get_by_label_contains("20.00 MiB in 1 site,");
+    h.get_all_by_label("keep job.py:5")
+        .next()
+        .expect("the site's frame");
+    h.get_all_by_label("main job.py:9")
+        .next()
+        .expect("its caller");
+    h.get_by_label("Start").click();
+    h.run_steps(2);
+    h.get_by_label_contains("Flame graph: live bytes by stack at 0.0 s");
+    h.get_by_label_contains("0 B in 0 sites");
+    assert_eq!(h.query_all_by_label("keep job.py:5").count(), 0);
+}

@@ -196,9 +196,10 @@ pub fn panel(d: &mut Frame<'_>, ui: &mut egui::Ui, visible: usize) {
             };
             ui.label(
                 RichText::new(format!(
-                    "Flame graph: live bytes by stack {when}, the allocating lines on top, their callers below: {} in {} sites{grows}; click a frame to plot its sites",
+                    "Flame graph: live bytes by stack {when}, the allocating lines on top, their callers below: {} in {} site{}{grows}; click a frame to plot its sites",
                     bytes(root.held),
-                    root.sites.len()
+                    root.sites.len(),
+                    if root.sites.len() == 1 { "" } else { "s" }
                 ))
                 .small(),
             );
