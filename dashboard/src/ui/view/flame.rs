@@ -272,13 +272,15 @@ fn draw_children(
             );
         }
         if w > 24.0 {
-            // Cut to the frame: a name wider than it ends at its edge.
-            let galley = painter.layout_no_wrap(
+            // Elided to the frame's width (whole on hover), never cut.
+            let mut job = egui::text::LayoutJob::simple_singleline(
                 name.clone(),
                 egui::FontId::proportional(11.0),
                 Color32::from_gray(240),
             );
-            painter.with_clip_rect(r.shrink(1.0)).galley(
+            job.wrap = egui::text::TextWrapping::truncate_at_width(w - 6.0);
+            let galley = painter.layout_job(job);
+            painter.galley(
                 egui::pos2(r.left() + 3.0, r.center().y - galley.size().y / 2.0),
                 galley,
                 Color32::from_gray(240),
