@@ -10,12 +10,25 @@ pub const SAMPLE_TYPES: [(&str, &str); 4] = [
 ];
 
 /// One frame of a stack.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Frame {
     pub function: String,
     pub file: String,
     /// 0 where not known.
     pub line: i64,
+}
+
+impl Frame {
+    /// `leak_here sites_job.py:12`: the name a flame graph shows (the
+    /// file by its name).
+    pub fn label(&self) -> String {
+        let base = self.file.rsplit('/').next().unwrap_or(&self.file);
+        match (base.is_empty(), self.line) {
+            (true, _) => self.function.clone(),
+            (false, 0) => format!("{} {base}", self.function),
+            (false, l) => format!("{} {base}:{l}", self.function),
+        }
+    }
 }
 
 /// One site's stack, its process and its four values.

@@ -115,19 +115,7 @@ fn find_sites(m: &mut Model, rec: &Recording, range: TraceRange) -> Vec<Site> {
         if !is_site(spec) || range.pid.is_some_and(|want| want != pid) {
             continue;
         }
-        let label = |key: &str| spec.labels.get(key).cloned().unwrap_or_default();
-        let mut stack: Vec<SiteFrame> = label("frames")
-            .lines()
-            .filter(|l| !l.trim().is_empty())
-            .map(parse_frame)
-            .collect();
-        if stack.is_empty() {
-            stack.push(SiteFrame {
-                function: label("function"),
-                file: label("file"),
-                line: label("line").parse().unwrap_or(0),
-            });
-        }
+        let mut stack: Vec<SiteFrame> = crate::export::pprof::frames(&spec.labels);
         // Innermost first in the label; the flame graph's root first here.
         stack.reverse();
         let ids: Vec<usize> = stack
@@ -207,65 +195,9 @@ fn advance(
     }
 }
 
-/// One line of a site's `frames` label: `file:line function`,
-/// `function (file)` (a native frame without a line) or `function`.
-pub fn parse_frame(text: &str) -> SiteFrame {
-    let text = text.trim();
-    // The first `:<digits> ` ends the file (a path may hold spaces).
-    for (i, _) in text.match_indices(':') {
-        let rest = &text[i + 1..];
-        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-        if digits > 0
-            && rest[digits..].starts_with(' ')
-            && let Ok(line) = rest[..digits].parse::<u32>()
-        {
-            return SiteFrame {
-                function: rest[digits + 1..].to_owned(),
-                file: text[..i].to_owned(),
-                line,
-            };
-        }
-    }
-    if let Some(inner) = text.strip_suffix(')')
-        && let Some((function, file)) = inner.rsplit_once(" (")
-    {
-        return SiteFrame {
-            function: function.to_owned(),
-            file: file.to_owned(),
-            line: 0,
-        };
-    }
-    SiteFrame {
-        function: text.to_owned(),
-        file: String::new(),
-        line: 0,
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{HeapTotals, advance, every_s, parse_frame};
-
-    #[test]
-    fn frames_read_as_the_sites_write_them() {
-        let f = parse_frame("/a b/job.py:12 leak_here");
-        assert_eq!(
-            (f.file.as_str(), f.line, f.function.as_str()),
-            ("/a b/job.py", 12, "leak_here")
-        );
-        let f = parse_frame("malloc_thing (/usr/lib/libx.so)");
-        assert_eq!(
-            (f.file.as_str(), f.line, f.function.as_str()),
-            ("/usr/lib/libx.so", 0, "malloc_thing")
-        );
-        let f = parse_frame("0x7f00dead");
-        assert_eq!(
-            (f.file.as_str(), f.line, f.function.as_str()),
-            ("", 0, "0x7f00dead")
-        );
-        let f = parse_frame("/src/x.c:7 operator new(unsigned long)");
-        assert_eq!(f.function, "operator new(unsigned long)");
-    }
+    use super::{HeapTotals, advance, every_s};
 
     #[test]
     fn a_long_recording_gets_at_most_sixty_dumps() {

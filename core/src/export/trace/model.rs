@@ -108,26 +108,8 @@ pub enum Arg {
     Num(f64),
 }
 
-/// One frame of an allocation site's stack.
-#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord)]
-pub struct SiteFrame {
-    pub function: String,
-    pub file: String,
-    /// 0 where unknown.
-    pub line: u32,
-}
-
-impl SiteFrame {
-    /// `leak_here sites_job.py:12`: the name a flame graph shows.
-    pub fn label(&self) -> String {
-        let base = self.file.rsplit('/').next().unwrap_or(&self.file);
-        match (base.is_empty(), self.line) {
-            (true, _) => self.function.clone(),
-            (false, 0) => format!("{} {base}", self.function),
-            (false, l) => format!("{} {base}:{l}", self.function),
-        }
-    }
-}
+/// One frame of an allocation site's stack: the heap profile's own.
+pub use crate::export::pprof::Frame as SiteFrame;
 
 /// A process's sampled heap at one moment, one entry per stack.
 #[derive(Debug, Clone)]

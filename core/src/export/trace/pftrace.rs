@@ -304,7 +304,7 @@ fn tables(m: &Model) -> ProfilePacket {
             iid: Some(i as u64 + 1),
             function_name_id: Some(intern(&f.label())),
             mapping_id: Some(map as u64 + 1),
-            rel_pc: Some(u64::from(f.line)),
+            rel_pc: Some(f.line.max(0) as u64),
         });
     }
     let callstacks = m

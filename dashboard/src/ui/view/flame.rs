@@ -89,16 +89,6 @@ fn sort(n: &mut Node) {
     }
 }
 
-/// `function file:line`, the file by its name.
-pub fn label(f: &StackFrame) -> String {
-    let file = f.file.rsplit('/').next().unwrap_or_default();
-    match (file.is_empty(), f.line) {
-        (true, _) => f.function.clone(),
-        (false, 0) => format!("{} {file}", f.function),
-        (false, l) => format!("{} {file}:{l}", f.function),
-    }
-}
-
 /// A frame's colour: grey-blue where none of the growth runs through it,
 /// to red where all of it does.
 pub fn color(growth: f64, total_growth: f64) -> Color32 {
@@ -255,7 +245,7 @@ fn draw_children(
         }
         let r = egui::Rect::from_min_size(egui::pos2(left, y), egui::vec2(w, ROW));
         let Some(f) = &c.frame else { continue };
-        let name = label(f);
+        let name = f.label();
         let id = ui
             .scope_id()
             .with(("flame", &name, left.to_bits(), y.to_bits()));
@@ -360,7 +350,7 @@ mod tests {
         let top: Vec<String> = root
             .children
             .iter()
-            .map(|c| label(c.frame.as_ref().unwrap()))
+            .map(|c| c.frame.as_ref().unwrap().label())
             .collect();
         assert_eq!(
             top,
