@@ -48,6 +48,12 @@ use flatline_arena::sys::SiteRing;
 pub const SITE_BYTES: i64 = 1 << 20;
 /// At most this many site channels in a recording.
 pub const MAX_SITE_CHANNELS: usize = 32;
+/// Slots a sample keeps free beyond a site's counts: its three count
+/// channels (for a heap profile) are added only while more than this many
+/// are free, so that at a real job's size (dozens of processes, 32 sites)
+/// they never take the room a growing site's bytes or a process's memory
+/// need; such a site has `.live` alone.
+pub const COUNT_RESERVE: usize = 64;
 /// Records taken from one ring in one reading, at most.
 const BATCH: usize = 1 << 16;
 /// Frames kept to describe a site.
@@ -100,9 +106,10 @@ struct Site {
     alloc_bytes: u64,
     allocs: f64,
     samples: u64,
-    /// The position of its `.live` channel; `.objects`, `.alloc_bytes` and
-    /// `.allocs` follow it.
-    channel: Option<usize>,
+    /// The position of its `.live` channel and how many it has: 4 where
+    /// `.objects`, `.alloc_bytes` and `.allocs` follow it, 1 where the
+    /// sample had no room for them ([`COUNT_RESERVE`]).
+    channel: Option<(usize, usize)>,
     /// The first sample's frames: Python ones already named; native
     /// addresses named when the site gets a channel.
     python: Vec<(String, String, u32)>,
@@ -221,7 +228,7 @@ impl SitesProbe {
                     live_channel = live_channel.or(old.live_channel.take());
                     for site in self.sites.iter_mut().filter(|s| s.pid == pid) {
                         self.to_end
-                            .extend(site.channel.take().into_iter().flat_map(|p| p..p + 4));
+                            .extend(site.channel.take().into_iter().flat_map(|(p, n)| p..p + n));
                     }
                 }
                 self.rings.push(Ring {
@@ -539,23 +546,32 @@ impl Probe for SitesProbe {
                     .with_label("pid", pid.to_string())
                     .with_label("role", "site")
             };
-            let specs = vec![
-                spec,
-                count("objects"),
-                count("alloc_bytes"),
-                count("allocs"),
-            ];
+            // Its counts only while the sample has room to spare: a site's
+            // bytes, and the processes' channels, come first.
+            let specs = if ch.room() >= 4 + COUNT_RESERVE {
+                vec![
+                    spec,
+                    count("objects"),
+                    count("alloc_bytes"),
+                    count("allocs"),
+                ]
+            } else {
+                vec![spec]
+            };
+            let n = specs.len();
             if let Some(p) = ch.add(specs) {
-                self.sites[s].channel = Some(p);
+                self.sites[s].channel = Some((p, n));
                 self.site_channels += 1;
             }
         }
         for s in &self.sites {
-            if let Some(p) = s.channel {
+            if let Some((p, n)) = s.channel {
                 ch.set(p, s.live.max(0) as f64);
-                ch.set(p + 1, s.objects.max(0.0).round());
-                ch.set(p + 2, s.alloc_bytes as f64);
-                ch.set(p + 3, s.allocs.round());
+                if n == 4 {
+                    ch.set(p + 1, s.objects.max(0.0).round());
+                    ch.set(p + 2, s.alloc_bytes as f64);
+                    ch.set(p + 3, s.allocs.round());
+                }
             }
         }
         // A process gone, its ring read to the end: its channels end.
@@ -566,7 +582,7 @@ impl Probe for SitesProbe {
                 r.ended = true;
                 ended.extend(r.live_channel.take());
                 for s in self.sites.iter_mut().filter(|s| s.pid == r.pid) {
-                    ended.extend(s.channel.take().into_iter().flat_map(|p| p..p + 4));
+                    ended.extend(s.channel.take().into_iter().flat_map(|(p, n)| p..p + n));
                 }
             }
         }

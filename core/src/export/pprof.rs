@@ -246,10 +246,9 @@ impl Sites {
     }
 }
 
-/// Said of a recording from before a site's blocks and allocations were
-/// kept.
-const ONLY_BYTES: &str =
-    "recorded before flatline kept a site's blocks and allocations: only inuse_space is measured";
+/// Said where a site has no count channels (a recording from before they
+/// were kept, or a sample without room for them).
+const ONLY_BYTES: &str = "some sites have no counts of their blocks and allocations (recorded before flatline kept them, or when the sample had no room to spare): for those only inuse_space is measured";
 
 /// Most held first, then by stack: a reader's top is the same each time.
 fn largest_first(samples: &mut [Sample]) {
