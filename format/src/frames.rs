@@ -239,6 +239,8 @@ impl<R: Read + Seek> FrameReader<R> {
         let mut pos = start;
         // The first problem met, while looking for a frame that reads.
         let mut first: Option<(TailProblemKind, String)> = None;
+        // v1–v4: the reader went where the damaged frame's length pointed.
+        let mut jumped = false;
         loop {
             let bad = match self.read_stored(pos) {
                 Ok(None) if first.is_none() => return Ok(None),
@@ -271,15 +273,16 @@ impl<R: Read + Seek> FrameReader<R> {
                     if first.is_none() {
                         first = Some((TailProblemKind::Truncated, reason));
                     }
-                    if self.version < 5 || !checksums_on() {
+                    if !checksums_on() {
                         // What is there ends inside a frame (a writer's
                         // frame not finished yet, or a cut file). Without
                         // checksums (the fuzzer's default) no frame after
                         // it could prove its length wrong.
                         break;
                     }
-                    // v5: a length that runs past the end may be the
-                    // damage; a frame that checks after it says so.
+                    // A length that runs past the end may be the damage; a
+                    // frame that checks after it says so (else it is a cut,
+                    // or a frame still being written).
                     None
                 }
                 Bad::Damaged(reason, next) => {
@@ -292,17 +295,40 @@ impl<R: Read + Seek> FrameReader<R> {
                     next
                 }
             };
-            // Where to look next: v5 by the sync word, older versions only
-            // where a frame's own length points.
-            let found = if self.version >= 5 {
-                self.find_sync(pos + 1).map_err(|e| TailProblem {
+            // Where to look next: v5 by the sync word; older versions where
+            // a frame's own length points, else (a length that cannot be
+            // believed, or a frame there that does not check either) at the
+            // next place a frame's head, checksum and payload agree.
+            let scan = |r: &mut Self, from: u64| {
+                let found = if r.version >= 5 {
+                    r.find_sync(from)
+                } else {
+                    r.find_frame(from)
+                };
+                found.map_err(|e| TailProblem {
                     kind: TailProblemKind::Damaged,
                     offset: pos,
                     reason: format!("read error: {e}"),
-                })?
-            } else if pos == start {
+                })
+            };
+            let found = if self.version >= 5 {
+                scan(self, pos + 1)?
+            } else if pos == start && next.is_some() {
+                jumped = true;
                 next
+            } else if checksums_on() {
+                // Past a length that was believed and led nowhere, from
+                // just after the damaged frame's start: frames it skipped
+                // may still read.
+                let from = if std::mem::take(&mut jumped) {
+                    start
+                } else {
+                    pos
+                };
+                scan(self, from + 1)?
             } else {
+                // Without checksums (the fuzzer's default) no frame found
+                // by a scan could prove itself.
                 None
             };
             let Some(p) = found else { break };
@@ -421,6 +447,70 @@ impl<R: Read + Seek> FrameReader<R> {
             buf.copy_within(have - keep..have, 0);
             base += (have - keep) as u64;
         }
+    }
+
+    /// The next place at or after `from` where a frame of format v1–v4
+    /// starts (the input is left there), or `None` at the end of the
+    /// input. Those versions have no sync word, so a frame is known by what
+    /// every frame is: a length that fits in what is left and under
+    /// [`MAX_FRAME_BYTES`], a payload that opens as every frame's does (a
+    /// MessagePack map of one entry named by a short string) and the
+    /// checksum of that payload; [`Self::next_stored`] then decodes it.
+    fn find_frame(&mut self, from: u64) -> std::io::Result<Option<u64>> {
+        let end = self.r.seek(SeekFrom::End(0))?;
+        self.r.seek(SeekFrom::Start(from))?;
+        // A head and the payload's first two bytes.
+        const LOOK: usize = 10;
+        let mut buf = vec![0u8; 64 << 10];
+        let mut keep = 0usize;
+        let mut base = from;
+        loop {
+            let n = read_full(&mut self.r, &mut buf[keep..])?;
+            let have = keep + n;
+            let mut i = 0;
+            while i + LOOK <= have {
+                let w = &buf[i..i + LOOK];
+                let len = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+                let at = base + i as u64;
+                let fits = (2..=MAX_FRAME_BYTES).contains(&len) && at + 8 + u64::from(len) <= end;
+                // Every frame is an enum MessagePack writes as a map of one
+                // entry whose key is its name (`packed`, `block`, …).
+                if fits && w[8] == 0x81 && (0xa1..=0xbf).contains(&w[9]) {
+                    let crc = u32::from_le_bytes([w[4], w[5], w[6], w[7]]);
+                    if self.checks_at(at + 8, len, crc)? {
+                        self.r.seek(SeekFrom::Start(at))?;
+                        return Ok(Some(at));
+                    }
+                    self.r.seek(SeekFrom::Start(base + have as u64))?;
+                }
+                i += 1;
+            }
+            if n == 0 {
+                return Ok(None);
+            }
+            keep = (LOOK - 1).min(have);
+            buf.copy_within(have - keep..have, 0);
+            base += (have - keep) as u64;
+        }
+    }
+
+    /// Whether the `len` bytes at `at` have the checksum `crc` (v1–v4: of
+    /// the payload alone).
+    fn checks_at(&mut self, at: u64, len: u32, crc: u32) -> std::io::Result<bool> {
+        self.r.seek(SeekFrom::Start(at))?;
+        let mut h = crc32fast::Hasher::new();
+        let mut left = len as usize;
+        let mut chunk = [0u8; 8192];
+        while left > 0 {
+            let k = left.min(chunk.len());
+            let got = read_full(&mut self.r, &mut chunk[..k])?;
+            if got < k {
+                return Ok(false);
+            }
+            h.update(&chunk[..k]);
+            left -= k;
+        }
+        Ok(h.finalize() == crc)
     }
 
     /// Notes damage passed over (merged with the last note where they meet).

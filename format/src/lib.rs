@@ -137,7 +137,7 @@ pub use schema::{
 pub use seek::{Lifetime, SEEK_EVERY, SampleIndex, Samples, SeekPoint};
 pub use slots::Slots;
 pub use writer::{
-    BLOCK_AGE, BLOCK_SAMPLES, DIGEST_EVERY, GAP_NOTE, PACK_EVENTS, RecordingWriter, Storage,
+    BLOCK_AGE, BLOCK_SAMPLES, DIGEST_EVERY, GAP_NOTE, Gap, PACK_EVENTS, RecordingWriter, Storage,
     WRITE_RETRY, WriteFault, WriteSummary,
 };
 

@@ -251,6 +251,20 @@ fn a_write_fault_at_any_write_leaves_a_file_that_reads_to_its_end() {
             .iter()
             .any(|e| matches!(&e.kind, EventKind::Note(n) if n.starts_with(GAP_NOTE)));
         assert_eq!(gap, lost > 0, "{what}: a gap note where samples were lost");
+        // The note reads back as the gap it says, sample for sample.
+        let said: u64 = rec
+            .events
+            .iter()
+            .filter_map(|e| match &e.kind {
+                EventKind::Note(n) if n.starts_with(GAP_NOTE) => Some(
+                    Gap::parse(n)
+                        .unwrap_or_else(|| panic!("{what}: {n}"))
+                        .samples,
+                ),
+                _ => None,
+            })
+            .sum();
+        assert_eq!(said, lost, "{what}: the gap notes' samples");
     }
     assert!(
         faulted as u64 > writes / 2,
@@ -408,5 +422,101 @@ fn a_v4_file_is_read_past_a_frame_whose_length_still_holds() {
         loss.samples,
         Some(whole.len() as u64 - rec.len() as u64),
         "{loss}"
+    );
+}
+
+/// The stored frames of a v1–v4 file: start and payload length.
+fn old_frames(b: &[u8]) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut at = 12;
+    while at + 8 <= b.len() {
+        let len = u32::from_le_bytes(b[at..at + 4].try_into().unwrap()) as usize;
+        out.push((at, len));
+        at += 8 + len;
+    }
+    out
+}
+
+/// A file of every older format whose frame lengths were damaged (one past
+/// the limit, one that points into the next frame's payload) and one of
+/// whose payloads was: its frames are found again past each, to the
+/// footer, and only the damaged frames are lost.
+#[test]
+fn older_formats_are_read_past_a_damaged_length() {
+    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("../recordings");
+    for (file, version) in [
+        ("golden/v1.flr", 1),
+        ("golden/v2.flr", 2),
+        ("golden/v3.flr", 3),
+        ("golden/v4.flr", 4),
+        ("watch-torch-leak-45s.flr", 3),
+    ] {
+        let bytes = std::fs::read(golden.join(file)).unwrap();
+        assert_eq!(bytes[8] as u32, version, "{file}");
+        let whole = load(&bytes).unwrap();
+        let frames = old_frames(&bytes);
+        let n = frames.len();
+        // The header, the footer and the last frame of samples stay whole:
+        // what is damaged is inside.
+        // Frames apart from each other: damage in frames side by side is
+        // one loss.
+        let hit = [1, (n - 2) / 2, n - 3];
+        assert!(hit[1] >= 3 && hit[2] >= hit[1] + 2, "{file}: {n} frames");
+        let mut b = bytes.clone();
+        // A length whose high byte went bad (over the limit), …
+        b[frames[hit[0]].0 + 3] = 0xFF;
+        // … one that reads short, into the frame's own payload, …
+        b[frames[hit[1]].0] ^= 0x03;
+        // … and a flipped byte in a payload.
+        let (s, len) = frames[hit[2]];
+        b[s + 8 + len / 2] ^= 0x40;
+        let rec = load(&b).unwrap_or_else(|e| panic!("{file}: {e}"));
+        assert!(
+            rec.footer.is_some(),
+            "{file}: read to the footer: {:?} {:?}",
+            rec.losses,
+            rec.tail
+        );
+        assert_eq!(rec.losses.len(), 3, "{file}: {:?}", rec.losses);
+        for (loss, &k) in rec.losses.iter().zip(&hit) {
+            let (s, len) = frames[k];
+            assert_eq!(
+                (loss.offset, loss.bytes),
+                (s as u64, 8 + len as u64),
+                "{file}: frame {k}: {loss}"
+            );
+        }
+        // What was read is the whole file's but for those frames' samples.
+        assert!(rec.len() < whole.len() || rec.events.len() < whole.events.len());
+        assert_eq!(
+            rec.t_ns.last(),
+            whole.t_ns.last(),
+            "{file}: read to its end"
+        );
+    }
+}
+
+/// Garbage after a damaged length: nothing is found again, and what was
+/// passed over runs to the end of the file.
+#[test]
+fn an_older_file_whose_rest_cannot_be_read_says_how_much() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../recordings/golden/v3.flr");
+    let bytes = std::fs::read(path).unwrap();
+    let frames = old_frames(&bytes);
+    let (s, _) = frames[frames.len() / 2];
+    let mut b = bytes.clone();
+    b[s + 3] = 0xFF;
+    // Every frame after it is overwritten.
+    let mut rng = SplitMix64::new(3);
+    for x in &mut b[s + 8..] {
+        *x = rng.below(256) as u8;
+    }
+    let rec = load(&b).unwrap();
+    assert!(rec.footer.is_none());
+    let last = rec.losses.last().unwrap();
+    assert_eq!(
+        (last.offset, last.bytes, last.before_ns),
+        (s as u64, (b.len() - s) as u64, None),
+        "{last}"
     );
 }

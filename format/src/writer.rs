@@ -35,6 +35,39 @@ pub const WRITE_RETRY: Duration = Duration::from_secs(3);
 /// gap (`recording gap: 812 samples and 0 events lost between …`).
 pub const GAP_NOTE: &str = "recording gap: ";
 
+/// A gap a write fault left, as its note ([`GAP_NOTE`]) says it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Gap {
+    pub samples: u64,
+    pub events: u64,
+    /// Seconds on the stream's clock: the last sample kept before the gap,
+    /// and the last one lost.
+    pub from_s: f64,
+    pub to_s: f64,
+    /// The error, as the operating system said it.
+    pub cause: String,
+}
+
+impl Gap {
+    /// Reads a note the writer left (`recording gap: 132 samples and 0
+    /// events lost between 2.3 s and 8.9 s (No space left on device (os
+    /// error 28))`); `None` for any other text.
+    pub fn parse(note: &str) -> Option<Self> {
+        let rest = note.strip_prefix(GAP_NOTE)?;
+        let (samples, rest) = rest.split_once(" samples and ")?;
+        let (events, rest) = rest.split_once(" events lost between ")?;
+        let (from, rest) = rest.split_once(" s and ")?;
+        let (to, rest) = rest.split_once(" s (")?;
+        Some(Self {
+            samples: samples.parse().ok()?,
+            events: events.parse().ok()?,
+            from_s: from.parse().ok()?,
+            to_s: to.parse().ok()?,
+            cause: rest.strip_suffix(')')?.to_owned(),
+        })
+    }
+}
+
 /// A recording whose writes fail (a full disk, a quota, a file system
 /// turned read-only) and what it has lost since. The file keeps every frame
 /// up to [`WriteFault::safe_t_ns`], whole: what was half written is cut
@@ -284,7 +317,13 @@ impl RecordingWriter<File> {
                 }
             }
         })?;
-        Self::with_storage(file, path, header)
+        // A start refused here (the disk full before the header is written)
+        // leaves nothing behind: the file was made (or emptied, with
+        // `force`) for this recording, and an empty one would only refuse
+        // the same command next time.
+        Self::with_storage(file, path, header).inspect_err(|_| {
+            let _ = std::fs::remove_file(path);
+        })
     }
 
     /// A second recording of the same stream from now on, at `path`: the
