@@ -488,8 +488,15 @@ impl Pass {
             }
             self.s.apply_rows(width, t_buf, v_buf, stored_at, visit)?;
             self.last_change = None;
-            if let Some(i) = self.open_loss.take() {
-                self.s.losses[i].before_ns = t_buf.first().copied();
+            // Every loss since the last sample ends at this one (losses
+            // of frames that held no samples come one after another).
+            if self.open_loss.take().is_some() {
+                for l in self.s.losses.iter_mut().rev() {
+                    if l.before_ns.is_some() || l.after_ns != self.last_t {
+                        break;
+                    }
+                    l.before_ns = t_buf.first().copied();
+                }
             }
             if let Some(&t) = t_buf.last() {
                 self.last_t = Some(t);
