@@ -8,8 +8,9 @@
 //!                        cache line of their own
 //! slots   SLOTS × SLOT_BYTES, a bounded multi-producer queue (Vyukov's):
 //!                        slot i starts with sequence i (stored less i, so
-//!                        a new ring is all zeros and its untouched pages
-//!                        stay unallocated: see [`stored`]); a producer claims
+//!                        a new ring is all zeros: see [`stored`]; the
+//!                        library maps it resident whole, so that it never
+//!                        grows the job's RSS page by page); a producer claims
 //!                        position p by moving `tail` from p to p+1 while
 //!                        the slot's sequence is p, fills it and stores p+1;
 //!                        the consumer takes position p when the sequence

@@ -727,14 +727,19 @@ fn open_ring(live: i64) -> *mut u8 {
     let sized = unsafe { libc::ftruncate(fd, L::RING_BYTES as libc::off_t) } == 0;
     let base = if sized {
         // SAFETY: a shared mapping of the whole file, by the system call
-        // (not this library's own `mmap`, which would count it).
+        // (not this library's own `mmap`, which would count it). Every page
+        // is made resident now (MAP_POPULATE): pages the records reached
+        // one by one would add up to the ring's 2 MiB to the job's RSS
+        // slowly, over its whole run, and a watch would read flatline's own
+        // ring as the job's growth. Resident from the job's first instant,
+        // they are part of its start.
         let r = unsafe {
             libc::syscall(
                 libc::SYS_mmap,
                 ptr::null_mut::<c_void>(),
                 L::RING_BYTES,
                 libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
+                libc::MAP_SHARED | libc::MAP_POPULATE,
                 fd,
                 0 as libc::off_t,
             )
@@ -753,8 +758,7 @@ fn open_ring(live: i64) -> *mut u8 {
         return base;
     }
     // The slots' sequence words are all 0 (a new file's zeros), each
-    // slot's first sequence as stored (`flatline_format::sites::stored`):
-    // pages no record reaches are never allocated.
+    // slot's first sequence as stored (`flatline_format::sites::stored`).
     header_u32(base, L::H_PID).store(pid, Relaxed);
     header_u64(base, L::H_EVERY).store(EVERY.load(Relaxed), Relaxed);
     header_i64(base, L::H_LIVE).store(live, Relaxed);
