@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use super::finding::{Assessed, rate_text};
 use super::rules::LimitSource;
-use super::sites::Site;
+use super::sites::{PROGRAM_SHARE, Site};
 use super::tree::{ProcessSeen, TreeSummary};
 use super::{Severity, Verdict};
 use flatline_telemetry::Unit;
@@ -141,6 +141,10 @@ pub struct Growth {
     /// Whether the recording sampled allocation sites at all
     /// (`watch --sites`).
     pub sites_sampled: bool,
+    /// Why sites asked for were not sampled (a running process), where
+    /// they were refused.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sites_refused: Option<String>,
     /// What to try, where something can be said.
     #[serde(rename = "try", skip_serializing_if = "Option::is_none")]
     pub advice: Option<String>,
@@ -149,6 +153,74 @@ pub struct Growth {
     /// most urgent first; their own channels are part of this growth.
     #[serde(rename = "processes", skip_serializing_if = "Vec::is_empty")]
     pub among: Vec<Who>,
+    /// How much its channel rose over the part analysed, and over how
+    /// many seconds.
+    pub drift: f64,
+    pub over_s: f64,
+    /// What its process holds by the allocation-site library's exact
+    /// count (`pid<N>.alloc_live`, with `watch --sites`), beside it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub program: Option<Program>,
+}
+
+/// The bytes a process's program holds (allocated and not freed, counted
+/// by the allocation-site library), beside a growth of its memory.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Program {
+    /// `pid<N>.alloc_live`.
+    pub channel: String,
+    /// How much it moved over the part analysed, and what it held at its
+    /// end.
+    pub drift: f64,
+    pub level: f64,
+    /// Its rise as a share of the growth's (0 where it did not rise).
+    pub share: f64,
+}
+
+impl Growth {
+    /// The program's own bytes do not grow with its memory: what grows is
+    /// what the allocator keeps of memory that was freed.
+    pub fn allocator_keeps(&self) -> bool {
+        self.program
+            .as_ref()
+            .is_some_and(|p| p.share < PROGRAM_SHARE)
+    }
+}
+
+/// Sets beside each growth of one process what its program holds, where
+/// the allocation-site library counted it (`rows`: every channel).
+pub fn with_program(growths: &mut [Growth], rows: &[Assessed<'_>]) {
+    for g in growths.iter_mut() {
+        let Some(w) = g.who.as_ref().filter(|_| g.among.is_empty()) else {
+            continue;
+        };
+        // Growth in a file's page cache or in shared memory is not the
+        // allocator's, whatever malloc holds.
+        let not_malloc = g
+            .memory
+            .as_ref()
+            .is_some_and(MemoryKind::is_not_the_program);
+        if is_gpu(&g.channel) || !g.unit.is_bytes() || g.drift <= 0.0 || not_malloc {
+            continue;
+        }
+        let name = format!("pid{}.alloc_live", w.pid);
+        let Some(r) = rows.iter().find(|r| r.name == name) else {
+            continue;
+        };
+        let a = r.analysis;
+        if a.verdict == Verdict::Insufficient || !a.drift.is_finite() {
+            continue;
+        }
+        g.program = Some(Program {
+            channel: name,
+            drift: a.drift,
+            level: a.final_value,
+            share: (a.drift.max(0.0) / g.drift).min(1.0),
+        });
+        if g.allocator_keeps() {
+            g.advice = advice(g);
+        }
+    }
 }
 
 impl Growth {
@@ -314,8 +386,12 @@ pub fn growths(
             memory,
             sites,
             sites_sampled,
+            sites_refused: None,
             advice: None,
             among: Vec::new(),
+            drift: a.drift,
+            over_s: a.duration_s,
+            program: None,
         };
         growth.advice = advice(&growth);
         out.push((k, growth));
@@ -494,6 +570,9 @@ fn site_at(s: &Site) -> String {
 
 /// What to try, by what is known of a growth.
 fn advice(g: &Growth) -> Option<String> {
+    if g.allocator_keeps() {
+        return Some(ALLOCATOR_TRY.into());
+    }
     if let Some(m) = g.memory.as_ref().filter(|m| m.is_not_the_program()) {
         return Some(match m.class.as_str() {
             "file" => "nothing to fix in the program: the page cache of a file it maps is given back when memory is short; count it only against a cgroup's limit".into(),
@@ -515,6 +594,46 @@ fn advice(g: &Growth) -> Option<String> {
     None
 }
 
+/// What to try where the allocator keeps freed memory (the receipt's
+/// `try:` line; the first sentence names the first three).
+const ALLOCATOR_TRY: &str = "MALLOC_ARENA_MAX=2 (fewer glibc arenas), a lower \
+MALLOC_TRIM_THRESHOLD_ or MALLOC_MMAP_THRESHOLD_ (freed memory given back sooner), or \
+jemalloc or mimalloc by LD_PRELOAD; in Python, fewer long-lived small objects among \
+short-lived ones (pymalloc frees an arena only when all of it is free)";
+
+/// The sentence a growth the allocator keeps is told in: what the program
+/// holds is flat, its memory grew anyway. "What python3 28236 (main) holds
+/// is flat (10.4 MiB allocated and not freed, +222.0 KiB over the run), but
+/// its RSS grew 3.09 MiB in 47.0 s: the allocator keeps memory that was
+/// freed (glibc's arenas and fragmentation, CPython's pymalloc arenas); try
+/// MALLOC_ARENA_MAX=2, a lower MALLOC_TRIM_THRESHOLD_, or jemalloc."
+fn allocator_sentence(
+    g: &Growth,
+    p: &Program,
+    value: &dyn Fn(f64, Unit) -> String,
+    duration: &dyn Fn(f64) -> String,
+) -> String {
+    let who = g.subject();
+    let moved = if p.drift.abs() < 0.5 {
+        "unchanged".to_owned()
+    } else {
+        let sign = if p.drift > 0.0 { "+" } else { "-" };
+        format!("{sign}{}", value(p.drift.abs(), g.unit))
+    };
+    // One process's growth: its own memory, whichever sum carries it.
+    let leaf = g.channel.rsplit('.').next().unwrap_or_default();
+    format!(
+        "What {who} holds is flat ({} allocated and not freed, {moved} over the run), but its \
+         {} grew {} in {}: the allocator keeps memory that was freed (glibc's arenas and \
+         fragmentation, CPython's pymalloc arenas); try MALLOC_ARENA_MAX=2, a lower \
+         MALLOC_TRIM_THRESHOLD_, or jemalloc.",
+        value(p.level, g.unit),
+        leaf.to_uppercase(),
+        value(g.drift, g.unit),
+        duration(g.over_s)
+    )
+}
+
 /// The sentence a growth is told in: "python 7830 (main) grows 1.65 MiB/s
 /// (the host's RAM in 3.9 h): 99 % of it in the heap, 80 % allocated at
 /// sites_job.py:52 `history.append(out.detach().clone())`."
@@ -523,6 +642,9 @@ pub fn sentence(
     value: &dyn Fn(f64, Unit) -> String,
     duration: &dyn Fn(f64) -> String,
 ) -> String {
+    if let Some(p) = g.program.as_ref().filter(|_| g.allocator_keeps()) {
+        return allocator_sentence(g, p, value, duration);
+    }
     let subject = g.subject();
     let how = match (g.verdict, g.step) {
         (Verdict::Staircase, Some(q)) => format!(" in steps of {}", value(q, g.unit)),
@@ -568,7 +690,23 @@ pub fn sentence(
             .as_ref()
             .is_some_and(MemoryKind::is_not_the_program)
     {
-        s.push_str(" `watch --sites` would name the line that allocates it.");
+        // What the heap holds more of may be the program's, or what the
+        // allocator keeps of memory freed: only the library's count tells.
+        let malloc = g
+            .memory
+            .as_ref()
+            .is_some_and(|m| m.share >= 0.5 && matches!(m.class.as_str(), "heap" | "anon"));
+        if let Some(why) = &g.sites_refused {
+            s.push_str(&format!(
+                " Allocation sites were asked for but not sampled ({why}): start the job under `flatline watch --sites -- CMD` to name the line."
+            ));
+            return s;
+        }
+        s.push_str(if malloc {
+            " `watch --sites` would name the line that allocates it, or show that the allocator keeps it."
+        } else {
+            " `watch --sites` would name the line that allocates it."
+        });
     }
     s
 }
@@ -888,9 +1026,37 @@ mod tests {
                 .map(|f| f.kind)
                 .collect::<Vec<_>>()
         };
-        assert!(!kinds("file").contains(&"retention"), "{:?}", kinds("file"));
-        assert!(!kinds("shmem").contains(&"retention"));
-        assert!(kinds("heap").contains(&"retention"), "{:?}", kinds("heap"));
+        assert!(
+            !kinds("file").contains(&"allocator_keeps"),
+            "{:?}",
+            kinds("file")
+        );
+        assert!(!kinds("shmem").contains(&"allocator_keeps"));
+        assert!(
+            kinds("heap").contains(&"allocator_keeps"),
+            "{:?}",
+            kinds("heap")
+        );
+        // And the first sentence blames the allocator only where it grew
+        // in the heap.
+        let headline = |class: &str| {
+            let mut p = process(10, "main", None);
+            p.where_ = Some(place(class));
+            let t = tree(vec![p], vec![10]);
+            assess(&rows, &Known::tree(Some(&t)), &value, &duration).headline
+        };
+        assert!(
+            headline("heap").starts_with("What python 10 (main) holds is flat"),
+            "{}",
+            headline("heap")
+        );
+        assert!(headline("heap").contains("the allocator keeps memory that was freed"));
+        assert!(
+            headline("file").starts_with("python 10 (main) grows")
+                && !headline("file").contains("allocator"),
+            "{}",
+            headline("file")
+        );
     }
 
     /// A worker the OOM killer took, where its sites were sampled: the

@@ -234,6 +234,11 @@ pub struct ChannelAnalysis {
     /// leak), on the same clock as `t_s`. Its slope and projection are those
     /// of the growth since then, which the whole run's line misses.
     pub onset_s: Option<f64>,
+    /// A level that rose and then held ([`Self::rose_and_held`]): when its
+    /// rise began and ended (where it passed 5 % and 95 % of it), on the
+    /// same clock as `t_s`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rise_s: Option<[f64; 2]>,
     /// Levels: the trend test behind the verdict (see [`evidence`]): how
     /// many readings over what span, how far beyond the noise, and the
     /// smallest growth rate this run could have detected.
@@ -278,6 +283,11 @@ pub enum Note {
     /// its USS, did not: pages it shares were left to fewer processes (a
     /// sharer exited), which moves PSS without a byte allocated.
     SharedPages,
+    /// A tree's sum (`tree.uss`) whose trend rose by less than a flat
+    /// level's band while none of the processes it sums grows: their own
+    /// small rises, each of which held, added together at their own times
+    /// ([`super::sum_of_parts`]).
+    PartsFlat,
     /// The job ended during its start-up: it grew from its launch to its
     /// end without settling, in less time than a start-up can take, so its
     /// growth cannot be told from a start-up ([`in_start_up`]).

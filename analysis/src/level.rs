@@ -96,6 +96,7 @@ fn empty(ctx: &Context<'_>, warmup_s: f64, p: &Prepared) -> ChannelAnalysis {
         detectable_after_s: None,
         note: None,
         onset_s: None,
+        rise_s: None,
         evidence: None,
     }
 }
@@ -164,7 +165,12 @@ pub fn analyze(t_s: &[f64], v: &[f64], ctx: &Context<'_>) -> ChannelAnalysis {
         return out;
     }
     match ctx.kind {
-        Kind::Level => level(&p, ctx, &mut out),
+        Kind::Level => {
+            level(&p, ctx, &mut out);
+            if out.rose_and_held() {
+                out.rise_s = rise_span(&p.t, &p.x);
+            }
+        }
         Kind::Peak => peak(&p, ctx, &mut out),
         Kind::Counter => counter(&p, ctx, &mut out),
         Kind::Gauge => gauge(&p, &mut out),
@@ -354,6 +360,27 @@ fn level(p: &Prepared, ctx: &Context<'_>, out: &mut ChannelAnalysis) {
     out.evidence = Some(ev);
     jumps.truncate(MAX_JUMP_LIST);
     out.jump_list = jumps;
+}
+
+/// Where a level that rose and held made its rise: from where it passed
+/// 5 % of it to where it passed 95 %, the rise measured between the
+/// medians of its first and last five readings.
+fn rise_span(t: &[f64], x: &[f64]) -> Option<[f64; 2]> {
+    let k = 5.min(x.len());
+    if k == 0 {
+        return None;
+    }
+    let from = median(&mut x[..k].to_vec());
+    let to = median(&mut x[x.len() - k..].to_vec());
+    let rise = to - from;
+    if rise <= 0.0 {
+        return None;
+    }
+    let when = |share: f64| {
+        let at = from + share * rise;
+        x.iter().position(|&v| v >= at).map(|i| t[i])
+    };
+    Some([when(0.05)?, when(0.95)?])
 }
 
 /// The jumps among the differences `d` of a series at times `t` (a run of

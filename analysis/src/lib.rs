@@ -85,8 +85,8 @@ pub use flatline_telemetry::Kind;
 pub use level::{CERTAIN_Z, analyze};
 pub use live::LiveAnalysis;
 pub use start_up::{
-    SETTLE_SHARE, START_UP_ONLY_S, bound_copy, exit_in_start_up, in_start_up, reconcile_pss,
-    rss_of, settling, settling_for_s, start_up_rise, uss_of,
+    SETTLE_SHARE, START_UP_ONLY_S, bound_copy, exit_in_start_up, in_start_up, parts_of,
+    reconcile_pss, rss_of, settling, settling_for_s, start_up_rise, sum_of_parts, uss_of,
 };
 pub use tracker::Tracker;
 pub use warmup::{Warmup, find_warmup, recording_warmup};

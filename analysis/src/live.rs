@@ -171,6 +171,16 @@ impl LiveAnalysis {
                 if let Some(u) = uss.and_then(|j| self.analyses[j].as_ref()) {
                     super::reconcile_pss(&mut a, u);
                 }
+                // A tree's sum beside the processes it adds up, as last
+                // analysed.
+                let names = self.channels.iter().map(|c| c.name.as_str());
+                if let Some(parts) = super::parts_of(&self.channels[i].name, names) {
+                    let parts: Vec<&ChannelAnalysis> = parts
+                        .iter()
+                        .filter_map(|&j| self.analyses[j].as_ref())
+                        .collect();
+                    super::sum_of_parts(&mut a, &parts);
+                }
                 self.analyses[i] = Some(a);
                 self.analysed[i] = Some((Instant::now(), self.trackers[i].seen()));
                 self.next = (i + 1) % n;

@@ -18,7 +18,8 @@
 //! 5. a job that ended during its start-up tells no growth
 //!    ([`super::in_start_up`]), nor does a start-up's tail
 //!    ([`super::settling`]);
-//! 6. a PSS is read beside its USS ([`super::reconcile_pss`]);
+//! 6. a PSS is read beside its USS ([`super::reconcile_pss`]), and a
+//!    tree's sum beside the processes it adds up ([`super::sum_of_parts`]);
 //! 7. the tree, the deaths and the sites are read ([`Facts::read`]).
 
 use super::death::{self, Ending};
@@ -280,6 +281,16 @@ pub fn read_input<'s, C: Fn(usize) -> &'s [f64]>(
             super::reconcile_pss(&mut read[i].analysis, &u);
         }
     }
+    // A tree's sum is read beside the processes it adds up.
+    for i in 0..read.len() {
+        let names = schema.channels.iter().map(|c| c.name.as_str());
+        if let Some(parts) = super::parts_of(&schema.channels[i].name, names) {
+            let parts: Vec<ChannelAnalysis> =
+                parts.iter().map(|&j| read[j].analysis.clone()).collect();
+            let parts: Vec<&ChannelAnalysis> = parts.iter().collect();
+            super::sum_of_parts(&mut read[i].analysis, &parts);
+        }
+    }
     let mut slots: Vec<Option<Read>> = read.into_iter().map(Some).collect();
     Reading {
         channels: order.into_iter().filter_map(|i| slots[i].take()).collect(),
@@ -355,9 +366,17 @@ pub struct Facts {
     pub sites: Vec<Site>,
     /// Whether the stream has allocation-site channels at all.
     pub sites_sampled: bool,
+    /// Why sites asked for were not sampled, where the watch said
+    /// ([`SITES_REFUSED`]).
+    pub sites_refused: Option<String>,
     /// The job's rank, where its labels say.
     pub rank: Option<String>,
 }
+
+/// The start of the note a watch leaves where `--sites` was asked for and
+/// could not be had (a running process, a static program): the receipt
+/// then says why, rather than tell its reader to ask for them.
+pub const SITES_REFUSED: &str = "--sites: ";
 
 /// A stream as [`Facts::read`] reads it.
 pub struct Stream<'s, FP, FW>
@@ -436,19 +455,35 @@ impl Facts {
                 .channels
                 .iter()
                 .any(|c| rules::samples_sites(&c.name)),
+            sites_refused: stream.events.iter().find_map(|e| match &e.kind {
+                flatline_telemetry::recording::EventKind::Note(n) => n
+                    .strip_prefix(SITES_REFUSED)
+                    .map(|why| why.split("; watching").next().unwrap_or(why).to_owned()),
+                _ => None,
+            }),
             rank: stream.rank.map(str::to_owned),
         }
     }
 
-    /// What the assessment is told besides the channels.
-    pub fn known<'a>(&'a self, damage: Option<&'a summary::DamageNote>) -> summary::Known<'a> {
+    /// What the assessment is told besides the channels: `lost` is what
+    /// the file lost to damage and what write faults left out of it.
+    pub fn known<'a>(&'a self, lost: Lost<'a>) -> summary::Known<'a> {
         summary::Known {
             tree: self.tree.as_ref(),
             ending: Some(&self.ending),
             sites: &self.sites,
             sites_sampled: self.sites_sampled,
+            sites_refused: self.sites_refused.as_deref(),
             rank: self.rank.as_deref(),
-            damage,
+            damage: lost.damage,
+            gap: lost.gap,
         }
     }
+}
+
+/// What a stream lost, as its surface words it, for [`Facts::known`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Lost<'a> {
+    pub damage: Option<&'a summary::DamageNote>,
+    pub gap: Option<&'a summary::DamageNote>,
 }

@@ -151,6 +151,10 @@ pub fn finding(
     Some(Finding { kind: "site", text })
 }
 
+/// Below this share of a process's growth, what its program holds is
+/// not what grows: the allocator keeps memory that was freed.
+pub const PROGRAM_SHARE: f64 = 0.25;
+
 /// A process's resident memory and the bytes it holds by the library's
 /// exact count, both judged.
 #[derive(Debug, Clone, Copy)]
@@ -170,32 +174,47 @@ pub fn retention(held: &Held<'_>, value: &dyn Fn(f64) -> String) -> Option<Findi
     }
     let live = held.alloc_live;
     let rate = |r: f64| format!("{}/s", value(r));
-    let text = if live.verdict.is_growth() && live.slope_per_s > 0.0 {
-        let share = (live.slope_per_s / res.slope_per_s * 100.0).min(100.0);
-        format!(
-            "process {}: the program holds more: the bytes it has allocated and not freed grow {} \
-             ({share:.0} % of {name}'s {})",
-            held.pid,
-            rate(live.slope_per_s),
-            rate(res.slope_per_s)
-        )
-    } else if live.verdict == Verdict::Flat || (live.verdict.is_growth() && live.slope_per_s <= 0.0)
+    // What the program holds rose by a share of what its memory did
+    // ([`PROGRAM_SHARE`], the answer's measure too).
+    let share = if res.drift > 0.0 {
+        live.drift.max(0.0) / res.drift
+    } else {
+        0.0
+    };
+    let (kind, text) = if live.verdict.is_growth()
+        && live.slope_per_s > 0.0
+        && share >= PROGRAM_SHARE
     {
-        format!(
-            "process {}: {name} grows {} while the bytes the program holds (allocated less freed) \
-             do not: the allocator keeps memory that was freed (glibc's arenas and \
-             fragmentation); try MALLOC_ARENA_MAX=2, a lower MALLOC_TRIM_THRESHOLD_, or \
-             jemalloc (LD_PRELOAD)",
-            held.pid,
-            rate(res.slope_per_s)
+        let share = (live.slope_per_s / res.slope_per_s * 100.0).min(100.0);
+        (
+            "retention",
+            format!(
+                "process {}: the program holds more: the bytes it has allocated and not freed grow {} \
+                 ({share:.0} % of {name}'s {})",
+                held.pid,
+                rate(live.slope_per_s),
+                rate(res.slope_per_s)
+            ),
+        )
+    } else if live.verdict == Verdict::Flat
+        || live.verdict.is_growth()
+        || (live.verdict != Verdict::Insufficient && share < PROGRAM_SHARE)
+    {
+        (
+            "allocator_keeps",
+            format!(
+                "process {}: {name} grows {} while the bytes the program holds (allocated less freed) \
+                 do not: the allocator keeps memory that was freed (glibc's arenas and \
+                 fragmentation, CPython's pymalloc arenas); try MALLOC_ARENA_MAX=2, a lower \
+                 MALLOC_TRIM_THRESHOLD_, or jemalloc (LD_PRELOAD)",
+                held.pid,
+                rate(res.slope_per_s)
+            ),
         )
     } else {
         return None;
     };
-    Some(Finding {
-        kind: "retention",
-        text,
-    })
+    Some(Finding { kind, text })
 }
 
 #[cfg(test)]
@@ -379,6 +398,7 @@ mod tests {
             "{}",
             keeps.text
         );
+        assert_eq!((holds.kind, keeps.kind), ("retention", "allocator_keeps"));
         assert!(
             retention(
                 &Held {

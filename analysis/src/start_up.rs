@@ -120,6 +120,56 @@ pub fn reconcile_pss(pss: &mut ChannelAnalysis, uss: &ChannelAnalysis) {
     pss.onset_s = None;
 }
 
+/// A tree's sum (`tree.rss`, `tree.pss`, `tree.uss`) called growth while
+/// none of the processes it sums (`parts`: their channels of the same
+/// kind) grows at the end, each flat, risen and held, or untold, and while
+/// it rose by less than a flat level's band (1 % of its level): their own
+/// small rises, each of which held, added together at their own times (a
+/// DataLoader's workers copying a few pages of their parent once, each at
+/// its own moment) are no trend of the job's. A leak spread thinly over
+/// many processes is called once their sum passes that band. Re-read as
+/// flat with [`Note::PartsFlat`].
+pub fn sum_of_parts(sum: &mut ChannelAnalysis, parts: &[&ChannelAnalysis]) {
+    let grows = |a: &ChannelAnalysis| a.verdict.is_growth() && a.slope_per_s > 0.0;
+    if !grows(sum) || parts.is_empty() || parts.iter().any(|p| grows(p)) {
+        return;
+    }
+    let level = sum.baseline.abs().max(sum.final_value.abs());
+    if sum.drift.abs() > 0.01 * level {
+        return;
+    }
+    sum.verdict = Verdict::Flat;
+    sum.confidence = 0.5;
+    sum.note = Some(Note::PartsFlat);
+    sum.severity = None;
+    sum.time_to_limit_s = None;
+    sum.projection_24h = Some(0.0);
+    sum.slope_per_step = None;
+    sum.onset_s = None;
+}
+
+/// The process channels a tree's sum adds up (`tree.uss` → every
+/// `pid<N>.uss` among `names`), by position; `None` for any other channel.
+pub fn parts_of<'a>(sum: &str, names: impl Iterator<Item = &'a str>) -> Option<Vec<usize>> {
+    let leaf = sum.strip_prefix("tree.")?;
+    if !matches!(leaf, "rss" | "pss" | "uss") {
+        return None;
+    }
+    Some(
+        names
+            .enumerate()
+            .filter(|(_, n)| {
+                n.strip_prefix("pid")
+                    .and_then(|r| r.split_once('.'))
+                    .is_some_and(|(pid, l)| {
+                        l == leaf && !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit())
+                    })
+            })
+            .map(|(i, _)| i)
+            .collect(),
+    )
+}
+
 /// A level that grows while the RSS it is part of holds still is copying
 /// pages it shares (copy-on-access: a process's PSS or USS, the tree's):
 /// it cannot outgrow that RSS, so it reaches it when every page it shares

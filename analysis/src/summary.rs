@@ -91,8 +91,14 @@ pub fn assess<'a>(
 ) -> Assessment<'a> {
     let tree = known.tree;
     let growing = growing(rows);
-    let growths =
+    let mut growths =
         super::answer::growths(&growing, tree, known.sites, known.sites_sampled, known.rank);
+    if let Some(why) = known.sites_refused {
+        for g in &mut growths {
+            g.sites_refused = Some(why.to_owned());
+        }
+    }
+    super::answer::with_program(&mut growths, rows);
     let mut findings = Vec::new();
     if let Some(f) = tree.and_then(|t| t.finding.as_ref()) {
         findings.push(Finding {
@@ -100,18 +106,7 @@ pub fn assess<'a>(
             text: f.clone(),
         });
     }
-    if let Some(t) = tree.filter(|t| !t.grew.is_empty()) {
-        let names: Vec<String> = t
-            .processes
-            .iter()
-            .filter(|p| t.grew.contains(&p.pid))
-            .map(|p| format!("{} {} ({})", p.role, p.pid, p.name))
-            .collect();
-        findings.push(Finding {
-            kind: "process_grew",
-            text: format!("processes whose PSS grows: {}", names.join(", ")),
-        });
-    }
+    findings.extend(processes_grew(rows, tree));
     if let Some(l) = gpu_layers(rows, value).filter(|l| l.layer != GpuLayer::None) {
         findings.push(Finding {
             kind: "gpu_layer",
@@ -121,7 +116,26 @@ pub fn assess<'a>(
     let untold_rows = untold(rows);
     let mut headline = match tree.and_then(|t| t.copy.as_ref()) {
         Some(c) => copy_headline(c, &growing, value, duration),
-        None => headline_of(rows, &growths, &findings, &untold_rows, value, duration),
+        None => {
+            let h = headline_of(
+                rows,
+                &growths,
+                &findings,
+                &untold_rows,
+                tree,
+                value,
+                duration,
+            );
+            // Memory that rose and held, said first: a finding of its own
+            // kind, beside the processes that did.
+            if h.held {
+                findings.push(Finding {
+                    kind: "rose_and_held",
+                    text: h.text.clone(),
+                });
+            }
+            h.text
+        }
     };
     // Where each process grew: a finding, never a headline of its own
     // (a process's memory moves while the job is flat, or starting).
@@ -157,52 +171,14 @@ pub fn assess<'a>(
     findings.extend(super::sites::finding(known.sites, top, &in_bytes));
     findings.extend(retention(rows, tree, &in_bytes));
     // Who died comes first; the trend is still told, after the death.
-    if let Some(h) = known
-        .ending
-        .and_then(|e| e.headline(known.rank, value, duration))
-    {
-        // Which code the one killed held most with, where its sites were
-        // sampled: what it grew with.
-        let killed = known.ending.and_then(|e| {
-            e.deaths
-                .iter()
-                .find(|d| d.cause != super::death::Cause::Signal)
-        });
-        let held = killed.and_then(|d| {
-            known
-                .sites
-                .iter()
-                .filter(|s| s.pid == Some(d.pid) && s.live_bytes > 0.0)
-                .max_by(|a, b| a.live_bytes.total_cmp(&b.live_bytes))
-        });
-        let h = match held {
-            Some(site) => format!(
-                "{h} It held most at {} ({} when last read).",
-                super::answer::site_words(site),
-                value(site.live_bytes, Unit::Bytes)
-            ),
-            None => h,
-        };
+    if let Some(h) = death_headline(known, value, duration) {
         let trend = std::mem::replace(&mut headline, h);
         findings.push(Finding {
             kind: "trend",
             text: trend,
         });
     }
-    // A damaged file says so first: what was read of what, then what the
-    // part read says.
-    if let Some(d) = known.damage {
-        findings.insert(
-            0,
-            Finding {
-                kind: "damage",
-                text: format!("{} Lost: {}.", d.sentence, d.lost.join("; ")),
-            },
-        );
-        if d.in_headline {
-            headline = format!("{} {headline}", d.sentence);
-        }
-    }
+    say_losses_first(known, &mut headline, &mut findings);
     let untold = untold_rows.into_iter().map(|r| r.name).collect();
     Assessment {
         headline,
@@ -210,6 +186,94 @@ pub fn assess<'a>(
         growths,
         findings,
         untold,
+    }
+}
+
+/// Processes whose own memory grew: those that grow still
+/// (`process_grew`), and apart from them those that rose and then held (a
+/// file read in, a cache warmed: `process_held`), no growth at the end.
+fn processes_grew(rows: &[Assessed<'_>], tree: Option<&super::tree::TreeSummary>) -> Vec<Finding> {
+    let Some(t) = tree.filter(|t| !t.grew.is_empty()) else {
+        return Vec::new();
+    };
+    let (held, still): (Vec<&super::tree::ProcessSeen>, Vec<_>) = t
+        .processes
+        .iter()
+        .filter(|p| t.grew.contains(&p.pid))
+        .partition(|p| rose_and_held(rows, p));
+    let names = |ps: &[&super::tree::ProcessSeen]| {
+        ps.iter()
+            .map(|p| format!("{} {} ({})", p.role, p.pid, p.name))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut out = Vec::new();
+    if !still.is_empty() {
+        out.push(Finding {
+            kind: "process_grew",
+            text: format!("processes whose PSS grows: {}", names(&still)),
+        });
+    }
+    if !held.is_empty() {
+        out.push(Finding {
+            kind: "process_held",
+            text: format!(
+                "processes whose own memory rose, then held: {}",
+                names(&held)
+            ),
+        });
+    }
+    out
+}
+
+/// Who died of memory running out, where someone did, and the line the
+/// one killed held most with, where its sites were sampled: what it grew
+/// with.
+fn death_headline(
+    known: &Known<'_>,
+    value: &dyn Fn(f64, Unit) -> String,
+    duration: &dyn Fn(f64) -> String,
+) -> Option<String> {
+    let e = known.ending?;
+    let h = e.headline(known.rank, value, duration)?;
+    let killed = e
+        .deaths
+        .iter()
+        .find(|d| d.cause != super::death::Cause::Signal);
+    let held = killed.and_then(|d| {
+        known
+            .sites
+            .iter()
+            .filter(|s| s.pid == Some(d.pid) && s.live_bytes > 0.0)
+            .max_by(|a, b| a.live_bytes.total_cmp(&b.live_bytes))
+    });
+    Some(match held {
+        Some(site) => format!(
+            "{h} It held most at {} ({} when last read).",
+            super::answer::site_words(site),
+            value(site.live_bytes, Unit::Bytes)
+        ),
+        None => h,
+    })
+}
+
+/// A gap a full disk left, and before it a damaged file, said first: what
+/// was lost or read of what, then what the part read says.
+fn say_losses_first(known: &Known<'_>, headline: &mut String, findings: &mut Vec<Finding>) {
+    for (kind, note) in [("recording_gap", known.gap), ("damage", known.damage)] {
+        let Some(n) = note else {
+            continue;
+        };
+        findings.insert(
+            0,
+            Finding {
+                kind,
+                text: format!("{} Lost: {}.", n.sentence, n.lost.join("; ")),
+            },
+        );
+        if n.in_headline {
+            *headline = format!("{} {headline}", n.sentence);
+        }
     }
 }
 
@@ -226,10 +290,15 @@ pub struct Known<'a> {
     pub sites: &'a [super::sites::Site],
     /// Whether the recording has allocation-site channels at all.
     pub sites_sampled: bool,
+    /// Why sites asked for were not sampled, where they were refused.
+    pub sites_refused: Option<&'a str>,
     /// The job's rank, where its labels say.
     pub rank: Option<&'a str>,
     /// What the file lost to damage, where it did.
     pub damage: Option<&'a DamageNote>,
+    /// What a write fault (a full disk) left out of the file while the
+    /// run went on, where one did.
+    pub gap: Option<&'a DamageNote>,
 }
 
 impl<'a> Known<'a> {
@@ -242,8 +311,8 @@ impl<'a> Known<'a> {
     }
 }
 
-/// A damaged file's loss, as its surface words it (see the receipt's
-/// `damage` module).
+/// A damaged file's loss, or a gap a write fault left, as its surface
+/// words it (see the receipt's `damage` module).
 #[derive(Debug, Clone, PartialEq)]
 pub struct DamageNote {
     /// "Read 12.0 s of a 60.0 s recording: …".
@@ -252,6 +321,21 @@ pub struct DamageNote {
     pub lost: Vec<String>,
     /// Whether the headline starts with it.
     pub in_headline: bool,
+}
+
+/// Whether a process's own memory (its USS, else its PSS or RSS) rose and
+/// then held: growth that stopped, not growth at the end.
+fn rose_and_held(rows: &[Assessed<'_>], p: &super::tree::ProcessSeen) -> bool {
+    let Some(stem) = p.channels.as_deref() else {
+        return false;
+    };
+    ["uss", "pss", "rss"]
+        .iter()
+        .find_map(|leaf| {
+            let name = format!("{stem}.{leaf}");
+            rows.iter().find(|r| r.name == name)
+        })
+        .is_some_and(|r| r.analysis.rose_and_held())
 }
 
 /// Each process's resident memory against the bytes it holds by the
@@ -294,9 +378,12 @@ impl Assessment<'_> {
     /// Whether a finding says growth was found (copies that rose and
     /// held, processes that grew, a GPU layer, a death): every finding but
     /// where a process's memory moved (`where`), which says what memory it
-    /// is, not that it is growth.
+    /// is, not that it is growth, and memory that rose and held
+    /// (`process_held`, `rose_and_held`: a file read in, a cache warmed).
     pub fn growth_found(&self) -> bool {
-        self.findings.iter().any(|f| f.kind != "where")
+        self.findings
+            .iter()
+            .any(|f| !matches!(f.kind, "where" | "process_held" | "rose_and_held"))
     }
 }
 
@@ -356,14 +443,6 @@ fn start_up_headline(
     // Resident memory before address space (a `vm_size` of reserved,
     // untouched pages), the job's or tree's before one process's, then by
     // how much it rose.
-    let resident = |u: &&Assessed<'_>| {
-        let leaf = u.name.rsplit('.').next().unwrap_or_default();
-        let whole = !u.name.starts_with("pid");
-        (
-            matches!(leaf, "rss" | "pss" | "uss" | "current" | "used"),
-            whole,
-        )
-    };
     let u = untold.iter().filter(noted).max_by(|a, b| {
         (resident(a), a.analysis.drift)
             .partial_cmp(&(resident(b), b.analysis.drift))
@@ -393,38 +472,53 @@ fn start_up_headline(
 /// a headline: a flat level's band.
 pub const HELD_SHARE: f64 = 0.01;
 
+/// A headline, and whether it tells memory that rose and then held.
+struct Said {
+    text: String,
+    held: bool,
+}
+
+impl From<String> for Said {
+    fn from(text: String) -> Self {
+        Self { text, held: false }
+    }
+}
+
 fn headline_of(
     rows: &[Assessed<'_>],
     growths: &[super::answer::Growth],
     findings: &[Finding],
     untold: &[&Assessed<'_>],
+    tree: Option<&super::tree::TreeSummary>,
     value: &dyn Fn(f64, Unit) -> String,
     duration: &dyn Fn(f64) -> String,
-) -> String {
+) -> Said {
     let memory: Vec<&Assessed<'_>> = rows.iter().filter(|r| judged_memory(r)).collect();
     let Some(top) = growths.first() else {
         // Findings stand on growth verdicts; should one come without them,
-        // it is still never hidden behind "flat".
-        if let Some(f) = findings.first() {
-            return format!("Growth found: {}.", f.text);
+        // it is still never hidden behind "flat". (A process whose own
+        // memory rose and held is no growth: it is told below, as such.)
+        if let Some(f) = findings.iter().find(|f| f.kind != "process_held") {
+            return format!("Growth found: {}.", f.text).into();
         }
         // Growth that cannot be told from a start-up, whatever else held:
         // the job ended during its start-up, or its start-up's tail is
         // still small beside it (see [`super::settling`]). What rose most
         // says so.
         if let Some(h) = start_up_headline(untold, value, duration) {
-            return h;
+            return h.into();
         }
         let told: Vec<&&Assessed<'_>> = memory
             .iter()
             .filter(|r| r.analysis.verdict != Verdict::Insufficient)
             .collect();
         if told.is_empty() {
-            return if memory.is_empty() {
-                "No memory channel to judge.".into()
+            let text = if memory.is_empty() {
+                "No memory channel to judge."
             } else {
-                "Too few readings after the start-up to judge memory.".into()
+                "Too few readings after the start-up to judge memory."
             };
+            return text.to_owned().into();
         }
         // Memory that grew beyond its noise and then held is not growth at
         // the end, but neither is it flat: say what was gained and kept,
@@ -436,26 +530,19 @@ fn headline_of(
             let a = r.analysis;
             a.rose_and_held() && a.drift > HELD_SHARE * a.baseline.abs()
         };
-        let held = told
-            .iter()
-            .filter(material)
-            .max_by(|a, b| a.analysis.drift.total_cmp(&b.analysis.drift));
+        // Resident memory before address space (a mapping reserved at
+        // once is no rise of what is held), then by how much it rose.
+        let held = told.iter().filter(material).max_by(|a, b| {
+            (resident(a), a.analysis.drift)
+                .partial_cmp(&(resident(b), b.analysis.drift))
+                .unwrap_or(std::cmp::Ordering::Equal)
+        });
         if let Some(h) = held {
-            let a = h.analysis;
-            let more = match told.iter().filter(material).count() {
-                1 => String::new(),
-                n => format!(" (and {} more)", n - 1),
+            let more = told.iter().filter(material).count() - 1;
+            return Said {
+                text: held_headline(h, more, tree, value, duration),
+                held: true,
             };
-            let pct = if a.baseline.abs() > 0.0 {
-                format!(" ({:+.0} %)", 100.0 * a.drift / a.baseline.abs())
-            } else {
-                String::new()
-            };
-            return format!(
-                "Memory grew, then held: {} rose {}{pct}{more} and did not grow after; nothing grows at the end.",
-                h.name,
-                value(a.drift, h.unit)
-            );
         }
         // A channel that moved but whose readings cannot tell growth from
         // noise is not flat: say so, with what it had.
@@ -470,21 +557,40 @@ fn headline_of(
                 u.name,
                 a.points,
                 duration(a.duration_s)
-            );
+            )
+            .into();
         }
         let noisy: Vec<&str> = told
             .iter()
             .filter(|r| r.analysis.verdict == Verdict::Noisy)
             .map(|r| r.name)
             .collect();
-        return match noisy.as_slice() {
+        // Memory that wanders hides a leak slower than its noise lets show:
+        // never "does not grow", but what this run could have seen.
+        let seen = told
+            .iter()
+            .filter(|r| resident(r).0)
+            .filter_map(|r| r.analysis.evidence.as_ref()?.detectable_per_s)
+            .fold(f64::INFINITY, f64::min);
+        let under = if seen.is_finite() {
+            format!(
+                ", and growth under {} would not show in this run",
+                rate_text(seen, Unit::Bytes, value)
+            )
+        } else {
+            String::new()
+        };
+        let text = match noisy.as_slice() {
             [] => "Memory is flat.".into(),
-            [one] => format!("Memory does not grow; {one} varies more than 1 % of its level."),
+            [one] => format!(
+                "No memory channel grows beyond its noise: {one} varies more than 1 % of its level{under}."
+            ),
             many => format!(
-                "Memory does not grow; {} channels vary more than 1 % of their level.",
+                "No memory channel grows beyond its noise: {} channels vary more than 1 % of their level{under}.",
                 many.len()
             ),
         };
+        return text.into();
     };
     let mut s = super::answer::sentence(top, value, duration);
     if findings.iter().any(|f| f.kind == "copy_on_access") {
@@ -494,7 +600,83 @@ fn headline_of(
         s.push(' ');
         s.push_str(&also);
     }
-    s
+    s.into()
+}
+
+/// Whether a channel is resident memory (not address space), and the
+/// job's or tree's rather than one process's: the order in which a
+/// headline about a rise picks what to name.
+fn resident(u: &&Assessed<'_>) -> (bool, bool) {
+    let leaf = u.name.rsplit('.').next().unwrap_or_default();
+    let whole = !u.name.starts_with("pid");
+    (
+        matches!(leaf, "rss" | "pss" | "uss" | "current" | "used"),
+        whole,
+    )
+}
+
+/// The headline of memory that rose and then held (`h`, and `more` other
+/// channels that did): who grew, by how much, in what memory, from when to
+/// when; and that nothing grows at the end. "python3 18333 (main) grew
+/// 765.0 MiB in the page cache of a file it maps from 6.5 s to 16.5 s, then
+/// held; nothing grows at the end."
+fn held_headline(
+    h: &Assessed<'_>,
+    more: usize,
+    tree: Option<&super::tree::TreeSummary>,
+    value: &dyn Fn(f64, Unit) -> String,
+    duration: &dyn Fn(f64) -> String,
+) -> String {
+    let a = h.analysis;
+    let when = match a.rise_s {
+        Some([from, to]) if to > from => {
+            format!(" from {} to {}", duration(from), duration(to))
+        }
+        Some([at, _]) => format!(" at {}", duration(at)),
+        None => String::new(),
+    };
+    let process = tree.and_then(|t| super::answer::process_of(t, h.name));
+    if let Some(p) = process {
+        let what = p
+            .where_
+            .as_ref()
+            .filter(|w| w.share >= 0.5)
+            .map_or(String::new(), |w| format!(" {}", held_phrase(&w.largest)));
+        return format!(
+            "{} {} ({}) grew {}{what}{when}, then held; nothing grows at the end.",
+            p.name,
+            p.pid,
+            p.role,
+            value(a.drift, h.unit)
+        );
+    }
+    let more = match more {
+        0 => String::new(),
+        n => format!(" (and {n} more)"),
+    };
+    let pct = if a.baseline.abs() > 0.0 {
+        format!(" ({:+.0} %)", 100.0 * a.drift / a.baseline.abs())
+    } else {
+        String::new()
+    };
+    format!(
+        "Memory grew, then held: {} rose {}{pct}{more}{when} and did not grow after; nothing grows at the end.",
+        h.name,
+        value(a.drift, h.unit)
+    )
+}
+
+/// What memory a rise that held is in, short.
+fn held_phrase(class: &str) -> &'static str {
+    match class {
+        "heap" => "in the heap",
+        "anon" => "in anonymous memory",
+        "file" => "in the page cache of a file it maps",
+        "shmem" => "in shared memory",
+        "stack" => "in its main thread's stack",
+        "gpu" => "in GPU driver mappings",
+        _ => "in other mappings",
+    }
 }
 
 /// The headline of workers copying their parent's pages: who copies, how
@@ -934,6 +1116,98 @@ mod tests {
             &duration,
         );
         assert_eq!(a.headline, "Memory is flat.");
+    }
+
+    /// A process whose own memory rose and held (a file read in, then
+    /// held) is no "Growth found": the first sentence says who grew, by how
+    /// much, in what memory and when, and that nothing grows at the end.
+    #[test]
+    fn a_process_that_rose_and_held_is_said_so_never_as_growth() {
+        use crate::places::where_grew;
+        use crate::tree::{ProcessSeen, TreeSummary};
+        use flatline_format::{Event, EventKind};
+        let t: Vec<f64> = (0..470).map(|i| f64::from(i) * 0.1).collect();
+        // 10 MiB, read in to 778 MiB from 6.5 s to 16.5 s, then held.
+        let x: Vec<f64> = t
+            .iter()
+            .map(|&s| 1e7 + 768.0 * 1_048_576.0 * ((s - 6.5) / 10.0).clamp(0.0, 1.0))
+            .collect();
+        let ctx = Context {
+            min_growth: 16384.0,
+            warmup_s: Some(4.6),
+            ..Context::default()
+        };
+        let rose = analyze(&t, &x, &ctx);
+        assert!(rose.rose_and_held(), "{rose:?}");
+        let [from, to] = rose.rise_s.unwrap();
+        assert!(
+            (from - 7.0).abs() < 0.2 && (to - 16.0).abs() < 0.2,
+            "{from} {to}"
+        );
+        let reading = |t_s: f64, file: f64| Event {
+            t_ns: (t_s * 1e9) as u64,
+            kind: EventKind::fact("classes", "", &[("file", file)]).of_pid(42),
+        };
+        let events = [reading(5.0, 0.0), reading(40.0, 768.0 * 1_048_576.0)];
+        let tree = TreeSummary {
+            processes: vec![ProcessSeen {
+                pid: 42,
+                name: "python3".into(),
+                role: "main".into(),
+                ppid: None,
+                started_s: Some(0.0),
+                exited_s: None,
+                channels: Some("pid42".into()),
+                pss_verdict: None,
+                pss_growth: None,
+                where_: where_grew(&events, 42, 4.6, 47.0),
+            }],
+            peak: 1,
+            brief: 0,
+            grew: vec![42],
+            finding: None,
+            copy: None,
+            sums_age_s: None,
+        };
+        let rows = [bytes_row("pid42.uss", &rose), bytes_row("pid42.rss", &rose)];
+        let a = assess(&rows, &Known::tree(Some(&tree)), &value, &|s| {
+            format!("{s:.1} s")
+        });
+        assert_eq!(
+            a.headline,
+            "python3 42 (main) grew 768.0 MiB in the page cache of a file it maps from 7.0 s \
+             to 16.0 s, then held; nothing grows at the end."
+        );
+        let kinds: Vec<&str> = a.findings.iter().map(|f| f.kind).collect();
+        assert!(
+            kinds.contains(&"process_held") && kinds.contains(&"rose_and_held"),
+            "{kinds:?}"
+        );
+        assert!(!kinds.contains(&"process_grew"), "{kinds:?}");
+        assert!(!a.growth_found() && a.growing.is_empty());
+    }
+
+    /// What a full disk left out is said first, then the answer.
+    #[test]
+    fn a_gap_is_said_before_the_answer() {
+        let t: Vec<f64> = (0..600).map(f64::from).collect();
+        let flat = analyze(&t, &vec![5e8; t.len()], &Context::default());
+        let gap = DamageNote {
+            sentence: "Lost 6.6 s (132 samples, from 2.3 s to 8.9 s) while the disk was full."
+                .into(),
+            lost: vec!["132 samples".into()],
+            in_headline: true,
+        };
+        let known = Known {
+            gap: Some(&gap),
+            ..Known::default()
+        };
+        let a = assess(&[bytes_row("mem.rss", &flat)], &known, &value, &duration);
+        assert_eq!(
+            a.headline,
+            "Lost 6.6 s (132 samples, from 2.3 s to 8.9 s) while the disk was full. Memory is flat."
+        );
+        assert_eq!(a.findings[0].kind, "recording_gap");
     }
 
     #[test]

@@ -787,6 +787,60 @@ fn pss_growth_without_uss_growth_is_shared_pages() {
     assert_eq!(uss_of("gpu0.pss"), None);
 }
 
+/// A tree's sum whose steady-looking rise is under a flat level's band,
+/// while each process it adds up holds (rose and settled, or flat), is no
+/// growth; where one of them grows, or the sum passes the band, it stands.
+#[test]
+fn a_sum_of_processes_that_each_hold_is_not_growth() {
+    let mib = 1_048_576.0;
+    let t: Vec<f64> = (0..300).map(|i| f64::from(i) * 0.25).collect();
+    let ctx = Context {
+        warmup_s: Some(0.0),
+        min_growth: 16384.0,
+        ..Context::default()
+    };
+    // 254 MiB rising a steady 1 MiB over 75 s: 0.4 %, a line.
+    let sum: Vec<f64> = t.iter().map(|t| 254.0 * mib + t / 75.0 * mib).collect();
+    let a = analyze(&t, &sum, &ctx);
+    assert_eq!(a.verdict, Verdict::Linear, "{a:?}");
+    // Each part rose once, at its own moment, then held.
+    let step = |at: f64| -> Vec<f64> {
+        t.iter()
+            .map(|&x| 12.0 * mib + if x >= at { 0.4 * mib } else { 0.0 })
+            .collect()
+    };
+    let parts = [
+        analyze(&t, &step(20.0), &ctx),
+        analyze(&t, &step(30.0), &ctx),
+    ];
+    assert!(parts.iter().all(|p| !p.verdict.is_growth()), "{parts:?}");
+    let mut read = a.clone();
+    sum_of_parts(&mut read, &parts.iter().collect::<Vec<_>>());
+    assert_eq!(
+        (read.verdict, read.note),
+        (Verdict::Flat, Some(Note::PartsFlat))
+    );
+    assert_eq!((read.severity, read.time_to_limit_s), (None, None));
+    // A part that grows: the sum's growth is its.
+    let leak: Vec<f64> = t.iter().map(|t| 12.0 * mib + t / 75.0 * mib).collect();
+    let growing = analyze(&t, &leak, &ctx);
+    assert!(growing.verdict.is_growth());
+    let mut read = a.clone();
+    sum_of_parts(&mut read, &[&parts[0], &growing]);
+    assert_eq!(read.verdict, Verdict::Linear);
+    // A sum past the band is growth, however its parts read.
+    let big: Vec<f64> = t
+        .iter()
+        .map(|t| 254.0 * mib + 4.0 * t / 75.0 * mib)
+        .collect();
+    let mut read = analyze(&t, &big, &ctx);
+    sum_of_parts(&mut read, &parts.iter().collect::<Vec<_>>());
+    assert_eq!(read.verdict, Verdict::Linear);
+    let names = ["tree.uss", "pid1.uss", "pid2.uss", "pid2.rss", "pid3x.uss"];
+    assert_eq!(parts_of("tree.uss", names.into_iter()), Some(vec![1, 2]));
+    assert_eq!(parts_of("mem.rss", names.into_iter()), None);
+}
+
 /// A gauge's trend word agrees with its drift: a line that rises while the
 /// end sits below the start drifts neither way.
 #[test]

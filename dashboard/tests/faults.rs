@@ -350,6 +350,71 @@ fn a_watch_that_keeps_sampling_resumes_when_space_returns() {
         v["events"]["notes"].to_string().contains("recording gap"),
         "{v:#}"
     );
+    // The receipt says the gap first, with what it cost, then the answer.
+    let headline = v["headline"].as_str().unwrap();
+    assert!(
+        headline.starts_with("Lost ") && headline.contains(" while the disk was full. "),
+        "{headline}"
+    );
+    let gap = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["kind"] == "recording_gap")
+        .expect("a recording_gap finding");
+    assert!(gap["text"].as_str().unwrap().contains("samples"), "{gap}");
+}
+
+/// A watch refused at its start because the disk is full leaves no file
+/// behind: the same command, run again once there is room, is not refused
+/// for a file it never wrote.
+#[test]
+fn a_start_refused_on_a_full_disk_leaves_nothing_behind() {
+    let Some(disk) = SmallDisk::mount(64) else {
+        return;
+    };
+    // Fill it to the last byte.
+    let filler = disk.path("filler");
+    {
+        let mut f = std::fs::File::create(&filler).unwrap();
+        let block = vec![0u8; 4096];
+        while std::io::Write::write_all(&mut f, &block).is_ok() {}
+    }
+    let out = disk.path("w.flr");
+    // A command that outlives the first reading (one that ends before it
+    // records nothing, and is no start refused).
+    let args = [
+        "watch",
+        "--headless",
+        "--hz",
+        "10",
+        "--out",
+        out.to_str().unwrap(),
+        "--",
+        "sleep",
+        "3",
+    ];
+    for _ in 0..2 {
+        let run = flatline(&args);
+        assert_ne!(
+            run.status.code(),
+            Some(0),
+            "a start on a full disk is refused"
+        );
+        let err = String::from_utf8_lossy(&run.stderr);
+        assert!(err.contains("No space left"), "{err}");
+        assert!(!err.contains("exists"), "{err}");
+        assert!(!out.exists(), "a refused start left {}", out.display());
+    }
+    std::fs::remove_file(&filler).unwrap();
+    let run = flatline(&args);
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    readable(&out);
 }
 
 /// The case that lost 13.5 s of 14 s: a disk full while a watch's channels

@@ -220,7 +220,7 @@ fn a_snapshot_of_a_flat_watched_job() {
     snapshot_of(
         "watch-torch-flat-45s.flr",
         "replay_torch_flat",
-        "Memory does not grow",
+        "No memory channel grows beyond its noise",
     );
 }
 
@@ -733,6 +733,46 @@ fn follow_shows_a_recording_while_a_soak_writes_it() {
     assert_eq!(store.len(), whole.len());
     assert!(store.len() > mid);
     assert_eq!(src.meta().digest.as_deref(), Some(whole.digest.as_str()));
+}
+
+/// A file followed from before its first samples were whole: the
+/// timeline grows with what arrives, never stuck at 0–0 s.
+#[test]
+fn a_followed_recording_opened_empty_grows_its_timeline() {
+    use flatline_telemetry::{ChannelSpec, Group, Sample, Unit};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("empty.flr");
+    let mut w = support::watch_recording(
+        &path,
+        vec![ChannelSpec::new("mem.rss", Unit::Bytes, Group::Memory)],
+    );
+    w.flush().unwrap();
+    let (src, store) = ReplaySource::follow(&path).unwrap();
+    assert_eq!(store.len(), 0, "nothing whole yet");
+    let mut d = Dashboard::new(Box::new(src), store, Settings::default());
+    d.tick();
+    for i in 0..40u64 {
+        w.push_sample(&Sample::from_values(
+            i,
+            500_000_000 + i * 100_000_000,
+            &[1e6],
+        ))
+        .unwrap();
+    }
+    w.flush().unwrap();
+    let t0 = std::time::Instant::now();
+    while d.store.len() < 40 && t0.elapsed() < support::PATIENCE {
+        d.tick();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(d.store.len(), 40);
+    let tl = d.timeline.as_ref().unwrap();
+    assert!(
+        (tl.start_s - 0.5).abs() < 1e-9
+            && (tl.end_s - 4.4).abs() < 1e-9
+            && tl.playhead_s == tl.end_s,
+        "{tl:?}"
+    );
 }
 
 #[test]

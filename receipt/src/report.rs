@@ -139,17 +139,19 @@ pub struct Receipt<'a> {
     pub facts: reading::Facts,
     /// What the file lost to damage, where it did.
     pub damage: Option<crate::damage::Damage>,
+    /// The gaps write faults (a full disk) left in the part analysed.
+    pub gaps: Option<crate::damage::Gaps>,
 }
 
 impl Receipt<'_> {
     /// The one assessment: headline, growing channels, growths, findings.
     pub fn assessment(&self) -> summary::Assessment<'_> {
-        let damage = self.damage.as_ref().map(|d| summary::DamageNote {
-            sentence: d.sentence(),
-            lost: d.lines(),
-            in_headline: d.in_headline(),
+        let damage = self.damage.as_ref().map(crate::damage::Damage::note);
+        let gap = self.gaps.as_ref().map(crate::damage::Gaps::note);
+        let known = self.facts.known(reading::Lost {
+            damage: damage.as_ref(),
+            gap: gap.as_ref(),
         });
-        let known = self.facts.known(damage.as_ref());
         summary::assess(&self.assessed(), &known, &value, &duration)
     }
 
@@ -276,6 +278,10 @@ fn analyse_part(
         teardown_s: read.teardown_s,
         facts,
         damage: crate::damage::Damage::of(rec),
+        gaps: crate::damage::Gaps::of(&rec.events).and_then(|g| match range {
+            Some([from, to]) => g.within(from, to),
+            None => Some(g),
+        }),
     }
 }
 
@@ -288,6 +294,7 @@ pub fn verdict_text(a: &ChannelAnalysis, u: Unit) -> String {
         }
         (v, Some(Note::NotSustained)) => format!("{} (settled)", v.as_str()),
         (v, Some(Note::SharedPages)) => format!("{} (USS flat)", v.as_str()),
+        (v, Some(Note::PartsFlat)) => format!("{} (its processes flat)", v.as_str()),
         (v, Some(Note::StartUp)) => format!("{} (start-up)", v.as_str()),
         (v, Some(Note::Settling { .. })) => format!("{} (settling)", v.as_str()),
         (v, _) => match a.onset_s {

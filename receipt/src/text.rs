@@ -468,7 +468,7 @@ fn sites_text(receipt: &Receipt<'_>, indent: &str) -> Option<String> {
     let said: Vec<&str> = a
         .findings
         .iter()
-        .filter(|f| matches!(f.kind, "site" | "retention"))
+        .filter(|f| matches!(f.kind, "site" | "retention" | "allocator_keeps"))
         .map(|f| f.text.as_str())
         .collect();
     if sites.is_empty() && said.is_empty() {
@@ -810,7 +810,11 @@ fn story(a: &Assessment<'_>) -> Vec<String> {
             ));
         }
         let pid = g.who.as_ref().map(|w| format!("process {}:", w.pid));
-        for f in a.findings.iter().filter(|f| f.kind == "retention") {
+        for f in a
+            .findings
+            .iter()
+            .filter(|f| matches!(f.kind, "retention" | "allocator_keeps"))
+        {
             if pid.as_deref().is_none_or(|p| f.text.starts_with(p)) {
                 out.push(format!("held: {}", f.text));
             }
@@ -828,7 +832,8 @@ fn story(a: &Assessment<'_>) -> Vec<String> {
     // Findings the headline and the growths above do not already say.
     for f in &a.findings {
         let told = match f.kind {
-            "site" | "retention" | "where" | "process_grew" => true,
+            "site" | "retention" | "allocator_keeps" | "where" | "process_grew"
+            | "rose_and_held" | "recording_gap" => true,
             // The copies are the headline's subject where they lead it.
             "copy_on_access" => a.headline.starts_with("Copy-on-access"),
             "damage" => true,

@@ -502,9 +502,11 @@ fn start_target(args: &WatchArgs, clock: Clock) -> Result<Watched> {
             output: None,
             sites: None,
             sites_note: args.sites.then(|| {
-                "--sites: nothing can be preloaded into a running process (--pid); \
-                 watching without allocation sites"
-                    .to_owned()
+                format!(
+                    "{}nothing can be preloaded into a running process (--pid); \
+                     watching without allocation sites",
+                    flatline_analysis::reading::SITES_REFUSED
+                )
             }),
         }),
         (None, Some((prog, rest))) => {
@@ -528,7 +530,10 @@ fn start_target(args: &WatchArgs, clock: Clock) -> Result<Watched> {
                     Ok(dir) => (Some(dir), None),
                     Err(why) => (
                         None,
-                        Some(format!("--sites: {why}; watching without allocation sites")),
+                        Some(format!(
+                            "{}{why}; watching without allocation sites",
+                            flatline_analysis::reading::SITES_REFUSED
+                        )),
                     ),
                 }
             } else {
@@ -628,6 +633,7 @@ fn setup(args: &WatchArgs, pid: u32) -> RecordingSetup {
         // A heap profile's `period` (`export --pprof`).
         setup.set("sites_every", args.sites_every);
     }
+
     // Where the job sits among ranks and nodes: a command started here has
     // this environment; a process watched by pid, its own, where readable.
     use flatline_telemetry::recording::labels;

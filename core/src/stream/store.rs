@@ -270,6 +270,9 @@ pub struct Store {
     /// What the recording it was loaded from lost to damage: said before
     /// any verdict, as the receipt says it.
     damage: Option<flatline_receipt::damage::Damage>,
+    /// The gaps write faults (a full disk) left in the stream, as its
+    /// notes say: said first too.
+    gaps: Option<flatline_receipt::damage::Gaps>,
     /// The job's rank, where the recording's labels say.
     rank: Option<String>,
     /// The watched process, where the setup says ([`Store::set_launched`]).
@@ -300,6 +303,7 @@ impl Store {
             steps_advance: false,
             steps_first: None,
             damage: None,
+            gaps: None,
             rank: None,
             root: None,
             schema,
@@ -309,6 +313,31 @@ impl Store {
     /// What the recording it holds lost to damage, if anything.
     pub fn damage(&self) -> Option<&flatline_receipt::damage::Damage> {
         self.damage.as_ref()
+    }
+
+    /// The gaps write faults left in the stream, if any.
+    pub fn gaps(&self) -> Option<&flatline_receipt::damage::Gaps> {
+        self.gaps.as_ref()
+    }
+
+    /// The stretches of the run that were lost (damage in the file, gaps a
+    /// full disk left), each from the last reading before it to the first
+    /// after, in seconds on the store's clock: what a plot draws no line
+    /// across.
+    pub fn lost_stretches(&self) -> Vec<[f64; 2]> {
+        let mut out = Vec::new();
+        if let Some(d) = &self.damage {
+            out.extend(d.losses.iter().map(|l| {
+                [
+                    l.after_ns.map_or(f64::NEG_INFINITY, |t| t as f64 / 1e9),
+                    l.before_ns.map_or(f64::INFINITY, |t| t as f64 / 1e9),
+                ]
+            }));
+        }
+        if let Some(g) = &self.gaps {
+            out.extend(g.gaps.iter().map(|g| [g.from_s, g.to_s]));
+        }
+        out
     }
 
     /// The watched process, where the setup says.
@@ -420,6 +449,10 @@ impl Store {
             e.kind,
             flatline_telemetry::recording::EventKind::TargetExited { .. }
         );
+        match &mut self.gaps {
+            Some(g) => g.take(&e),
+            None => self.gaps = flatline_receipt::damage::Gaps::of(std::slice::from_ref(&e)),
+        }
         self.events.push(e);
         if exit {
             self.check_end();
@@ -530,6 +563,7 @@ impl Store {
     pub fn from_recording(rec: &mut Recording) -> Self {
         let mut s = Self::new(rec.header.schema.clone(), usize::MAX);
         s.damage = flatline_receipt::damage::Damage::of(rec);
+        s.gaps = flatline_receipt::damage::Gaps::of(&rec.events);
         s.rank = rec.header.labels.get("rank").cloned();
         s.t = rec.t_ns.iter().map(|&t| t as f64 / 1e9).collect();
         s.n = (0..s.t.len() as u64).collect();

@@ -14,13 +14,16 @@ mod recorder;
 mod setup;
 pub mod synth;
 
+/// How a frame sits in a file, by format version (a tool that damages a
+/// copy of one on purpose needs to know).
+pub use flatline_format::layout::head_len;
 pub use flatline_format::{
     ChannelsEnded, ColumnBlock, ColumnStats, DigestMark, EXTENSION, Event, EventKind,
-    FORMAT_VERSION, Footer, Frame, FrameReader, Header, HostFacts, Item, Lifetime, Loss, MAGIC,
-    MAX_FRAME_BYTES, READABLE_VERSIONS, Recording, RecordingError, RecordingWriter, SEEK_EVERY,
-    SampleBlock, SampleIndex, Samples, Scanned, Scanner, SchemaExtension, SeekPoint, Slots,
-    TailProblem, TailProblemKind, Thinned, Visit, WRITE_RETRY, WriteFault, WriteSummary, scan,
-    with_labels,
+    FORMAT_VERSION, Footer, Frame, FrameReader, Gap, Header, HostFacts, Item, Lifetime, Loss,
+    MAGIC, MAX_FRAME_BYTES, READABLE_VERSIONS, Recording, RecordingError, RecordingWriter,
+    SEEK_EVERY, SampleBlock, SampleIndex, Samples, Scanned, Scanner, SchemaExtension, SeekPoint,
+    Slots, TailProblem, TailProblemKind, Thinned, Visit, WRITE_RETRY, WriteFault, WriteSummary,
+    scan, with_labels,
 };
 pub use recorder::{
     EVENT_CAPACITY, FAULT_NOTE, Fanout, FaultNews, Faults, Feed, OnFault, RESUMED_NOTE, Recorder,

@@ -54,7 +54,7 @@ pub fn receipt(d: &Frame<'_>, from: f64, to: f64) -> RangeReceipt {
     let facts = reading::Facts::read(&stream, |i| by_index[i]);
     let headline = summary::assess(
         &assessed,
-        &facts.known(None),
+        &facts.known(reading::Lost::default()),
         &value,
         &flatline_core::fmt::duration,
     )

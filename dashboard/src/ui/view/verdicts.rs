@@ -136,12 +136,12 @@ pub(super) fn answer(d: &Frame<'_>) -> Option<(Answer, bool)> {
     if assessed.is_empty() {
         return None;
     }
-    let damage = d.store.damage().map(|dmg| summary::DamageNote {
-        sentence: dmg.sentence(),
-        lost: dmg.lines(),
-        in_headline: dmg.in_headline(),
+    let damage = d.store.damage().map(|dmg| dmg.note());
+    let gap = d.store.gaps().map(|g| g.note());
+    let known = facts.known(flatline_analysis::reading::Lost {
+        damage: damage.as_ref(),
+        gap: gap.as_ref(),
     });
-    let known = facts.known(damage.as_ref());
     let assessment = summary::assess(&assessed, &known, &value, &flatline_core::fmt::duration);
     let died = facts
         .ending
