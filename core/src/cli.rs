@@ -51,7 +51,9 @@ pub enum Command {
     Import(ImportArgs),
     /// Add a marker to a running watch, soak or live ("here I changed X").
     Mark(MarkArgs),
-    /// Write a recording's samples as CSV.
+    /// Write a recording in the field's formats: its samples as CSV, its
+    /// allocation sites as a pprof heap profile, the run as a Perfetto or
+    /// Chrome trace (beside a torch.profiler trace with --merge).
     Export(ExportArgs),
     /// Write a synthetic recording with the shapes real runs have (flat,
     /// slow and late leaks, staircases, sawtooth, counters, gauges, workers
@@ -756,6 +758,11 @@ pub enum BenchCommand {
     Ingest(IngestArgs),
     /// Drift analysis of one synthetic channel (a noisy staircase at 100 Hz).
     Analysis(AnalysisBenchArgs),
+    /// First sentences judged against the truth: every claim a receipt's
+    /// first sentence makes (grows or not; whose; what memory; which line;
+    /// settled; the allocator; damage; a lost stretch), on recordings of
+    /// jobs whose truth is known by construction. Exits 1 on a wrong claim.
+    Headlines(HeadlinesBenchArgs),
     /// The dashboard's CPU cost per frame (egui pass and tessellation, headless)
     /// on a synthetic recording, the time to open one, and the live store's memory.
     Ui(UiBenchArgs),
@@ -809,6 +816,23 @@ pub struct UiBenchArgs {
     /// Timed frames (after the warm-up frames that fill the analysis cache).
     #[arg(long, default_value_t = 30, value_parser = positive)]
     pub frames: usize,
+    /// Print one JSON object instead of the table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct HeadlinesBenchArgs {
+    /// The headline set (recordings of real jobs and the shipped ones,
+    /// with a manifest of what each first sentence must and must not say).
+    #[arg(long, value_name = "DIR", default_value = "recordings/headlines")]
+    pub dir: PathBuf,
+    /// The corpus of real recordings, judged by its labels.
+    #[arg(long, value_name = "DIR", default_value = "recordings/corpus")]
+    pub corpus: PathBuf,
+    /// Print every recording's first sentence and its judged claims.
+    #[arg(long)]
+    pub verbose: bool,
     /// Print one JSON object instead of the table.
     #[arg(long)]
     pub json: bool,

@@ -39,7 +39,7 @@ fn window(path: &Path) -> Harness<'static, Dashboard> {
 
 fn recordings() -> Vec<PathBuf> {
     let mut out = Vec::new();
-    for dir in ["", "corpus", "golden"] {
+    for dir in ["", "corpus", "golden", "headlines"] {
         let d = support::recording(dir);
         for e in std::fs::read_dir(&d).unwrap() {
             let p = e.unwrap().path();

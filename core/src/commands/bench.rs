@@ -29,6 +29,7 @@ pub fn run(cmd: BenchCommand, viewer: &dyn crate::Viewer) -> Result<()> {
         BenchCommand::Ops1b(args) => run_ops1b(&args),
         BenchCommand::Ingest(args) => run_ingest(&args),
         BenchCommand::Analysis(args) => run_analysis(&args),
+        BenchCommand::Headlines(args) => run_headlines(&args),
         cmd @ (BenchCommand::Ui(_) | BenchCommand::Window(_)) => viewer.bench(cmd),
     }
 }
@@ -596,6 +597,79 @@ fn run_corpus(args: &AnalysisBenchArgs) -> Result<()> {
         nanos(median_ns),
         args.runs
     );
+    Ok(())
+}
+
+/// `bench headlines`: every first sentence of the headline set, the
+/// corpus and damaged copies of the set's recordings, judged claim by claim
+/// against the truth; fails on a wrong claim, or a sentence that its own
+/// receipt's body contradicts.
+fn run_headlines(args: &crate::cli::HeadlinesBenchArgs) -> Result<()> {
+    use crate::commands::headlines::{self, Outcome};
+    let set = headlines::evaluate_manifest(&args.dir)?;
+    let entries: Vec<headlines::Entry> = set.iter().map(|(_, e)| e.clone()).collect();
+    let tmp = tempfile::tempdir().context("a folder for the damaged copies")?;
+    let damaged = headlines::evaluate_damaged(&args.dir, &entries, tmp.path())?;
+    let corpus = headlines::evaluate_corpus(&args.corpus)?;
+    let cases: Vec<&headlines::Case> = set
+        .iter()
+        .map(|(c, _)| c)
+        .chain(&damaged)
+        .chain(&corpus)
+        .collect();
+    let tally = headlines::tally(cases.iter().copied());
+    let all = tally.get("all").cloned().unwrap_or_default();
+    if args.json {
+        let v = serde_json::json!({
+            "workload": "headlines",
+            "sets": tally,
+            "cases": cases,
+        });
+        println!("{v}");
+    } else {
+        println!(
+            "first sentences judged  {} recordings ({}, {}), {} claims",
+            all.recordings,
+            args.dir.display(),
+            args.corpus.display(),
+            all.claims
+        );
+        println!(
+            "\n  {:<12}{:>11}{:>8}{:>8}{:>7}{:>9}{:>10}",
+            "set", "recordings", "claims", "right", "wrong", "missing", "disagree"
+        );
+        for (set, t) in &tally {
+            println!(
+                "  {set:<12}{:>11}{:>8}{:>8}{:>7}{:>9}{:>10}",
+                t.recordings, t.claims, t.right, t.wrong, t.missing, t.disagree
+            );
+        }
+        println!();
+        for c in &cases {
+            let bad: Vec<&headlines::Judged> = c
+                .judged
+                .iter()
+                .filter(|j| args.verbose || j.outcome != Outcome::Right)
+                .collect();
+            if bad.is_empty() && c.disagrees.is_empty() && !args.verbose {
+                continue;
+            }
+            println!("  {} {}: {}", c.set, c.file, c.headline);
+            for j in bad {
+                println!("      {:?} {}: {}", j.outcome, j.claim, j.detail);
+            }
+            for d in &c.disagrees {
+                println!("      disagrees with its body: {d}");
+            }
+        }
+    }
+    if all.wrong > 0 || all.disagree > 0 {
+        anyhow::bail!(
+            "{} wrong claims and {} sentences that their own receipt contradicts",
+            all.wrong,
+            all.disagree
+        );
+    }
     Ok(())
 }
 

@@ -8,6 +8,7 @@ pub mod compare;
 pub mod convert;
 pub mod corpus;
 pub mod fleet;
+pub mod headlines;
 pub mod live;
 pub mod replay;
 pub mod report;
