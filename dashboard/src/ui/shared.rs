@@ -143,6 +143,9 @@ pub struct ProcessesState {
 pub struct PlotsState {
     /// A part of the run being chosen (shift + drag on a plot), in seconds.
     pub selecting: Option<[f64; 2]>,
+    /// The tallest row (title and plot) the last frame drew, in points:
+    /// where rows scroll, the view holds as many whole ones as fit.
+    pub row_h: Option<f32>,
 }
 
 /// What a growth card points at (see [`ViewState::focus`]).

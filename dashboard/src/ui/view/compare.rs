@@ -8,7 +8,7 @@ use flatline_telemetry::Unit;
 
 use super::channels::badge;
 use super::frame::Frame;
-use super::kit::{line, linked_plot};
+use super::kit::{line, linked_plot, runs};
 use super::markers::{Mark, draw_markers, lane_plot, marks_on};
 use super::series::rates;
 use super::series::{axis_unit, decimate_on};
@@ -165,7 +165,9 @@ pub fn plots(d: &mut Frame<'_>, ui: &mut egui::Ui, visible: usize) {
                 draw_markers(pui, &marks);
                 for (letter, color, side) in [("A", A, a), ("B", B, b)] {
                     if let Some((pts, ..)) = side {
-                        pui.line(line(letter, pts).color(color));
+                        for run in runs(&pts) {
+                            pui.line(line(letter, run).color(color));
+                        }
                     }
                 }
             });

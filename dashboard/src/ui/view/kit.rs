@@ -273,6 +273,15 @@ pub(super) fn value_at(store: &crate::ui::Store, ch: usize, visible: usize, t: f
 /// own), never how it is judged; verdicts and severities are the badges'
 /// and the banner's. So a flat channel is never drawn in an alarm colour
 /// (egui_plot's first automatic colour is a red).
+/// A line's points in its runs: a point with no position (see
+/// [`super::series::break_at_lost`]) separates two, which are drawn as
+/// lines of their own under one name.
+pub(super) fn runs(pts: &[PlotPoint]) -> impl Iterator<Item = Vec<PlotPoint>> + '_ {
+    pts.split(|p| p.x.is_nan())
+        .filter(|r| !r.is_empty())
+        .map(<[PlotPoint]>::to_vec)
+}
+
 pub(super) fn line(name: impl Into<String>, pts: Vec<PlotPoint>) -> Line<'static> {
     Line::new(name, PlotPoints::Owned(pts))
         .allow_band(false)

@@ -5,7 +5,7 @@ use super::channels::group_name;
 use super::frame::{Action, Frame};
 use super::kit::{
     DATA, PanelKey, TICK_CHAR_W, Wall, X_AXIS, Y_AXIS_WIDTH, jump_x, line, linked_plot, magnitude,
-    pixel_seconds, readout, strip, wall_clock_axis, wall_origin, within,
+    pixel_seconds, readout, runs, strip, wall_clock_axis, wall_origin, within,
 };
 use super::markers::{LANE, Mark, draw_markers, lane_plot, marks};
 use super::series::decimate;
@@ -56,20 +56,40 @@ pub(super) fn plots(
     let mut seen_x: Option<[f64; 2]> = None;
     let mut plot_w = 0.0_f32;
     // The rows scroll; the time axis they share stays in view under them.
-    let rows_height = (ui.available_height() - X_AXIS - 8.0 - f.lane_h).max(80.0);
+    // More rows than fit: the view holds whole rows only (the rest a
+    // scroll away), never a plot cut in half at the axis.
+    let room = (ui.available_height() - X_AXIS - 8.0 - f.lane_h).max(80.0);
+    // The rows as last drawn, else as planned.
+    let row = d.view.plots.row_h.unwrap_or(f.rows.height + ROW_CHROME);
+    let rows_height = if f.overflow {
+        (room / row).floor().max(1.0) * row
+    } else {
+        room
+    };
+    let mut tallest = 0.0_f32;
     egui::ScrollArea::vertical()
         .max_height(rows_height)
         .show(ui, |ui| {
+            let mut measure = |ui: &egui::Ui, top: f32| {
+                tallest = tallest.max(ui.cursor().top() - top);
+            };
             if let Some(tree) = tree {
+                let top = ui.cursor().top();
                 tree_plot(d, ui, tree, visible, f.rows, false);
+                measure(ui, top);
             }
             for (key, chans) in panels {
+                let top = ui.cursor().top();
                 if let Some((x, w)) = panel(d, ui, &f, key, &chans) {
                     seen_x = Some(x);
                     plot_w = w;
                 }
+                measure(ui, top);
             }
         });
+    if tallest > 0.0 {
+        d.view.plots.row_h = Some(tallest);
+    }
     shared_axis(d, ui, &f);
     let times = &d.store.times()[..visible.min(d.store.times().len())];
     d.view.pixel_s = seen_x.and_then(|v| pixel_seconds(v, f.rows.data_x, times, plot_w, f.x_steps));
@@ -124,6 +144,11 @@ pub(super) fn panels(d: &Frame<'_>) -> (Option<usize>, Vec<(PanelKey, Vec<usize>
     (tree, panels)
 }
 
+/// A row's height beyond its plot: its title line and the spacing above.
+const ROW_CHROME: f32 = 34.0;
+/// The least height of a plot; more rows than fit so scroll.
+const MIN_PLOT: f32 = 80.0;
+
 /// What every plot of a frame shares: where the rows go, the x axis drawn
 /// and its clock, the markers, and the part of the run being chosen.
 pub(super) struct PlotFrame {
@@ -141,6 +166,8 @@ pub(super) struct PlotFrame {
     /// The markers' lane's height with its spacing; 0 without markers.
     pub(super) lane_h: f32,
     pub(super) zoomed: bool,
+    /// More rows than fit at their least height: they scroll.
+    pub(super) overflow: bool,
 }
 
 /// This frame's [`PlotFrame`], for `count` plots.
@@ -148,9 +175,9 @@ fn frame_of(d: &mut Frame<'_>, ui: &egui::Ui, visible: usize, count: usize) -> P
     let link = egui::Id::unique("flatline-x");
     // Each plot has a title line and spacing above it.
     // The last plot also holds the shared time axis.
-    let height = ((ui.available_height() - 34.0 * count as f32 - X_AXIS - LANE - 8.0)
-        / count as f32)
-        .max(80.0);
+    let fitted =
+        (ui.available_height() - ROW_CHROME * count as f32 - X_AXIS - LANE - 8.0) / count as f32;
+    let height = fitted.max(MIN_PLOT);
     let columns = ui.available_width().max(100.0) as usize;
     let x_steps = d.settings.x_steps && d.store.step_axis().is_some();
     let lane_marks = marks(d, visible, x_steps);
@@ -184,6 +211,7 @@ fn frame_of(d: &mut Frame<'_>, ui: &egui::Ui, visible: usize, count: usize) -> P
         lane_marks,
         lane_h,
         zoomed: d.view.zoom.is_some(),
+        overflow: fitted < MIN_PLOT,
     }
 }
 
@@ -397,7 +425,9 @@ fn panel(
         }
         for (name, pts, marks) in lines {
             let has_marks = !marks.is_empty();
-            pui.line(line(name, pts));
+            for run in runs(&pts) {
+                pui.line(line(name.clone(), run));
+            }
             if has_marks {
                 // Drawn, not listed: a jump is read by hovering it.
                 pui.points(Points::new("", marks).radius(3.0).color(DATA));

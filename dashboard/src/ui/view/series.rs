@@ -48,8 +48,11 @@ pub fn decimate(
         let w = z[1] - z[0];
         let span = [z[0] - w / 2.0, (z[1] + w / 2.0).min(end)];
         let detail = d.detail.as_ref().and_then(|dt| dt.covering(z));
+        let lost = d.store.lost_stretches();
         return match detail.and_then(|l| Some((&l.times, l.series.get(ch)?))) {
-            Some((times, series)) => decimate_span(times, series, span, columns, baseline, scale),
+            Some((times, series)) => {
+                decimate_span(times, series, span, columns, baseline, scale, &lost)
+            }
             None => decimate_span(
                 &d.store.times()[..visible],
                 d.store.series(ch),
@@ -57,6 +60,7 @@ pub fn decimate(
                 columns,
                 baseline,
                 scale,
+                &lost,
             ),
         };
     }
@@ -66,6 +70,7 @@ pub fn decimate(
 /// Points for the samples of `series` (at `times`) within `span` (and the
 /// one each side, so the line reaches the edges): about two per pixel
 /// column over the view, which is half the span.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn decimate_span(
     times: &[f64],
     series: &flatline_core::stream::store::Series,
@@ -73,6 +78,7 @@ pub(super) fn decimate_span(
     columns: usize,
     baseline: f64,
     scale: f64,
+    lost: &[[f64; 2]],
 ) -> Vec<PlotPoint> {
     let i0 = times.partition_point(|&t| t < span[0]).saturating_sub(1);
     let i1 = (times.partition_point(|&t| t <= span[1]) + 1).min(times.len());
@@ -81,6 +87,7 @@ pub(super) fn decimate_span(
         if lo.is_nan() {
             continue;
         }
+        break_at_lost(&mut out, times[i], lost);
         push_column(
             &mut out,
             times[i],
@@ -108,12 +115,19 @@ pub(super) fn decimate_on(
         Some(xs) => xs.get(i).copied().unwrap_or(f64::NAN),
         None => times[i],
     };
+    // Lost stretches are on the time axis; a step axis draws on.
+    let lost = if x_axis.is_none() {
+        store.lost_stretches()
+    } else {
+        Vec::new()
+    };
     let mut out = Vec::with_capacity(columns * 2 + 2);
     for (i, [lo, hi]) in store.series(ch).buckets(0, visible, columns) {
         let x = x_of(i);
         if x.is_nan() || lo.is_nan() {
             continue;
         }
+        break_at_lost(&mut out, x, &lost);
         push_column(
             &mut out,
             x,
@@ -122,6 +136,23 @@ pub(super) fn decimate_on(
         );
     }
     out
+}
+
+/// Breaks a line before a column at `x` where a lost stretch (damage, a
+/// gap a full disk left: `lost`, seconds) lies between it and the line's
+/// last point: a point with no position ends one run of the line, and the
+/// next begins after the loss, so no line is drawn across what was never
+/// read.
+pub fn break_at_lost(out: &mut Vec<PlotPoint>, x: f64, lost: &[[f64; 2]]) {
+    let Some(last) = out.last().map(|p| p.x).filter(|v| !v.is_nan()) else {
+        return;
+    };
+    if lost
+        .iter()
+        .any(|&[from, to]| last <= from && x >= to && to > from)
+    {
+        out.push(PlotPoint::new(f64::NAN, f64::NAN));
+    }
 }
 
 /// Appends a column (its lowest and highest point at `x`) to a line, x

@@ -2,7 +2,7 @@
 
 use super::channels::{ProcessRow, process_rows};
 use super::frame::Frame;
-use super::kit::{X_AXIS, line, linked_plot, value_at, wall_clock_axis, wall_origin};
+use super::kit::{X_AXIS, line, linked_plot, runs, value_at, wall_clock_axis, wall_origin};
 use super::markers::{draw_markers, marks};
 use super::series::decimate;
 use eframe::egui::{self, Color32, RichText};
@@ -270,7 +270,9 @@ pub(super) fn tree_plot(
         for a in areas {
             pui.add(a);
         }
-        pui.line(line(names::TREE_PSS, total).width(2.0));
+        for run in runs(&total) {
+            pui.line(line(names::TREE_PSS, run).width(2.0));
+        }
         draw_markers(pui, &marks(d, visible, x_steps));
     });
 }
