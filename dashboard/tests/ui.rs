@@ -751,25 +751,24 @@ fn a_followed_recording_opened_empty_grows_its_timeline() {
     assert_eq!(store.len(), 0, "nothing whole yet");
     let mut d = Dashboard::new(Box::new(src), store, Settings::default());
     d.tick();
-    for i in 0..40u64 {
-        w.push_sample(&Sample::from_values(
-            i,
-            500_000_000 + i * 100_000_000,
-            &[1e6],
-        ))
-        .unwrap();
+    // A block is written whole once it holds BLOCK_SAMPLES samples.
+    let n = flatline_telemetry::recording::BLOCK_SAMPLES as u64;
+    for i in 0..n + 10 {
+        let s = Sample::from_values(i, 500_000_000 + i * 100_000_000, &[1e6]);
+        w.push_sample(&s).unwrap();
     }
     w.flush().unwrap();
     let t0 = std::time::Instant::now();
-    while d.store.len() < 40 && t0.elapsed() < support::PATIENCE {
+    while (d.store.len() as u64) < n && t0.elapsed() < support::PATIENCE {
         d.tick();
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    assert_eq!(d.store.len(), 40);
+    assert_eq!(d.store.len() as u64, n);
     let tl = d.timeline.as_ref().unwrap();
+    let end = 0.5 + (n - 1) as f64 * 0.1;
     assert!(
         (tl.start_s - 0.5).abs() < 1e-9
-            && (tl.end_s - 4.4).abs() < 1e-9
+            && (tl.end_s - end).abs() < 1e-9
             && tl.playhead_s == tl.end_s,
         "{tl:?}"
     );

@@ -18,9 +18,9 @@ pub mod synth;
 /// copy of one on purpose needs to know).
 pub use flatline_format::layout::head_len;
 pub use flatline_format::{
-    ChannelsEnded, ColumnBlock, ColumnStats, DigestMark, EXTENSION, Event, EventKind,
-    FORMAT_VERSION, Footer, Frame, FrameReader, Gap, Header, HostFacts, Item, Lifetime, Loss,
-    MAGIC, MAX_FRAME_BYTES, READABLE_VERSIONS, Recording, RecordingError, RecordingWriter,
+    BLOCK_SAMPLES, ChannelsEnded, ColumnBlock, ColumnStats, DigestMark, EXTENSION, Event,
+    EventKind, FORMAT_VERSION, Footer, Frame, FrameReader, Gap, Header, HostFacts, Item, Lifetime,
+    Loss, MAGIC, MAX_FRAME_BYTES, READABLE_VERSIONS, Recording, RecordingError, RecordingWriter,
     SEEK_EVERY, SampleBlock, SampleIndex, Samples, Scanned, Scanner, SchemaExtension, SeekPoint,
     Slots, TailProblem, TailProblemKind, Thinned, Visit, WRITE_RETRY, WriteFault, WriteSummary,
     scan, with_labels,
