@@ -415,6 +415,9 @@ pub fn summarize<'a, 'c, F: Fn(&str) -> Option<&'c [f64]>>(
         .partition_point(|&t| t < settled(&seen).unwrap_or(warmup_end));
     let mut grew = Vec::new();
     let mut grew_held = Vec::new();
+    // The tree's PSS called growth (or risen and held) by its own readings,
+    // which come at every reading.
+    let tree_rose = analysis(names::TREE_PSS).is_some_and(ChannelAnalysis::rose);
     // Whose own memory rose by a material share, whatever its readings'
     // trend says (see `copied_by_its_figures`).
     let mut own_rose = Vec::new();
@@ -437,7 +440,13 @@ pub fn summarize<'a, 'c, F: Fn(&str) -> Option<&'c [f64]>>(
             .channels
             .as_deref()
             .and_then(|s| analysis(&format!("{s}.uss")));
-        let called = own.is_some_and(ChannelAnalysis::rose);
+        // A big process's own memory is walked a few times a run (the
+        // walks' CPU budget): where those few readings cannot weigh a trend
+        // but rose by a material share while the tree's PSS, read at every
+        // reading, is called growth, the process grew with it (a second
+        // worker copying as the first does, walked half as often).
+        let untold = own.is_some_and(|a| a.verdict == Verdict::Insufficient);
+        let called = own.is_some_and(ChannelAnalysis::rose) || (untold && tree_rose);
         let material = match (uss, pss) {
             (Some((a, b)), Some((level, _))) => b - a > 0.0 && b - a >= MATERIAL_SHARE * level,
             _ => false,

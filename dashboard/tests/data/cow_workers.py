@@ -1,6 +1,6 @@
 """The DataLoader copy-on-access "leak", without torch, and its fix.
 
-usage: cow_workers.py list|bytes [MB] [STEPS] [STEP_S]
+usage: cow_workers.py list|bytes [MB] [STEPS] [STEP_S] [HOLD_FILE]
        cow_workers.py churn [CHILDREN] [LIFE_S] [GAP_S]
        cow_workers.py hold PROCESSES MB SECONDS
        cow_workers.py storm RATE SECONDS
@@ -13,6 +13,8 @@ list:  the parent builds a Python list of int objects (about MB megabytes),
        step, a step every STEP_S seconds on one clock for both. Reading an object writes its reference count, so the kernel
        copies every page it touches into the worker: each RSS stays flat
        (the pages were mapped already) while the tree's PSS climbs.
+       With HOLD_FILE, the tree stays whole after the reading (the workers
+       holding what they copied) until that file is removed.
 bytes: the same data in one bytes object: reading it writes nothing, and
        the tree's PSS stays flat. This is the usual fix (a numpy array, an
        Arrow table or a bytes object instead of a list of objects).
@@ -143,7 +145,7 @@ def until(t):
         time.sleep(left)
 
 
-def cow(mode, mb, steps, step_s):
+def cow(mode, mb, steps, step_s, hold_file=None):
     n = mb * (1 << 20) // 36  # an int object is 28 bytes, its list slot 8
     if mode == "list":
         data = list(range(10**6, 10**6 + n))
@@ -203,6 +205,14 @@ def cow(mode, mb, steps, step_s):
         ),
         flush=True,
     )
+    # With a hold file, the tree stays whole (the workers holding what they
+    # copied) until whoever watches removes it: a test waits for the
+    # watcher's sums to have caught up with the copying, however slowly a
+    # loaded machine walks the page tables.
+    if hold_file:
+        deadline = time.monotonic() + 300
+        while os.path.exists(hold_file) and time.monotonic() < deadline:
+            time.sleep(0.1)
     # Exit at once: the watch ends with the tree still whole.
     os._exit(0)
 
@@ -379,4 +389,4 @@ if __name__ == "__main__":
     else:
         args = [int(a) for a in sys.argv[2:4]] + [float(a) for a in sys.argv[4:5]]
         mb, steps, step_s = (args + [96, 24, 0.4][len(args):])[:3]
-        cow(mode, int(mb), int(steps), float(step_s))
+        cow(mode, int(mb), int(steps), float(step_s), sys.argv[5] if len(sys.argv) > 5 else None)
