@@ -213,15 +213,31 @@ impl<'a> Comparison<'a> {
 
     fn memory_sentence(&self) -> String {
         let first = |side: &Side<'_>| side.receipt.growing().first().map(|n| n.to_string());
+        // A side whose program holds flat while its memory grows: the
+        // allocator keeps it, as that side's own receipt says first.
+        let keeps = |side: &Side<'_>| {
+            side.receipt
+                .assessment()
+                .growths
+                .first()
+                .is_some_and(|g| g.allocator_keeps())
+        };
         let grows = |side: &Side<'_>, name: &str| {
             let r = side.row(name)?;
             let a = &r.analysis;
-            Some(format!(
-                "{}'s {name} grows {}/min ({})",
-                side.letter,
-                value(a.slope_per_s * 60.0, r.spec.unit),
-                a.verdict.as_str()
-            ))
+            let rate = value(a.slope_per_s * 60.0, r.spec.unit);
+            Some(if keeps(side) {
+                format!(
+                    "{}'s program holds flat while its {name} grows {rate}/min (the allocator keeps memory that was freed)",
+                    side.letter
+                )
+            } else {
+                format!(
+                    "{}'s {name} grows {rate}/min ({})",
+                    side.letter,
+                    a.verdict.as_str()
+                )
+            })
         };
         let other = |side: &Side<'_>, name: &str| match side.row(name) {
             Some(r) if r.analysis.verdict.is_growth() => {
@@ -247,7 +263,12 @@ impl<'a> Comparison<'a> {
                 other(&self.b, &n)
             ),
             (Some(x), Some(y)) => format!(
-                "Both grow: {}, {}.",
+                "{}{}, {}.",
+                if keeps(&self.a) || keeps(&self.b) {
+                    ""
+                } else {
+                    "Both grow: "
+                },
                 grows(&self.a, &x).unwrap_or_default(),
                 grows(&self.b, &y).unwrap_or_default()
             ),
