@@ -120,9 +120,10 @@ pub fn reconcile_pss(pss: &mut ChannelAnalysis, uss: &ChannelAnalysis) {
     pss.onset_s = None;
 }
 
-/// A tree's sum (`tree.rss`, `tree.pss`, `tree.uss`) called growth while
-/// none of the processes it sums (`parts`: their channels of the same
-/// kind) grows at the end, each flat, risen and held, or untold, and while
+/// A tree's sum (`tree.rss`, `tree.pss`, `tree.uss`) called growth (or
+/// whose readings cannot tell, where every process's can) while none of
+/// the processes it sums (`parts`: their channels of the same kind) grows
+/// at the end, each flat, risen and held, or untold, and while
 /// it rose by less than a flat level's band (1 % of its level): their own
 /// small rises, each of which held, added together at their own times (a
 /// DataLoader's workers copying a few pages of their parent once, each at
@@ -131,7 +132,11 @@ pub fn reconcile_pss(pss: &mut ChannelAnalysis, uss: &ChannelAnalysis) {
 /// flat with [`Note::PartsFlat`].
 pub fn sum_of_parts(sum: &mut ChannelAnalysis, parts: &[&ChannelAnalysis]) {
     let grows = |a: &ChannelAnalysis| a.verdict.is_growth() && a.slope_per_s > 0.0;
-    if !grows(sum) || parts.is_empty() || parts.iter().any(|p| grows(p)) {
+    let untold = |a: &ChannelAnalysis| a.verdict == Verdict::Insufficient;
+    // A sum its readings cannot tell (a big tree's are few) is told by its
+    // parts where every one of them is told.
+    let told_by_parts = untold(sum) && !parts.iter().any(|p| untold(p));
+    if !(grows(sum) || told_by_parts) || parts.is_empty() || parts.iter().any(|p| grows(p)) {
         return;
     }
     let level = sum.baseline.abs().max(sum.final_value.abs());

@@ -836,6 +836,25 @@ fn a_sum_of_processes_that_each_hold_is_not_growth() {
     let mut read = analyze(&t, &big, &ctx);
     sum_of_parts(&mut read, &parts.iter().collect::<Vec<_>>());
     assert_eq!(read.verdict, Verdict::Linear);
+    // A sum its few readings cannot tell, whose every part is told flat
+    // or settled: told by them.
+    let few_t = [0.0, 15.0, 30.0, 45.0, 60.0, 75.0];
+    let few = analyze(
+        &few_t,
+        &few_t.map(|t| 254.0 * mib + t / 75.0 * 0.6 * mib),
+        &ctx,
+    );
+    assert_eq!(few.verdict, Verdict::Insufficient, "{few:?}");
+    let mut read = few.clone();
+    sum_of_parts(&mut read, &parts.iter().collect::<Vec<_>>());
+    assert_eq!(
+        (read.verdict, read.note),
+        (Verdict::Flat, Some(Note::PartsFlat))
+    );
+    // … but not where a part cannot be told either.
+    let mut read = few.clone();
+    sum_of_parts(&mut read, &[&parts[0], &few]);
+    assert_eq!(read.verdict, Verdict::Insufficient);
     let names = ["tree.uss", "pid1.uss", "pid2.uss", "pid2.rss", "pid3x.uss"];
     assert_eq!(parts_of("tree.uss", names.into_iter()), Some(vec![1, 2]));
     assert_eq!(parts_of("mem.rss", names.into_iter()), None);

@@ -415,6 +415,7 @@ pub fn summarize<'a, 'c, F: Fn(&str) -> Option<&'c [f64]>>(
         .partition_point(|&t| t < settled(&seen).unwrap_or(warmup_end));
     let mut grew = Vec::new();
     let mut grew_held = Vec::new();
+    let mut untold_rose = Vec::new();
     // The tree's PSS called growth (or risen and held) by its own readings,
     // which come at every reading.
     let tree_rose = analysis(names::TREE_PSS).is_some_and(ChannelAnalysis::rose);
@@ -442,11 +443,12 @@ pub fn summarize<'a, 'c, F: Fn(&str) -> Option<&'c [f64]>>(
             .and_then(|s| analysis(&format!("{s}.uss")));
         // A big process's own memory is walked a few times a run (the
         // walks' CPU budget): where those few readings cannot weigh a trend
-        // but rose by a material share while the tree's PSS, read at every
-        // reading, is called growth, the process grew with it (a second
-        // worker copying as the first does, walked half as often).
+        // but rose by a material share, while the tree's PSS (read at every
+        // reading) or another of its processes is called growth, the
+        // process grew with them (a second worker copying as the first
+        // does, walked half as often).
         let untold = own.is_some_and(|a| a.verdict == Verdict::Insufficient);
-        let called = own.is_some_and(ChannelAnalysis::rose) || (untold && tree_rose);
+        let called = own.is_some_and(ChannelAnalysis::rose);
         let material = match (uss, pss) {
             (Some((a, b)), Some((level, _))) => b - a > 0.0 && b - a >= MATERIAL_SHARE * level,
             _ => false,
@@ -474,10 +476,21 @@ pub fn summarize<'a, 'c, F: Fn(&str) -> Option<&'c [f64]>>(
         if called && material && !left_to_it {
             grew.push(p.pid);
             grew_held.push((p.pid, own.is_some_and(ChannelAnalysis::rose_and_held)));
+        } else if untold && material && !left_to_it {
+            untold_rose.push(p.pid);
         }
         if material && !left_to_it {
             own_rose.push(p.pid);
         }
+    }
+    if tree_rose || !grew.is_empty() {
+        for pid in untold_rose {
+            grew.push(pid);
+            // Its readings say nothing of whether it held: as the others.
+            let held = grew_held.iter().all(|&(_, h)| h);
+            grew_held.push((pid, held));
+        }
+        grew.sort_unstable();
     }
     // The tree's PSS rose by its own readings; or, where those are too
     // sparse to weigh (a big tree's full rounds come every several seconds),

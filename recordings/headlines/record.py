@@ -44,6 +44,7 @@ def cases(py):
         # The copy-on-access leak's usual fix: the same data in one numpy
         # array, read by two DataLoader workers; the watch ends it.
         ("loader-numpy-fixed", ["--seconds", "70"], [py, LOADER, "numpy", "65"]),
+        ("loader-numpy-fixed-2", ["--seconds", "70"], [py, LOADER, "numpy", "65"]),
         ("torch-leak-sites", ["--sites"], [py, SITES_JOB, "torch", "40"]),
         ("torch-flat", [], [py, CORPUS_JOBS, "torch", "45", "0"]),
     ]

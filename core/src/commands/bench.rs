@@ -619,32 +619,39 @@ fn run_headlines(args: &crate::cli::HeadlinesBenchArgs) -> Result<()> {
         .collect();
     let tally = headlines::tally(cases.iter().copied());
     let all = tally.get("all").cloned().unwrap_or_default();
+    // One write of it all: a reader that stops early (`| head`) ends the
+    // output, never the program.
+    use std::fmt::Write as _;
+    let mut out = String::new();
     if args.json {
         let v = serde_json::json!({
             "workload": "headlines",
             "sets": tally,
             "cases": cases,
         });
-        println!("{v}");
+        let _ = writeln!(out, "{v}");
     } else {
-        println!(
+        let _ = writeln!(
+            out,
             "first sentences judged  {} recordings ({}, {}), {} claims",
             all.recordings,
             args.dir.display(),
             args.corpus.display(),
             all.claims
         );
-        println!(
+        let _ = writeln!(
+            out,
             "\n  {:<12}{:>11}{:>8}{:>8}{:>7}{:>9}{:>10}",
             "set", "recordings", "claims", "right", "wrong", "missing", "disagree"
         );
         for (set, t) in &tally {
-            println!(
+            let _ = writeln!(
+                out,
                 "  {set:<12}{:>11}{:>8}{:>8}{:>7}{:>9}{:>10}",
                 t.recordings, t.claims, t.right, t.wrong, t.missing, t.disagree
             );
         }
-        println!();
+        let _ = writeln!(out);
         for c in &cases {
             let bad: Vec<&headlines::Judged> = c
                 .judged
@@ -654,15 +661,16 @@ fn run_headlines(args: &crate::cli::HeadlinesBenchArgs) -> Result<()> {
             if bad.is_empty() && c.disagrees.is_empty() && !args.verbose {
                 continue;
             }
-            println!("  {} {}: {}", c.set, c.file, c.headline);
+            let _ = writeln!(out, "  {} {}: {}", c.set, c.file, c.headline);
             for j in bad {
-                println!("      {:?} {}: {}", j.outcome, j.claim, j.detail);
+                let _ = writeln!(out, "      {:?} {}: {}", j.outcome, j.claim, j.detail);
             }
             for d in &c.disagrees {
-                println!("      disagrees with its body: {d}");
+                let _ = writeln!(out, "      disagrees with its body: {d}");
             }
         }
     }
+    let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), out.as_bytes());
     if all.wrong > 0 || all.disagree > 0 {
         anyhow::bail!(
             "{} wrong claims and {} sentences that their own receipt contradicts",
