@@ -46,18 +46,13 @@ fn no_first_sentence_says_what_its_own_body_does_not() {
 
 #[test]
 fn no_first_sentence_makes_a_wrong_claim_of_a_job_whose_truth_is_known() {
-    let dir = support::recording("headlines");
-    let set = headlines::evaluate_manifest(&dir).unwrap();
-    let entries: Vec<headlines::Entry> = set.iter().map(|(_, e)| e.clone()).collect();
     let tmp = tempfile::tempdir().unwrap();
-    let damaged = headlines::evaluate_damaged(&dir, &entries, tmp.path()).unwrap();
-    let corpus = headlines::evaluate_corpus(&support::recording("corpus")).unwrap();
-    let cases: Vec<&headlines::Case> = set
-        .iter()
-        .map(|(c, _)| c)
-        .chain(&damaged)
-        .chain(&corpus)
-        .collect();
+    let cases = headlines::evaluate_all(
+        &support::recording("headlines"),
+        &support::recording("corpus"),
+        tmp.path(),
+    )
+    .unwrap();
     let mut wrong = Vec::new();
     for c in &cases {
         for j in c.judged.iter().filter(|j| j.outcome == Outcome::Wrong) {
@@ -90,8 +85,9 @@ fn no_first_sentence_makes_a_wrong_claim_of_a_job_whose_truth_is_known() {
         );
     }
     // Damaged copies of every format version the set holds.
-    let versions: std::collections::BTreeSet<u8> = damaged
+    let versions: std::collections::BTreeSet<u8> = cases
         .iter()
+        .filter(|c| c.set == "damaged")
         .map(|c| std::fs::read(tmp.path().join(&c.file)).unwrap()[8])
         .collect();
     assert_eq!(

@@ -606,18 +606,9 @@ fn run_corpus(args: &AnalysisBenchArgs) -> Result<()> {
 /// receipt's body contradicts.
 fn run_headlines(args: &crate::cli::HeadlinesBenchArgs) -> Result<()> {
     use crate::commands::headlines::{self, Outcome};
-    let set = headlines::evaluate_manifest(&args.dir)?;
-    let entries: Vec<headlines::Entry> = set.iter().map(|(_, e)| e.clone()).collect();
     let tmp = tempfile::tempdir().context("a folder for the damaged copies")?;
-    let damaged = headlines::evaluate_damaged(&args.dir, &entries, tmp.path())?;
-    let corpus = headlines::evaluate_corpus(&args.corpus)?;
-    let cases: Vec<&headlines::Case> = set
-        .iter()
-        .map(|(c, _)| c)
-        .chain(&damaged)
-        .chain(&corpus)
-        .collect();
-    let tally = headlines::tally(cases.iter().copied());
+    let cases = headlines::evaluate_all(&args.dir, &args.corpus, tmp.path())?;
+    let tally = headlines::tally(&cases);
     let all = tally.get("all").cloned().unwrap_or_default();
     // One write of it all: a reader that stops early (`| head`) ends the
     // output, never the program.

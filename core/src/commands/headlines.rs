@@ -707,6 +707,19 @@ pub fn damage(bytes: &[u8]) -> Option<Vec<u8>> {
     Some(b)
 }
 
+/// Every case of the three sets: the headline manifest in `dir` (with a
+/// damaged copy of each of its recordings, written in `scratch`) and the
+/// corpus in `corpus`, in that order.
+pub fn evaluate_all(dir: &Path, corpus: &Path, scratch: &Path) -> Result<Vec<Case>> {
+    let set = evaluate_manifest(dir)?;
+    let entries: Vec<Entry> = set.iter().map(|(_, e)| e.clone()).collect();
+    let damaged = evaluate_damaged(dir, &entries, scratch)?;
+    let mut out: Vec<Case> = set.into_iter().map(|(c, _)| c).collect();
+    out.extend(damaged);
+    out.extend(evaluate_corpus(corpus)?);
+    Ok(out)
+}
+
 /// Counts of a set of cases.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Tally {
