@@ -698,7 +698,7 @@ pub fn sentence(
             .is_some_and(|m| m.share >= 0.5 && matches!(m.class.as_str(), "heap" | "anon"));
         if let Some(why) = &g.sites_refused {
             s.push_str(&format!(
-                " Allocation sites were asked for but not sampled ({why}): start the job under `flatline watch --sites -- CMD` to name the line."
+                " Allocation sites were asked for but not sampled: {why}; start the job under `flatline watch --sites -- CMD` to name the line."
             ));
             return s;
         }
@@ -1004,6 +1004,38 @@ mod tests {
             got.headline
         );
         assert!(!got.headline.contains("python 10"), "{}", got.headline);
+    }
+
+    /// A watch whose `--sites` was refused (a running process) says why,
+    /// and never tells its reader to ask for what they asked for.
+    #[test]
+    fn refused_sites_are_said_not_asked_for() {
+        let grows = growing_at(1.0);
+        let rows = [row("pid10.rss", &grows)];
+        let mut p = process(10, "main", None);
+        p.where_ = Some(place("heap"));
+        let t = tree(vec![p], vec![10]);
+        let plain = assess(&rows, &Known::tree(Some(&t)), &value, &duration).headline;
+        assert!(
+            plain.ends_with(
+                "`watch --sites` would name the line that allocates it, or show that the allocator keeps it."
+            ),
+            "{plain}"
+        );
+        let known = Known {
+            sites_refused: Some("nothing can be preloaded into a running process (--pid)"),
+            ..Known::tree(Some(&t))
+        };
+        let refused = assess(&rows, &known, &value, &duration).headline;
+        assert!(
+            refused.ends_with(
+                "Allocation sites were asked for but not sampled: nothing can be preloaded into a \
+                 running process (--pid); start the job under `flatline watch --sites -- CMD` to \
+                 name the line."
+            ),
+            "{refused}"
+        );
+        assert!(!refused.contains("would name"), "{refused}");
     }
 
     /// A process that grows through a file it maps is not told to tune its
