@@ -484,13 +484,7 @@ pub fn summarize<'a, 'c, F: Fn(&str) -> Option<&'c [f64]>>(
         }
     }
     if tree_rose || !grew.is_empty() {
-        for pid in untold_rose {
-            grew.push(pid);
-            // Its readings say nothing of whether it held: as the others.
-            let held = grew_held.iter().all(|&(_, h)| h);
-            grew_held.push((pid, held));
-        }
-        grew.sort_unstable();
+        grew_with(&mut grew, &mut grew_held, untold_rose);
     }
     // The tree's PSS rose by its own readings; or, where those are too
     // sparse to weigh (a big tree's full rounds come every several seconds),
@@ -548,6 +542,19 @@ pub fn summarize<'a, 'c, F: Fn(&str) -> Option<&'c [f64]>>(
         copy,
         sums_age_s,
     })
+}
+
+/// Processes whose own readings could not weigh a trend but rose by a
+/// material share (`untold`) join those that grew (`grew`, with whether
+/// each held): their readings say nothing of whether they held, so as the
+/// others did.
+fn grew_with(grew: &mut Vec<u32>, grew_held: &mut Vec<(u32, bool)>, untold: Vec<u32>) {
+    let held = grew_held.iter().all(|&(_, h)| h);
+    for pid in untold {
+        grew.push(pid);
+        grew_held.push((pid, held));
+    }
+    grew.sort_unstable();
 }
 
 /// Processes of a job that exit within this much of each other are one
