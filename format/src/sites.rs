@@ -71,13 +71,16 @@ pub const FLUSH_BYTES: i64 = 64 << 10;
 
 // What the library knows of Python frames.
 pub const PY_UNKNOWN: u32 = 0;
-/// Frames are read (CPython whose layout the library knows).
+/// Frames are read (CPython 3.10 to 3.13, whose layouts the library knows).
 pub const PY_FRAMES: u32 = 1;
 /// Not a Python process (no interpreter found).
 pub const PY_NONE: u32 = 2;
 /// A Python whose frame layout the library does not know: native frames
 /// only (H_PY_VERSION says which).
 pub const PY_UNSUPPORTED: u32 = 3;
+/// A free-threaded CPython (`3.13t`), whose objects' layout differs:
+/// native frames only.
+pub const PY_FREE_THREADED: u32 = 4;
 
 // Slot fields (byte offsets within a slot).
 /// u64: the queue's sequence number.

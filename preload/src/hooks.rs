@@ -822,36 +822,27 @@ static INIT: extern "C" fn() = init;
 // Python frames.
 
 mod python {
-    //! The calling thread's Python frames in CPython 3.11, read from the
-    //! interpreter's frame records (the offsets of 3.11's `PyThreadState`,
-    //! `_PyCFrame`, `_PyInterpreterFrame` and `PyCodeObject`, the same in
-    //! every 3.11 build): a thread's own frames do not change while it is
-    //! inside a C call, GIL held or not (PyTorch releases it around its
-    //! operators), and nothing is called that could allocate. Another
-    //! version gets native frames only, said in the ring's header.
+    //! The calling thread's Python frames in CPython 3.10 to 3.13, read
+    //! from the interpreter's frame records where its version keeps them
+    //! (`crate::python`: a checked table for 3.10 to 3.12, the
+    //! interpreter's own `_Py_DebugOffsets` for 3.13): a thread's own
+    //! frames do not change while it is inside a C call, GIL held or not
+    //! (PyTorch releases it around its operators), and nothing is called
+    //! that could allocate. Each frame's code is checked to be a code
+    //! object (`PyCode_Type`) before it is read. A free-threaded build or
+    //! another version gets native frames only, said in the ring's header.
 
     use super::*;
-
-    /// Offsets in CPython 3.11 (checked against its headers).
-    const TSTATE_CFRAME: usize = 56;
-    const CFRAME_CURRENT: usize = 8;
-    const FRAME_CODE: usize = 32;
-    const FRAME_PREVIOUS: usize = 48;
-    const FRAME_PREV_INSTR: usize = 56;
-    const CODE_FILENAME: usize = 112;
-    const CODE_QUALNAME: usize = 128;
-    const CODE_FIRSTLINENO: usize = 72;
-    const CODE_ADAPTIVE: usize = 184;
-    const STR_LENGTH: usize = 16;
-    const STR_STATE: usize = 32;
-    const ASCII_DATA: usize = 48;
-    const COMPACT_UTF8_LENGTH: usize = 48;
-    const COMPACT_UTF8: usize = 56;
+    use crate::python::{self as layout, Instr, Layout, Refused};
 
     static STATE: AtomicU32 = AtomicU32::new(L::PY_UNKNOWN);
     static TRIES: AtomicU32 = AtomicU32::new(0);
     static THREAD_STATE: AtomicUsize = AtomicUsize::new(0);
     static ADDR2LINE: AtomicUsize = AtomicUsize::new(0);
+    static CODE_TYPE: AtomicUsize = AtomicUsize::new(0);
+    /// The layout's words, stored before the state says frames are read
+    /// (Release) and read after it (Acquire).
+    static LAYOUT: [AtomicUsize; layout::WORDS] = [const { AtomicUsize::new(0) }; layout::WORDS];
 
     type ThreadStateFn = unsafe extern "C" fn() -> *mut u8;
     type Addr2LineFn = unsafe extern "C" fn(*mut u8, c_int) -> c_int;
@@ -865,14 +856,41 @@ mod python {
     static CODE_CHECK: [AtomicUsize; CODES] = [const { AtomicUsize::new(0) }; CODES];
     pub(super) static CODE_LOCK: AtomicBool = AtomicBool::new(false);
 
+    /// Frames walked at most for one sample (entry frames skipped count).
+    const WALK: usize = 256;
+
     fn symbol(name: &[u8]) -> usize {
-        // SAFETY: NUL-terminated; RTLD_DEFAULT searches the process.
+        // SAFETY: NUL-terminated; RTLD_DEFAULT searches the process (the
+        // executable of a static build exports its symbols, a shared one's
+        // libpython is loaded globally), whatever path the program ran by.
         unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr().cast::<c_char>()) as usize }
     }
 
     fn set_state(base: *mut u8, s: u32) {
         STATE.store(s, Release);
         header_u32(base, L::H_PYTHON).store(s, Relaxed);
+    }
+
+    /// The layout of the interpreter this process runs, or why none.
+    fn find_layout(major: u64, minor: u64) -> Result<Layout, Refused> {
+        if let Some(l) = layout::table(major, minor) {
+            return Ok(l);
+        }
+        if (major, minor) != (3, 13) {
+            return Err(Refused::Version);
+        }
+        let runtime = symbol(b"_PyRuntime\0");
+        if runtime == 0 {
+            return Err(Refused::DebugOffsets);
+        }
+        // SAFETY: `_PyRuntime` is 3.13's `_PyRuntimeState`, a static of
+        // many KiB whose first member is its `_Py_DebugOffsets` (584 bytes
+        // in 3.13, checked against its headers); written once before the
+        // interpreter is initialized, read only.
+        let blob = unsafe {
+            core::slice::from_raw_parts(runtime as *const u8, layout::DEBUG_OFFSETS_BYTES)
+        };
+        layout::from_debug_offsets(blob)
     }
 
     #[cold]
@@ -896,30 +914,52 @@ mod python {
         // SAFETY: `const char *Py_GetVersion(void)`: a static string.
         let v =
             unsafe { core::ffi::CStr::from_ptr(core::mem::transmute::<usize, StrFn>(version)()) };
-        let v = v.to_bytes();
-        let dot = v.iter().position(|&c| c == b'.').unwrap_or(0);
-        let major = parse_u64(&v[..dot]).unwrap_or(0);
-        let minor_end = v[dot + 1..]
-            .iter()
-            .position(|c| !c.is_ascii_digit())
-            .map_or(v.len(), |i| dot + 1 + i);
-        let minor = parse_u64(&v[dot + 1..minor_end]).unwrap_or(0);
+        let Some((major, minor, free)) = layout::parse_version(v.to_bytes()) else {
+            set_state(base, L::PY_UNSUPPORTED);
+            return;
+        };
         header_u32(base, L::H_PY_VERSION).store((major * 100 + minor) as u32, Relaxed);
+        if free {
+            set_state(base, L::PY_FREE_THREADED);
+            return;
+        }
         let tstate = symbol(b"PyGILState_GetThisThreadState\0");
         let addr2line = symbol(b"PyCode_Addr2Line\0");
-        if (major, minor) != (3, 11) || tstate == 0 || addr2line == 0 {
+        let code_type = symbol(b"PyCode_Type\0");
+        if tstate == 0 || addr2line == 0 || code_type == 0 {
             set_state(base, L::PY_UNSUPPORTED);
             return;
         }
-        THREAD_STATE.store(tstate, Relaxed);
-        ADDR2LINE.store(addr2line, Relaxed);
-        set_state(base, L::PY_FRAMES);
+        match find_layout(major, minor) {
+            Ok(l) => {
+                for (to, w) in LAYOUT.iter().zip(l.to_words()) {
+                    to.store(w, Relaxed);
+                }
+                THREAD_STATE.store(tstate, Relaxed);
+                ADDR2LINE.store(addr2line, Relaxed);
+                CODE_TYPE.store(code_type, Relaxed);
+                set_state(base, L::PY_FRAMES);
+            }
+            Err(Refused::FreeThreaded) => set_state(base, L::PY_FREE_THREADED),
+            Err(_) => set_state(base, L::PY_UNSUPPORTED),
+        }
     }
 
     fn word(p: usize, at: usize) -> usize {
         // SAFETY: callers pass a live interpreter structure of this thread
-        // and an offset inside it (see the module's comment).
+        // and an offset inside it (its version's layout, see the module's
+        // comment).
         unsafe { ((p + at) as *const usize).read() }
+    }
+
+    fn word32(p: usize, at: usize) -> u32 {
+        // SAFETY: as `word`, a 4-byte field.
+        unsafe { ((p + at) as *const u32).read() }
+    }
+
+    fn byte(p: usize, at: usize) -> u8 {
+        // SAFETY: as `word`, a 1-byte field.
+        unsafe { ((p + at) as *const u8).read() }
     }
 
     /// Fills `out` with (code id, line), innermost first; how many.
@@ -934,6 +974,11 @@ mod python {
             }
             _ => return 0,
         }
+        let mut words = [0usize; layout::WORDS];
+        for (w, from) in words.iter_mut().zip(&LAYOUT) {
+            *w = from.load(Relaxed);
+        }
+        let l = Layout::from_words(&words);
         let get = THREAD_STATE.load(Relaxed);
         // SAFETY: `PyThreadState *PyGILState_GetThisThreadState(void)`,
         // callable from any thread with or without the GIL; null for a
@@ -942,61 +987,76 @@ mod python {
         if tstate == 0 {
             return 0;
         }
-        let cframe = word(tstate, TSTATE_CFRAME);
-        if cframe == 0 {
-            return 0;
+        let mut frame = word(tstate, l.tstate_frame);
+        if let Some(current) = l.cframe_current {
+            if frame == 0 {
+                return 0;
+            }
+            frame = word(frame, current);
         }
         let addr2line = ADDR2LINE.load(Relaxed);
-        let mut frame = word(cframe, CFRAME_CURRENT);
+        let code_type = CODE_TYPE.load(Relaxed);
         let mut n = 0;
-        while frame != 0 && n < out.len() {
-            let code = word(frame, FRAME_CODE);
+        for _ in 0..WALK {
+            if frame == 0 || n == out.len() {
+                break;
+            }
+            let code = word(frame, l.frame_code);
+            let previous = word(frame, l.frame_previous);
+            let entry = l
+                .frame_owner
+                .is_some_and(|o| layout::is_entry_frame(byte(frame, o)));
+            if entry {
+                frame = previous;
+                continue;
+            }
             if code == 0 {
                 break;
             }
-            let instr = word(frame, FRAME_PREV_INSTR);
-            let lasti = (instr as isize - (code + CODE_ADAPTIVE) as isize) / 2;
-            let line = if lasti < 0 {
-                (word(code, CODE_FIRSTLINENO) & 0xffff_ffff) as c_int
-            } else {
+            if word(code, l.object_type) != code_type {
+                // Not Python code (3.13's None of an entry frame).
+                frame = previous;
+                continue;
+            }
+            let at = match l.instr {
+                Instr::Index => word32(frame, l.frame_instr) as usize,
+                Instr::Pointer => word(frame, l.frame_instr),
+            };
+            let line = match layout::byte_offset(&l, code, at) {
+                None => word32(code, l.code_firstlineno) as c_int,
                 // SAFETY: `int PyCode_Addr2Line(PyCodeObject *, int)`: a
                 // pure table lookup on a live code object.
-                unsafe {
-                    core::mem::transmute::<usize, Addr2LineFn>(addr2line)(
-                        code as *mut u8,
-                        (lasti * 2) as c_int,
-                    )
-                }
+                Some(offset) => unsafe {
+                    core::mem::transmute::<usize, Addr2LineFn>(addr2line)(code as *mut u8, offset)
+                },
             };
-            out[n] = (code_id(base, code), line.max(0) as u32);
+            out[n] = (code_id(base, code, &l), line.max(0) as u32);
             n += 1;
-            frame = word(frame, FRAME_PREVIOUS);
+            frame = previous;
         }
         n
     }
 
     /// The UTF-8 of a `str` where it is held as such (compact ASCII, or a
     /// cached UTF-8 copy); None otherwise.
-    fn utf8(s: usize) -> Option<&'static [u8]> {
+    fn utf8(s: usize, l: &Layout) -> Option<&'static [u8]> {
         if s == 0 {
             return None;
         }
-        // SAFETY: `s` is a live str object (a live code object's name or
-        // file); state is its 32-bit bit field.
-        let state = unsafe { ((s + STR_STATE) as *const u32).read() };
-        let compact = state >> 5 & 1 == 1;
-        let ascii = state >> 6 & 1 == 1;
-        if compact && ascii {
-            let len = word(s, STR_LENGTH);
+        // A live str object (a live code object's name or file); state is
+        // its 32-bit bit field.
+        let form = layout::str_form(word32(s, l.str_state));
+        if form == layout::StrForm::Ascii {
+            let len = word(s, l.str_length);
             // SAFETY: a compact ASCII str's characters follow its header.
             return Some(unsafe {
-                core::slice::from_raw_parts((s + ASCII_DATA) as *const u8, len)
+                core::slice::from_raw_parts((s + l.str_ascii_data) as *const u8, len)
             });
         }
-        if compact {
-            let p = word(s, COMPACT_UTF8);
+        if form == layout::StrForm::Compact {
+            let p = word(s, l.str_utf8);
             if p != 0 {
-                let len = word(s, COMPACT_UTF8_LENGTH);
+                let len = word(s, l.str_utf8_length);
                 // SAFETY: the str's cached UTF-8, `len` bytes.
                 return Some(unsafe { core::slice::from_raw_parts(p as *const u8, len) });
             }
@@ -1004,9 +1064,9 @@ mod python {
         None
     }
 
-    fn code_id(base: *mut u8, code: usize) -> u32 {
-        let name = word(code, CODE_QUALNAME);
-        let file = word(code, CODE_FILENAME);
+    fn code_id(base: *mut u8, code: usize, l: &Layout) -> u32 {
+        let name = word(code, l.code_name);
+        let file = word(code, l.code_filename);
         let check = name ^ file.rotate_left(17);
         let h = ((code as u64 >> 4).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 52) as usize % CODES;
         lock(&CODE_LOCK);
@@ -1021,9 +1081,9 @@ mod python {
             if k == 0 || k == code {
                 // New, or a freed code object's address reused: say what
                 // this id now names, before any sample uses it.
-                let first = (word(code, CODE_FIRSTLINENO) & 0xffff_ffff) as u64;
-                let name = utf8(name).unwrap_or(b"?");
-                let file = utf8(file).unwrap_or(b"?");
+                let first = u64::from(word32(code, l.code_firstlineno));
+                let name = utf8(name, l).unwrap_or(b"?");
+                let file = utf8(file, l).unwrap_or(b"?");
                 let this = j as u32 + 1;
                 let said = push(base, &ring::Record::code(this, first, name, file));
                 if said {

@@ -15,10 +15,11 @@
 //!   of `s` bytes is sampled with probability 1 − e^(−s/every) and stands
 //!   for s / (1 − e^(−s/every)) bytes;
 //! - records each sampled block's address, size, native stack (glibc's
-//!   `backtrace`) and, in a CPython 3.11 process, the calling thread's
-//!   Python frames (code object and line, read from the interpreter's own
-//!   frame records without calling into it, so without allocating or
-//!   taking the GIL), and the sampled block's free;
+//!   `backtrace`) and, in a CPython 3.10 to 3.13 process, the calling
+//!   thread's Python frames (code object and line, read from the
+//!   interpreter's own frame records without calling into it, so without
+//!   allocating or taking the GIL: [`python`] says where each version keeps
+//!   them), and the sampled block's free;
 //! - hands the records to flatline through a ring in shared memory
 //!   (`flatline_format::sites`), one per process, never waiting: a full ring
 //!   drops and counts.
@@ -29,13 +30,16 @@
 //! `FLATLINE_SITES_DIR` the library only forwards.
 //!
 //! Every `unsafe` block is in `hooks`; the rest is plain logic, tested as
-//! such (also under Miri): when to sample ([`sampling`]), the ring's
+//! such (also under Miri): when to sample ([`sampling`]), where a Python keeps its frames
+//! ([`python`]), the ring's
 //! records and their claim and publication ([`ring`]), the tables
 //! ([`table`]). The hooks are left out
 //! of the test build: a test binary's own `malloc` would be theirs.
 
 #[cfg(all(target_os = "linux", not(test)))]
 mod hooks;
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+pub(crate) mod python;
 #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 pub(crate) mod ring;
 #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
