@@ -33,6 +33,10 @@ pub struct Site {
     pub frames: Vec<String>,
     /// The source line, where flatline could read it.
     pub code: Option<String>,
+    /// "3.14", "3.13t": a native site in a Python whose frames flatline
+    /// could not read, so its line is not known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub python_unread: Option<String>,
     pub verdict: Verdict,
     /// Bytes a second its live bytes grow, 0 unless its verdict is growth.
     pub growth_per_s: f64,
@@ -40,8 +44,19 @@ pub struct Site {
 }
 
 impl Site {
-    /// `train.py:88 (history.append(…))`, or `leak_here (leak.c:16)`.
+    /// `train.py:88 (history.append(…))`, or `leak_here (leak.c:16)`; a
+    /// native site whose Python line could not be read says so first.
     pub fn place(&self) -> String {
+        match &self.python_unread {
+            Some(v) => format!(
+                "the native site {} (Python {v}'s frames cannot be read, so its line is not known)",
+                self.native_place()
+            ),
+            None => self.native_place(),
+        }
+    }
+
+    fn native_place(&self) -> String {
         let at = match (self.file.is_empty(), self.line) {
             (false, Some(l)) if l > 0 => format!("{}:{l}", short(&self.file)),
             (false, _) => short(&self.file).to_owned(),
@@ -67,10 +82,23 @@ fn short(path: &str) -> &str {
     &path[cut + 1..]
 }
 
-/// The sites, largest growth first (then most bytes held).
+/// Whether a site channel names an allocator's own frame: a recording
+/// made before flatline passed over all of them (`_PyObject_Malloc`,
+/// `c10::alloc_cpu`) may have one. Such a site is not where memory was
+/// allocated, and is left out. A Python frame is never one.
+fn names_an_allocator(labels: &BTreeMap<String, String>) -> bool {
+    let file = labels.get("file").map_or("", String::as_str);
+    let function = labels.get("function").map_or("", String::as_str);
+    let python = file.ends_with(".py") || file.starts_with('<');
+    !python && flatline_telemetry::allocators::is_allocator("", file, function)
+}
+
+/// The sites, largest growth first (then most bytes held); none that
+/// names an allocator's own frame.
 pub fn sites(channels: &[SiteChannel<'_>]) -> Vec<Site> {
     let mut out: Vec<Site> = channels
         .iter()
+        .filter(|c| !names_an_allocator(c.labels))
         .map(|c| {
             let label = |k: &str| c.labels.get(k).cloned().unwrap_or_default();
             let grows = c.analysis.verdict.is_growth();
@@ -86,6 +114,7 @@ pub fn sites(channels: &[SiteChannel<'_>]) -> Vec<Site> {
                     .map(|f| f.lines().map(str::to_owned).collect())
                     .unwrap_or_default(),
                 code: c.labels.get("code").cloned(),
+                python_unread: c.labels.get("python_unread").cloned(),
                 verdict: c.analysis.verdict,
                 growth_per_s: if grows {
                     c.analysis.slope_per_s.max(0.0)
@@ -264,6 +293,51 @@ mod tests {
             l.insert("code".into(), c.into());
         }
         l
+    }
+
+    /// An older recording's site named by the interpreter's allocator is
+    /// not a site: the growth is not said to be allocated there.
+    #[test]
+    fn a_site_named_by_an_allocator_s_frame_is_left_out() {
+        let leak = analysed(1.3e6);
+        let pymalloc = labels(
+            "_PyObject_Malloc",
+            "/build/Python-3.12.1/Objects/obmalloc.c",
+            1569,
+            None,
+        );
+        let mut torch = labels("c10::alloc_cpu(unsigned long)", "", 0, None);
+        torch.insert("file".into(), String::new());
+        // A Python function of that name is the program's.
+        let python = labels("malloc", "/job/pool.py", 7, None);
+        let s = sites(&[
+            SiteChannel {
+                name: "site0.live",
+                labels: &pymalloc,
+                analysis: &leak,
+                last: 4e7,
+            },
+            SiteChannel {
+                name: "site1.live",
+                labels: &torch,
+                analysis: &leak,
+                last: 4e7,
+            },
+            SiteChannel {
+                name: "site2.live",
+                labels: &python,
+                analysis: &leak,
+                last: 4e7,
+            },
+        ]);
+        let names: Vec<&str> = s.iter().map(|s| s.channel.as_str()).collect();
+        assert_eq!(names, ["site2.live"]);
+        assert!(
+            finding(&s, Some(("tree.uss", 1.3e6)), &mib)
+                .unwrap()
+                .text
+                .contains("pool.py:7")
+        );
     }
 
     #[test]

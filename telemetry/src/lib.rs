@@ -14,6 +14,7 @@
 //! simply absent from the [`Schema`].
 
 pub mod alloc;
+pub mod allocators;
 pub mod bars;
 pub mod catalog;
 pub use catalog::names;

@@ -8,7 +8,8 @@
 //! it holds. A site is where the allocation was made: the innermost Python
 //! frame (file, line, function) where the process runs Python and the
 //! library could read its frames, else the innermost native frame outside
-//! the allocators (this library, the C and C++ runtimes).
+//! the allocators (`allocators`: this library, the C and C++ runtimes,
+//! the interpreter's, PyTorch's, numpy's, jemalloc, tcmalloc, mimalloc).
 //!
 //! Channels, each a `Level` in bytes so the evidence rule reads them as it
 //! reads any memory:
@@ -39,6 +40,7 @@ use flatline_format::sites as L;
 use flatline_format::{ChannelSpec, Event, EventKind};
 
 use super::Clock;
+use super::allocators;
 use super::catalog;
 use super::dynamic::DynamicChannels;
 use super::{Probe, ProbeError};
@@ -58,18 +60,6 @@ pub const COUNT_RESERVE: usize = 64;
 const BATCH: usize = 1 << 16;
 /// Frames kept to describe a site.
 const FRAMES: usize = 8;
-
-/// Libraries whose frames are the allocator's, not the program's.
-const ALLOCATOR_LIBS: [&str; 8] = [
-    "libflatline_preload",
-    "libc.so",
-    "libc-",
-    "libstdc++",
-    "libgcc_s",
-    "ld-linux",
-    "libjemalloc",
-    "libtcmalloc",
-];
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 enum Key {
@@ -146,6 +136,9 @@ struct Ring {
     blocks: HashMap<u64, (usize, u64, f64)>,
     maps: Vec<Map>,
     maps_read: bool,
+    /// Whether each native address seen is an allocator's own frame
+    /// (`allocators::is_allocator`, by its library and its name).
+    allocator_frames: HashMap<u64, bool>,
     live_channel: Option<usize>,
     python_told: bool,
     dropped_told: u64,
@@ -239,6 +232,7 @@ impl SitesProbe {
                     blocks: HashMap::new(),
                     maps: Vec::new(),
                     maps_read: false,
+                    allocator_frames: HashMap::new(),
                     live_channel,
                     python_told: false,
                     dropped_told: 0,
@@ -347,27 +341,55 @@ impl SitesProbe {
         }
     }
 
-    /// `frames` less the allocators' own (innermost first).
+    /// `frames` less the allocators' own (innermost first): by library,
+    /// and by function name, so that the interpreter's allocator, C++'s
+    /// `operator new`, PyTorch's CPU allocator or numpy's is never a site.
     fn program_frames(&mut self, r: usize, frames: &[u64]) -> Vec<u64> {
-        let ring = &mut self.rings[r];
         let mut out = Vec::with_capacity(frames.len());
         for &a in frames {
-            let mut map = find_map(&ring.maps, a);
+            let ring = &mut self.rings[r];
+            if let Some(&known) = ring.allocator_frames.get(&a) {
+                if !known {
+                    out.push(a);
+                }
+                continue;
+            }
+            let mut map = find_map(&ring.maps, a).cloned();
             if map.is_none() && !ring.maps_read {
                 ring.maps = read_maps(ring.pid);
                 ring.maps_read = true;
-                map = find_map(&ring.maps, a);
+                map = find_map(&ring.maps, a).cloned();
             }
             let allocator = map.is_some_and(|m| {
-                ALLOCATOR_LIBS
-                    .iter()
-                    .any(|l| file_name(&m.path).starts_with(l))
+                let lib = file_name(&m.path);
+                // A return address: the call is the instruction before it.
+                let (function, file) = self
+                    .symbols
+                    .name(&m, a.saturating_sub(1))
+                    .map(|(f, file, _)| (f, file))
+                    .unwrap_or_default();
+                allocators::is_allocator(lib, &file, &function)
             });
+            self.rings[r].allocator_frames.insert(a, allocator);
             if !allocator {
                 out.push(a);
             }
         }
         out
+    }
+
+    /// "3.14", "3.13t": the Python process `pid` runs (its latest
+    /// program), where its frames could not be read.
+    fn unread_python(&self, pid: u32) -> Option<String> {
+        let r = self.rings.iter().rev().find(|r| r.pid == pid)?;
+        let v = r.ring.u32_at(L::H_PY_VERSION);
+        let version = format!("{}.{}", v / 100, v % 100);
+        match r.ring.u32_at(L::H_PYTHON) {
+            L::PY_UNSUPPORTED if v > 0 => Some(version),
+            L::PY_UNSUPPORTED => Some("of an unknown version".into()),
+            L::PY_FREE_THREADED => Some(format!("{version}t")),
+            _ => None,
+        }
     }
 
     /// Names site `s`'s frames (native ones from the process's files).
@@ -447,15 +469,18 @@ impl Probe for SitesProbe {
         let mut notes = Vec::new();
         for r in &mut self.rings {
             let py = r.ring.u32_at(L::H_PYTHON);
-            if py == L::PY_UNSUPPORTED && !r.python_told {
+            if matches!(py, L::PY_UNSUPPORTED | L::PY_FREE_THREADED) && !r.python_told {
                 r.python_told = true;
                 let v = r.ring.u32_at(L::H_PY_VERSION);
+                let what = if py == L::PY_FREE_THREADED {
+                    format!("a free-threaded Python {}.{} (3.13t)", v / 100, v % 100)
+                } else {
+                    format!("Python {}.{}", v / 100, v % 100)
+                };
                 notes.push(format!(
-                    "sites: process {} runs Python {}.{}, whose frames flatline cannot read yet \
-                     (3.11 only): its sites are native frames",
+                    "sites: process {} runs {what}, whose frames flatline cannot read (it reads \
+                     CPython 3.10 to 3.13, GIL builds): its sites are native frames, not lines",
                     r.pid,
-                    v / 100,
-                    v % 100
                 ));
             }
             let dropped = r.ring.u64_at(L::H_DROPPED);
@@ -538,6 +563,13 @@ impl Probe for SitesProbe {
                 .with_label("frames", d.frames.join("\n"));
             if let Some(code) = &d.code {
                 spec = spec.with_label("code", code.clone());
+            }
+            if self.sites[s].python.is_empty()
+                && let Some(v) = self.unread_python(pid)
+            {
+                // A native site in a Python whose frames were not read:
+                // the line is not known, and the receipt says so first.
+                spec = spec.with_label("python_unread", v);
             }
             // Its counts carry only what names them: the labels live on
             // `.live`, one channel a site.
