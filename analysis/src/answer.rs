@@ -91,6 +91,10 @@ pub struct SiteShare {
     /// The line's source, where it was read.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub code: Option<String>,
+    /// "3.14", "3.13t": a native site in a Python whose frames could not
+    /// be read: the line is not known, and the sentence says so.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub python_unread: Option<String>,
     /// Its sampled live bytes' growth, bytes a second, and what it held at
     /// the end of the part analysed.
     pub growth_per_s: f64,
@@ -361,6 +365,7 @@ pub fn growths(
                 line: s.line,
                 function: s.function.clone(),
                 code: s.code.clone(),
+                python_unread: s.python_unread.clone(),
                 growth_per_s: s.growth_per_s,
                 live_bytes: s.live_bytes,
                 share: if slope > 0.0 && g.unit.is_bytes() {
@@ -669,17 +674,33 @@ pub fn sentence(
     if let Some(m) = &g.memory {
         parts.push(format!("{} of it {}", pct(m.share), m.phrase()));
     }
+    let mut unread = None;
     if let Some(site) = g.sites.first().filter(|s| s.share > 0.0) {
-        let of = if parts.is_empty() { " of it" } else { "" };
-        parts.push(format!(
-            "{}{of} allocated at {}",
-            pct(site.share),
-            site.words()
-        ));
+        match &site.python_unread {
+            // The line cannot be known: said where the line would be,
+            // never a native frame passed off as it.
+            Some(v) => unread = Some((v.clone(), site)),
+            None => {
+                let of = if parts.is_empty() { " of it" } else { "" };
+                parts.push(format!(
+                    "{}{of} allocated at {}",
+                    pct(site.share),
+                    site.words()
+                ));
+            }
+        }
     }
     if !parts.is_empty() {
         s.push_str(": ");
         s.push_str(&parts.join(", "));
+    }
+    if let Some((v, site)) = unread {
+        s.push_str(&format!(
+            "{}Python {v}'s frames cannot be read, so the line is not known; the native site is {} ({} of it)",
+            if parts.is_empty() { ": " } else { "; " },
+            site.words(),
+            pct(site.share)
+        ));
     }
     s.push('.');
     if g.who.is_some()
@@ -752,12 +773,15 @@ fn limit_name(src: LimitSource) -> &'static str {
 }
 
 /// "Also growing: python 7831 (worker), gpu.used." for the growths after
-/// the first, at most three named.
+/// the first, at most three named. A process whose own bytes are flat
+/// while its allocator keeps what it freed is not among them: its program
+/// does not grow (the receipt's body says what its allocator keeps).
 pub fn also_growing(rest: &[Growth]) -> Option<String> {
+    let rest: Vec<&Growth> = rest.iter().filter(|g| !g.allocator_keeps()).collect();
     if rest.is_empty() {
         return None;
     }
-    let named: Vec<String> = rest.iter().take(3).map(Growth::subject).collect();
+    let named: Vec<String> = rest.iter().take(3).map(|g| g.subject()).collect();
     let more = rest.len() - named.len();
     Some(format!(
         "Also growing: {}{}.",
@@ -870,10 +894,59 @@ mod tests {
             line: Some(52),
             frames: Vec::new(),
             code: Some("history.append(out.detach().clone())".into()),
+            python_unread: None,
             verdict: Verdict::Linear,
             growth_per_s: per_s,
             live_bytes: 49e6,
         }
+    }
+
+    /// A Python whose frames could not be read (a version flatline has no
+    /// layout for, a free-threaded build): the first sentence says the
+    /// line is not known, and names the native site as such, never as
+    /// where the growth was allocated.
+    #[test]
+    fn a_site_whose_python_line_cannot_be_read_is_said_as_such() {
+        let a = growing_at(1.2);
+        let rows = [row("pid7830.rss", &a)];
+        let t = tree(vec![process(7830, "main", None)], vec![7830]);
+        let mut native = site(7830, 0.82 * 1.2 * 1_048_576.0);
+        native.function = "bytearray___init__".into();
+        native.file = "Objects/bytearrayobject.c".into();
+        native.line = Some(812);
+        native.code = None;
+        native.python_unread = Some("3.14t".into());
+        let sites = [native];
+        let known = Known {
+            sites: &sites,
+            sites_sampled: true,
+            ..Known::tree(Some(&t))
+        };
+        let got = assess(&rows, &known, &value, &duration);
+        assert!(
+            got.headline.ends_with(
+                ": Python 3.14t's frames cannot be read, so the line is not known; the native \
+                 site is bytearrayobject.c:812 (bytearray___init__) (82 % of it)."
+            ),
+            "{}",
+            got.headline
+        );
+        assert!(!got.headline.contains("allocated at"), "{}", got.headline);
+        let mut read = sites[0].clone();
+        read.python_unread = None;
+        let sites = [read];
+        let known = Known {
+            sites: &sites,
+            sites_sampled: true,
+            ..Known::tree(Some(&t))
+        };
+        let got = assess(&rows, &known, &value, &duration);
+        assert!(
+            got.headline
+                .ends_with("82 % of it allocated at bytearrayobject.c:812 (bytearray___init__)."),
+            "{}",
+            got.headline
+        );
     }
 
     /// One process's RSS, PSS and the tree's and `mem.*` sums it carries

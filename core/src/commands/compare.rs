@@ -1135,6 +1135,7 @@ mod tests {
             line: Some(line),
             frames: Vec::new(),
             code: Some("keep(x)".into()),
+            python_unread: None,
             verdict,
             growth_per_s: growth,
             live_bytes: live,
