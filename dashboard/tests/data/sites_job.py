@@ -72,6 +72,40 @@ class Growing:
         return i
 
 
+class Keeping:
+    """A dataset that keeps every sample it makes, in each worker
+    (`sites_job.py workers SECONDS`: a DataLoader with two persistent
+    workers, each keeping each sample's 64 KiB tensor)."""
+
+    def __init__(self, n):
+        self.n = n
+        self.kept = []
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        import torch
+
+        sample = torch.full((16384,), float(i))
+        self.kept.append(sample)
+        time.sleep(0.02)
+        return sample[:4]
+
+
+def workers_job(seconds):
+    from torch.utils.data import DataLoader
+
+    end = time.monotonic() + seconds
+    batches = 0
+    data = DataLoader(Keeping(1 << 20), batch_size=4, num_workers=2, persistent_workers=True)
+    for b in data:
+        batches += 1
+        if time.monotonic() >= end:
+            break
+    print(f"{batches} batches", flush=True)
+
+
 def loader_job(seconds):
     import torch
     from torch.utils.data import DataLoader
@@ -88,4 +122,5 @@ def loader_job(seconds):
 
 if __name__ == "__main__":
     kind, seconds = sys.argv[1], float(sys.argv[2])
-    {"bytes": bytes_job, "torch": torch_job, "loader": loader_job}[kind](seconds)
+    jobs = {"bytes": bytes_job, "torch": torch_job, "loader": loader_job, "workers": workers_job}
+    jobs[kind](seconds)
