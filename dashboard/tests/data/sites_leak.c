@@ -2,7 +2,7 @@
  * 50 ms while churn_small() and churn_big() allocate and free about
  * 400 MiB/s between them. Built -O2 -g by the test.
  *
- * usage: sites_leak SECONDS */
+ * usage: sites_leak SECONDS [quiet]   (quiet: the leak alone, no churn) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +45,7 @@ static double now(void) {
 
 int main(int argc, char **argv) {
     double seconds = argc > 1 ? atof(argv[1]) : 10;
+    int quiet = argc > 2 && strcmp(argv[2], "quiet") == 0;
     kept = calloc(100000, sizeof(void *));
     double start = now(), next_leak = start;
     double churned = 0;
@@ -53,6 +54,11 @@ int main(int argc, char **argv) {
         if (t >= next_leak) {
             leak_here();
             next_leak += 0.05;
+        }
+        if (quiet) {
+            struct timespec s = {0, 5000000};
+            nanosleep(&s, NULL);
+            continue;
         }
         /* 16 MiB + ~1.5 MiB per round; paced to about 400 MiB/s. */
         churn_big();
