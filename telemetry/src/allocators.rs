@@ -192,6 +192,17 @@ pub fn is_allocator(lib: &str, file: &str, function: &str) -> bool {
     if FUNCTIONS.contains(&name) {
         return true;
     }
+    // CPython's allocating entry points, whatever the version calls them
+    // (3.13's `_PyObject_MallocWithType`, inlined from
+    // `pycore_object_alloc.h`).
+    let python_api = name.starts_with("_Py") || name.starts_with("Py");
+    if python_api
+        && ["Malloc", "Calloc", "Realloc"]
+            .iter()
+            .any(|m| name.contains(m))
+    {
+        return true;
+    }
     let source = file.rsplit('/').next().unwrap_or(file);
     let interpreter = CPYTHON_FILES.contains(&source)
         || lib.starts_with("libpython")
@@ -281,6 +292,16 @@ mod tests {
                 "PyType_GenericAlloc",
             ),
             ("libpython3.12.so.1.0", "Objects/object.c", "_PyObject_New"),
+            (
+                "libpython3.13.so.1.0",
+                "./Include/internal/pycore_object_alloc.h",
+                "_PyObject_MallocWithType",
+            ),
+            (
+                "libpython3.14.so.1.0",
+                "Objects/obmalloc.c",
+                "_PyObject_MallocSomeNewWay",
+            ),
         ] {
             assert!(is_allocator(lib, file, f), "{f} in {lib}");
         }
