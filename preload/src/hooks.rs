@@ -840,9 +840,10 @@ mod python {
     static THREAD_STATE: AtomicUsize = AtomicUsize::new(0);
     static ADDR2LINE: AtomicUsize = AtomicUsize::new(0);
     static CODE_TYPE: AtomicUsize = AtomicUsize::new(0);
-    /// The layout's words, stored before the state says frames are read
-    /// (Release) and read after it (Acquire).
-    static LAYOUT: [AtomicUsize; layout::WORDS] = [const { AtomicUsize::new(0) }; layout::WORDS];
+    /// Set once, before the state says frames are read. Setting it takes
+    /// no allocation; a thread that probes at the same moment waits for the
+    /// copy of a few words.
+    static LAYOUT: std::sync::OnceLock<Layout> = std::sync::OnceLock::new();
 
     type ThreadStateFn = unsafe extern "C" fn() -> *mut u8;
     type Addr2LineFn = unsafe extern "C" fn(*mut u8, c_int) -> c_int;
@@ -932,9 +933,8 @@ mod python {
         }
         match find_layout(major, minor) {
             Ok(l) => {
-                for (to, w) in LAYOUT.iter().zip(l.to_words()) {
-                    to.store(w, Relaxed);
-                }
+                // Two threads probing find the same layout: the first stays.
+                let _ = LAYOUT.set(l);
                 THREAD_STATE.store(tstate, Relaxed);
                 ADDR2LINE.store(addr2line, Relaxed);
                 CODE_TYPE.store(code_type, Relaxed);
@@ -974,11 +974,9 @@ mod python {
             }
             _ => return 0,
         }
-        let mut words = [0usize; layout::WORDS];
-        for (w, from) in words.iter_mut().zip(&LAYOUT) {
-            *w = from.load(Relaxed);
-        }
-        let l = Layout::from_words(&words);
+        let Some(l) = LAYOUT.get().copied() else {
+            return 0;
+        };
         let get = THREAD_STATE.load(Relaxed);
         // SAFETY: `PyThreadState *PyGILState_GetThisThreadState(void)`,
         // callable from any thread with or without the GIL; null for a

@@ -320,65 +320,6 @@ pub(crate) fn byte_offset(l: &Layout, code: usize, value: usize) -> Option<i32> 
         .then_some((off & !1) as i32)
 }
 
-/// The layout packed into words, for the hooks to keep in atomics (set
-/// once, before the state that says frames are read).
-pub(crate) const WORDS: usize = 18;
-
-impl Layout {
-    pub(crate) fn to_words(self) -> [usize; WORDS] {
-        [
-            self.tstate_frame,
-            self.cframe_current.map_or(usize::MAX, |c| c),
-            self.frame_code,
-            self.frame_previous,
-            self.frame_instr,
-            match self.instr {
-                Instr::Index => 0,
-                Instr::Pointer => 1,
-            },
-            self.frame_owner.map_or(usize::MAX, |o| o),
-            self.code_filename,
-            self.code_name,
-            self.code_firstlineno,
-            self.code_adaptive,
-            self.str_length,
-            self.str_state,
-            self.str_ascii_data,
-            self.str_utf8_length,
-            self.str_utf8,
-            self.object_type,
-            0,
-        ]
-    }
-
-    pub(crate) fn from_words(w: &[usize; WORDS]) -> Layout {
-        let opt = |x: usize| (x != usize::MAX).then_some(x);
-        Layout {
-            tstate_frame: w[0],
-            cframe_current: opt(w[1]),
-            frame_code: w[2],
-            frame_previous: w[3],
-            frame_instr: w[4],
-            instr: if w[5] == 0 {
-                Instr::Index
-            } else {
-                Instr::Pointer
-            },
-            frame_owner: opt(w[6]),
-            code_filename: w[7],
-            code_name: w[8],
-            code_firstlineno: w[9],
-            code_adaptive: w[10],
-            str_length: w[11],
-            str_state: w[12],
-            str_ascii_data: w[13],
-            str_utf8_length: w[14],
-            str_utf8: w[15],
-            object_type: w[16],
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -510,18 +451,6 @@ mod tests {
         assert_eq!(str_form(0), StrForm::Other);
         assert!(is_entry_frame(3));
         assert!(!is_entry_frame(0) && !is_entry_frame(1) && !is_entry_frame(2));
-    }
-
-    #[test]
-    fn a_layout_survives_its_words() {
-        for l in [
-            V3_10,
-            V3_11,
-            V3_12,
-            from_debug_offsets(&blob_313()).unwrap(),
-        ] {
-            assert_eq!(Layout::from_words(&l.to_words()), l);
-        }
     }
 
     /// Each table, and 3.13's positions in `_Py_DebugOffsets`, against

@@ -179,16 +179,14 @@ pub fn is_allocator(lib: &str, file: &str, function: &str) -> bool {
     if LIBRARIES.iter().any(|l| lib.starts_with(l)) {
         return true;
     }
-    // A symbol's version (`malloc@GLIBC_2.2.5`) or a clone's suffix
-    // (`dictresize.constprop.0`) is not its name.
+    // A symbol's version (`malloc@GLIBC_2.2.5`), a clone's suffix
+    // (`dictresize.constprop.0`, `.isra`, `.part`, `.cold`) or a C++
+    // signature is not its name.
     let name = function
-        .split(['@', ' '])
+        .split(['@', ' ', '.'])
         .next()
         .filter(|n| !n.is_empty())
-        .map_or(function, |n| n.split(".constprop").next().unwrap_or(n));
-    let name = name.split(".isra").next().unwrap_or(name);
-    let name = name.split(".part").next().unwrap_or(name);
-    let name = name.split(".cold").next().unwrap_or(name);
+        .unwrap_or(function);
     if FUNCTIONS.contains(&name) {
         return true;
     }
