@@ -297,6 +297,56 @@ fn every_pyenv_python_names_the_leaking_line_first() {
 
 /// Where nothing can be preloaded the watch says so plainly and goes on
 /// without sites: a statically linked program, and `--pid`.
+/// A job that first runs 40 short Python commands, each holding 3 MiB
+/// when it exits (a test's children, a job's helper commands), then keeps
+/// 64 KiB a tick at one line. The commands are gone by the time their
+/// rings are read: they get no channels, so the 32 sites a recording
+/// keeps are not spent on them, and the job's own line is still the top
+/// site (when they took channels, it was not named at all).
+#[test]
+fn short_lived_children_take_no_site_channels_from_the_job() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = dir.path().join("spawns.py");
+    std::fs::write(
+        &job,
+        "import subprocess, sys, time\n\
+         for _ in range(40):\n\
+         \x20   subprocess.run([sys.executable, '-c', 'k = [bytearray(100000) for _ in range(30)]'], check=True)\n\
+         kept = []\n\
+         for _ in range(400):\n\
+         \x20   kept.append(bytearray(64 << 10))\n\
+         \x20   time.sleep(0.03)\n",
+    )
+    .unwrap();
+    let (v, _) = watched_with(
+        dir.path(),
+        &["--sites-every", "16384"],
+        &["python3", job.to_str().unwrap()],
+    );
+    let s = sites(&v);
+    let top = &s[0];
+    assert!(
+        top["file"].as_str().unwrap().ends_with("spawns.py"),
+        "{s:#?}"
+    );
+    assert_eq!(top["line"], 6, "{s:#?}");
+    // A command still running when a reading comes (each holds its 3 MiB
+    // for the few ms before it exits) gets its channel: a few of the 40,
+    // more under load, never all of them.
+    let children = s.iter().filter(|x| x["pid"] != top["pid"]).count();
+    assert!(
+        children <= 20,
+        "{children} of the sites are the commands': {s:#?}"
+    );
+    let held = v["channels"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .filter(|k| k.ends_with(".alloc_live"))
+        .count();
+    assert!(held <= 21, "{held} processes' exact counts");
+}
+
 #[test]
 fn no_preload_is_said_plainly_and_the_watch_goes_on() {
     let dir = tempfile::tempdir().unwrap();

@@ -62,15 +62,17 @@ const BATCH: usize = 1 << 16;
 const FRAMES: usize = 8;
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+/// A site is of one program image: its ring (a pid's `exec` starts a new
+/// ring, whose code is mapped elsewhere).
 enum Key {
     Python {
-        pid: u32,
+        ring: usize,
         file: String,
         function: String,
         line: u32,
     },
     Native {
-        pid: u32,
+        ring: usize,
         addr: u64,
     },
 }
@@ -90,6 +92,8 @@ pub struct Described {
 #[derive(Debug)]
 struct Site {
     pid: u32,
+    /// The ring its samples came from: its program's maps and Python.
+    ring: usize,
     live: i64,
     /// Blocks held, bytes and blocks ever allocated: estimates as `live`.
     objects: f64,
@@ -224,13 +228,17 @@ impl SitesProbe {
                             .extend(site.channel.take().into_iter().flat_map(|(p, n)| p..p + n));
                     }
                 }
+                // Its mappings now, while it runs: a short-lived process
+                // (a test's child, a worker) may be gone by the time its
+                // first samples are read, and its frames, the library's own
+                // and the interpreter's, could then not be named.
                 self.rings.push(Ring {
                     ring,
                     pid,
                     head,
                     codes: HashMap::new(),
                     blocks: HashMap::new(),
-                    maps: Vec::new(),
+                    maps: read_maps(pid),
                     maps_read: false,
                     allocator_frames: HashMap::new(),
                     live_channel,
@@ -293,7 +301,7 @@ impl SitesProbe {
                     let pid = ring.pid;
                     let key = match python.first() {
                         Some((file, function, line)) => Key::Python {
-                            pid,
+                            ring: r,
                             file: file.clone(),
                             function: function.clone(),
                             line: *line,
@@ -301,7 +309,7 @@ impl SitesProbe {
                         None => {
                             let native_only = self.program_frames(r, &native);
                             Key::Native {
-                                pid,
+                                ring: r,
                                 addr: native_only.first().copied().unwrap_or(0),
                             }
                         }
@@ -311,6 +319,7 @@ impl SitesProbe {
                         None => {
                             self.sites.push(Site {
                                 pid,
+                                ring: r,
                                 live: 0,
                                 objects: 0.0,
                                 alloc_bytes: 0,
@@ -356,10 +365,16 @@ impl SitesProbe {
             }
             let mut map = find_map(&ring.maps, a).cloned();
             if map.is_none() && !ring.maps_read {
-                ring.maps = read_maps(ring.pid);
                 ring.maps_read = true;
+                // A process that has exited has none: what was read while
+                // it ran is kept.
+                let now = read_maps(ring.pid);
+                if !now.is_empty() {
+                    ring.maps = now;
+                }
                 map = find_map(&ring.maps, a).cloned();
             }
+            let map_known = map.is_some();
             let allocator = map.is_some_and(|m| {
                 let lib = file_name(&m.path);
                 // A return address: the call is the instruction before it.
@@ -370,7 +385,11 @@ impl SitesProbe {
                     .unwrap_or_default();
                 allocators::is_allocator(lib, &file, &function)
             });
-            self.rings[r].allocator_frames.insert(a, allocator);
+            // An address no mapping held is asked about again next time
+            // (a library loaded since).
+            if map_known {
+                self.rings[r].allocator_frames.insert(a, allocator);
+            }
             if !allocator {
                 out.push(a);
             }
@@ -380,8 +399,8 @@ impl SitesProbe {
 
     /// "3.14", "3.13t": the Python process `pid` runs (its latest
     /// program), where its frames could not be read.
-    fn unread_python(&self, pid: u32) -> Option<String> {
-        let r = self.rings.iter().rev().find(|r| r.pid == pid)?;
+    fn unread_python(&self, ring: usize) -> Option<String> {
+        let r = &self.rings[ring];
         let v = r.ring.u32_at(L::H_PY_VERSION);
         let version = format!("{}.{}", v / 100, v % 100);
         match r.ring.u32_at(L::H_PYTHON) {
@@ -413,12 +432,9 @@ impl SitesProbe {
             };
         }
         let native = site.native.clone();
-        let r = self.rings.iter().position(|r| r.pid == pid);
-        let program = match r {
-            Some(r) => self.program_frames(r, &native),
-            None => native,
-        };
-        let maps = r.map(|r| self.rings[r].maps.clone()).unwrap_or_default();
+        let r = site.ring;
+        let program = self.program_frames(r, &native);
+        let maps = self.rings[r].maps.clone();
         let mut frames = Vec::new();
         let mut first: Option<(String, String, u32)> = None;
         for &a in program.iter().take(FRAMES) {
@@ -504,24 +520,30 @@ impl Probe for SitesProbe {
     }
 
     fn dynamic(&mut self, ch: &mut DynamicChannels<'_>) {
+        // Which rings' processes are gone, their rings read to the end. A
+        // process gone holds nothing: it gets no channel now (a test's
+        // short-lived children, a job's helper commands), and those it has
+        // end at this reading, after their last values.
+        let gone: Vec<bool> = self
+            .rings
+            .iter()
+            .map(|r| r.ended || (!running(r.pid) && !r.ring.ready(r.head)))
+            .collect();
         // Each process's exact count, once it moved 1 MiB from what it
         // started with (a shell or a short helper the job runs gets none,
         // nor a forked worker that only holds its parent's).
-        for r in 0..self.rings.len() {
-            let live = self.rings[r].ring.u64_at(L::H_LIVE) as i64;
-            let own = live - self.rings[r].ring.u64_at(L::H_INHERITED) as i64;
-            if self.rings[r].live_channel.is_none()
-                && !self.rings[r].ended
-                && own.abs() >= SITE_BYTES
-            {
-                let pid = self.rings[r].pid;
+        for (ring, &gone) in self.rings.iter_mut().zip(&gone) {
+            let live = ring.ring.u64_at(L::H_LIVE) as i64;
+            let own = live - ring.ring.u64_at(L::H_INHERITED) as i64;
+            if ring.live_channel.is_none() && !gone && own.abs() >= SITE_BYTES {
+                let pid = ring.pid;
                 let stem = ch.free_stem(&format!("pid{pid}"), "alloc_live");
                 let spec = catalog::spec(&format!("{stem}.alloc_live"))
                     .with_label("pid", pid.to_string())
                     .with_label("role", "alloc");
-                self.rings[r].live_channel = ch.add(vec![spec]);
+                ring.live_channel = ch.add(vec![spec]);
             }
-            if let Some(p) = self.rings[r].live_channel {
+            if let Some(p) = ring.live_channel {
                 ch.set(p, live as f64);
             }
         }
@@ -530,7 +552,9 @@ impl Probe for SitesProbe {
             .sites
             .iter()
             .enumerate()
-            .filter(|(_, s)| s.channel.is_none() && s.live >= SITE_BYTES && s.samples >= 2)
+            .filter(|(_, s)| {
+                s.channel.is_none() && !gone[s.ring] && s.live >= SITE_BYTES && s.samples >= 2
+            })
             .map(|(i, s)| (s.live, i))
             .collect();
         new.sort_unstable_by(|a, b| b.cmp(a));
@@ -565,7 +589,7 @@ impl Probe for SitesProbe {
                 spec = spec.with_label("code", code.clone());
             }
             if self.sites[s].python.is_empty()
-                && let Some(v) = self.unread_python(pid)
+                && let Some(v) = self.unread_python(self.sites[s].ring)
             {
                 // A native site in a Python whose frames were not read:
                 // the line is not known, and the receipt says so first.
@@ -608,12 +632,11 @@ impl Probe for SitesProbe {
         }
         // A process gone, its ring read to the end: its channels end.
         let mut ended = std::mem::take(&mut self.to_end);
-        for r in &mut self.rings {
-            if !r.ended && !Path::new(&format!("/proc/{}", r.pid)).exists() && !r.ring.ready(r.head)
-            {
+        for (i, r) in self.rings.iter_mut().enumerate() {
+            if gone[i] && !r.ended {
                 r.ended = true;
                 ended.extend(r.live_channel.take());
-                for s in self.sites.iter_mut().filter(|s| s.pid == r.pid) {
+                for s in self.sites.iter_mut().filter(|s| s.ring == i) {
                     ended.extend(s.channel.take().into_iter().flat_map(|(p, n)| p..p + n));
                 }
             }
@@ -622,6 +645,19 @@ impl Probe for SitesProbe {
             ch.end(&ended);
         }
     }
+}
+
+/// Whether `pid` runs: not gone, nor a zombie (exited, its parent has not
+/// waited for it yet; its maps are empty).
+fn running(pid: u32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    // "pid (comm) S …": the state follows the last ')', comm may hold any.
+    let state = stat
+        .rsplit_once(')')
+        .and_then(|(_, rest)| rest.split_whitespace().next());
+    !matches!(state, Some("Z" | "X"))
 }
 
 fn file_name(path: &str) -> &str {
@@ -788,6 +824,24 @@ pub fn elf_segments(path: &Path) -> Option<Vec<Segment>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A child that has exited and not been waited for is a zombie: its
+    /// /proc entry stays, its maps are empty, and it runs no longer.
+    #[test]
+    fn a_zombie_does_not_run_and_this_process_does() {
+        assert!(running(std::process::id()));
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        let stat = format!("/proc/{pid}/stat");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while std::fs::read_to_string(&stat).is_ok_and(|s| !s.contains(") Z ")) {
+            assert!(std::time::Instant::now() < deadline, "`true` did not exit");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert!(!running(pid), "{:?}", std::fs::read_to_string(&stat));
+        child.wait().unwrap();
+        assert!(!running(pid));
+    }
 
     #[test]
     fn this_test_binary_s_segments_are_read_and_a_text_file_is_none() {
