@@ -362,8 +362,9 @@ pub struct WatchArgs {
     /// Which code holds the memory: start the command with flatline's
     /// allocation-site library preloaded (sampled allocations, their stacks
     /// and Python lines; `site<N>.live` and `pid<N>.alloc_live`, the
-    /// receipt's `sites`). A started command only: nothing can be preloaded
-    /// into a running process.
+    /// receipt's `sites`). With --pid the library is loaded into the running
+    /// process instead (ptrace and its own dlopen; its sites count from the
+    /// attach, and it stops sampling when the watch ends).
     #[arg(long)]
     pub sites: bool,
     /// Sample one allocation per this many bytes allocated, on average

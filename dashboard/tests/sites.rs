@@ -295,8 +295,6 @@ fn every_pyenv_python_names_the_leaking_line_first() {
     }
 }
 
-/// Where nothing can be preloaded the watch says so plainly and goes on
-/// without sites: a statically linked program, and `--pid`.
 /// A job that first runs 40 short Python commands, each holding 3 MiB
 /// when it exits (a test's children, a job's helper commands), then keeps
 /// 64 KiB a tick at one line. The commands are gone by the time their
@@ -347,6 +345,8 @@ fn short_lived_children_take_no_site_channels_from_the_job() {
     assert!(held <= 21, "{held} processes' exact counts");
 }
 
+/// Where nothing can be preloaded the watch says so plainly and goes on
+/// without sites: a statically linked program started by the watch.
 #[test]
 fn no_preload_is_said_plainly_and_the_watch_goes_on() {
     let dir = tempfile::tempdir().unwrap();
@@ -360,28 +360,7 @@ fn no_preload_is_said_plainly_and_the_watch_goes_on() {
     assert_eq!(sites(&v).len(), 0);
     let notes = v["events"]["notes"].to_string();
     assert!(notes.contains("linked statically"), "{notes}");
-    let mut sleeper = Command::new("sleep").arg("3").spawn().unwrap();
-    let out = dir.path().join("pid.flr");
-    let pid = sleeper.id().to_string();
-    let run = flatline(&[
-        "watch",
-        "--headless",
-        "--sites",
-        "--pid",
-        &pid,
-        "--seconds",
-        "1",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    let _ = sleeper.kill();
-    let _ = sleeper.wait();
-    let stderr = String::from_utf8_lossy(&run.stderr);
-    assert!(run.status.success(), "{stderr}");
-    assert!(
-        stderr.contains("nothing can be preloaded into a running process"),
-        "{stderr}"
-    );
+    // `--pid` with `--sites` attaches instead: tests/attach.rs.
 }
 
 /// The PyTorch cases, watched here with `--sites` and shipped in

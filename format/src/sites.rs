@@ -64,6 +64,11 @@ pub const H_TABLE_FULL: usize = 280;
 /// i64: H_LIVE when the ring was made: what a forked child holds of its
 /// parent's (0 for a program's first ring).
 pub const H_INHERITED: usize = 288;
+/// u32: 1 where the library was loaded into a running process
+/// (`watch --pid --sites`): its samples start at the attach, what the
+/// program allocated before is unknown, and H_LIVE is not kept (a free of
+/// an older block would be taken from a count that never had it).
+pub const H_ATTACHED: usize = 296;
 
 /// A thread adds its allocated and freed bytes to the header each time they
 /// reach this much.

@@ -89,11 +89,12 @@ static REAL: Real = Real {
 /// entry points), 2: ready.
 static RESOLVED: AtomicU32 = AtomicU32::new(0);
 
-fn next_symbol(name: &[u8]) -> usize {
+fn next_symbol(name: &[u8], from: *mut c_void) -> usize {
     debug_assert_eq!(name.last(), Some(&0));
     // SAFETY: `name` is NUL-terminated; RTLD_NEXT asks for the definition
-    // after this library's, which is what the program would have called.
-    unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr().cast::<c_char>()) as usize }
+    // after this library's, which is what the program would have called;
+    // RTLD_DEFAULT for the first in the process's global scope.
+    unsafe { libc::dlsym(from, name.as_ptr().cast::<c_char>()) as usize }
 }
 
 #[cold]
@@ -101,7 +102,16 @@ fn resolve() {
     if RESOLVED.compare_exchange(0, 1, AcqRel, Acquire).is_err() {
         return;
     }
-    let set = |slot: &AtomicUsize, name: &[u8]| slot.store(next_symbol(name), Release);
+    resolve_from(libc::RTLD_NEXT);
+}
+
+/// Looks the allocator's functions up in `from`. Preloaded, RTLD_NEXT:
+/// the definitions after this library's. Loaded into a running process,
+/// RTLD_DEFAULT: the ones its program already calls (this library is not
+/// in its global scope; RTLD_NEXT would find the C library's own even
+/// where the program runs jemalloc).
+fn resolve_from(from: *mut c_void) {
+    let set = |slot: &AtomicUsize, name: &[u8]| slot.store(next_symbol(name, from), Release);
     set(&REAL.malloc, b"malloc\0");
     set(&REAL.free, b"free\0");
     set(&REAL.calloc, b"calloc\0");
@@ -179,6 +189,9 @@ thread_local! {
 /// ring could not be made).
 static RING: AtomicPtr<u8> = AtomicPtr::new(ptr::null_mut());
 static EVERY: AtomicU64 = AtomicU64::new(512 << 10);
+/// Whether blocks are counted (H_LIVE): preloaded, every block is seen
+/// from the program's start; attached, the older ones never were.
+static COUNTING: AtomicBool = AtomicBool::new(true);
 
 /// Sampled live blocks' addresses, and anonymous mappings seen (address,
 /// length, so that `munmap` takes back only what `mmap` counted): open
@@ -329,12 +342,19 @@ fn allocated(p: *mut c_void, size: usize, mapped: Option<usize>) {
     if base.is_null() || p.is_null() {
         return;
     }
-    let counted = mapped.unwrap_or_else(|| usable(p));
+    let counting = COUNTING.load(Relaxed);
+    let counted = if counting {
+        mapped.unwrap_or_else(|| usable(p))
+    } else {
+        0
+    };
     T.with(|t| {
-        t.live.set(t.live.get() + counted as i64);
-        t.allocated.set(t.allocated.get() + counted as i64);
-        if t.live.get().abs() >= L::FLUSH_BYTES || t.allocated.get() >= L::FLUSH_BYTES {
-            flush(base, t);
+        if counting {
+            t.live.set(t.live.get() + counted as i64);
+            t.allocated.set(t.allocated.get() + counted as i64);
+            if t.live.get().abs() >= L::FLUSH_BYTES || t.allocated.get() >= L::FLUSH_BYTES {
+                flush(base, t);
+            }
         }
         if t.guard.get() {
             return;
@@ -361,13 +381,15 @@ fn freeing(p: *mut c_void, mapped: Option<usize>) {
     if base.is_null() || p.is_null() {
         return;
     }
-    let counted = mapped.unwrap_or_else(|| usable(p));
-    T.with(|t| {
-        t.live.set(t.live.get() - counted as i64);
-        if t.live.get().abs() >= L::FLUSH_BYTES {
-            flush(base, t);
-        }
-    });
+    if COUNTING.load(Relaxed) {
+        let counted = mapped.unwrap_or_else(|| usable(p));
+        T.with(|t| {
+            t.live.set(t.live.get() - counted as i64);
+            if t.live.get().abs() >= L::FLUSH_BYTES {
+                flush(base, t);
+            }
+        });
+    }
     if sampled_remove(p as u64) {
         push(base, &ring::Record::free(p as u64));
     }
@@ -380,6 +402,14 @@ const PY_FRAMES: usize = 12;
 #[cold]
 #[inline(never)]
 fn sample(base: *mut u8, addr: u64, size: u64) {
+    if !COUNTING.load(Relaxed) && attach::watcher_gone() {
+        // The watch that attached has ended: sampling stops, and every
+        // hook only forwards from here on. A watch killed (SIGKILL) left
+        // its folder: the ring's file goes, and the folder once empty.
+        RING.store(ptr::null_mut(), Release);
+        attach::remove_files();
+        return;
+    }
     header_u64(base, L::H_SAMPLED).fetch_add(1, Relaxed);
     // Python frames first: where there are some they are the site, and the
     // native unwind (the costly part of a sample) is skipped.
@@ -463,7 +493,7 @@ pub unsafe extern "C" fn calloc(n: usize, size: usize) -> *mut c_void {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn realloc(p: *mut c_void, size: usize) -> *mut c_void {
     // The old block's size, before it is gone (only while counting).
-    let old = if RING.load(Relaxed).is_null() {
+    let old = if RING.load(Relaxed).is_null() || !COUNTING.load(Relaxed) {
         0
     } else {
         usable(p)
@@ -686,8 +716,12 @@ fn put_decimal(buf: &mut [u8], mut at: usize, n: u64) -> usize {
 /// Makes this process's ring in FLATLINE_SITES_DIR: `<pid>.<n>.ring`, the
 /// first `n` free (an exec'd program keeps its pid). Null where it cannot.
 fn open_ring(live: i64) -> *mut u8 {
-    let Some(dir) = env(b"FLATLINE_SITES_DIR\0") else {
-        return ptr::null_mut();
+    let dir = match attach::dir() {
+        Some(d) => d,
+        None => match env(b"FLATLINE_SITES_DIR\0") {
+            Some(d) => d,
+            None => return ptr::null_mut(),
+        },
     };
     let mut path = [0u8; 4096];
     if dir.len() + 64 > path.len() {
@@ -722,6 +756,9 @@ fn open_ring(live: i64) -> *mut u8 {
     }
     if fd < 0 {
         return ptr::null_mut();
+    }
+    if !COUNTING.load(Relaxed) {
+        attach::set_ring_path(&path);
     }
     // SAFETY: `fd` is the file just made.
     let sized = unsafe { libc::ftruncate(fd, L::RING_BYTES as libc::off_t) } == 0;
@@ -763,6 +800,7 @@ fn open_ring(live: i64) -> *mut u8 {
     header_u64(base, L::H_EVERY).store(EVERY.load(Relaxed), Relaxed);
     header_i64(base, L::H_LIVE).store(live, Relaxed);
     header_i64(base, L::H_INHERITED).store(live, Relaxed);
+    header_u32(base, L::H_ATTACHED).store(u32::from(!COUNTING.load(Relaxed)), Relaxed);
     header_u64(base, L::H_MAGIC).store(L::MAGIC, Release);
     base
 }
@@ -793,13 +831,10 @@ extern "C" fn after_fork_child() {
     python::forget_codes();
 }
 
-extern "C" fn init() {
-    resolve();
-    if let Some(every) = env(b"FLATLINE_SITES_EVERY\0").and_then(parse_u64) {
-        EVERY.store(every.max(1), Relaxed);
-    }
-    let base = open_ring(0);
-    if base.is_null() {
+static ATFORK: AtomicBool = AtomicBool::new(false);
+
+fn register_fork_handlers() {
+    if ATFORK.swap(true, AcqRel) {
         return;
     }
     // SAFETY: three plain C functions that take the locks in one order.
@@ -810,13 +845,432 @@ extern "C" fn init() {
             Some(after_fork_child),
         )
     };
+}
+
+extern "C" fn init() {
+    resolve();
+    if let Some(every) = env(b"FLATLINE_SITES_EVERY\0").and_then(parse_u64) {
+        EVERY.store(every.max(1), Relaxed);
+    }
+    let base = open_ring(0);
+    if base.is_null() {
+        return;
+    }
+    register_fork_handlers();
     RING.store(base, Release);
+}
+
+/// Called by `flatline watch --pid PID --sites` inside the running
+/// process it attached to (through ptrace, on one stopped thread, after
+/// this library was loaded with `dlopen`): sampling into a new ring in
+/// `dir`, one sample per `every` bytes, while process `watcher` runs and
+/// the ring's file is there. 0: sampling; 1: a ring is already being
+/// written (preloaded at the start, or another watch attached); 2: the
+/// ring could not be made; 3: an argument was wrong.
+///
+/// # Safety
+/// `dir` is a NUL-terminated path.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn flatline_attach(dir: *const c_char, every: u64, watcher: u32) -> c_int {
+    if dir.is_null() || watcher == 0 {
+        return 3;
+    }
+    if !RING.load(Acquire).is_null() {
+        // A ring being written: the preloaded library's, or an earlier
+        // attach's whose watch is over but which has not seen it yet.
+        if COUNTING.load(Relaxed) || !attach::watch_over() {
+            return 1;
+        }
+        RING.store(ptr::null_mut(), Release);
+    }
+    // SAFETY: the caller passes a NUL-terminated path.
+    let dir = unsafe { core::ffi::CStr::from_ptr(dir) }.to_bytes();
+    if dir.is_empty() || !attach::set_dir(dir) || !attach::find_ours() {
+        return 3;
+    }
+    // The allocator the program calls, not the one after this library.
+    resolve_from(libc::RTLD_DEFAULT);
+    RESOLVED.store(2, Release);
+    COUNTING.store(false, Release);
+    EVERY.store(every.max(1), Relaxed);
+    attach::set_watcher(watcher);
+    // Codes named to a ring before (an earlier attach) are named again.
+    python::forget_codes();
+    let base = open_ring(0);
+    if base.is_null() {
+        return 2;
+    }
+    register_fork_handlers();
+    RING.store(base, Release);
+    attach::patch_all();
+    0
 }
 
 /// Run by the dynamic loader when the library is loaded.
 #[used]
 #[unsafe(link_section = ".init_array")]
 static INIT: extern "C" fn() = init;
+
+// ---------------------------------------------------------------------------
+// Loaded into a running process.
+
+mod attach {
+    //! Attached (`flatline_attach`): the rings' folder and this process's
+    //! ring (a path each), the watcher, and the redirection of every loaded
+    //! object's allocation calls to this library's entry points.
+    //!
+    //! A preloaded library's `malloc` is the program's because the loader
+    //! binds each call to the first definition; one loaded later is bound
+    //! to nothing, so each object's global offset table (the slots its
+    //! calls to `malloc`, `free`, … go through, `R_X86_64_JUMP_SLOT` and
+    //! `R_X86_64_GLOB_DAT`) is pointed at this library's, as memray's
+    //! symbol patcher and heaptrack's injected mode do. One 8-byte store a
+    //! slot: a thread calling meanwhile gets the old function or the new,
+    //! both of which forward to the same allocator. Objects loaded after
+    //! the attach keep calling the allocator directly (their blocks are not
+    //! sampled; their frees of sampled blocks still are, through the
+    //! program's `free`, which is patched).
+
+    use super::*;
+
+    /// A path written once by the thread that attaches (or by a fork's
+    /// child, single-threaded then), read afterwards.
+    pub(super) struct PathSlot {
+        bytes: core::cell::UnsafeCell<[u8; 4096]>,
+        len: AtomicUsize,
+    }
+
+    // SAFETY: written only before `len` is published (Release), by one
+    // thread at a time (the attaching one, or a fork's only thread); read
+    // after `len` is loaded (Acquire).
+    unsafe impl Sync for PathSlot {}
+
+    impl PathSlot {
+        const fn new() -> Self {
+            PathSlot {
+                bytes: core::cell::UnsafeCell::new([0; 4096]),
+                len: AtomicUsize::new(0),
+            }
+        }
+
+        /// Stores `b` (NUL added); false where it does not fit.
+        fn set(&self, b: &[u8]) -> bool {
+            if b.len() + 1 > 4096 {
+                return false;
+            }
+            self.len.store(0, Release);
+            // SAFETY: see the `Sync` impl: this thread alone writes now.
+            let buf = unsafe { &mut *self.bytes.get() };
+            buf[..b.len()].copy_from_slice(b);
+            buf[b.len()] = 0;
+            self.len.store(b.len(), Release);
+            true
+        }
+
+        /// The path without its NUL, or None if unset.
+        fn get(&self) -> Option<&'static [u8]> {
+            let n = self.len.load(Acquire);
+            if n == 0 {
+                return None;
+            }
+            // SAFETY: `n` bytes were written before `len` was published, and
+            // the slot is static; a later `set` happens only at an attach or
+            // in a fork's child, when no reader runs in this process.
+            let buf: &'static [u8; 4096] = unsafe { &*self.bytes.get() };
+            Some(&buf[..n])
+        }
+
+        fn c_ptr(&self) -> *const c_char {
+            self.bytes.get().cast::<c_char>()
+        }
+    }
+
+    static DIR: PathSlot = PathSlot::new();
+    static RING_PATH: PathSlot = PathSlot::new();
+    static WATCHER: AtomicU32 = AtomicU32::new(0);
+    /// CLOCK_MONOTONIC_COARSE seconds of the next check of the watcher.
+    static NEXT_CHECK: AtomicI64 = AtomicI64::new(0);
+
+    pub(super) fn dir() -> Option<&'static [u8]> {
+        DIR.get()
+    }
+
+    pub(super) fn set_dir(d: &[u8]) -> bool {
+        DIR.set(d)
+    }
+
+    pub(super) fn set_ring_path(path: &[u8]) {
+        let n = path.iter().position(|&c| c == 0).unwrap_or(path.len());
+        RING_PATH.set(&path[..n]);
+    }
+
+    pub(super) fn set_watcher(pid: u32) {
+        WATCHER.store(pid, Release);
+        NEXT_CHECK.store(0, Relaxed);
+    }
+
+    /// Whether the watch that attached is over: its process gone, or this
+    /// process's ring file removed (a watch removes its folder as it
+    /// ends). Asked from samples, at most once a second (two system calls).
+    pub(super) fn watcher_gone() -> bool {
+        let mut now = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: `now` is a timespec to fill; the coarse clock is read
+        // from the vDSO, without a system call.
+        unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_COARSE, &mut now) };
+        let next = NEXT_CHECK.load(Relaxed);
+        if now.tv_sec < next
+            || NEXT_CHECK
+                .compare_exchange(next, now.tv_sec + 1, Relaxed, Relaxed)
+                .is_err()
+        {
+            return false;
+        }
+        watch_over()
+    }
+
+    /// This process's ring file, and its folder if that is now empty
+    /// (the mapping stays: another thread may be writing a record in it).
+    pub(super) fn remove_files() {
+        if RING_PATH.get().is_some() {
+            // SAFETY: NUL-terminated paths; failures (gone already) are
+            // nothing to act on.
+            unsafe { libc::unlink(RING_PATH.c_ptr()) };
+        }
+        if DIR.get().is_some() {
+            // SAFETY: as above; a folder still holding rings stays.
+            unsafe { libc::rmdir(DIR.c_ptr()) };
+        }
+    }
+
+    /// [`watcher_gone`] asked now.
+    pub(super) fn watch_over() -> bool {
+        let watcher = WATCHER.load(Acquire);
+        // SAFETY: signal 0 only checks that the process exists.
+        let alive = unsafe { libc::kill(watcher as libc::pid_t, 0) } == 0
+            // SAFETY: errno is this thread's.
+            || unsafe { *libc::__errno_location() } == libc::EPERM;
+        // SAFETY: a NUL-terminated path (RING_PATH keeps its NUL).
+        let ring = RING_PATH.get().is_some()
+            && unsafe { libc::access(RING_PATH.c_ptr(), libc::F_OK) } == 0;
+        !(alive && ring)
+    }
+
+    /// The functions whose slots are pointed here.
+    const REPLACED: [&[u8]; 13] = [
+        b"malloc\0",
+        b"free\0",
+        b"calloc\0",
+        b"realloc\0",
+        b"reallocarray\0",
+        b"memalign\0",
+        b"aligned_alloc\0",
+        b"posix_memalign\0",
+        b"valloc\0",
+        b"pvalloc\0",
+        b"mmap\0",
+        b"mmap64\0",
+        b"munmap\0",
+    ];
+    /// This library's definition of each, by `dlsym` on its own handle: a
+    /// reference to `malloc` from inside it is bound like any other, to the
+    /// program's (this library is not first in the global scope), so
+    /// `malloc as usize` here would be the C library's.
+    static OURS: [AtomicUsize; 13] = [const { AtomicUsize::new(0) }; 13];
+
+    /// Looks this library's entry points up; false where it cannot.
+    pub(super) fn find_ours() -> bool {
+        // SAFETY: all-zero is a valid Dl_info (pointers, null).
+        let mut info: libc::Dl_info = unsafe { core::mem::zeroed() };
+        // SAFETY: an address inside this library; `info` is filled.
+        if unsafe { libc::dladdr(flatline_attach as *const c_void, &mut info) } == 0
+            || info.dli_fname.is_null()
+        {
+            return false;
+        }
+        // SAFETY: the loader's NUL-terminated name of this library, which is
+        // loaded (RTLD_NOLOAD takes one more reference, given back below).
+        let handle = unsafe { libc::dlopen(info.dli_fname, libc::RTLD_NOW | libc::RTLD_NOLOAD) };
+        if handle.is_null() {
+            return false;
+        }
+        let mut all = true;
+        for (slot, name) in OURS.iter().zip(REPLACED) {
+            // SAFETY: a handle of this library and a NUL-terminated name:
+            // the search starts at this library, whose definition it finds.
+            let f = unsafe { libc::dlsym(handle, name.as_ptr().cast::<c_char>()) } as usize;
+            all &= f != 0;
+            slot.store(f, Release);
+        }
+        // SAFETY: the reference RTLD_NOLOAD took.
+        unsafe { libc::dlclose(handle) };
+        all
+    }
+
+    fn replacement(name: &[u8]) -> Option<usize> {
+        let i = REPLACED.iter().position(|r| &r[..r.len() - 1] == name)?;
+        match OURS[i].load(Acquire) {
+            0 => None,
+            f => Some(f),
+        }
+    }
+
+    const PT_LOAD: u32 = 1;
+    const PT_DYNAMIC: u32 = 2;
+    const PT_GNU_RELRO: u32 = 0x6474_e552;
+    const DT_NULL: i64 = 0;
+    const DT_PLTRELSZ: i64 = 2;
+    const DT_STRTAB: i64 = 5;
+    const DT_SYMTAB: i64 = 6;
+    const DT_RELA: i64 = 7;
+    const DT_RELASZ: i64 = 8;
+    const DT_JMPREL: i64 = 23;
+    const R_X86_64_GLOB_DAT: u64 = 6;
+    const R_X86_64_JUMP_SLOT: u64 = 7;
+
+    /// Every loaded object's allocation slots, this library's and the
+    /// dynamic loader's and the vDSO's aside.
+    pub(super) fn patch_all() {
+        if !cfg!(target_arch = "x86_64") {
+            return;
+        }
+        // SAFETY: the callback only reads the loader's records of each
+        // object, which stay valid during the call.
+        unsafe { libc::dl_iterate_phdr(Some(each_object), ptr::null_mut()) };
+    }
+
+    unsafe extern "C" fn each_object(
+        info: *mut libc::dl_phdr_info,
+        _size: usize,
+        _data: *mut c_void,
+    ) -> c_int {
+        // SAFETY: the loader passes a valid record for this call.
+        let info = unsafe { &*info };
+        let name = if info.dlpi_name.is_null() {
+            &b""[..]
+        } else {
+            // SAFETY: a NUL-terminated name owned by the loader.
+            unsafe { core::ffi::CStr::from_ptr(info.dlpi_name) }.to_bytes()
+        };
+        let base = info.dlpi_addr as usize;
+        // SAFETY: `dlpi_phnum` program headers at `dlpi_phdr`.
+        let phdrs = unsafe { core::slice::from_raw_parts(info.dlpi_phdr, info.dlpi_phnum.into()) };
+        let own = flatline_attach as *const () as usize;
+        let is_self = phdrs.iter().any(|h| {
+            h.p_type == PT_LOAD
+                && (base + h.p_vaddr as usize..base + (h.p_vaddr + h.p_memsz) as usize)
+                    .contains(&own)
+        });
+        let is_loader = contains(name, b"/ld-linux") || contains(name, b"/ld-");
+        let is_vdso = name.starts_with(b"linux-vdso") || name.starts_with(b"linux-gate");
+        if is_self || is_loader || is_vdso {
+            return 0;
+        }
+        let Some(dynamic) = phdrs.iter().find(|h| h.p_type == PT_DYNAMIC) else {
+            return 0;
+        };
+        let relro = phdrs.iter().find(|h| h.p_type == PT_GNU_RELRO).map(|h| {
+            (
+                base + h.p_vaddr as usize,
+                base + (h.p_vaddr + h.p_memsz) as usize,
+            )
+        });
+        let mut dyn_ptr = (base + dynamic.p_vaddr as usize) as *const [i64; 2];
+        let (mut strtab, mut symtab) = (0usize, 0usize);
+        let (mut rela, mut relasz, mut jmprel, mut pltrelsz) = (0usize, 0usize, 0usize, 0usize);
+        // The loader has made these addresses absolute (x86-64 glibc
+        // rewrites them in place); an offset below the base is one it has
+        // not.
+        let at = |v: i64| {
+            let v = v as usize;
+            if v < base { v + base } else { v }
+        };
+        loop {
+            // SAFETY: the dynamic section is a DT_NULL-terminated array of
+            // (tag, value) pairs, mapped with its object.
+            let [tag, val] = unsafe { dyn_ptr.read() };
+            match tag {
+                DT_NULL => break,
+                DT_STRTAB => strtab = at(val),
+                DT_SYMTAB => symtab = at(val),
+                DT_RELA => rela = at(val),
+                DT_RELASZ => relasz = val as usize,
+                DT_JMPREL => jmprel = at(val),
+                DT_PLTRELSZ => pltrelsz = val as usize,
+                _ => {}
+            }
+            // SAFETY: the next pair; the DT_NULL one ends the loop.
+            dyn_ptr = unsafe { dyn_ptr.add(1) };
+        }
+        if strtab == 0 || symtab == 0 {
+            return 0;
+        }
+        for (table, bytes) in [(jmprel, pltrelsz), (rela, relasz)] {
+            if table == 0 {
+                continue;
+            }
+            // Elf64_Rela: r_offset, r_info, r_addend.
+            let relocs = table as *const [u64; 3];
+            for i in 0..bytes / 24 {
+                // SAFETY: `bytes / 24` records at `table`, as the dynamic
+                // section states.
+                let [offset, rinfo, _] = unsafe { relocs.add(i).read() };
+                let kind = rinfo & 0xffff_ffff;
+                if kind != R_X86_64_JUMP_SLOT && kind != R_X86_64_GLOB_DAT {
+                    continue;
+                }
+                let sym = (rinfo >> 32) as usize;
+                // Elf64_Sym: st_name (u32) first, 24 bytes each.
+                // SAFETY: the relocation's symbol index is in the table.
+                let st_name = unsafe { ((symtab + sym * 24) as *const u32).read() } as usize;
+                // SAFETY: st_name is an offset of a NUL-terminated string
+                // in the string table.
+                let sym_name =
+                    unsafe { core::ffi::CStr::from_ptr((strtab + st_name) as *const c_char) };
+                let Some(to) = replacement(sym_name.to_bytes()) else {
+                    continue;
+                };
+                let slot = base + offset as usize;
+                write_slot(slot, to, relro);
+            }
+        }
+        0
+    }
+
+    fn contains(hay: &[u8], needle: &[u8]) -> bool {
+        hay.windows(needle.len()).any(|w| w == needle)
+    }
+
+    /// Stores `to` in the slot at `slot`: a slot in the object's RELRO
+    /// range (read-only after relocation) is made writable for the store
+    /// and read-only again.
+    fn write_slot(slot: usize, to: usize, relro: Option<(usize, usize)>) {
+        let page = slot & !4095;
+        let in_relro = relro.is_some_and(|(a, b)| a <= slot && slot < b);
+        if in_relro {
+            // SAFETY: the page holds the slot, mapped with its object.
+            if unsafe {
+                libc::mprotect(
+                    page as *mut c_void,
+                    4096,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                )
+            } != 0
+            {
+                return;
+            }
+        }
+        // SAFETY: an aligned 8-byte slot of the object's offset table, now
+        // writable; other threads read it whole (an aligned store).
+        unsafe { (*(slot as *const AtomicUsize)).store(to, Release) };
+        if in_relro {
+            // SAFETY: as above, back to what RELRO made it.
+            unsafe { libc::mprotect(page as *mut c_void, 4096, libc::PROT_READ) };
+        }
+    }
+}
 
 // ---------------------------------------------------------------------------
 // Python frames.

@@ -15,6 +15,8 @@
 
 pub mod alloc;
 pub mod allocators;
+#[cfg(target_os = "linux")]
+pub mod attach;
 pub mod bars;
 pub mod catalog;
 pub use catalog::names;

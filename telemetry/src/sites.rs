@@ -37,6 +37,8 @@ use std::path::{Path, PathBuf};
 
 use crossbeam_channel::Sender;
 use flatline_format::sites as L;
+/// The rings' layout (`flatline_format::sites`), for what reads a ring.
+pub use flatline_format::sites as layout;
 use flatline_format::{ChannelSpec, Event, EventKind};
 
 use super::Clock;
@@ -145,6 +147,8 @@ struct Ring {
     allocator_frames: HashMap<u64, bool>,
     live_channel: Option<usize>,
     python_told: bool,
+    /// Whether the note that the ring is an attach's was given.
+    attach_told: bool,
     dropped_told: u64,
     ended: bool,
 }
@@ -243,6 +247,7 @@ impl SitesProbe {
                     allocator_frames: HashMap::new(),
                     live_channel,
                     python_told: false,
+                    attach_told: false,
                     dropped_told: 0,
                     ended: false,
                 });
@@ -497,6 +502,16 @@ impl Probe for SitesProbe {
                     "sites: process {} runs {what}, whose frames flatline cannot read (it reads \
                      CPython 3.10 to 3.13, GIL builds): its sites are native frames, not lines",
                     r.pid,
+                ));
+            }
+            if !r.attach_told && r.ring.u32_at(L::H_ATTACHED) == 1 {
+                r.attach_told = true;
+                notes.push(format!(
+                    "sites: attached to process {} while it ran: its sites count what it \
+                     allocated from then on (what it held before is not known, and a free of an \
+                     older block is not taken from any site); its exact count of bytes held \
+                     (alloc_live) is not kept",
+                    r.pid
                 ));
             }
             let dropped = r.ring.u64_at(L::H_DROPPED);

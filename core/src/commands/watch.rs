@@ -384,16 +384,7 @@ fn preload(
             ExecKind::Other => {}
         }
     }
-    // Shared memory where there is some (the rings never touch a disk).
-    let mut folder = tempfile::Builder::new();
-    folder.prefix("flatline-sites-");
-    let shm = std::path::Path::new("/dev/shm");
-    let dir = if shm.is_dir() {
-        folder.tempdir_in(shm).or_else(|_| folder.tempdir())
-    } else {
-        folder.tempdir()
-    }
-    .map_err(|e| format!("cannot make a folder for the rings: {e}"))?;
+    let dir = rings_dir()?;
     let preload = if existing.trim().is_empty() {
         lib.display().to_string()
     } else {
@@ -402,6 +393,45 @@ fn preload(
     cmd.env("LD_PRELOAD", preload)
         .env("FLATLINE_SITES_DIR", dir.path())
         .env("FLATLINE_SITES_EVERY", every.to_string());
+    Ok(dir)
+}
+
+/// A new folder for the rings: in shared memory where there is some (the
+/// rings never touch a disk).
+fn rings_dir() -> std::result::Result<tempfile::TempDir, String> {
+    let mut folder = tempfile::Builder::new();
+    folder.prefix("flatline-sites-");
+    let shm = std::path::Path::new("/dev/shm");
+    if shm.is_dir() {
+        folder.tempdir_in(shm).or_else(|_| folder.tempdir())
+    } else {
+        folder.tempdir()
+    }
+    .map_err(|e| format!("cannot make a folder for the rings: {e}"))
+}
+
+/// `watch --pid PID --sites`: the library loaded into the running process
+/// (`flatline_telemetry::attach`), its rings in a new folder. Refused, or
+/// failed, the watch does not start: the process was left as it was.
+fn attach_sites(pid: u32, every: u64) -> Result<tempfile::TempDir> {
+    let lib = preload_library().context(
+        "--sites: the allocation-site library (libflatline_preload.so) is neither beside this \
+         program nor in ../lib/flatline/ (build it: cargo build --release; or set FLATLINE_PRELOAD)",
+    )?;
+    let dir = rings_dir().map_err(|e| anyhow::anyhow!("--sites: {e}"))?;
+    let done = flatline_telemetry::attach::attach(pid, &lib, dir.path(), every)
+        .with_context(|| format!("--sites: cannot attach to process {pid}"))?;
+    eprintln!(
+        "flatline: attached to process {pid} (thread {} stopped for {} ms{}); its allocation \
+         sites count from now",
+        done.tid,
+        done.stopped_for.as_millis(),
+        if done.loaded_before {
+            ", the library already loaded by an earlier attach"
+        } else {
+            ""
+        }
+    );
     Ok(dir)
 }
 
@@ -500,14 +530,12 @@ fn start_target(args: &WatchArgs, clock: Clock) -> Result<Watched> {
             pid,
             child: None,
             output: None,
-            sites: None,
-            sites_note: args.sites.then(|| {
-                format!(
-                    "{}nothing can be preloaded into a running process (--pid); \
-                     watching without allocation sites",
-                    flatline_analysis::reading::SITES_REFUSED
-                )
-            }),
+            sites: if args.sites {
+                Some(attach_sites(pid, args.sites_every)?)
+            } else {
+                None
+            },
+            sites_note: None,
         }),
         (None, Some((prog, rest))) => {
             let from = args.steps_from.unwrap_or(StepsFrom::Both);

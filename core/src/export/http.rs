@@ -251,7 +251,7 @@ pub const HEAP: &str = "/debug/pprof/heap";
 
 /// The answer at [`HEAP`] while no site is known.
 const NO_HEAP: &str = "no allocation sites: a heap profile needs `flatline watch --sites -- COMMAND` \
-(a started command: nothing can be preloaded into a running process), and a site that holds 1 MiB\n";
+(or `--sites --pid PID`, attached to a running process), and a site that holds 1 MiB\n";
 
 fn text(status: StatusCode, body: &'static str) -> Response<Full<Bytes>> {
     let mut r = Response::new(Full::new(Bytes::from_static(body.as_bytes())));

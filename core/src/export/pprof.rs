@@ -35,7 +35,7 @@ const LEAVES: [&str; 4] = ["allocs", "alloc_bytes", "objects", "live"];
 pub enum PprofError {
     #[error(
         "{0} has no allocation sites: record it with `flatline watch --sites -- COMMAND` \
-         (a started command: nothing can be preloaded into a running process)"
+         (or `--sites --pid PID`, attached to a running process)"
     )]
     NoSites(String),
     #[error("no allocation site of process {pid} (the recording's sites are of {of})")]
