@@ -4,6 +4,8 @@
                                cell runs, then print the receipt's first lines
                                (and plot its memory, where images show)
     %flatline start [--out F]  keep a watch going across cells, recording to F
+                               (--sites: and the allocation sites, the line
+                               that holds memory, by attaching to the kernel)
     %flatline status           is it running, where does it record
     %flatline stop             end it; print the receipt's first lines
     %flatline last             what the last recording says: how the watched
@@ -12,7 +14,8 @@
 The watcher is the program installed with this package
 (`flatline.executable()`), run beside the kernel as
 `flatline watch --headless --pid <kernel>`: nothing of it runs inside the
-kernel, so a kernel that dies (the OOM killer, a crash) still leaves a
+kernel (but its allocation sampler, with --sites, which stops when the
+watch ends), so a kernel that dies (the OOM killer, a crash) still leaves a
 recording with its footer, which `%flatline last` reads in the next one.
 """
 
@@ -56,10 +59,22 @@ def _last() -> Optional[Path]:
         return None
 
 
+def _allow_tracer(pid: int) -> None:
+    """Lets process `pid` ptrace this one where Yama's ptrace_scope is 1
+    (only ancestors may): prctl(PR_SET_PTRACER). Nothing elsewhere."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(0x59616D61, ctypes.c_ulong(pid), 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
 class Watch:
     """One `flatline watch --headless --pid` of this kernel."""
 
-    def __init__(self, out: Optional[str], hz: float) -> None:
+    def __init__(self, out: Optional[str], hz: float, sites: bool = False) -> None:
         if out is None:
             fd, name = tempfile.mkstemp(prefix="flatline-cell-", suffix=".flr")
             os.close(fd)
@@ -69,9 +84,15 @@ class Watch:
         self.log = tempfile.TemporaryFile(mode="w+")
         args = [executable(), "watch", "--headless", "--pid", str(os.getpid()), "--hz", str(hz),
                 "--out", str(self.out), "--force"]
+        if sites:
+            # Allocation sites: the watch loads flatline's sampler into this
+            # kernel (ptrace and its own dlopen), and stops it as it ends.
+            args.append("--sites")
         self.started = time.monotonic()
         self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL)
+        if sites:
+            _allow_tracer(self.proc.pid)
         _remember(self.out)
         # The recording exists once the watch has started (its header
         # written); a watch that fails says why at once.
@@ -105,13 +126,15 @@ class Watch:
 
 
 def _first_lines(text: str, n: int = FIRST_LINES) -> str:
-    lines = [l for l in text.splitlines() if l.strip()]
+    # The watch's own notices ("flatline: attached to process …") come
+    # before the receipt; the receipt's headline is the first line shown.
+    lines = [l for l in text.splitlines() if l.strip() and not l.startswith("flatline: ")]
     return "\n".join(lines[:n])
 
 
-def _parse(line: str) -> tuple[List[str], Optional[str], float]:
+def _parse(line: str) -> tuple[List[str], Optional[str], float, bool]:
     words = shlex.split(line)
-    out, hz, rest = None, 10.0, []
+    out, hz, rest, sites = None, 10.0, [], False
     i = 0
     while i < len(words):
         w = words[i]
@@ -127,10 +150,13 @@ def _parse(line: str) -> tuple[List[str], Optional[str], float]:
         elif w.startswith("--hz="):
             hz = float(w.split("=", 1)[1])
             i += 1
+        elif w == "--sites":
+            sites = True
+            i += 1
         else:
             rest.append(w)
             i += 1
-    return rest, out, hz
+    return rest, out, hz, sites
 
 
 @magics_class
@@ -143,8 +169,8 @@ class FlatlineMagics(Magics):
     def flatline(self, line: str, cell: str):
         """Watch this kernel while the cell runs; print the receipt's first
         lines after it. `%%flatline --out run.flr --hz 10`."""
-        _, out, hz = _parse(line)
-        w = Watch(out, hz)
+        _, out, hz, sites = _parse(line)
+        w = Watch(out, hz, sites)
         try:
             self.shell.run_cell(cell)
         finally:
@@ -156,13 +182,13 @@ class FlatlineMagics(Magics):
     @line_magic("flatline")
     def flatline_line(self, line: str):
         """%flatline start [--out F] [--hz N] | status | stop | last"""
-        rest, out, hz = _parse(line)
+        rest, out, hz, sites = _parse(line)
         cmd = rest[0] if rest else "status"
         if cmd == "start":
             if self.watch is not None and self.watch.running():
                 print(f"flatline is already watching this kernel, recording to {self.watch.out}")
                 return
-            self.watch = Watch(out, hz)
+            self.watch = Watch(out, hz, sites)
             print(f"flatline watches this kernel (pid {os.getpid()}), recording to {self.watch.out}")
         elif cmd == "stop":
             if self.watch is None:

@@ -3,7 +3,8 @@ nbclient): a `%%flatline` cell that keeps 4 MiB every 0.1 s for 10 s is
 told as growing, with a plot of the kernel's memory; a cell that only
 sleeps is not; `%flatline start`/`stop`
 leaves a recording that `flatline report` reads; `%flatline last` reads the
-last one. Skipped where nbclient is not installed, except under CI."""
+last one; `%%flatline --sites` names the cell's own line by attaching to the
+kernel. Skipped where nbclient is not installed, except under CI."""
 
 import json
 import os
@@ -94,3 +95,21 @@ def test_the_magics_in_a_real_kernel(tmp_path):
     assert len(svgs(raw[5])) == 1, raw[5]
     assert not any(o.get("output_type") == "display_data" and "text/plain" in o.get("data", {})
                    for o in raw[1]), raw[1]
+
+
+def test_a_cell_watched_with_sites_names_its_line(tmp_path):
+    """`%%flatline --sites`: the watch attaches flatline's sampler to the
+    running kernel (`watch --pid --sites`), and the cell's first line names
+    the cell's own line that keeps the memory; the kernel runs on."""
+    (_, grow, after), _ = run_notebook(
+        [
+            "%load_ext flatline",
+            "%%flatline --sites\nimport time\nkept = []\nfor _ in range(100):\n"
+            "    kept.append(bytearray(1 << 20))\n    time.sleep(0.1)",
+            "print('still here', len(kept))",
+        ],
+        tmp_path,
+    )
+    first = grow.splitlines()[0]
+    assert re.search(r"allocated at \S+\.py:4\b", first), grow
+    assert "still here 100" in after, after
