@@ -15,6 +15,10 @@
 #   PYTHON        the interpreter (python3)
 #   SITES_EVERY   --sites-every (16384: a sample per 16 KiB allocated)
 #   JOBS          regrtest's -j (2)
+#   ATTACH        1: the suite runs in one process started without flatline
+#                 (no -j), and the second run is attached to mid-run
+#                 (`watch --pid PID --sites`, ATTACH_AFTER s in, 8 by
+#                 default, for 30 s), the first run not watched at all
 # Under CI=true a Python without its test package fails; elsewhere it says
 # "not run" and exits 0.
 set -euo pipefail
@@ -25,6 +29,8 @@ bin=$(realpath "$bin")
 py=${PYTHON:-python3}
 every=${SITES_EVERY:-16384}
 jobs=${JOBS:-2}
+attach=${ATTACH:-0}
+after=${ATTACH_AFTER:-8}
 if [ $# -gt 0 ]; then
   tests=("$@")
 else
@@ -59,9 +65,37 @@ run() {
   [ -s "$work/$name.xml" ] || { echo "$name: no JUnit results; its output began:" >&2; head -40 "$work/$name.log" >&2; exit 1; }
 }
 
-echo "== ${tests[*]} ($("$py" -c 'import sys; print(sys.version.split()[0])'), -j$jobs), without and with --sites --sites-every $every"
-run plain
-run sites --sites --sites-every "$every"
+# attached NAME: the suite alone; with NAME=sites, a watch attaches to it
+# `after` s in, for 30 s.
+attached() {
+  local name=$1 start=$SECONDS rc=0
+  mkdir -p "$work/$name"
+  (cd "$work/$name" && exec "$py" -m test --junit-xml "$work/$name.xml" "${tests[@]}") \
+    >"$work/$name.log" 2>&1 &
+  local pid=$!
+  if [ "$name" = sites ]; then
+    sleep "$after"
+    "$bin" watch --headless --hz 5 --sites --sites-every "$every" --pid "$pid" --seconds 30 \
+      --out "$work/sites.flr" >"$work/watch.log" 2>&1 \
+      || { echo "the attached watch failed:" >&2; tail -20 "$work/watch.log" >&2; exit 1; }
+    grep -m1 'attached to process' "$work/watch.log" | sed 's/^/  /'
+  fi
+  wait "$pid" || rc=$?
+  echo "$rc" >"$work/$name.rc"
+  echo "$name: exit $rc in $((SECONDS - start)) s"
+  grep -E '^(Total tests|Result):' "$work/$name.log" | sed 's/^/  /' || true
+  [ -s "$work/$name.xml" ] || { echo "$name: no JUnit results; its output began:" >&2; head -40 "$work/$name.log" >&2; exit 1; }
+}
+
+if [ "$attach" = 1 ]; then
+  echo "== ${tests[*]} ($("$py" -c 'import sys; print(sys.version.split()[0])'), one process), unwatched and attached to ${after} s in (--sites-every $every)"
+  attached plain
+  attached sites
+else
+  echo "== ${tests[*]} ($("$py" -c 'import sys; print(sys.version.split()[0])'), -j$jobs), without and with --sites --sites-every $every"
+  run plain
+  run sites --sites --sites-every "$every"
+fi
 
 # regrtest's exit code says what no test case does (a file that failed to
 # import, a worker that crashed): it must be the same too.
@@ -70,7 +104,7 @@ if [ "$(cat "$work/plain.rc")" != "$(cat "$work/sites.rc")" ]; then
   exit 1
 fi
 python3 - "$work/plain.xml" "$work/sites.xml" "$bin" "$work/sites.flr" \
-  "$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')" <<'PY'
+  "$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')" "$attach" <<'PY'
 import collections, json, subprocess, sys
 import xml.etree.ElementTree as ET
 
@@ -128,11 +162,19 @@ named = r.get("sites") or []
 lines = [s for s in named if s["file"].endswith(".py") or s["file"].startswith("<")]
 unread = [s for s in named if s.get("python_unread")]
 print(f"  with --sites: {len(held)} processes' rings read, {len(named)} sites named, {len(lines)} of them Python lines")
-if not held:
+attached = sys.argv[6] == "1"
+notes = " ".join(n["text"] for n in r.get("events", {}).get("notes", []))
+if attached:
+    # An attach keeps no exact count: its ring is told by its note.
+    if "sites: attached to process" not in notes:
+        sys.exit("preload suite: the attached watch read no ring")
+elif not held:
     sys.exit("preload suite: the run with --sites read no ring: was the library preloaded?")
 # CPython 3.10 to 3.13: its frames are read, so some sites are lines, and
 # none says its Python's frames could not be read.
-if sys.argv[5] in ("3.10", "3.11", "3.12", "3.13"):
+# (An attached run's sites hold what was allocated since the attach, and
+# in this suite none may reach the 1 MiB a site needs for a channel.)
+if sys.argv[5] in ("3.10", "3.11", "3.12", "3.13") and not attached:
     if not lines:
         sys.exit(f"preload suite: no site is a Python line on {sys.argv[5]}: were its frames read?")
     if unread:
