@@ -518,6 +518,45 @@ mod imp {
         }
     }
 
+    /// Signals that would end flatline, held back while a thread of the
+    /// target runs flatline's calls: were flatline to die then, the thread
+    /// would return to address 0 untraced, and the process would crash.
+    /// (SIGKILL cannot be held back: that window, a few milliseconds, is
+    /// said in docs/watching.md.) Restored, and any held signal delivered,
+    /// when dropped, after the thread was let go.
+    struct HeldSignals(libc::sigset_t);
+
+    impl HeldSignals {
+        fn hold() -> Self {
+            // SAFETY: sigset_t is plain data, filled by sigemptyset.
+            let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
+            // SAFETY: as above.
+            let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
+            // SAFETY: `set` is a valid sigset to clear.
+            unsafe { libc::sigemptyset(&mut set) };
+            for sig in [
+                libc::SIGINT,
+                libc::SIGTERM,
+                libc::SIGHUP,
+                libc::SIGQUIT,
+                libc::SIGPIPE,
+            ] {
+                // SAFETY: as above; a valid signal number.
+                unsafe { libc::sigaddset(&mut set, sig) };
+            }
+            // SAFETY: `set` and `old` are valid sigsets; this thread's mask.
+            unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old) };
+            HeldSignals(old)
+        }
+    }
+
+    impl Drop for HeldSignals {
+        fn drop(&mut self) {
+            // SAFETY: restores the mask `hold` saved.
+            unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &self.0, std::ptr::null_mut()) };
+        }
+    }
+
     /// Stands for the address of the call's data among its arguments.
     const DATA: u64 = u64::MAX - 1;
 
@@ -529,6 +568,8 @@ mod imp {
     ) -> Result<Attached, AttachError> {
         let started = Instant::now();
         let until = started + Duration::from_secs(3);
+        // Declared first, dropped last: after every seized thread is let go.
+        let _held = HeldSignals::hold();
         let (mut seized, regs) = loop {
             let mut tids: Vec<libc::pid_t> = std::fs::read_dir(format!("/proc/{pid}/task"))
                 .map_err(|_| refused(format!("process {pid} is gone")))?
