@@ -298,3 +298,41 @@ fn an_attach_that_cannot_work_is_refused_and_the_target_is_untouched() {
         "{stderr}"
     );
 }
+
+/// A process tree running before the attach (two forked workers, as a
+/// DataLoader's, each keeping 64 KiB a tick at one line while the parent
+/// waits): the workers are attached too, and the top site is theirs.
+#[test]
+fn the_workers_that_run_at_the_attach_are_attached_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = dir.path().join("workers.py");
+    std::fs::write(
+        &job,
+        "import os, time\n\
+         kids = []\n\
+         for _ in range(2):\n\
+         \x20   pid = os.fork()\n\
+         \x20   if pid == 0:\n\
+         \x20       kept = []\n\
+         \x20       for _ in range(500):\n\
+         \x20           kept.append(bytearray(64 << 10)); time.sleep(0.04)\n\
+         \x20       os._exit(0)\n\
+         \x20   kids.append(pid)\n\
+         print(sum(os.waitpid(k, 0)[1] for k in kids))\n",
+    )
+    .unwrap();
+    let parent = spawn(&["python3", job.to_str().unwrap()]);
+    std::thread::sleep(Duration::from_secs(2));
+    let (v, stderr) = attach_watch(dir.path(), parent.id(), 14);
+    assert!(
+        stderr.contains("attached to 2 of its processes too"),
+        "{stderr}"
+    );
+    let s = v["sites"].as_array().expect("sites");
+    let top = &s[0];
+    assert_eq!(top["line"], 8, "{s:#?}");
+    assert_ne!(top["pid"].as_u64(), Some(u64::from(parent.id())), "{s:#?}");
+    let (code, out) = finish(parent);
+    assert_eq!(code, Some(0));
+    assert_eq!(out.trim(), "0", "both workers exited 0");
+}

@@ -413,7 +413,40 @@ fn rings_dir() -> std::result::Result<tempfile::TempDir, String> {
 /// `watch --pid PID --sites`: the library loaded into the running process
 /// (`flatline_telemetry::attach`), its rings in a new folder. Refused, or
 /// failed, the watch does not start: the process was left as it was.
-fn attach_sites(pid: u32, every: u64) -> Result<tempfile::TempDir> {
+/// Its descendants that run now (a DataLoader's workers, a launcher's
+/// ranks), parents before children.
+fn descendants(pid: u32) -> Vec<u32> {
+    let mut parent_of = Vec::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(p) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        let ppid = std::fs::read_to_string(e.path().join("stat"))
+            .ok()
+            .and_then(|s| {
+                s.rsplit_once(')')
+                    .and_then(|(_, r)| r.split_whitespace().nth(1)?.parse::<u32>().ok())
+            });
+        if let Some(pp) = ppid {
+            parent_of.push((p, pp));
+        }
+    }
+    let mut out = Vec::new();
+    let mut frontier = vec![pid];
+    while let Some(p) = frontier.pop() {
+        let mut kids: Vec<u32> = parent_of
+            .iter()
+            .filter(|(_, pp)| *pp == p)
+            .map(|(c, _)| *c)
+            .collect();
+        kids.sort_unstable();
+        out.extend(&kids);
+        frontier.extend(kids);
+    }
+    out
+}
+
+fn attach_sites(pid: u32, every: u64) -> Result<(tempfile::TempDir, Option<String>)> {
     let lib = preload_library().context(
         "--sites: the allocation-site library (libflatline_preload.so) is neither beside this \
          program nor in ../lib/flatline/ (build it: cargo build --release; or set FLATLINE_PRELOAD)",
@@ -432,7 +465,31 @@ fn attach_sites(pid: u32, every: u64) -> Result<tempfile::TempDir> {
             ""
         }
     );
-    Ok(dir)
+    // The processes under it that run now: attached too, each on its own
+    // (one refused is said, and the others go on). Those it starts later
+    // inherit the sampler through fork, or run a new program unsampled.
+    let (mut attached, mut not) = (Vec::new(), Vec::new());
+    for child in descendants(pid) {
+        match flatline_telemetry::attach::attach(child, &lib, dir.path(), every) {
+            Ok(_) => attached.push(child.to_string()),
+            Err(e) => not.push(format!("{child} ({e})")),
+        }
+    }
+    if !attached.is_empty() {
+        eprintln!(
+            "flatline: attached to {} of its processes too: {}",
+            attached.len(),
+            attached.join(", ")
+        );
+    }
+    let note = (!not.is_empty()).then(|| {
+        format!(
+            "sites: {} of process {pid}'s processes were not attached, and have no sites: {}",
+            not.len(),
+            not.join("; ")
+        )
+    });
+    Ok((dir, note))
 }
 
 /// `prog` as the shell would find it.
@@ -526,17 +583,21 @@ fn start_target(args: &WatchArgs, clock: Clock) -> Result<Watched> {
                 "--step-pattern reads a started command's output or a --log: give the command after `--`, or the log"
             )
         }
-        (Some(pid), None) => Ok(Watched {
-            pid,
-            child: None,
-            output: None,
-            sites: if args.sites {
+        (Some(pid), None) => {
+            let sites = if args.sites {
                 Some(attach_sites(pid, args.sites_every)?)
             } else {
                 None
-            },
-            sites_note: None,
-        }),
+            };
+            let note = sites.as_ref().and_then(|(_, n)| n.clone());
+            Ok(Watched {
+                pid,
+                child: None,
+                output: None,
+                sites: sites.map(|(d, _)| d),
+                sites_note: note,
+            })
+        }
         (None, Some((prog, rest))) => {
             let from = args.steps_from.unwrap_or(StepsFrom::Both);
             let (out, err) = match from {
