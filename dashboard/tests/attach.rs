@@ -12,6 +12,46 @@ use std::time::{Duration, Instant};
 
 use support::{flatline, library, report};
 
+/// One attach test at a time: the stress test's threads and forks take
+/// both cores of a CI machine, and a 15 s attach beside it read too few
+/// samples to call its site's growth (a first sentence without its line).
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn alone() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// How many of `pid`'s mappings are a flatline ring (`<pid>.<n>.ring`).
+fn rings_mapped(pid: u32) -> usize {
+    std::fs::read_to_string(format!("/proc/{pid}/maps"))
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.ends_with(".ring") || l.ends_with(".ring (deleted)"))
+        .count()
+}
+
+/// Asserts that `pid`, still running, maps no ring within 5 s (its next
+/// sample sees the watch over, at most a second after it ended).
+fn assert_rings_unmapped(pid: u32) {
+    let t0 = Instant::now();
+    loop {
+        let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
+        assert!(
+            !maps.is_empty(),
+            "process {pid} ended before its rings were looked at"
+        );
+        let n = rings_mapped(pid);
+        if n == 0 {
+            return;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "{n} rings still mapped in process {pid} 5 s after its watch ended"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 fn data(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data")
@@ -80,6 +120,7 @@ fn attach_watch(dir: &Path, pid: u32, seconds: u32) -> (serde_json::Value, Strin
 /// sentence names its line; the program ends with its own output, code 0.
 #[test]
 fn a_running_c_job_attached_names_its_leaking_line_and_ends_as_it_would() {
+    let _alone = alone();
     let dir = tempfile::tempdir().unwrap();
     let prog = build(dir.path(), "sites_leak.c", &[]);
     let job = spawn(&[prog.to_str().unwrap(), "22"]);
@@ -117,6 +158,7 @@ fn a_running_c_job_attached_names_its_leaking_line_and_ends_as_it_would() {
 /// that keeps 64 KiB bytearrays, attached 4 s in.
 #[test]
 fn a_running_python_job_attached_names_its_line() {
+    let _alone = alone();
     let dir = tempfile::tempdir().unwrap();
     let script = data("sites_job.py");
     let job = spawn(&["python3", script.to_str().unwrap(), "bytes", "24"]);
@@ -161,6 +203,7 @@ fn sampled(ring: &Path) -> u64 {
 /// ring's file; the job goes on to its own end.
 #[test]
 fn a_watch_killed_mid_attach_stops_the_sampling_and_the_job_goes_on() {
+    let _alone = alone();
     let dir = tempfile::tempdir().unwrap();
     let prog = build(dir.path(), "sites_leak.c", &[]);
     let job = spawn(&[prog.to_str().unwrap(), "12"]);
@@ -185,6 +228,7 @@ fn a_watch_killed_mid_attach_stops_the_sampling_and_the_job_goes_on() {
     let gone = support::wait_for(Duration::from_millis(50), || (!ring.exists()).then_some(()));
     assert!(gone.is_some(), "the ring's file is still there");
     assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+    assert_rings_unmapped(pid);
     let (code, out) = finish(job);
     assert_eq!(code, Some(0), "{out}");
     assert!(out.starts_with("kept"), "{out}");
@@ -196,6 +240,7 @@ fn a_watch_killed_mid_attach_stops_the_sampling_and_the_job_goes_on() {
 /// checks of every byte and of every child's exit code pass.
 #[test]
 fn fifty_attaches_and_detaches_leave_a_threaded_forking_program_right() {
+    let _alone = alone();
     let dir = tempfile::tempdir().unwrap();
     let prog = build(dir.path(), "attach_stress.c", &[]);
     let job = spawn(&[prog.to_str().unwrap(), "30"]);
@@ -226,6 +271,9 @@ fn fifty_attaches_and_detaches_leave_a_threaded_forking_program_right() {
         // sample (or at the next attach).
     }
     assert!(sampled_runs >= 45, "{sampled_runs} of 50 attaches sampled");
+    // Each ring goes once its watch is over: none of the 50 (2 MiB each,
+    // resident) stays in the program.
+    assert_rings_unmapped(pid);
     let mut job = job;
     // Its end: 30 s from its start.
     let status = job.wait().unwrap();
@@ -240,6 +288,7 @@ fn fifty_attaches_and_detaches_leave_a_threaded_forking_program_right() {
 /// user, a process of root's. The targets run on to their own ends.
 #[test]
 fn an_attach_that_cannot_work_is_refused_and_the_target_is_untouched() {
+    let _alone = alone();
     let dir = tempfile::tempdir().unwrap();
     let prog = build(dir.path(), "sites_leak.c", &["-static"]);
     let job = spawn(&[prog.to_str().unwrap(), "3"]);
@@ -304,6 +353,7 @@ fn an_attach_that_cannot_work_is_refused_and_the_target_is_untouched() {
 /// waits): the workers are attached too, and the top site is theirs.
 #[test]
 fn the_workers_that_run_at_the_attach_are_attached_too() {
+    let _alone = alone();
     let dir = tempfile::tempdir().unwrap();
     let job = dir.path().join("workers.py");
     std::fs::write(
@@ -335,4 +385,90 @@ fn the_workers_that_run_at_the_attach_are_attached_too() {
     let (code, out) = finish(parent);
     assert_eq!(code, Some(0));
     assert_eq!(out.trim(), "0", "both workers exited 0");
+}
+
+/// A job in a container (its own mount and pid namespaces, its own /tmp
+/// and /dev/shm, so none of this process's paths is its): the library is
+/// copied into its /dev/shm and the rings made there, its pid inside is
+/// read as the one outside, and the watch's lock tells it when the watch
+/// is over. The first sentence names its line and the pid this machine
+/// knows it by; the copy goes and the ring is unmapped as the watch ends;
+/// the job runs to its own end.
+#[test]
+fn a_job_in_a_container_is_attached_through_its_own_root() {
+    let _alone = alone();
+    let root = std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"));
+    if !root || !Path::new("/usr/bin/unshare").is_file() {
+        support::cannot_run("a container needs root and unshare");
+        return;
+    }
+    // Outside /tmp, which the container replaces.
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let prog = build(dir.path(), "sites_leak.c", &[]);
+    let script = format!(
+        "mount -t tmpfs none /tmp && mount -t tmpfs none /dev/shm && exec {} 24",
+        prog.display()
+    );
+    let container = spawn(&[
+        "unshare",
+        "--mount",
+        "--pid",
+        "--fork",
+        "--mount-proc",
+        "--propagation",
+        "private",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    let unshare = container.id();
+    let job = support::wait_for(Duration::from_millis(50), || {
+        std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+            let (comm, rest) = stat.split_once(") ")?;
+            let ppid: u32 = rest.split_whitespace().nth(1)?.parse().ok()?;
+            (comm.ends_with("(sites_leak") && ppid == unshare).then_some(pid)
+        })
+    });
+    let Some(job) = job else {
+        let (code, out) = finish(container);
+        support::cannot_run(&format!("no container started here ({code:?}): {out}"));
+        return;
+    };
+    assert_ne!(
+        std::fs::read_link(format!("/proc/{job}/ns/mnt")).unwrap(),
+        std::fs::read_link("/proc/self/ns/mnt").unwrap()
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    let (v, stderr) = attach_watch(dir.path(), job, 12);
+    assert!(stderr.contains("attached to process"), "{stderr}");
+    let text = flatline(&["report", dir.path().join("attach.flr").to_str().unwrap()]);
+    let first = String::from_utf8_lossy(&text.stdout)
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        first.contains(&format!("sites_leak {job} (main) grows"))
+            && first.contains("sites_leak.c:16"),
+        "{first}"
+    );
+    let s = v["sites"].as_array().expect("sites");
+    assert_eq!(s[0]["function"], "leak_here", "{s:#?}");
+    // Nothing left in the container's /dev/shm: the rings' folder and the
+    // library's copy are gone (its mapping stays, as the job's own).
+    let left: Vec<String> = std::fs::read_dir(format!("/proc/{job}/root/dev/shm"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    assert_rings_unmapped(job);
+    let (code, out) = finish(container);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.starts_with("kept "), "{out}");
 }

@@ -69,6 +69,10 @@ pub const H_INHERITED: usize = 288;
 /// program allocated before is unknown, and H_LIVE is not kept (a free of
 /// an older block would be taken from a count that never had it).
 pub const H_ATTACHED: usize = 296;
+/// u64: the inode of the writer's pid namespace (`/proc/self/ns/pid`), 0
+/// where it could not be read. H_PID is the pid in that namespace: a
+/// process in a container has another there than the watcher sees.
+pub const H_PID_NS: usize = 304;
 
 /// A thread adds its allocated and freed bytes to the header each time they
 /// reach this much.
@@ -118,7 +122,9 @@ pub const MAX_TEXT: usize = SLOT_BYTES - S_TEXT;
 // The layout holds together: checked when this compiles.
 const _: () = assert!(SLOTS.is_power_of_two());
 const _: () = assert!(S_PY + MAX_PY * 8 <= SLOT_BYTES && MAX_PY >= 16);
-const _: () = assert!(H_INHERITED + 8 <= HEADER_BYTES && S_TID + 4 <= S_NATIVE);
+const _: () = assert!(
+    H_PID_NS + 8 <= HEADER_BYTES && H_INHERITED + 8 <= HEADER_BYTES && S_TID + 4 <= S_NATIVE
+);
 
 pub const ALLOC: u32 = 1;
 pub const FREE: u32 = 2;

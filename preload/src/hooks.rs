@@ -27,7 +27,7 @@
 use core::cell::Cell;
 use core::ffi::{c_char, c_int, c_void};
 use core::ptr;
-use core::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
+use core::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release, SeqCst};
 use core::sync::atomic::{AtomicBool, AtomicI64, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize};
 
 use flatline_format::sites as L;
@@ -192,6 +192,85 @@ static EVERY: AtomicU64 = AtomicU64::new(512 << 10);
 /// Whether blocks are counted (H_LIVE): preloaded, every block is seen
 /// from the program's start; attached, the older ones never were.
 static COUNTING: AtomicBool = AtomicBool::new(true);
+
+/// Threads inside a path that writes the ring through [`RingUse`].
+static IN_RING: AtomicUsize = AtomicUsize::new(0);
+/// A ring its watch has left (attached), waiting for the last thread that
+/// may still write in it to leave: that one unmaps it.
+static RETIRED: AtomicPtr<u8> = AtomicPtr::new(ptr::null_mut());
+
+/// The ring, held for the length of a sample or of a sampled block's
+/// free: a ring is unmapped only once no thread holds it. Counted first,
+/// the ring read after (both SeqCst): a thread that reads a ring before it
+/// is taken out of [`RING`] was counted before the retiring thread looks
+/// at the count, so the count is not 0 while that thread may write in it.
+struct RingUse {
+    base: *mut u8,
+}
+
+impl RingUse {
+    fn enter() -> RingUse {
+        IN_RING.fetch_add(1, SeqCst);
+        RingUse {
+            base: RING.load(SeqCst),
+        }
+    }
+}
+
+impl Drop for RingUse {
+    fn drop(&mut self) {
+        if IN_RING.fetch_sub(1, SeqCst) == 1 {
+            reclaim();
+        }
+    }
+}
+
+/// Unmaps the retired ring if no thread holds a ring now. Taken out of
+/// [`RETIRED`] first and the count looked at again: a thread that came in
+/// after this one's count fell to 0 may hold it (it read the ring before
+/// it was retired); then it goes back for the last of them to unmap.
+fn reclaim() {
+    let old = RETIRED.swap(ptr::null_mut(), SeqCst);
+    if old.is_null() {
+        return;
+    }
+    if IN_RING.load(SeqCst) == 0 {
+        unmap_ring(old);
+    } else {
+        // Another ring retired meanwhile: this one stays mapped (2 MiB,
+        // said in the docs) rather than risk a thread writing in it.
+        let _ = RETIRED.compare_exchange(ptr::null_mut(), old, SeqCst, SeqCst);
+    }
+}
+
+/// Takes `base` out of [`RING`] (attached, its watch over): from here on
+/// every hook only forwards, and the ring's pages go once no thread holds
+/// it. The caller holds a [`RingUse`] or runs alone.
+fn retire(base: *mut u8) {
+    if base.is_null()
+        || RING
+            .compare_exchange(base, ptr::null_mut(), SeqCst, SeqCst)
+            .is_err()
+    {
+        return;
+    }
+    let _ = RETIRED.compare_exchange(ptr::null_mut(), base, SeqCst, SeqCst);
+}
+
+fn unmap_ring(base: *mut u8) {
+    // SAFETY: a ring's whole mapping, made by `open_ring`, that no thread
+    // holds (`reclaim`); by the system call, not this library's `munmap`.
+    unsafe { libc::syscall(libc::SYS_munmap, base, L::RING_BYTES) };
+}
+
+/// Empties the table of sampled blocks (a new attach: the older ring's
+/// blocks are not this one's). Run while no ring is published.
+fn sampled_clear() {
+    for k in &SAMPLED {
+        k.store(table::EMPTY, Relaxed);
+    }
+    SAMPLED_COUNT.store(0, Release);
+}
 
 /// Sampled live blocks' addresses, and anonymous mappings seen (address,
 /// length, so that `munmap` takes back only what `mmap` counted): open
@@ -368,7 +447,7 @@ fn allocated(p: *mut c_void, size: usize, mapped: Option<usize>) {
         }
         t.until_sample.set(draw(t));
         t.guard.set(true);
-        sample(base, p as u64, size as u64);
+        sample(p as u64, size as u64);
         t.guard.set(false);
     });
 }
@@ -391,7 +470,10 @@ fn freeing(p: *mut c_void, mapped: Option<usize>) {
         });
     }
     if sampled_remove(p as u64) {
-        push(base, &ring::Record::free(p as u64));
+        let ring = RingUse::enter();
+        if !ring.base.is_null() {
+            push(ring.base, &ring::Record::free(p as u64));
+        }
     }
 }
 
@@ -401,12 +483,19 @@ const PY_FRAMES: usize = 12;
 
 #[cold]
 #[inline(never)]
-fn sample(base: *mut u8, addr: u64, size: u64) {
+fn sample(addr: u64, size: u64) {
+    let ring = RingUse::enter();
+    let base = ring.base;
+    if base.is_null() {
+        return;
+    }
     if !COUNTING.load(Relaxed) && attach::watcher_gone() {
-        // The watch that attached has ended: sampling stops, and every
-        // hook only forwards from here on. A watch killed (SIGKILL) left
-        // its folder: the ring's file goes, and the folder once empty.
-        RING.store(ptr::null_mut(), Release);
+        // The watch that attached has ended: sampling stops, every hook
+        // only forwards from here on, and the ring is unmapped once no
+        // thread holds it (this one's `ring`, dropped on return, may be
+        // the last). A watch killed (SIGKILL) left its folder: the ring's
+        // file goes, and the folder once empty.
+        retire(base);
         attach::remove_files();
         return;
     }
@@ -801,8 +890,22 @@ fn open_ring(live: i64) -> *mut u8 {
     header_i64(base, L::H_LIVE).store(live, Relaxed);
     header_i64(base, L::H_INHERITED).store(live, Relaxed);
     header_u32(base, L::H_ATTACHED).store(u32::from(!COUNTING.load(Relaxed)), Relaxed);
+    header_u64(base, L::H_PID_NS).store(pid_namespace(), Relaxed);
     header_u64(base, L::H_MAGIC).store(L::MAGIC, Release);
     base
+}
+
+/// The inode of this process's pid namespace, 0 where it cannot be read.
+fn pid_namespace() -> u64 {
+    // SAFETY: all-zero is a valid stat record, filled by the call.
+    let mut st: libc::stat = unsafe { core::mem::zeroed() };
+    // SAFETY: a NUL-terminated path and a record to fill; stat allocates
+    // nothing.
+    if unsafe { libc::stat(c"/proc/self/ns/pid".as_ptr(), &mut st) } == 0 {
+        st.st_ino
+    } else {
+        0
+    }
 }
 
 extern "C" fn before_fork() {
@@ -827,7 +930,15 @@ extern "C" fn after_fork_child() {
         t.live.replace(0)
     });
     let live = header_i64(parent, L::H_LIVE).load(Relaxed) + share;
+    // The child's only thread is this one: no other holds a ring here, so
+    // the parent's (which the child never writes) and any retired one go.
+    IN_RING.store(0, SeqCst);
+    let retired = RETIRED.swap(ptr::null_mut(), SeqCst);
     RING.store(open_ring(live), Release);
+    unmap_ring(parent);
+    if !retired.is_null() && retired != parent {
+        unmap_ring(retired);
+    }
     python::forget_codes();
 }
 
@@ -863,8 +974,10 @@ extern "C" fn init() {
 /// Called by `flatline watch --pid PID --sites` inside the running
 /// process it attached to (through ptrace, on one stopped thread, after
 /// this library was loaded with `dlopen`): sampling into a new ring in
-/// `dir`, one sample per `every` bytes, while process `watcher` runs and
-/// the ring's file is there. 0: sampling; 1: a ring is already being
+/// `dir`, one sample per `every` bytes, while process `watcher` runs (0:
+/// in another pid namespace, not looked for), the watch holds the lock on
+/// `dir/watch.lock` where there is one, and the ring's file is there; then
+/// the ring is unmapped. 0: sampling; 1: a ring is already being
 /// written (preloaded at the start, or another watch attached); 2: the
 /// ring could not be made; 3: an argument was wrong.
 ///
@@ -872,16 +985,20 @@ extern "C" fn init() {
 /// `dir` is a NUL-terminated path.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn flatline_attach(dir: *const c_char, every: u64, watcher: u32) -> c_int {
-    if dir.is_null() || watcher == 0 {
+    if dir.is_null() {
         return 3;
     }
-    if !RING.load(Acquire).is_null() {
-        // A ring being written: the preloaded library's, or an earlier
-        // attach's whose watch is over but which has not seen it yet.
-        if COUNTING.load(Relaxed) || !attach::watch_over() {
-            return 1;
+    {
+        let ring = RingUse::enter();
+        if !ring.base.is_null() {
+            // A ring being written: the preloaded library's, or an earlier
+            // attach's whose watch is over but which has not seen it yet.
+            if COUNTING.load(Relaxed) || !attach::watch_over() {
+                return 1;
+            }
+            retire(ring.base);
+            attach::remove_files();
         }
-        RING.store(ptr::null_mut(), Release);
     }
     // SAFETY: the caller passes a NUL-terminated path.
     let dir = unsafe { core::ffi::CStr::from_ptr(dir) }.to_bytes();
@@ -894,8 +1011,11 @@ pub unsafe extern "C" fn flatline_attach(dir: *const c_char, every: u64, watcher
     COUNTING.store(false, Release);
     EVERY.store(every.max(1), Relaxed);
     attach::set_watcher(watcher);
-    // Codes named to a ring before (an earlier attach) are named again.
+    // Codes named to a ring before (an earlier attach) are named again, and
+    // its blocks are not this ring's.
     python::forget_codes();
+    sampled_clear();
+    attach::set_lock_path(dir);
     let base = open_ring(0);
     if base.is_null() {
         return 2;
@@ -980,6 +1100,10 @@ mod attach {
             Some(&buf[..n])
         }
 
+        fn clear(&self) {
+            self.len.store(0, Release);
+        }
+
         fn c_ptr(&self) -> *const c_char {
             self.bytes.get().cast::<c_char>()
         }
@@ -987,6 +1111,12 @@ mod attach {
 
     static DIR: PathSlot = PathSlot::new();
     static RING_PATH: PathSlot = PathSlot::new();
+    /// `<dir>/watch.lock`, where the watch made one: it holds an exclusive
+    /// `flock` on it for as long as it runs, and the kernel lets go of it
+    /// when the watch's process ends, however it ends. A process in another
+    /// pid namespace (a container) cannot see the watcher's pid: this is
+    /// how it tells.
+    static LOCK_PATH: PathSlot = PathSlot::new();
     static WATCHER: AtomicU32 = AtomicU32::new(0);
     /// CLOCK_MONOTONIC_COARSE seconds of the next check of the watcher.
     static NEXT_CHECK: AtomicI64 = AtomicI64::new(0);
@@ -1002,6 +1132,43 @@ mod attach {
     pub(super) fn set_ring_path(path: &[u8]) {
         let n = path.iter().position(|&c| c == 0).unwrap_or(path.len());
         RING_PATH.set(&path[..n]);
+    }
+
+    /// The watch's lock file in `dir`, if it made one.
+    pub(super) fn set_lock_path(dir: &[u8]) {
+        const NAME: &[u8] = b"/watch.lock";
+        let mut path = [0u8; 4096];
+        if dir.len() + NAME.len() + 1 > path.len() {
+            LOCK_PATH.clear();
+            return;
+        }
+        path[..dir.len()].copy_from_slice(dir);
+        path[dir.len()..dir.len() + NAME.len()].copy_from_slice(NAME);
+        // SAFETY: `path` is NUL-terminated (zeroed past the name).
+        if unsafe { libc::access(path.as_ptr().cast::<c_char>(), libc::F_OK) } == 0 {
+            LOCK_PATH.set(&path[..dir.len() + NAME.len()]);
+        } else {
+            LOCK_PATH.clear();
+        }
+    }
+
+    /// Whether the watch still holds its lock: a shared lock cannot be
+    /// had while it holds the exclusive one (no lock file: not asked).
+    fn lock_held() -> bool {
+        if LOCK_PATH.get().is_none() {
+            return true;
+        }
+        // SAFETY: a NUL-terminated path; the descriptor is closed below.
+        let fd = unsafe { libc::open(LOCK_PATH.c_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+        if fd < 0 {
+            return false;
+        }
+        // SAFETY: `fd` is the file just opened; a lock got is let go with
+        // the descriptor.
+        let got = unsafe { libc::flock(fd, libc::LOCK_SH | libc::LOCK_NB) } == 0;
+        // SAFETY: as above.
+        unsafe { libc::close(fd) };
+        !got
     }
 
     pub(super) fn set_watcher(pid: u32) {
@@ -1048,10 +1215,13 @@ mod attach {
     /// [`watcher_gone`] asked now.
     pub(super) fn watch_over() -> bool {
         let watcher = WATCHER.load(Acquire);
-        // SAFETY: signal 0 only checks that the process exists.
-        let alive = unsafe { libc::kill(watcher as libc::pid_t, 0) } == 0
+        // 0: the watcher is in another pid namespace (the lock tells).
+        let alive = watcher == 0
+            // SAFETY: signal 0 only checks that the process exists.
+            || unsafe { libc::kill(watcher as libc::pid_t, 0) } == 0
             // SAFETY: errno is this thread's.
             || unsafe { *libc::__errno_location() } == libc::EPERM;
+        let alive = alive && lock_held();
         // SAFETY: a NUL-terminated path (RING_PATH keeps its NUL).
         let ring = RING_PATH.get().is_some()
             && unsafe { libc::access(RING_PATH.c_ptr(), libc::F_OK) } == 0;

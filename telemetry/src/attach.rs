@@ -11,8 +11,15 @@
 //! what would permit it: the machine (x86-64 Linux), the process running
 //! (not a zombie, not stopped, not being traced), ptrace permitted (the
 //! same user or CAP_SYS_PTRACE, and Yama's `ptrace_scope`), a dynamically
-//! linked glibc program with `dlopen`, the same mount namespace (the
-//! library's path and the rings' folder are this process's paths).
+//! linked glibc program with `dlopen`.
+//!
+//! A process in a container (another mount namespace) cannot open this
+//! process's paths: the library is copied into a folder of its own
+//! (`/dev/shm`, `/tmp` or `/var/tmp`, the first that is writable and not
+//! mounted noexec, reached through `/proc/PID/root`), and the rings'
+//! folder is made there too ([`reachable_folder`]); in another pid
+//! namespace the watcher's pid means nothing to it, and the watch's lock
+//! file alone tells it that the watch has ended.
 //!
 //! Only a thread blocked in a system call that no allocator makes while
 //! holding its lock (a futex wait, a sleep, a read, a poll…) is used: a
@@ -42,23 +49,118 @@ pub struct Attached {
     pub tid: u32,
     pub stopped_for: Duration,
     pub loaded_before: bool,
+    /// Where the library was copied for a process in a container (this
+    /// process's path to it): the watch removes it as it ends (the process
+    /// keeps its mapping).
+    pub library_copy: Option<PathBuf>,
 }
 
 /// Loads `library` into process `pid` and starts its sampling, one sample
 /// per `every` bytes, into a ring in `dir`, while this process runs.
+/// `dir` is this process's path; for a process in a container it is one
+/// under `/proc/PID/root` ([`reachable_folder`]), passed to it as its own.
 pub fn attach(pid: u32, library: &Path, dir: &Path, every: u64) -> Result<Attached, AttachError> {
     let plan = check(pid, library)?;
-    imp::inject(pid, &plan, dir, every)
+    if let Some(to) = &plan.copy_to {
+        copy_library(library, to).map_err(|e| {
+            refused(format!(
+                "process {pid} is in a container; the library could not be copied into it ({}): {e}",
+                to.display()
+            ))
+        })?;
+    }
+    let mut done = imp::inject(pid, &plan, &path_in_target(dir), every)?;
+    done.library_copy = plan.copy_to;
+    Ok(done)
+}
+
+/// Where a process in another mount namespace (a container) can reach a
+/// file this process writes: the first of its `/dev/shm`, `/tmp` and
+/// `/var/tmp` that is a folder, writable and not mounted noexec, as this
+/// process's path (`/proc/PID/root/…`). None for a process in this
+/// process's mount namespace (its paths are ours), or where none is.
+pub fn reachable_folder(pid: u32) -> Option<PathBuf> {
+    if same_namespace(pid, "mnt") {
+        return None;
+    }
+    let root = PathBuf::from(format!("/proc/{pid}/root"));
+    ["dev/shm", "tmp", "var/tmp"]
+        .iter()
+        .map(|f| root.join(f))
+        .find(|f| f.is_dir() && writable_and_executable(f))
+}
+
+/// Whether `pid` is in this process's namespace of kind `kind` ("mnt",
+/// "pid"); unreadable counts as the same.
+fn same_namespace(pid: u32, kind: &str) -> bool {
+    let ours = std::fs::read_link(format!("/proc/self/ns/{kind}")).ok();
+    let theirs = std::fs::read_link(format!("/proc/{pid}/ns/{kind}")).ok();
+    ours.is_none() || theirs.is_none() || ours == theirs
+}
+
+fn writable_and_executable(folder: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c) = std::ffi::CString::new(folder.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: all-zero is a valid statvfs record, filled by the call.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: a NUL-terminated path and a record to fill.
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return false;
+    }
+    st.f_flag & (libc::ST_RDONLY | libc::ST_NOEXEC) == 0
+}
+
+/// `dir` as the target sees it: a path under `/proc/N/root` is one in
+/// that process's root.
+fn path_in_target(dir: &Path) -> PathBuf {
+    let mut parts = dir.components();
+    let lead: Vec<_> = parts.by_ref().take(4).collect();
+    let is_root = lead.len() == 4
+        && lead[1].as_os_str() == "proc"
+        && lead[2]
+            .as_os_str()
+            .to_str()
+            .is_some_and(|n| n.parse::<u32>().is_ok())
+        && lead[3].as_os_str() == "root";
+    if is_root {
+        Path::new("/").join(parts.as_path())
+    } else {
+        dir.to_owned()
+    }
+}
+
+/// Copies the library to `to` (a process in a container), whole or not at
+/// all: written beside it and renamed. One already there of the same
+/// length is kept (its name holds the library's length and time).
+fn copy_library(from: &Path, to: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let len = std::fs::metadata(from)?.len();
+    if std::fs::metadata(to).is_ok_and(|m| m.len() == len) {
+        return Ok(());
+    }
+    let part = to.with_extension(format!("part{}", std::process::id()));
+    std::fs::copy(from, &part)?;
+    std::fs::set_permissions(&part, std::fs::Permissions::from_mode(0o755))?;
+    std::fs::rename(&part, to).inspect_err(|_| {
+        let _ = std::fs::remove_file(&part);
+    })
 }
 
 /// What the checks found: where `dlopen` is in the process, the library's
-/// own path, and whether it is mapped already.
+/// path as the process sees it, and whether it is mapped already.
 #[derive(Debug)]
 struct Plan {
     dlopen: u64,
     library: PathBuf,
+    /// Where the library is copied first (a process in a container).
+    copy_to: Option<PathBuf>,
     attach_offset: u64,
     loaded_before: bool,
+    /// The pid the library looks for to know the watch runs: this
+    /// process's, or 0 from another pid namespace.
+    watcher: u32,
 }
 
 fn refused(s: impl Into<String>) -> AttachError {
@@ -100,17 +202,7 @@ fn check(pid: u32, library: &Path) -> Result<Plan, AttachError> {
         )));
     }
     permitted(pid, &field("Uid:").unwrap_or_default())?;
-    let same_ns = |n: &str| {
-        let ours = std::fs::read_link(format!("/proc/self/ns/{n}")).ok();
-        let theirs = std::fs::read_link(proc.join("ns").join(n)).ok();
-        ours.is_none() || theirs.is_none() || ours == theirs
-    };
-    if !same_ns("mnt") {
-        return Err(refused(format!(
-            "process {pid} is in another mount namespace (a container): attaching across one is not \
-             supported; run flatline inside the container"
-        )));
-    }
+    let in_container = !same_namespace(pid, "mnt");
     if let Ok(exe) = std::fs::read(proc.join("exe")).map(|b| b.get(..20).map(<[u8]>::to_vec)) {
         // e_machine, at byte 18 of the ELF header: 62 is x86-64.
         if let Some(h) = exe
@@ -167,19 +259,48 @@ fn check(pid: u32, library: &Path) -> Result<Plan, AttachError> {
     let library = library
         .canonicalize()
         .map_err(|e| refused(format!("the library {}: {e}", library.display())))?;
-    let lib_name = library.to_string_lossy().into_owned();
-    let loaded_before = maps.lines().any(|l| l.ends_with(&lib_name));
     let attach_offset = dynamic_symbol(&library, "flatline_attach").ok_or_else(|| {
         refused(format!(
             "{} has no flatline_attach: a library from an older flatline?",
             library.display()
         ))
     })?;
+    let (theirs, copy_to) = if in_container {
+        let folder = reachable_folder(pid).ok_or_else(|| {
+            refused(format!(
+                "process {pid} is in a container (another mount namespace), and none of its \
+                 /dev/shm, /tmp and /var/tmp can take the library (missing, read-only or mounted \
+                 noexec)"
+            ))
+        })?;
+        let meta = std::fs::metadata(&library)
+            .map_err(|e| refused(format!("the library {}: {e}", library.display())))?;
+        let stamp = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_secs());
+        let name = format!("libflatline_preload-{}-{stamp}.so", meta.len());
+        let copy = folder.join(&name);
+        (path_in_target(&copy), Some(copy))
+    } else {
+        (library.clone(), None)
+    };
+    let lib_name = theirs.to_string_lossy().into_owned();
+    let loaded_before = maps
+        .lines()
+        .any(|l| l.ends_with(&lib_name) || l.ends_with(&format!("{lib_name} (deleted)")));
     Ok(Plan {
         dlopen,
-        library,
+        library: theirs,
+        copy_to,
         attach_offset,
         loaded_before,
+        watcher: if same_namespace(pid, "pid") {
+            std::process::id()
+        } else {
+            0
+        },
     })
 }
 
@@ -628,7 +749,7 @@ mod imp {
             &mut seized,
             &regs,
             base + plan.attach_offset,
-            [DATA, every, u64::from(std::process::id())],
+            [DATA, every, u64::from(plan.watcher)],
             dir_arg.as_bytes(),
         )? as i32;
         let tid = seized.tid as u32;
@@ -638,6 +759,7 @@ mod imp {
                 tid,
                 stopped_for: started.elapsed(),
                 loaded_before: plan.loaded_before,
+                library_copy: None,
             }),
             1 => Err(failed(format!(
                 "process {pid} is already sampled (started under `watch --sites`, or attached by \
@@ -701,6 +823,19 @@ mod tests {
             dynamic_symbol(Path::new("/proc/self/status"), "dlopen"),
             None
         );
+    }
+
+    #[test]
+    fn a_path_under_a_process_s_root_is_given_to_it_as_its_own() {
+        assert_eq!(
+            path_in_target(Path::new("/proc/4242/root/dev/shm/flatline-sites-x")),
+            Path::new("/dev/shm/flatline-sites-x")
+        );
+        for ours in ["/dev/shm/flatline-sites-x", "/proc/self/root/tmp", "/proc/4242/cwd/x"] {
+            assert_eq!(path_in_target(Path::new(ours)), Path::new(ours));
+        }
+        // This process is in its own mount namespace: nothing to reach.
+        assert_eq!(reachable_folder(std::process::id()), None);
     }
 
     #[test]

@@ -218,7 +218,11 @@ impl SitesProbe {
             // A ring whose magic is not written yet is tried again next time.
             if let Ok(ring) = SiteRing::open(&entry.path()) {
                 self.opened.insert(name);
-                let pid = ring.u32_at(L::H_PID);
+                // A process in a container wrote its pid there; ours is
+                // another. Gone already, it has nothing to read for.
+                let Some(pid) = host_pid(ring.u32_at(L::H_PID), ring.u64_at(L::H_PID_NS)) else {
+                    continue;
+                };
                 let head = ring.u64_at(L::H_HEAD);
                 // A pid's new ring is a new program (`exec`): the old
                 // image's memory is gone, its sites end; its exact count's
@@ -683,11 +687,53 @@ fn find_map(maps: &[Map], addr: u64) -> Option<&Map> {
     maps.iter().find(|m| m.start <= addr && addr < m.end)
 }
 
-/// The file-backed, executable mappings of `pid`.
+/// The pid this process knows a ring's writer by: the one it wrote where
+/// it shares this process's pid namespace (or the namespace is unknown),
+/// else the process in namespace `ns` whose innermost pid is `pid` (the
+/// last of its status's `NSpid`); None where none runs.
+fn host_pid(pid: u32, ns: u64) -> Option<u32> {
+    use std::os::unix::fs::MetadataExt;
+    let ino = |p: &Path| std::fs::metadata(p).map(|m| m.ino()).ok();
+    if ns == 0 || ino(Path::new("/proc/self/ns/pid")).is_none_or(|o| o == ns) {
+        return Some(pid);
+    }
+    std::fs::read_dir("/proc")
+        .ok()?
+        .flatten()
+        .filter_map(|e| Some((e.file_name().to_str()?.parse::<u32>().ok()?, e.path())))
+        .filter(|(_, path)| ino(&path.join("ns/pid")) == Some(ns))
+        .find_map(|(p, path)| {
+            let status = std::fs::read_to_string(path.join("status")).ok()?;
+            let inner: u32 = status
+                .lines()
+                .find_map(|l| l.strip_prefix("NSpid:"))?
+                .split_whitespace()
+                .last()?
+                .parse()
+                .ok()?;
+            (inner == pid).then_some(p)
+        })
+}
+
+/// Where `pid`'s own paths are opened from: its root (`/proc/PID/root`)
+/// where it is in another mount namespace (a container), else "" (this
+/// process's paths are its).
+fn root_of(pid: u32) -> String {
+    let ours = std::fs::read_link("/proc/self/ns/mnt").ok();
+    let theirs = std::fs::read_link(format!("/proc/{pid}/ns/mnt")).ok();
+    match (ours, theirs) {
+        (Some(a), Some(b)) if a != b => format!("/proc/{pid}/root"),
+        _ => String::new(),
+    }
+}
+
+/// The file-backed, executable mappings of `pid`, their paths as this
+/// process opens them.
 fn read_maps(pid: u32) -> Vec<Map> {
     let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/maps")) else {
         return Vec::new();
     };
+    let root = root_of(pid);
     text.lines()
         .filter_map(|l| {
             let mut f = l.split_whitespace();
@@ -701,7 +747,7 @@ fn read_maps(pid: u32) -> Vec<Map> {
                 start: u64::from_str_radix(a, 16).ok()?,
                 end: u64::from_str_radix(b, 16).ok()?,
                 offset: u64::from_str_radix(offset, 16).ok()?,
-                path: path.to_owned(),
+                path: format!("{root}{path}"),
             })
         })
         .collect()
@@ -720,6 +766,7 @@ fn source_line(pid: u32, file: &str, line: u32) -> Option<String> {
             .ok()?
             .join(file)
     };
+    let path = PathBuf::from(format!("{}{}", root_of(pid), path.display()));
     let text = std::fs::read_to_string(path).ok()?;
     let l = text.lines().nth(line as usize - 1)?.trim();
     (!l.is_empty()).then(|| l.chars().take(160).collect())

@@ -51,6 +51,26 @@ struct Watched {
     sites: Option<tempfile::TempDir>,
     /// Why `--sites` was not done, said on stderr and in the recording.
     sites_note: Option<String>,
+    /// What an attach (`--pid --sites`) holds until the watch ends.
+    _attached: Option<AttachedSites>,
+}
+
+/// What a watch that attached holds while it runs: the lock on the rings'
+/// folder's `watch.lock`, which the attached processes try once a second
+/// (released by the kernel however this process ends, so a watch killed
+/// with SIGKILL is noticed too), and the library's copies made in
+/// containers, removed as it ends (the processes keep their mappings).
+struct AttachedSites {
+    _lock: std::fs::File,
+    copies: Vec<PathBuf>,
+}
+
+impl Drop for AttachedSites {
+    fn drop(&mut self) {
+        for c in &self.copies {
+            let _ = std::fs::remove_file(c);
+        }
+    }
 }
 
 /// The most a watch waits, after its command ended, for readers that are
@@ -446,14 +466,69 @@ fn descendants(pid: u32) -> Vec<u32> {
     out
 }
 
-fn attach_sites(pid: u32, every: u64) -> Result<(tempfile::TempDir, Option<String>)> {
+/// The rings' folder for an attach to `pid`: one it can reach (in its
+/// container's root, where it is in one) and write (its user's, where that
+/// is not this process's), with the watch's lock file in it, held.
+fn attach_dir(pid: u32) -> Result<(tempfile::TempDir, std::fs::File)> {
+    let dir = match flatline_telemetry::attach::reachable_folder(pid) {
+        Some(folder) => tempfile::Builder::new()
+            .prefix("flatline-sites-")
+            .tempdir_in(&folder)
+            .with_context(|| {
+                format!(
+                    "--sites: cannot make the rings' folder in {}",
+                    folder.display()
+                )
+            })?,
+        None => rings_dir().map_err(|e| anyhow::anyhow!("--sites: {e}"))?,
+    };
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let id = |k: &str| -> Option<u32> {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(k))?
+            .split_whitespace()
+            .next()?
+            .parse()
+            .ok()
+    };
+    if let (Some(uid), Some(gid)) = (id("Uid:"), id("Gid:")) {
+        use std::os::unix::fs::MetadataExt;
+        if std::fs::metadata(dir.path()).is_ok_and(|m| m.uid() != uid) {
+            // Root watching another user's process: the folder is made
+            // that user's (it makes its ring there). Not permitted, the
+            // attach says it could not make its ring.
+            let _ = std::os::unix::fs::chown(dir.path(), Some(uid), Some(gid));
+        }
+    }
+    let path = dir.path().join("watch.lock");
+    let lock = std::fs::File::create(&path)
+        .and_then(|f| {
+            use std::os::unix::fs::PermissionsExt;
+            f.set_permissions(std::fs::Permissions::from_mode(0o644))?;
+            f.lock()?;
+            Ok(f)
+        })
+        .with_context(|| format!("--sites: cannot make and lock {}", path.display()))?;
+    Ok((dir, lock))
+}
+
+fn attach_sites(
+    pid: u32,
+    every: u64,
+) -> Result<(tempfile::TempDir, AttachedSites, Option<String>)> {
     let lib = preload_library().context(
         "--sites: the allocation-site library (libflatline_preload.so) is neither beside this \
          program nor in ../lib/flatline/ (build it: cargo build --release; or set FLATLINE_PRELOAD)",
     )?;
-    let dir = rings_dir().map_err(|e| anyhow::anyhow!("--sites: {e}"))?;
+    let (dir, lock) = attach_dir(pid)?;
+    let mut held = AttachedSites {
+        _lock: lock,
+        copies: Vec::new(),
+    };
     let done = flatline_telemetry::attach::attach(pid, &lib, dir.path(), every)
         .with_context(|| format!("--sites: cannot attach to process {pid}"))?;
+    held.copies.extend(done.library_copy.clone());
     eprintln!(
         "flatline: attached to process {pid} (thread {} stopped for {} ms{}); its allocation \
          sites count from now",
@@ -471,7 +546,11 @@ fn attach_sites(pid: u32, every: u64) -> Result<(tempfile::TempDir, Option<Strin
     let (mut attached, mut not) = (Vec::new(), Vec::new());
     for child in descendants(pid) {
         match flatline_telemetry::attach::attach(child, &lib, dir.path(), every) {
-            Ok(_) => attached.push(child.to_string()),
+            Ok(d) => {
+                attached.push(child.to_string());
+                held.copies
+                    .extend(d.library_copy.filter(|c| !held.copies.contains(c)));
+            }
             Err(e) => not.push(format!("{child} ({e})")),
         }
     }
@@ -489,7 +568,7 @@ fn attach_sites(pid: u32, every: u64) -> Result<(tempfile::TempDir, Option<Strin
             not.join("; ")
         )
     });
-    Ok((dir, note))
+    Ok((dir, held, note))
 }
 
 /// `prog` as the shell would find it.
@@ -589,13 +668,17 @@ fn start_target(args: &WatchArgs, clock: Clock) -> Result<Watched> {
             } else {
                 None
             };
-            let note = sites.as_ref().and_then(|(_, n)| n.clone());
+            let (sites, attached, note) = match sites {
+                Some((d, a, n)) => (Some(d), Some(a), n),
+                None => (None, None, None),
+            };
             Ok(Watched {
                 pid,
                 child: None,
                 output: None,
-                sites: sites.map(|(d, _)| d),
+                sites,
                 sites_note: note,
+                _attached: attached,
             })
         }
         (None, Some((prog, rest))) => {
@@ -680,6 +763,7 @@ fn start_target(args: &WatchArgs, clock: Clock) -> Result<Watched> {
                 output,
                 sites,
                 sites_note,
+                _attached: None,
             })
         }
         (None, None) => bail!("say what to watch: --pid PID, or a command after `--`"),
