@@ -392,8 +392,10 @@ fn the_workers_that_run_at_the_attach_are_attached_too() {
 /// copied into its /dev/shm and the rings made there, its pid inside is
 /// read as the one outside, and the watch's lock tells it when the watch
 /// is over. The first sentence names its line and the pid this machine
-/// knows it by; the copy goes and the ring is unmapped as the watch ends;
-/// the job runs to its own end.
+/// knows it by; the copy goes and the ring is unmapped as the watch ends.
+/// Attached again, by a watch then killed with SIGKILL (the lock is all
+/// the job has to tell by): its ring is unmapped and its folder goes. The
+/// job runs to its own end.
 #[test]
 fn a_job_in_a_container_is_attached_through_its_own_root() {
     let _alone = alone();
@@ -409,7 +411,7 @@ fn a_job_in_a_container_is_attached_through_its_own_root() {
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let prog = build(dir.path(), "sites_leak.c", &[]);
     let script = format!(
-        "mount -t tmpfs none /tmp && mount -t tmpfs none /dev/shm && exec {} 24",
+        "mount -t tmpfs none /tmp && mount -t tmpfs none /dev/shm && exec {} 40",
         prog.display()
     );
     let container = spawn(&[
@@ -468,6 +470,35 @@ fn a_job_in_a_container_is_attached_through_its_own_root() {
         .collect();
     assert!(left.is_empty(), "{left:?}");
     assert_rings_unmapped(job);
+
+    let mut watch = Command::new(env!("CARGO_BIN_EXE_flatline"))
+        .args(["watch", "--headless", "--sites", "--sites-every", "65536"])
+        .args(["--pid", &job.to_string(), "--seconds", "60", "--out"])
+        .arg(dir.path().join("killed.flr"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mapped = support::wait_for(Duration::from_millis(50), || {
+        (rings_mapped(job) > 0).then_some(())
+    });
+    assert!(mapped.is_some(), "the second attach made no ring");
+    std::thread::sleep(Duration::from_millis(500));
+    watch.kill().unwrap();
+    watch.wait().unwrap();
+    assert_rings_unmapped(job);
+    // The killed watch's folder: its ring and lock files removed by the
+    // job, the folder with them; the library's copy stays (the watch that
+    // would have removed it is gone), and is all that does.
+    let left: Vec<String> = std::fs::read_dir(format!("/proc/{job}/root/dev/shm"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        left.iter().all(|n| n.starts_with("libflatline_preload-")),
+        "{left:?}"
+    );
     let (code, out) = finish(container);
     assert_eq!(code, Some(0), "{out}");
     assert!(out.starts_with("kept "), "{out}");

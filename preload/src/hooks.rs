@@ -1198,13 +1198,18 @@ mod attach {
         watch_over()
     }
 
-    /// This process's ring file, and its folder if that is now empty
-    /// (the mapping stays: another thread may be writing a record in it).
+    /// This process's ring file, the watch's lock file (its watch is over:
+    /// any other process of the folder sees that as well), and the folder
+    /// if that is now empty.
     pub(super) fn remove_files() {
         if RING_PATH.get().is_some() {
             // SAFETY: NUL-terminated paths; failures (gone already) are
             // nothing to act on.
             unsafe { libc::unlink(RING_PATH.c_ptr()) };
+        }
+        if LOCK_PATH.get().is_some() {
+            // SAFETY: as above.
+            unsafe { libc::unlink(LOCK_PATH.c_ptr()) };
         }
         if DIR.get().is_some() {
             // SAFETY: as above; a folder still holding rings stays.

@@ -831,7 +831,11 @@ mod tests {
             path_in_target(Path::new("/proc/4242/root/dev/shm/flatline-sites-x")),
             Path::new("/dev/shm/flatline-sites-x")
         );
-        for ours in ["/dev/shm/flatline-sites-x", "/proc/self/root/tmp", "/proc/4242/cwd/x"] {
+        for ours in [
+            "/dev/shm/flatline-sites-x",
+            "/proc/self/root/tmp",
+            "/proc/4242/cwd/x",
+        ] {
             assert_eq!(path_in_target(Path::new(ours)), Path::new(ours));
         }
         // This process is in its own mount namespace: nothing to reach.
