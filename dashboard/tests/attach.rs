@@ -503,3 +503,44 @@ fn a_job_in_a_container_is_attached_through_its_own_root() {
     assert_eq!(code, Some(0), "{out}");
     assert!(out.starts_with("kept "), "{out}");
 }
+
+/// A library the job loads after the attach (`dlopen`, lazily bound): its
+/// allocations are sampled once the loader has relocated it (found within
+/// a second, from a sample), so the line it leaks at is named first.
+#[test]
+fn a_library_loaded_after_the_attach_is_sampled_too() {
+    let _alone = alone();
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build(dir.path(), "dlopen_later.c", &["-ldl"]);
+    let lib = dir.path().join("libleak_later.so");
+    let status = Command::new("cc")
+        .args(["-O2", "-g", "-fPIC", "-shared"])
+        .arg(data("leak_later.c"))
+        .arg("-o")
+        .arg(&lib)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let job = spawn(&[prog.to_str().unwrap(), lib.to_str().unwrap(), "4", "22"]);
+    std::thread::sleep(Duration::from_secs(1));
+    let (v, stderr) = attach_watch(dir.path(), job.id(), 15);
+    assert!(stderr.contains("attached to process"), "{stderr}");
+    let s = v["sites"].as_array().expect("sites");
+    assert!(
+        s.first().is_some_and(|x| x["function"] == "leak_later"),
+        "no site in the library loaded after the attach: {s:#?}"
+    );
+    let text = flatline(&["report", dir.path().join("attach.flr").to_str().unwrap()]);
+    let first = String::from_utf8_lossy(&text.stdout)
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        first.contains("leak_later.c:10") && first.contains("grows"),
+        "{first}"
+    );
+    let (code, out) = finish(job);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.starts_with("kept "), "{out}");
+}

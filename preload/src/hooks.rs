@@ -489,7 +489,8 @@ fn sample(addr: u64, size: u64) {
     if base.is_null() {
         return;
     }
-    if !COUNTING.load(Relaxed) && attach::watcher_gone() {
+    let look = !COUNTING.load(Relaxed) && attach::due();
+    if look && attach::watch_over() {
         // The watch that attached has ended: sampling stops, every hook
         // only forwards from here on, and the ring is unmapped once no
         // thread holds it (this one's `ring`, dropped on return, may be
@@ -498,6 +499,9 @@ fn sample(addr: u64, size: u64) {
         retire(base);
         attach::remove_files();
         return;
+    }
+    if look {
+        attach::patch_new();
     }
     header_u64(base, L::H_SAMPLED).fetch_add(1, Relaxed);
     // Python frames first: where there are some they are the site, and the
@@ -1046,10 +1050,21 @@ mod attach {
     //! `R_X86_64_GLOB_DAT`) is pointed at this library's, as memray's
     //! symbol patcher and heaptrack's injected mode do. One 8-byte store a
     //! slot: a thread calling meanwhile gets the old function or the new,
-    //! both of which forward to the same allocator. Objects loaded after
-    //! the attach keep calling the allocator directly (their blocks are not
-    //! sampled; their frees of sampled blocks still are, through the
-    //! program's `free`, which is patched).
+    //! both of which forward to the same allocator.
+    //!
+    //! An object is patched only once the loader has finished relocating
+    //! it: a slot written before its relocation would have the object's
+    //! base added to it (a lazy slot) or its page made read-only under the
+    //! loader's own writes, and the program would crash. The proof is its
+    //! RELRO pages, which the loader makes read-only after relocating it:
+    //! read from `/proc/self/maps` while `dl_iterate_phdr` holds the
+    //! loader's list still. An object without RELRO is patched at the
+    //! attach only (as every attacher does) and never later. Objects loaded
+    //! after the attach (`dlopen`) are found at most once a second, from a
+    //! sample, when the loader's count of objects added has moved (or one
+    //! was still being relocated), and patched then; `dlopen` itself is
+    //! not hooked, since the loader would then search flatline's library's
+    //! paths instead of its caller's (`RUNPATH`).
 
     use super::*;
 
@@ -1176,10 +1191,10 @@ mod attach {
         NEXT_CHECK.store(0, Relaxed);
     }
 
-    /// Whether the watch that attached is over: its process gone, or this
-    /// process's ring file removed (a watch removes its folder as it
-    /// ends). Asked from samples, at most once a second (two system calls).
-    pub(super) fn watcher_gone() -> bool {
+    /// Whether a second has passed since the last look (for one thread):
+    /// samples look then whether the watch is over ([`watch_over`], a few
+    /// system calls) and for objects loaded since ([`patch_new`]).
+    pub(super) fn due() -> bool {
         let mut now = libc::timespec {
             tv_sec: 0,
             tv_nsec: 0,
@@ -1195,7 +1210,7 @@ mod attach {
         {
             return false;
         }
-        watch_over()
+        true
     }
 
     /// This process's ring file, the watch's lock file (its watch is over:
@@ -1217,7 +1232,9 @@ mod attach {
         }
     }
 
-    /// [`watcher_gone`] asked now.
+    /// Whether the watch that attached is over: its process gone, its lock
+    /// let go, or this process's ring file removed (a watch removes its
+    /// folder as it ends).
     pub(super) fn watch_over() -> bool {
         let watcher = WATCHER.load(Acquire);
         // 0: the watcher is in another pid namespace (the lock tells).
@@ -1305,24 +1322,231 @@ mod attach {
     const R_X86_64_GLOB_DAT: u64 = 6;
     const R_X86_64_JUMP_SLOT: u64 = 7;
 
+    /// Load bases of the objects patched (0: a free entry): each is
+    /// patched once. Emptied when an object was unloaded (another may take
+    /// its place) and at each attach.
+    const OBJECTS: usize = 4096;
+    static PATCHED: [AtomicUsize; OBJECTS] = [const { AtomicUsize::new(0) }; OBJECTS];
+    /// The loader's counts of objects added and removed at the last pass.
+    static ADDS_SEEN: AtomicU64 = AtomicU64::new(0);
+    static SUBS_SEEN: AtomicU64 = AtomicU64::new(0);
+    /// An object was still being relocated at the last pass.
+    static PENDING: AtomicBool = AtomicBool::new(false);
+    /// A pass runs (one at a time: it owns [`SCRATCH`]).
+    static PATCHING: AtomicBool = AtomicBool::new(false);
+    /// An attach found a pass running (its thread may be the one stopped
+    /// for the attach, in its `read`): the next look does the attach's.
+    static ATTACH_PASS_DUE: AtomicBool = AtomicBool::new(false);
+
+    /// What a pass keeps of `/proc/self/maps`: the mappings that cannot be
+    /// written (start, end), in the file's (ascending) order, and the
+    /// buffer it is read through. Used only by the thread that set
+    /// [`PATCHING`].
+    const RANGES: usize = 16384;
+    struct Scratch {
+        ranges: [(usize, usize); RANGES],
+        n: usize,
+        buf: [u8; 16384],
+    }
+    struct ScratchCell(core::cell::UnsafeCell<Scratch>);
+    // SAFETY: used only by the one thread that holds PATCHING.
+    unsafe impl Sync for ScratchCell {}
+    static SCRATCH: ScratchCell = ScratchCell(core::cell::UnsafeCell::new(Scratch {
+        ranges: [(0, 0); RANGES],
+        n: 0,
+        buf: [0; 16384],
+    }));
+
+    /// A pass's state, passed to [`each_object`].
+    struct Pass {
+        /// At the attach: objects without RELRO are patched too.
+        at_attach: bool,
+        maps_read: bool,
+    }
+
     /// Every loaded object's allocation slots, this library's and the
-    /// dynamic loader's and the vDSO's aside.
+    /// dynamic loader's and the vDSO's aside (the attach).
     pub(super) fn patch_all() {
         if !cfg!(target_arch = "x86_64") {
             return;
         }
+        if PATCHING.swap(true, Acquire) {
+            ATTACH_PASS_DUE.store(true, Release);
+            return;
+        }
+        attach_pass();
+        PATCHING.store(false, Release);
+    }
+
+    /// The attach's pass, with PATCHING held.
+    fn attach_pass() {
+        ATTACH_PASS_DUE.store(false, Relaxed);
+        for b in &PATCHED {
+            b.store(0, Relaxed);
+        }
+        let (adds, subs) = counts();
+        ADDS_SEEN.store(adds, Relaxed);
+        SUBS_SEEN.store(subs, Relaxed);
+        pass(true);
+    }
+
+    /// The objects loaded since the last pass, or still being relocated at
+    /// it (asked from a sample, at most once a second).
+    pub(super) fn patch_new() {
+        if !cfg!(target_arch = "x86_64") || PATCHING.swap(true, Acquire) {
+            return;
+        }
+        if ATTACH_PASS_DUE.load(Acquire) {
+            attach_pass();
+            PATCHING.store(false, Release);
+            return;
+        }
+        let (adds, subs) = counts();
+        if subs != SUBS_SEEN.swap(subs, Relaxed) {
+            for b in &PATCHED {
+                b.store(0, Relaxed);
+            }
+        }
+        let moved = adds != ADDS_SEEN.swap(adds, Relaxed);
+        if moved || PENDING.load(Relaxed) {
+            pass(false);
+        }
+        PATCHING.store(false, Release);
+    }
+
+    fn pass(at_attach: bool) {
+        PENDING.store(false, Relaxed);
+        let mut p = Pass {
+            at_attach,
+            maps_read: false,
+        };
         // SAFETY: the callback only reads the loader's records of each
-        // object, which stay valid during the call.
-        unsafe { libc::dl_iterate_phdr(Some(each_object), ptr::null_mut()) };
+        // object, which stay valid during the call; `p` outlives it.
+        unsafe { libc::dl_iterate_phdr(Some(each_object), (&mut p as *mut Pass).cast::<c_void>()) };
+    }
+
+    /// The loader's counts of objects added and removed.
+    fn counts() -> (u64, u64) {
+        unsafe extern "C" fn first(
+            info: *mut libc::dl_phdr_info,
+            _size: usize,
+            data: *mut c_void,
+        ) -> c_int {
+            // SAFETY: the loader's record for this call, and our pair.
+            unsafe {
+                let info = &*info;
+                *data.cast::<(u64, u64)>() = (info.dlpi_adds, info.dlpi_subs);
+            }
+            1
+        }
+        let mut c = (0u64, 0u64);
+        // SAFETY: the callback writes `c`, which outlives the call.
+        unsafe { libc::dl_iterate_phdr(Some(first), (&mut c as *mut (u64, u64)).cast::<c_void>()) };
+        c
+    }
+
+    /// Reads the mappings that cannot be written into [`SCRATCH`], by
+    /// system calls (nothing allocated).
+    fn read_maps(sc: &mut Scratch) {
+        sc.n = 0;
+        // SAFETY: a NUL-terminated path; the descriptor is closed below.
+        let fd = unsafe {
+            libc::open(
+                c"/proc/self/maps".as_ptr(),
+                libc::O_RDONLY | libc::O_CLOEXEC,
+            )
+        };
+        if fd < 0 {
+            return;
+        }
+        let mut kept = 0usize;
+        loop {
+            let room = sc.buf.len() - kept;
+            if room == 0 {
+                // A line longer than the buffer: dropped.
+                kept = 0;
+                continue;
+            }
+            // SAFETY: `room` bytes free in the buffer after `kept`.
+            let got = unsafe { libc::read(fd, sc.buf[kept..].as_mut_ptr().cast::<c_void>(), room) };
+            if got <= 0 {
+                break;
+            }
+            let end = kept + got as usize;
+            let mut start = 0;
+            while let Some(nl) = sc.buf[start..end].iter().position(|&c| c == b'\n') {
+                let line = start..start + nl;
+                if let Some(r) = read_only_range(&sc.buf[line])
+                    && sc.n < RANGES
+                {
+                    sc.ranges[sc.n] = r;
+                    sc.n += 1;
+                }
+                start += nl + 1;
+            }
+            sc.buf.copy_within(start..end, 0);
+            kept = end - start;
+        }
+        // SAFETY: the descriptor opened above.
+        unsafe { libc::close(fd) };
+    }
+
+    /// "start-end perms …": the range where the mapping can be read and
+    /// not written.
+    fn read_only_range(line: &[u8]) -> Option<(usize, usize)> {
+        let dash = line.iter().position(|&c| c == b'-')?;
+        let space = line.iter().position(|&c| c == b' ')?;
+        let perms = line.get(space + 1..space + 3)?;
+        if perms != b"r-" {
+            return None;
+        }
+        Some((hex(&line[..dash])?, hex(&line[dash + 1..space])?))
+    }
+
+    fn hex(digits: &[u8]) -> Option<usize> {
+        let mut v = 0usize;
+        for &c in digits {
+            let d = (c as char).to_digit(16)?;
+            v = v.checked_mul(16)? + d as usize;
+        }
+        (!digits.is_empty()).then_some(v)
+    }
+
+    fn read_only(sc: &Scratch, addr: usize) -> bool {
+        let r = &sc.ranges[..sc.n];
+        let i = r.partition_point(|&(start, _)| start <= addr);
+        i > 0 && addr < r[i - 1].1
+    }
+
+    fn already_patched(base: usize) -> bool {
+        PATCHED.iter().any(|b| b.load(Relaxed) == base)
+    }
+
+    fn mark_patched(base: usize) {
+        for b in &PATCHED {
+            if b.compare_exchange(0, base, Relaxed, Relaxed).is_ok() {
+                return;
+            }
+        }
     }
 
     unsafe extern "C" fn each_object(
         info: *mut libc::dl_phdr_info,
         _size: usize,
-        _data: *mut c_void,
+        data: *mut c_void,
     ) -> c_int {
-        // SAFETY: the loader passes a valid record for this call.
-        let info = unsafe { &*info };
+        // SAFETY: the loader passes a valid record for this call, and
+        // `pass` its Pass.
+        let (info, pass) = unsafe { (&*info, &mut *data.cast::<Pass>()) };
+        // SAFETY: this thread holds PATCHING (patch_all, patch_new).
+        let sc = unsafe { &mut *SCRATCH.0.get() };
+        if !pass.maps_read {
+            // Read while the loader's list is held (this callback): an
+            // object listed now cannot be unloaded, nor another mapped in
+            // its place, before the pass ends.
+            read_maps(sc);
+            pass.maps_read = true;
+        }
         let name = if info.dlpi_name.is_null() {
             &b""[..]
         } else {
@@ -1352,6 +1576,25 @@ mod attach {
                 base + (h.p_vaddr + h.p_memsz) as usize,
             )
         });
+        if already_patched(base) {
+            return 0;
+        }
+        // The pages the loader protects once it has relocated the object
+        // (whole pages of the RELRO segment): read-only, it is done.
+        let protected = relro
+            .map(|(a, b)| (a & !4095, b & !4095))
+            .filter(|(a, b)| a < b);
+        match protected {
+            Some((page, _)) if !read_only(sc, page) => {
+                // Still being relocated (a `dlopen` under way): next time.
+                PENDING.store(true, Relaxed);
+                return 0;
+            }
+            Some(_) => {}
+            // Nothing tells when it is relocated: at the attach only.
+            None if pass.at_attach => {}
+            None => return 0,
+        }
         let mut dyn_ptr = (base + dynamic.p_vaddr as usize) as *const [i64; 2];
         let (mut strtab, mut symtab) = (0usize, 0usize);
         let (mut rela, mut relasz, mut jmprel, mut pltrelsz) = (0usize, 0usize, 0usize, 0usize);
@@ -1411,6 +1654,7 @@ mod attach {
                 write_slot(slot, to, relro);
             }
         }
+        mark_patched(base);
         0
     }
 
@@ -1422,6 +1666,11 @@ mod attach {
     /// range (read-only after relocation) is made writable for the store
     /// and read-only again.
     fn write_slot(slot: usize, to: usize, relro: Option<(usize, usize)>) {
+        // SAFETY: an aligned 8-byte slot of the object's offset table,
+        // mapped readable with its object.
+        if unsafe { (*(slot as *const AtomicUsize)).load(Relaxed) } == to {
+            return;
+        }
         let page = slot & !4095;
         let in_relro = relro.is_some_and(|(a, b)| a <= slot && slot < b);
         if in_relro {
