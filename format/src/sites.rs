@@ -73,6 +73,18 @@ pub const H_ATTACHED: usize = 296;
 /// where it could not be read. H_PID is the pid in that namespace: a
 /// process in a container has another there than the watcher sees.
 pub const H_PID_NS: usize = 304;
+/// u32: an attached ring's watcher, the pid the library checks to know
+/// the watch runs (0: in another pid namespace, not checked).
+pub const H_WATCHER: usize = 312;
+/// u32: 1 where the attached ring's watch holds an exclusive `flock` on
+/// `watch.lock` in the ring's folder for as long as it runs.
+pub const H_LOCK: usize = 316;
+/// The ring file's own path, NUL-terminated (empty where it did not fit):
+/// what the library removes, and looks for, as its watch ends, whatever
+/// later attach has set since.
+pub const H_PATH: usize = 1024;
+/// The path's room (with its NUL): an attach to a longer folder is refused.
+pub const PATH_BYTES: usize = 1024;
 
 /// A thread adds its allocated and freed bytes to the header each time they
 /// reach this much.

@@ -245,16 +245,19 @@ fn reclaim() {
 
 /// Takes `base` out of [`RING`] (attached, its watch over): from here on
 /// every hook only forwards, and the ring's pages go once no thread holds
-/// it. The caller holds a [`RingUse`] or runs alone.
-fn retire(base: *mut u8) {
+/// it. The caller holds a [`RingUse`] or runs alone. True for the one
+/// caller that took it out.
+fn retire(base: *mut u8) -> bool {
     if base.is_null()
         || RING
             .compare_exchange(base, ptr::null_mut(), SeqCst, SeqCst)
             .is_err()
     {
-        return;
+        // Not in use (another thread took it out first).
+        return false;
     }
     let _ = RETIRED.compare_exchange(ptr::null_mut(), base, SeqCst, SeqCst);
+    true
 }
 
 fn unmap_ring(base: *mut u8) {
@@ -490,14 +493,15 @@ fn sample(addr: u64, size: u64) {
         return;
     }
     let look = !COUNTING.load(Relaxed) && attach::due();
-    if look && attach::watch_over() {
+    if look && attach::watch_over(base) {
         // The watch that attached has ended: sampling stops, every hook
         // only forwards from here on, and the ring is unmapped once no
         // thread holds it (this one's `ring`, dropped on return, may be
         // the last). A watch killed (SIGKILL) left its folder: the ring's
         // file goes, and the folder once empty.
-        retire(base);
-        attach::remove_files();
+        if retire(base) {
+            attach::remove_files(base);
+        }
         return;
     }
     if look {
@@ -850,9 +854,6 @@ fn open_ring(live: i64) -> *mut u8 {
     if fd < 0 {
         return ptr::null_mut();
     }
-    if !COUNTING.load(Relaxed) {
-        attach::set_ring_path(&path);
-    }
     // SAFETY: `fd` is the file just made.
     let sized = unsafe { libc::ftruncate(fd, L::RING_BYTES as libc::off_t) } == 0;
     let base = if sized {
@@ -895,6 +896,7 @@ fn open_ring(live: i64) -> *mut u8 {
     header_i64(base, L::H_INHERITED).store(live, Relaxed);
     header_u32(base, L::H_ATTACHED).store(u32::from(!COUNTING.load(Relaxed)), Relaxed);
     header_u64(base, L::H_PID_NS).store(pid_namespace(), Relaxed);
+    attach::set_ring_path(base, &path);
     header_u64(base, L::H_MAGIC).store(L::MAGIC, Release);
     base
 }
@@ -938,7 +940,11 @@ extern "C" fn after_fork_child() {
     // the parent's (which the child never writes) and any retired one go.
     IN_RING.store(0, SeqCst);
     let retired = RETIRED.swap(ptr::null_mut(), SeqCst);
-    RING.store(open_ring(live), Release);
+    let child = open_ring(live);
+    if !child.is_null() && !COUNTING.load(Relaxed) {
+        attach::inherit_watch(parent, child);
+    }
+    RING.store(child, Release);
     unmap_ring(parent);
     if !retired.is_null() && retired != parent {
         unmap_ring(retired);
@@ -997,16 +1003,22 @@ pub unsafe extern "C" fn flatline_attach(dir: *const c_char, every: u64, watcher
         if !ring.base.is_null() {
             // A ring being written: the preloaded library's, or an earlier
             // attach's whose watch is over but which has not seen it yet.
-            if COUNTING.load(Relaxed) || !attach::watch_over() {
+            if COUNTING.load(Relaxed) || !attach::watch_over(ring.base) {
                 return 1;
             }
-            retire(ring.base);
-            attach::remove_files();
+            if retire(ring.base) {
+                attach::remove_files(ring.base);
+            }
         }
     }
     // SAFETY: the caller passes a NUL-terminated path.
     let dir = unsafe { core::ffi::CStr::from_ptr(dir) }.to_bytes();
-    if dir.is_empty() || !attach::set_dir(dir) || !attach::find_ours() {
+    // The ring's path, `<dir>/<pid>.<n>.ring`, must fit its header's room.
+    if dir.is_empty()
+        || dir.len() + 32 > L::PATH_BYTES
+        || !attach::set_dir(dir)
+        || !attach::find_ours()
+    {
         return 3;
     }
     // The allocator the program calls, not the one after this library.
@@ -1014,16 +1026,15 @@ pub unsafe extern "C" fn flatline_attach(dir: *const c_char, every: u64, watcher
     RESOLVED.store(2, Release);
     COUNTING.store(false, Release);
     EVERY.store(every.max(1), Relaxed);
-    attach::set_watcher(watcher);
     // Codes named to a ring before (an earlier attach) are named again, and
     // its blocks are not this ring's.
     python::forget_codes();
     sampled_clear();
-    attach::set_lock_path(dir);
     let base = open_ring(0);
     if base.is_null() {
         return 2;
     }
+    attach::set_watch(base, watcher);
     register_fork_handlers();
     RING.store(base, Release);
     attach::patch_all();
@@ -1114,25 +1125,14 @@ mod attach {
             let buf: &'static [u8; 4096] = unsafe { &*self.bytes.get() };
             Some(&buf[..n])
         }
-
-        fn clear(&self) {
-            self.len.store(0, Release);
-        }
-
-        fn c_ptr(&self) -> *const c_char {
-            self.bytes.get().cast::<c_char>()
-        }
     }
 
+    /// The folder the next ring is made in (an attach sets it). What a
+    /// ring's watch is (its watcher, its lock, its file) is in the ring's
+    /// own header (`H_WATCHER`, `H_LOCK`, `H_PATH`), so that a thread that
+    /// finds an older ring's watch over acts on that ring's files, never on
+    /// those a later attach has set meanwhile.
     static DIR: PathSlot = PathSlot::new();
-    static RING_PATH: PathSlot = PathSlot::new();
-    /// `<dir>/watch.lock`, where the watch made one: it holds an exclusive
-    /// `flock` on it for as long as it runs, and the kernel lets go of it
-    /// when the watch's process ends, however it ends. A process in another
-    /// pid namespace (a container) cannot see the watcher's pid: this is
-    /// how it tells.
-    static LOCK_PATH: PathSlot = PathSlot::new();
-    static WATCHER: AtomicU32 = AtomicU32::new(0);
     /// CLOCK_MONOTONIC_COARSE seconds of the next check of the watcher.
     static NEXT_CHECK: AtomicI64 = AtomicI64::new(0);
 
@@ -1144,37 +1144,77 @@ mod attach {
         DIR.set(d)
     }
 
-    pub(super) fn set_ring_path(path: &[u8]) {
-        let n = path.iter().position(|&c| c == 0).unwrap_or(path.len());
-        RING_PATH.set(&path[..n]);
-    }
+    const LOCK_NAME: &[u8] = b"watch.lock";
 
-    /// The watch's lock file in `dir`, if it made one.
-    pub(super) fn set_lock_path(dir: &[u8]) {
-        const NAME: &[u8] = b"/watch.lock";
-        let mut path = [0u8; 4096];
-        if dir.len() + NAME.len() + 1 > path.len() {
-            LOCK_PATH.clear();
+    /// Writes `path` (a ring file's, NUL-terminated or not) into the ring's
+    /// header, before the ring is published.
+    pub(super) fn set_ring_path(base: *mut u8, path: &[u8]) {
+        let n = path.iter().position(|&c| c == 0).unwrap_or(path.len());
+        if n + 1 > L::PATH_BYTES {
             return;
         }
-        path[..dir.len()].copy_from_slice(dir);
-        path[dir.len()..dir.len() + NAME.len()].copy_from_slice(NAME);
-        // SAFETY: `path` is NUL-terminated (zeroed past the name).
-        if unsafe { libc::access(path.as_ptr().cast::<c_char>(), libc::F_OK) } == 0 {
-            LOCK_PATH.set(&path[..dir.len() + NAME.len()]);
-        } else {
-            LOCK_PATH.clear();
+        // SAFETY: the header's path field, PATH_BYTES long, inside the
+        // mapping; no reader looks at it before the ring is published.
+        unsafe {
+            ptr::copy_nonoverlapping(path.as_ptr(), base.add(L::H_PATH), n);
+            *base.add(L::H_PATH + n) = 0;
+        }
+    }
+
+    /// The ring's own path from its header, NUL-terminated in a buffer of
+    /// its own, and its length; None where it holds none.
+    fn ring_path(base: *mut u8) -> Option<([u8; L::PATH_BYTES], usize)> {
+        let mut out = [0u8; L::PATH_BYTES];
+        // SAFETY: the header's path field, inside the mapping (held by the
+        // caller's RingUse), written before the ring was published.
+        unsafe { ptr::copy_nonoverlapping(base.add(L::H_PATH), out.as_mut_ptr(), L::PATH_BYTES) };
+        let n = out.iter().position(|&c| c == 0)?;
+        (n > 0).then_some((out, n))
+    }
+
+    /// `<the folder of the ring's path>/<name>`, NUL-terminated, or (with
+    /// `name` empty) the folder itself.
+    fn beside(path: &[u8], name: &[u8]) -> Option<[u8; L::PATH_BYTES]> {
+        let slash = path.iter().rposition(|&c| c == b'/')?;
+        let dir = if name.is_empty() { slash } else { slash + 1 };
+        if dir + name.len() + 1 > L::PATH_BYTES || slash == 0 {
+            return None;
+        }
+        let mut out = [0u8; L::PATH_BYTES];
+        out[..dir].copy_from_slice(&path[..dir]);
+        out[dir..dir + name.len()].copy_from_slice(name);
+        Some(out)
+    }
+
+    /// Marks a new ring as an attach's: its watcher, and whether the watch
+    /// holds `watch.lock` in its folder.
+    pub(super) fn set_watch(base: *mut u8, watcher: u32) {
+        let locked = ring_path(base)
+            .and_then(|(p, n)| beside(&p[..n], LOCK_NAME))
+            // SAFETY: a NUL-terminated path.
+            .is_some_and(|l| unsafe { libc::access(l.as_ptr().cast::<c_char>(), libc::F_OK) } == 0);
+        header_u32(base, L::H_WATCHER).store(watcher, Relaxed);
+        header_u32(base, L::H_LOCK).store(u32::from(locked), Relaxed);
+        NEXT_CHECK.store(0, Relaxed);
+    }
+
+    /// A forked child's ring watched as its parent's was.
+    pub(super) fn inherit_watch(parent: *mut u8, child: *mut u8) {
+        for at in [L::H_WATCHER, L::H_LOCK] {
+            header_u32(child, at).store(header_u32(parent, at).load(Relaxed), Relaxed);
         }
     }
 
     /// Whether the watch still holds its lock: a shared lock cannot be
-    /// had while it holds the exclusive one (no lock file: not asked).
-    fn lock_held() -> bool {
-        if LOCK_PATH.get().is_none() {
-            return true;
-        }
+    /// had while it holds the exclusive one.
+    fn lock_held(lock: &[u8]) -> bool {
         // SAFETY: a NUL-terminated path; the descriptor is closed below.
-        let fd = unsafe { libc::open(LOCK_PATH.c_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+        let fd = unsafe {
+            libc::open(
+                lock.as_ptr().cast::<c_char>(),
+                libc::O_RDONLY | libc::O_CLOEXEC,
+            )
+        };
         if fd < 0 {
             return false;
         }
@@ -1184,11 +1224,6 @@ mod attach {
         // SAFETY: as above.
         unsafe { libc::close(fd) };
         !got
-    }
-
-    pub(super) fn set_watcher(pid: u32) {
-        WATCHER.store(pid, Release);
-        NEXT_CHECK.store(0, Relaxed);
     }
 
     /// Whether a second has passed since the last look (for one thread):
@@ -1213,40 +1248,46 @@ mod attach {
         true
     }
 
-    /// This process's ring file, the watch's lock file (its watch is over:
-    /// any other process of the folder sees that as well), and the folder
-    /// if that is now empty.
-    pub(super) fn remove_files() {
-        if RING_PATH.get().is_some() {
-            // SAFETY: NUL-terminated paths; failures (gone already) are
-            // nothing to act on.
-            unsafe { libc::unlink(RING_PATH.c_ptr()) };
-        }
-        if LOCK_PATH.get().is_some() {
-            // SAFETY: as above.
-            unsafe { libc::unlink(LOCK_PATH.c_ptr()) };
-        }
-        if DIR.get().is_some() {
-            // SAFETY: as above; a folder still holding rings stays.
-            unsafe { libc::rmdir(DIR.c_ptr()) };
+    /// The ring's file (its path from its own header), the watch's lock
+    /// file (its watch is over: any other process of the folder sees that
+    /// as well), and the folder if that is now empty. The caller took the
+    /// ring out of use ([`super::retire`] returned true) and holds it.
+    pub(super) fn remove_files(base: *mut u8) {
+        let Some((path, n)) = ring_path(base) else {
+            return;
+        };
+        // SAFETY: NUL-terminated paths; failures (gone already) are
+        // nothing to act on; a folder still holding rings stays.
+        unsafe {
+            libc::unlink(path.as_ptr().cast::<c_char>());
+            if let Some(lock) = beside(&path[..n], LOCK_NAME) {
+                libc::unlink(lock.as_ptr().cast::<c_char>());
+            }
+            if let Some(dir) = beside(&path[..n], b"") {
+                libc::rmdir(dir.as_ptr().cast::<c_char>());
+            }
         }
     }
 
-    /// Whether the watch that attached is over: its process gone, its lock
-    /// let go, or this process's ring file removed (a watch removes its
-    /// folder as it ends).
-    pub(super) fn watch_over() -> bool {
-        let watcher = WATCHER.load(Acquire);
+    /// Whether the watch of the attached ring at `base` (held by the
+    /// caller) is over: its process gone, its lock let go, or the ring's
+    /// file removed (a watch removes its folder as it ends).
+    pub(super) fn watch_over(base: *mut u8) -> bool {
+        let Some((path, n)) = ring_path(base) else {
+            return true;
+        };
+        let watcher = header_u32(base, L::H_WATCHER).load(Relaxed);
         // 0: the watcher is in another pid namespace (the lock tells).
         let alive = watcher == 0
             // SAFETY: signal 0 only checks that the process exists.
             || unsafe { libc::kill(watcher as libc::pid_t, 0) } == 0
             // SAFETY: errno is this thread's.
             || unsafe { *libc::__errno_location() } == libc::EPERM;
-        let alive = alive && lock_held();
-        // SAFETY: a NUL-terminated path (RING_PATH keeps its NUL).
-        let ring = RING_PATH.get().is_some()
-            && unsafe { libc::access(RING_PATH.c_ptr(), libc::F_OK) } == 0;
+        let locked = header_u32(base, L::H_LOCK).load(Relaxed) == 1;
+        let alive =
+            alive && (!locked || beside(&path[..n], LOCK_NAME).is_some_and(|l| lock_held(&l)));
+        // SAFETY: a NUL-terminated path.
+        let ring = unsafe { libc::access(path.as_ptr().cast::<c_char>(), libc::F_OK) } == 0;
         !(alive && ring)
     }
 

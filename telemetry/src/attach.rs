@@ -60,6 +60,15 @@ pub struct Attached {
 /// `dir` is this process's path; for a process in a container it is one
 /// under `/proc/PID/root` ([`reachable_folder`]), passed to it as its own.
 pub fn attach(pid: u32, library: &Path, dir: &Path, every: u64) -> Result<Attached, AttachError> {
+    let theirs = path_in_target(dir);
+    // `<dir>/<pid>.<n>.ring` is kept in the ring's header.
+    if theirs.as_os_str().len() + 32 > flatline_format::sites::PATH_BYTES {
+        return Err(refused(format!(
+            "the rings' folder {} is too long a path (over {} bytes): set TMPDIR to a shorter one",
+            theirs.display(),
+            flatline_format::sites::PATH_BYTES - 32
+        )));
+    }
     let plan = check(pid, library)?;
     if let Some(to) = &plan.copy_to {
         copy_library(library, to).map_err(|e| {
@@ -69,7 +78,7 @@ pub fn attach(pid: u32, library: &Path, dir: &Path, every: u64) -> Result<Attach
             ))
         })?;
     }
-    let mut done = imp::inject(pid, &plan, &path_in_target(dir), every)?;
+    let mut done = imp::inject(pid, &plan, &theirs, every)?;
     done.library_copy = plan.copy_to;
     Ok(done)
 }
