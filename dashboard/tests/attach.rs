@@ -115,6 +115,27 @@ fn attach_watch(dir: &Path, pid: u32, seconds: u32) -> (serde_json::Value, Strin
     (report(&out), stderr)
 }
 
+/// The first line of `flatline report` on a recording.
+fn first_sentence(recording: &Path) -> String {
+    let text = flatline(&["report", recording.to_str().unwrap()]);
+    String::from_utf8_lossy(&text.stdout)
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// What a container's job (its `/dev/shm/sites_leak`) has in its
+/// `/dev/shm` beside itself.
+fn left_in_shm(job: u32) -> Vec<String> {
+    std::fs::read_dir(format!("/proc/{job}/root/dev/shm"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n != "sites_leak")
+        .collect()
+}
+
 /// The C case: `leak_here` keeps 64 KiB every 50 ms among 400 MiB/s of
 /// churn, started without flatline, attached 3 s in for 15 s. The first
 /// sentence names its line; the program ends with its own output, code 0.
@@ -129,12 +150,7 @@ fn a_running_c_job_attached_names_its_leaking_line_and_ends_as_it_would() {
     assert!(stderr.contains("attached to process"), "{stderr}");
     let s = v["sites"].as_array().expect("sites");
     assert_eq!(s[0]["function"], "leak_here", "{s:#?}");
-    let text = flatline(&["report", dir.path().join("attach.flr").to_str().unwrap()]);
-    let first = String::from_utf8_lossy(&text.stdout)
-        .lines()
-        .next()
-        .unwrap_or_default()
-        .to_owned();
+    let first = first_sentence(&dir.path().join("attach.flr"));
     assert!(
         first.contains("sites_leak.c:16") && first.contains("grows"),
         "{first}"
@@ -450,12 +466,7 @@ fn a_job_in_a_container_is_attached_through_its_own_root() {
     std::thread::sleep(Duration::from_secs(2));
     let (v, stderr) = attach_watch(dir.path(), job, 12);
     assert!(stderr.contains("attached to process"), "{stderr}");
-    let text = flatline(&["report", dir.path().join("attach.flr").to_str().unwrap()]);
-    let first = String::from_utf8_lossy(&text.stdout)
-        .lines()
-        .next()
-        .unwrap_or_default()
-        .to_owned();
+    let first = first_sentence(&dir.path().join("attach.flr"));
     assert!(
         first.contains(&format!("sites_leak {job} (main) grows"))
             && first.contains("sites_leak.c:16"),
@@ -465,12 +476,7 @@ fn a_job_in_a_container_is_attached_through_its_own_root() {
     assert_eq!(s[0]["function"], "leak_here", "{s:#?}");
     // Nothing left in the container's /dev/shm but the job: the rings'
     // folder and the library's copy are gone (its mapping stays).
-    let left: Vec<String> = std::fs::read_dir(format!("/proc/{job}/root/dev/shm"))
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n != "sites_leak")
-        .collect();
+    let left = left_in_shm(job);
     assert!(left.is_empty(), "{left:?}");
     assert_rings_unmapped(job);
 
@@ -493,12 +499,7 @@ fn a_job_in_a_container_is_attached_through_its_own_root() {
     // The killed watch's folder: its ring and lock files removed by the
     // job, the folder with them; the library's copy stays (the watch that
     // would have removed it is gone), and is all that does.
-    let left: Vec<String> = std::fs::read_dir(format!("/proc/{job}/root/dev/shm"))
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n != "sites_leak")
-        .collect();
+    let left = left_in_shm(job);
     assert!(
         left.iter().all(|n| n.starts_with("libflatline_preload-")),
         "{left:?}"
@@ -534,12 +535,7 @@ fn a_library_loaded_after_the_attach_is_sampled_too() {
         s.first().is_some_and(|x| x["function"] == "leak_later"),
         "no site in the library loaded after the attach: {s:#?}"
     );
-    let text = flatline(&["report", dir.path().join("attach.flr").to_str().unwrap()]);
-    let first = String::from_utf8_lossy(&text.stdout)
-        .lines()
-        .next()
-        .unwrap_or_default()
-        .to_owned();
+    let first = first_sentence(&dir.path().join("attach.flr"));
     assert!(
         first.contains("leak_later.c:10") && first.contains("grows"),
         "{first}"
