@@ -544,3 +544,20 @@ fn a_library_loaded_after_the_attach_is_sampled_too() {
     assert_eq!(code, Some(0), "{out}");
     assert!(out.starts_with("kept "), "{out}");
 }
+
+/// The library's looks at the watch (once a second, from a sample) make
+/// system calls that fail while the watch runs (the lock it holds): the
+/// program's `errno` after a successful `malloc` is what it was before.
+#[test]
+fn an_attach_leaves_the_program_s_errno_alone() {
+    let _alone = alone();
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build(dir.path(), "errno_keep.c", &[]);
+    let job = spawn(&[prog.to_str().unwrap(), "12"]);
+    std::thread::sleep(Duration::from_millis(500));
+    let (_, stderr) = attach_watch(dir.path(), job.id(), 6);
+    assert!(stderr.contains("attached to process"), "{stderr}");
+    let (code, out) = finish(job);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.starts_with("errno changed by 0 of "), "{out}");
+}

@@ -230,16 +230,29 @@ impl Drop for RingUse {
 /// after this one's count fell to 0 may hold it (it read the ring before
 /// it was retired); then it goes back for the last of them to unmap.
 fn reclaim() {
-    let old = RETIRED.swap(ptr::null_mut(), SeqCst);
-    if old.is_null() {
-        return;
-    }
-    if IN_RING.load(SeqCst) == 0 {
-        unmap_ring(old);
-    } else {
-        // Another ring retired meanwhile: this one stays mapped (2 MiB,
-        // said in the docs) rather than risk a thread writing in it.
-        let _ = RETIRED.compare_exchange(ptr::null_mut(), old, SeqCst, SeqCst);
+    loop {
+        let old = RETIRED.swap(ptr::null_mut(), SeqCst);
+        if old.is_null() {
+            return;
+        }
+        if IN_RING.load(SeqCst) == 0 {
+            unmap_ring(old);
+            return;
+        }
+        if RETIRED
+            .compare_exchange(ptr::null_mut(), old, SeqCst, SeqCst)
+            .is_err()
+        {
+            // Another ring retired meanwhile: this one stays mapped (2
+            // MiB, said in the docs) rather than risk a thread writing in
+            // it.
+            return;
+        }
+        // Put back for the last thread out; if that one left while it was
+        // out of RETIRED (and found nothing), this one tries again.
+        if IN_RING.load(SeqCst) != 0 {
+            return;
+        }
     }
 }
 
@@ -484,9 +497,20 @@ fn freeing(p: *mut c_void, mapped: Option<usize>) {
 /// of its callers (each costs a walk of its code's line table).
 const PY_FRAMES: usize = 12;
 
+/// A sample, `errno` as the program left it: the looks at the watch and
+/// the loader's objects make system calls that fail (EWOULDBLOCK while the
+/// watch holds its lock) inside the program's `malloc`.
 #[cold]
 #[inline(never)]
 fn sample(addr: u64, size: u64) {
+    // SAFETY: errno is this thread's.
+    let saved = unsafe { *libc::__errno_location() };
+    sample_keeping_errno(addr, size);
+    // SAFETY: as above.
+    unsafe { *libc::__errno_location() = saved };
+}
+
+fn sample_keeping_errno(addr: u64, size: u64) {
     let ring = RingUse::enter();
     let base = ring.base;
     if base.is_null() {
@@ -924,7 +948,16 @@ extern "C" fn after_fork_parent() {
 
 extern "C" fn after_fork_child() {
     unlock(&python::CODE_LOCK);
+    // The child's only thread is this one: no other holds a ring or runs a
+    // pass here, so what the parent's threads held is let go, and a
+    // retired ring (which the child never writes) goes.
+    IN_RING.store(0, SeqCst);
+    attach::forked();
+    let retired = RETIRED.swap(ptr::null_mut(), SeqCst);
     let parent = RING.load(Relaxed);
+    if !retired.is_null() && retired != parent {
+        unmap_ring(retired);
+    }
     if parent.is_null() {
         return;
     }
@@ -936,19 +969,13 @@ extern "C" fn after_fork_child() {
         t.live.replace(0)
     });
     let live = header_i64(parent, L::H_LIVE).load(Relaxed) + share;
-    // The child's only thread is this one: no other holds a ring here, so
-    // the parent's (which the child never writes) and any retired one go.
-    IN_RING.store(0, SeqCst);
-    let retired = RETIRED.swap(ptr::null_mut(), SeqCst);
     let child = open_ring(live);
     if !child.is_null() && !COUNTING.load(Relaxed) {
         attach::inherit_watch(parent, child);
     }
     RING.store(child, Release);
+    // The parent's ring: the child never writes it.
     unmap_ring(parent);
-    if !retired.is_null() && retired != parent {
-        unmap_ring(retired);
-    }
     python::forget_codes();
 }
 
@@ -1146,6 +1173,44 @@ mod attach {
 
     const LOCK_NAME: &[u8] = b"watch.lock";
 
+    // The system calls the looks make, by `syscall` rather than glibc's
+    // wrappers: `open`, `read` and `close` are cancellation points, and a
+    // thread cancelled inside the program's `malloc` would unwind through
+    // this library's frames.
+
+    fn sys_open(path: *const c_char) -> c_int {
+        // SAFETY: a NUL-terminated path, opened read-only.
+        unsafe {
+            libc::syscall(
+                libc::SYS_openat,
+                libc::AT_FDCWD,
+                path,
+                libc::O_RDONLY | libc::O_CLOEXEC,
+                0,
+            ) as c_int
+        }
+    }
+
+    fn sys_read(fd: c_int, buf: &mut [u8]) -> isize {
+        // SAFETY: `buf` is writable for its length.
+        unsafe { libc::syscall(libc::SYS_read, fd, buf.as_mut_ptr(), buf.len()) as isize }
+    }
+
+    fn sys_close(fd: c_int) {
+        // SAFETY: a descriptor this module opened.
+        unsafe { libc::syscall(libc::SYS_close, fd) };
+    }
+
+    fn exists(path: *const c_char) -> bool {
+        // SAFETY: a NUL-terminated path.
+        unsafe { libc::syscall(libc::SYS_faccessat, libc::AT_FDCWD, path, libc::F_OK, 0) == 0 }
+    }
+
+    /// What a forked child's only thread starts from: no pass runs.
+    pub(super) fn forked() {
+        PATCHING.store(false, Release);
+    }
+
     /// Writes `path` (a ring file's, NUL-terminated or not) into the ring's
     /// header, before the ring is published.
     pub(super) fn set_ring_path(base: *mut u8, path: &[u8]) {
@@ -1191,8 +1256,7 @@ mod attach {
     pub(super) fn set_watch(base: *mut u8, watcher: u32) {
         let locked = ring_path(base)
             .and_then(|(p, n)| beside(&p[..n], LOCK_NAME))
-            // SAFETY: a NUL-terminated path.
-            .is_some_and(|l| unsafe { libc::access(l.as_ptr().cast::<c_char>(), libc::F_OK) } == 0);
+            .is_some_and(|l| exists(l.as_ptr().cast::<c_char>()));
         header_u32(base, L::H_WATCHER).store(watcher, Relaxed);
         header_u32(base, L::H_LOCK).store(u32::from(locked), Relaxed);
         NEXT_CHECK.store(0, Relaxed);
@@ -1208,21 +1272,17 @@ mod attach {
     /// Whether the watch still holds its lock: a shared lock cannot be
     /// had while it holds the exclusive one.
     fn lock_held(lock: &[u8]) -> bool {
-        // SAFETY: a NUL-terminated path; the descriptor is closed below.
-        let fd = unsafe {
-            libc::open(
-                lock.as_ptr().cast::<c_char>(),
-                libc::O_RDONLY | libc::O_CLOEXEC,
-            )
-        };
+        let fd = sys_open(lock.as_ptr().cast::<c_char>());
         if fd < 0 {
-            return false;
+            // The file gone is the watch over; one that cannot be opened
+            // now (no descriptor free) is not.
+            // SAFETY: errno is this thread's.
+            return unsafe { *libc::__errno_location() } != libc::ENOENT;
         }
         // SAFETY: `fd` is the file just opened; a lock got is let go with
         // the descriptor.
-        let got = unsafe { libc::flock(fd, libc::LOCK_SH | libc::LOCK_NB) } == 0;
-        // SAFETY: as above.
-        unsafe { libc::close(fd) };
+        let got = unsafe { libc::syscall(libc::SYS_flock, fd, libc::LOCK_SH | libc::LOCK_NB) } == 0;
+        sys_close(fd);
         !got
     }
 
@@ -1286,8 +1346,7 @@ mod attach {
         let locked = header_u32(base, L::H_LOCK).load(Relaxed) == 1;
         let alive =
             alive && (!locked || beside(&path[..n], LOCK_NAME).is_some_and(|l| lock_held(&l)));
-        // SAFETY: a NUL-terminated path.
-        let ring = unsafe { libc::access(path.as_ptr().cast::<c_char>(), libc::F_OK) } == 0;
+        let ring = exists(path.as_ptr().cast::<c_char>());
         !(alive && ring)
     }
 
@@ -1383,10 +1442,12 @@ mod attach {
     /// written (start, end), in the file's (ascending) order, and the
     /// buffer it is read through. Used only by the thread that set
     /// [`PATCHING`].
-    const RANGES: usize = 16384;
+    const RANGES: usize = 65536;
     struct Scratch {
         ranges: [(usize, usize); RANGES],
         n: usize,
+        /// More ranges than the table holds: those past it are not known.
+        full: bool,
         buf: [u8; 16384],
     }
     struct ScratchCell(core::cell::UnsafeCell<Scratch>);
@@ -1395,6 +1456,7 @@ mod attach {
     static SCRATCH: ScratchCell = ScratchCell(core::cell::UnsafeCell::new(Scratch {
         ranges: [(0, 0); RANGES],
         n: 0,
+        full: false,
         buf: [0; 16384],
     }));
 
@@ -1490,26 +1552,19 @@ mod attach {
     /// system calls (nothing allocated).
     fn read_maps(sc: &mut Scratch) {
         sc.n = 0;
-        // SAFETY: a NUL-terminated path; the descriptor is closed below.
-        let fd = unsafe {
-            libc::open(
-                c"/proc/self/maps".as_ptr(),
-                libc::O_RDONLY | libc::O_CLOEXEC,
-            )
-        };
+        sc.full = false;
+        let fd = sys_open(c"/proc/self/maps".as_ptr());
         if fd < 0 {
             return;
         }
         let mut kept = 0usize;
         loop {
-            let room = sc.buf.len() - kept;
-            if room == 0 {
-                // A line longer than the buffer: dropped.
+            if kept == sc.buf.len() {
+                // A line longer than the buffer (none is: a path is at
+                // most 4096 bytes): dropped.
                 kept = 0;
-                continue;
             }
-            // SAFETY: `room` bytes free in the buffer after `kept`.
-            let got = unsafe { libc::read(fd, sc.buf[kept..].as_mut_ptr().cast::<c_void>(), room) };
+            let got = sys_read(fd, &mut sc.buf[kept..]);
             if got <= 0 {
                 break;
             }
@@ -1517,28 +1572,29 @@ mod attach {
             let mut start = 0;
             while let Some(nl) = sc.buf[start..end].iter().position(|&c| c == b'\n') {
                 let line = start..start + nl;
-                if let Some(r) = read_only_range(&sc.buf[line])
-                    && sc.n < RANGES
-                {
-                    sc.ranges[sc.n] = r;
-                    sc.n += 1;
+                if let Some(r) = read_only_range(&sc.buf[line]) {
+                    if sc.n < RANGES {
+                        sc.ranges[sc.n] = r;
+                        sc.n += 1;
+                    } else {
+                        sc.full = true;
+                    }
                 }
                 start += nl + 1;
             }
             sc.buf.copy_within(start..end, 0);
             kept = end - start;
         }
-        // SAFETY: the descriptor opened above.
-        unsafe { libc::close(fd) };
+        sys_close(fd);
     }
 
-    /// "start-end perms …": the range where the mapping can be read and
-    /// not written.
+    /// "start-end perms …": the range of a private mapping that can be read
+    /// and neither written nor run (`r--p`, as RELRO pages are once the
+    /// loader has protected them).
     fn read_only_range(line: &[u8]) -> Option<(usize, usize)> {
         let dash = line.iter().position(|&c| c == b'-')?;
         let space = line.iter().position(|&c| c == b' ')?;
-        let perms = line.get(space + 1..space + 3)?;
-        if perms != b"r-" {
+        if dash >= space || line.get(space + 1..space + 5)? != b"r--p" {
             return None;
         }
         Some((hex(&line[..dash])?, hex(&line[dash + 1..space])?))
@@ -1627,8 +1683,11 @@ mod attach {
             .filter(|(a, b)| a < b);
         match protected {
             Some((page, _)) if !read_only(sc, page) => {
-                // Still being relocated (a `dlopen` under way): next time.
-                PENDING.store(true, Relaxed);
+                // Still being relocated (a `dlopen` under way): next time;
+                // or past what the table held (not looked at again).
+                if !(sc.full && sc.n > 0 && page >= sc.ranges[sc.n - 1].0) {
+                    PENDING.store(true, Relaxed);
+                }
                 return 0;
             }
             Some(_) => {}
@@ -1713,7 +1772,9 @@ mod attach {
             return;
         }
         let page = slot & !4095;
-        let in_relro = relro.is_some_and(|(a, b)| a <= slot && slot < b);
+        // The pages the loader made read-only: whole pages of the segment
+        // (a slot in its last, partial page shares a writable page).
+        let in_relro = relro.is_some_and(|(a, b)| a & !4095 <= slot && slot < b & !4095);
         if in_relro {
             // SAFETY: the page holds the slot, mapped with its object.
             if unsafe {

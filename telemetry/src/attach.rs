@@ -565,6 +565,16 @@ mod imp {
         if nr < 0 || !SAFE_SYSCALLS.contains(&nr) {
             return Ok(None);
         }
+        // A read or write of a regular file is not a wait: it is the
+        // dynamic loader reading a library (holding its lock, which the
+        // `dlopen` would take again on the same thread, mid-load), or the
+        // library reading /proc/self/maps while the loader's list is held.
+        if [0, 1, 17, 19].contains(&nr)
+            && std::fs::metadata(format!("/proc/{pid}/fd/{}", regs.rdi as i32))
+                .is_ok_and(|m| m.is_file())
+        {
+            return Ok(None);
+        }
         Ok(Some(seized))
     }
 
