@@ -512,7 +512,16 @@ pub fn summarize<'a, 'c, F: Fn(&str) -> Option<&'c [f64]>>(
             p.where_ = each.remove(&p.pid);
         }
     }
-    let copy = copy_on_access(&seen, data, &copiers, rose, held).or_else(|| {
+    // Where no worker's growth is told (its own memory walked too seldom
+    // to weigh a trend, or its copying read as the start-up), those whose
+    // own memory rose by a material share are the copiers named, as
+    // `copied_by_its_figures` names them: not "its 2 workers".
+    let named = if copiers.is_empty() {
+        children(&seen, &own_rose)
+    } else {
+        copiers.clone()
+    };
+    let copy = copy_on_access(&seen, data, &named, rose, held).or_else(|| {
         copied_by_its_figures(&seen, data, pss, warmup_end, &children(&seen, &own_rose))
     });
     let finding = copy.as_ref().map(copy_text);

@@ -209,10 +209,13 @@ fn workers_copying_a_shared_list_grow_pss_while_every_rss_is_flat() {
 
 /// The copy-on-access headline: it leads, names each copying worker by
 /// role and pid, and bounds the copy by what the workers share, not by the
-/// host's RAM.
+/// host's RAM. Copying the analysis reads as the start-up (it found the
+/// start-up late, on a loaded machine) is told as that: "Copy-on-access
+/// in the start-up: worker …".
 fn copy_headline_names(headline: &str, workers: &[&serde_json::Value]) {
     assert!(
-        headline.starts_with("Copy-on-access: worker "),
+        headline.starts_with("Copy-on-access: worker ")
+            || headline.starts_with("Copy-on-access in the start-up: worker "),
         "{headline}"
     );
     for w in workers {
