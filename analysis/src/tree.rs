@@ -236,6 +236,19 @@ fn copied_by_its_figures<'c, F: Fn(&str) -> Option<&'c [f64]>>(
 }
 
 /// Those of `pids` whose parent is in the tree.
+/// The copiers a copy-on-access finding names: the children whose growth
+/// is told; where none's is (its own memory walked too seldom to weigh a
+/// trend, or its copying read as the start-up), the children whose own
+/// memory rose by a material share, as `copied_by_its_figures` names them,
+/// rather than "its 2 workers".
+fn named_copiers(seen: &BTreeMap<u32, ProcessSeen>, copiers: &[u32], own_rose: &[u32]) -> Vec<u32> {
+    if copiers.is_empty() {
+        children(seen, own_rose)
+    } else {
+        copiers.to_vec()
+    }
+}
+
 fn children(seen: &BTreeMap<u32, ProcessSeen>, pids: &[u32]) -> Vec<u32> {
     pids.iter()
         .copied()
@@ -512,15 +525,7 @@ pub fn summarize<'a, 'c, F: Fn(&str) -> Option<&'c [f64]>>(
             p.where_ = each.remove(&p.pid);
         }
     }
-    // Where no worker's growth is told (its own memory walked too seldom
-    // to weigh a trend, or its copying read as the start-up), those whose
-    // own memory rose by a material share are the copiers named, as
-    // `copied_by_its_figures` names them: not "its 2 workers".
-    let named = if copiers.is_empty() {
-        children(&seen, &own_rose)
-    } else {
-        copiers.clone()
-    };
+    let named = named_copiers(&seen, &copiers, &own_rose);
     let copy = copy_on_access(&seen, data, &named, rose, held).or_else(|| {
         copied_by_its_figures(&seen, data, pss, warmup_end, &children(&seen, &own_rose))
     });
