@@ -25,17 +25,19 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Direct normal dependencies each crate may have.
 ALLOWED = {
     "flatline-format": {"serde", "rmp-serde", "rmp", "serde_bytes", "flate2", "crc32fast", "sha2", "thiserror"},
+    "flatline-catalog": {"flatline-format"},
     "flatline-arena": {
         "flatline-format", "crossbeam-channel", "crossbeam-utils", "memmap2", "serde", "thiserror", "libc",
     },
     "flatline-telemetry": {
-        "flatline-format", "flatline-arena", "crossbeam-channel", "nvml-wrapper", "sysinfo", "csv",
+        "flatline-format", "flatline-catalog", "flatline-arena", "crossbeam-channel", "nvml-wrapper", "sysinfo", "csv",
         "regex", "serde", "serde_json", "thiserror", "libc", "addr2line",
     },
-    "flatline-analysis": {"flatline-format", "flatline-arena", "flatline-telemetry", "serde", "libm"},
-    "flatline-receipt": {"flatline-telemetry", "flatline-analysis", "serde_json", "humantime"},
+    "flatline-analysis": {"flatline-format", "flatline-catalog", "serde", "libm"},
+    "flatline-receipt": {"flatline-format", "flatline-catalog", "flatline-analysis", "serde_json", "humantime"},
+    "flatline-corpus": {"flatline-analysis", "flatline-arena"},
     "flatline-core": {
-        "flatline-arena", "flatline-telemetry", "flatline-analysis", "flatline-receipt", "anyhow",
+        "flatline-arena", "flatline-telemetry", "flatline-analysis", "flatline-receipt", "flatline-corpus", "anyhow",
         "clap", "indicatif", "signal-hook",
         "humantime", "tempfile", "crossbeam-channel", "glob", "sha2", "prometheus-client", "serde",
         "serde_json", "tokio", "hyper", "hyper-util", "http-body-util", "bytes", "rustls",
@@ -53,15 +55,19 @@ ALLOWED = {
 
 GUI = {"egui", "eframe", "winit", "wgpu", "glow", "egui_plot", "image", "egui-winit", "egui_glow"}
 SERVER_AND_CLI = {"clap", "tokio", "hyper", "rustls", "bcrypt", "prometheus-client", "indicatif", "anyhow"}
+# The probes' own crates: a reader of recordings (the analysis, the receipt,
+# the Python wheel) links none of them.
+PROBES = {"nvml-wrapper", "sysinfo", "addr2line", "flatline-telemetry", "flatline-arena"}
 # Crates none of whose whole tree may hold these.
 NEVER = {
     "flatline-format": GUI | SERVER_AND_CLI | {"nvml-wrapper", "sysinfo", "crossbeam-channel"},
+    "flatline-catalog": GUI | SERVER_AND_CLI | PROBES | {"crossbeam-channel"},
     "flatline-arena": GUI | SERVER_AND_CLI | {"nvml-wrapper", "sysinfo"},
     "flatline-telemetry": GUI | SERVER_AND_CLI,
-    "flatline-analysis": GUI | SERVER_AND_CLI,
-    "flatline-receipt": GUI | SERVER_AND_CLI,
+    "flatline-analysis": GUI | SERVER_AND_CLI | PROBES,
+    "flatline-receipt": GUI | SERVER_AND_CLI | PROBES,
     "flatline-core": GUI,
-    "flatline-python": GUI | SERVER_AND_CLI,
+    "flatline-python": GUI | SERVER_AND_CLI | PROBES,
     "flatline-preload": GUI | SERVER_AND_CLI | {"nvml-wrapper", "sysinfo", "crossbeam-channel"},
 }
 

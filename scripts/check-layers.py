@@ -20,7 +20,7 @@ window, the exporter and the commands lay out what `analysis::reading` and
 
     python3 scripts/check-layers.py
 
-Reads every `.rs` file of telemetry/src but its recording/, drops
+Reads every `.rs` file of runtime/telemetry/src but its recording/, drops
 comments and string literals, and looks for a path into `recording` from
 the crate's root: `crate::analysis`, `super::recording`
 (from a layer's own mod.rs), `super::super::analysis`, and the same names
@@ -34,7 +34,7 @@ import re
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PROBES = os.path.join("telemetry", "src")
+PROBES = os.path.join("runtime", "telemetry", "src")
 ABOVE = ("recording",)
 
 
@@ -134,7 +134,10 @@ def violations(path):
     return found
 
 
-CRATES = ["format", "arena", "telemetry", "analysis", "receipt", "core", "dashboard", "python", "preload"]
+CRATES = [
+    "format", "catalog", "runtime/arena", "runtime/telemetry", "runtime/preload", "analysis",
+    "receipt", "core", "dashboard", "python", "bench/corpus",
+]
 # Folders below a command layer: plain settings in, no clap.
 BELOW_CLI = [
     os.path.join("core", "src", "stream"),
@@ -357,7 +360,11 @@ STEPS = [
     "summarize", "analyze",
 ]
 # Where a step is called on purpose: `bench analysis` times one channel's analysis.
-STEP_CALLERS = {os.path.join("core", "src", "commands", "bench.rs"): {"analyze("}}
+STEP_CALLERS = {
+    os.path.join("core", "src", "commands", "bench.rs"): {"analyze("},
+    # The corpus's cases are single channels, scored by that one step.
+    os.path.join("bench", "corpus", "src", "lib.rs"): {"analyze("},
+}
 QUALIFIED_STEPS = [r"death\s*::\s*read", r"sites\s*::\s*sites", r"\banalysis\s*::\s*warmup\b"]
 
 

@@ -25,8 +25,8 @@ cargo "+$toolchain" miri --version
 # The arena's tests that Miri can run, counted from the source: a filter
 # that matches fewer (a module renamed, tests moved) fails, so Miri running
 # no test never reads as Miri passing.
-tests=$(cat arena/src/arena/*.rs | grep -c '#\[test\]' || true)
-ignored=$(cat arena/src/arena/*.rs | grep -c 'cfg_attr(miri, ignore' || true)
+tests=$(cat runtime/arena/src/arena/*.rs | grep -c '#\[test\]' || true)
+ignored=$(cat runtime/arena/src/arena/*.rs | grep -c 'cfg_attr(miri, ignore' || true)
 expected=$((tests - ignored))
 log=$(mktemp)
 cargo "+$toolchain" miri test -p flatline-arena --lib arena:: 2>&1 | tee "$log"
@@ -41,8 +41,8 @@ echo "Miri: $passed of the arena's $expected tests passed"
 # The preload's unit tests, counted from the source, less those ignored
 # under Miri (the ring's that fill all its slots: too slow there; the
 # tables' threaded test and a ring's records read back do run).
-tests=$(cat preload/src/*.rs | grep -c '#\[test\]' || true)
-ignored=$(cat preload/src/*.rs | grep -c 'ignore = ' || true)
+tests=$(cat runtime/preload/src/*.rs | grep -c '#\[test\]' || true)
+ignored=$(cat runtime/preload/src/*.rs | grep -c 'ignore = ' || true)
 expected=$((tests - ignored))
 log=$(mktemp)
 cargo "+$toolchain" miri test -p flatline-preload --lib 2>&1 | tee "$log"

@@ -12,7 +12,7 @@ use super::rules::LimitSource;
 use super::sites::{PROGRAM_SHARE, Site};
 use super::tree::{ProcessSeen, TreeSummary};
 use super::{Severity, Verdict};
-use flatline_telemetry::Unit;
+use flatline_format::Unit;
 
 /// Who holds a growth: one process of the watched tree.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::evidence::TrendEvidence;
-use flatline_telemetry::Kind;
+use flatline_format::Kind;
 
 /// Seconds in a day: the projection's horizon.
 pub(crate) const DAY_S: f64 = 86_400.0;

@@ -20,10 +20,10 @@ use serde::Serialize;
 
 use super::rules::{self, LimitSource};
 use super::tree::Columns;
+use flatline_catalog::names;
+use flatline_format::HostFacts;
 use flatline_format::{Event, EventKind};
-use flatline_telemetry::names;
-use flatline_telemetry::recording::HostFacts;
-use flatline_telemetry::{Schema, Unit};
+use flatline_format::{Schema, Unit};
 
 /// How far apart a process's leaving the tree and a rise of the cgroup's
 /// OOM count may be and still be the same kill: the tree is listed and the
@@ -414,7 +414,7 @@ fn death<'c, F: Fn(&str) -> Option<&'c [f64]>>(
     match (l.signal, exit_seen) {
         (Some(s), true) => evidence.push(format!(
             "its exit status: killed by signal {s}{}",
-            flatline_telemetry::tree::signal_name(s).map_or(String::new(), |n| format!(" ({n})"))
+            flatline_catalog::signal_name(s).map_or(String::new(), |n| format!(" ({n})"))
         )),
         (None, _) if cause == Cause::OomKiller => evidence.push(
             "its exit status was not seen (its parent reaped it between two readings)".into(),
@@ -522,7 +522,7 @@ impl Death {
             Cause::KernelOomKiller | Cause::OomKiller => "the kernel's OOM killer".to_owned(),
             Cause::Signal => {
                 let s = self.signal.unwrap_or(0);
-                match flatline_telemetry::tree::signal_name(s) {
+                match flatline_catalog::signal_name(s) {
                     Some(n) => format!("signal {s} ({n})"),
                     None => format!("signal {s}"),
                 }
@@ -596,8 +596,7 @@ impl Ending {
         let exit = match (self.exit_code, self.exit_signal) {
             (_, Some(s)) => format!(
                 "; the job was killed by signal {s}{}",
-                flatline_telemetry::tree::signal_name(s)
-                    .map_or(String::new(), |n| format!(" ({n})"))
+                flatline_catalog::signal_name(s).map_or(String::new(), |n| format!(" ({n})"))
             ),
             (Some(c), None) if c != 0 => format!("; the job exited with code {c}"),
             _ => String::new(),

@@ -4,7 +4,7 @@
 
 use super::ChannelAnalysis;
 use super::rules::LimitSource;
-use flatline_telemetry::Unit;
+use flatline_format::Unit;
 
 /// One analysed channel, as the summary needs it.
 #[derive(Debug, Clone, Copy)]

@@ -10,7 +10,7 @@ use crate::evidence;
 use crate::evidence::TrendEvidence;
 use crate::stats::{median, quantile};
 use crate::warmup::find_warmup;
-use flatline_telemetry::Kind;
+use flatline_format::Kind;
 
 const MAX_THEIL_SEN_POINTS: usize = 400;
 const MAX_JUMP_LIST: usize = 1000;

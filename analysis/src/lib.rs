@@ -59,7 +59,6 @@
 
 pub mod answer;
 mod channel;
-pub mod corpus;
 pub mod death;
 pub mod evidence;
 pub mod finding;
@@ -81,7 +80,7 @@ pub use channel::{
     SUSTAINED_SHARE, Severity, Verdict,
 };
 pub use evidence::TrendEvidence;
-pub use flatline_telemetry::Kind;
+pub use flatline_format::Kind;
 pub use level::{CERTAIN_Z, analyze};
 pub use live::LiveAnalysis;
 pub use start_up::{

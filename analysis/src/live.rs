@@ -6,8 +6,8 @@
 use std::time::{Duration, Instant};
 
 use super::{ChannelAnalysis, Tracker, find_warmup, rules};
-use flatline_telemetry::ChannelSpec;
-use flatline_telemetry::recording::HostFacts;
+use flatline_format::ChannelSpec;
+use flatline_format::HostFacts;
 
 /// How often each channel's analysis and the start-up are refreshed.
 const REFRESH: Duration = Duration::from_secs(1);
@@ -73,7 +73,7 @@ impl LiveAnalysis {
     /// An event of the stream, whose first reading was at `first_s`: the
     /// launched job's exit in its start-up is read as
     /// [`Self::ended_during_start_up`].
-    pub fn take_event(&mut self, e: &flatline_telemetry::recording::Event, first_s: f64) {
+    pub fn take_event(&mut self, e: &flatline_format::Event, first_s: f64) {
         if self.launched && super::exit_in_start_up(e, first_s) {
             self.ended_during_start_up();
         }
@@ -85,7 +85,7 @@ impl LiveAnalysis {
     /// there ([`Self::ends_at`]).
     pub fn find_end<'a>(
         &mut self,
-        events: &[flatline_telemetry::recording::Event],
+        events: &[flatline_format::Event],
         t: &[f64],
         names: impl IntoIterator<Item = &'a str>,
         column: impl Fn(&str) -> Option<&'a [f64]>,
@@ -307,7 +307,7 @@ impl LiveAnalysis {
 mod tests {
     use super::*;
     use crate::Verdict;
-    use flatline_telemetry::{Group, Kind, Unit};
+    use flatline_format::{Group, Kind, Unit};
 
     fn spec(name: &str, kind: Kind) -> ChannelSpec {
         ChannelSpec::new(name, Unit::Bytes, Group::Memory).with_kind(kind)

@@ -1,5 +1,5 @@
 //! Where a process's memory grew: the first and last `classes` facts of a
-//! process over a span (see [`flatline_telemetry::classes`]), class by
+//! process over a span (see [`flatline_format::classes`]), class by
 //! class, said as what to do about it. The fixes are opposite: objects
 //! that accumulate (a leak in the program), an allocator keeping freed
 //! memory (glibc's arenas), tensors piling up in `/dev/shm`, a mapped file
@@ -10,8 +10,8 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
 
+use flatline_catalog::classes::{CLASSES, CLASSES_MOVED};
 use flatline_format::{Event, EventKind};
-use flatline_telemetry::classes::{CLASSES, CLASSES_MOVED};
 
 /// The least growth told, as a share of what the process held at first.
 pub const MATERIAL: f64 = 0.05;

@@ -28,8 +28,8 @@ use super::sites::{self, Site};
 use super::summary::{self, Assessed};
 use super::tree::{self, Columns, TreeSummary};
 use super::{ChannelAnalysis, Context};
-use flatline_telemetry::recording::{Event, HostFacts, Recording};
-use flatline_telemetry::{Schema, TOKEN_CHANNELS};
+use flatline_format::{Event, HostFacts, Recording};
+use flatline_format::{Schema, TOKEN_CHANNELS};
 
 /// How the start-up's end (the start-up the analysis skips) was chosen.
 #[derive(Debug, Clone, PartialEq)]
@@ -456,7 +456,7 @@ impl Facts {
                 .iter()
                 .any(|c| rules::samples_sites(&c.name)),
             sites_refused: stream.events.iter().find_map(|e| match &e.kind {
-                flatline_telemetry::recording::EventKind::Note(n) => n
+                flatline_format::EventKind::Note(n) => n
                     .strip_prefix(SITES_REFUSED)
                     .map(|why| why.split("; watching").next().unwrap_or(why).to_owned()),
                 _ => None,

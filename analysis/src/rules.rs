@@ -2,14 +2,14 @@
 //! channel (its limit), which channel is the step axis, and a channel's
 //! plain statistics. Receipts and the dashboard both ask here.
 
-use flatline_telemetry::catalog::{self, Bound, Declared};
-use flatline_telemetry::names;
-use flatline_telemetry::recording::HostFacts;
-use flatline_telemetry::{STEP_CHANNELS, Schema, Unit};
+use flatline_catalog::names;
+use flatline_catalog::{self as catalog, Bound, Declared};
+use flatline_format::HostFacts;
+use flatline_format::{STEP_CHANNELS, Schema, Unit};
 
 /// First, last, min and max of the readings of one channel (NaN skipped):
 /// the format's own, which a bounded load keeps over every sample.
-pub use flatline_telemetry::recording::ColumnStats as ChannelStats;
+pub use flatline_format::ColumnStats as ChannelStats;
 
 /// The statistics of one channel's readings.
 pub fn channel_stats(col: &[f64]) -> ChannelStats {
@@ -20,7 +20,7 @@ pub fn channel_stats(col: &[f64]) -> ChannelStats {
     st
 }
 
-/// A channel's declaration ([`flatline_telemetry::catalog`]), where one
+/// A channel's declaration ([`flatline_catalog`]), where one
 /// covers it with this unit.
 fn declared(name: &str, unit: Unit) -> Option<&'static Declared> {
     catalog::declared(name).filter(|d| d.unit == unit)
@@ -139,7 +139,7 @@ pub const MALLOC_GRANULE: f64 = 128.0 * 1024.0;
 
 /// The channel holding the watched process's cgroup memory limit (named by
 /// the probe that writes it).
-pub use flatline_telemetry::cgroup::CGROUP_LIMIT;
+pub use flatline_catalog::CGROUP_LIMIT;
 
 /// What bounds a channel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -237,7 +237,7 @@ pub fn site_leaf(name: &str) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use flatline_telemetry::{ChannelSpec, Group};
+    use flatline_format::{ChannelSpec, Group};
 
     #[test]
     fn limits_come_from_the_host_or_the_gpus_total() {

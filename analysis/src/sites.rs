@@ -90,7 +90,7 @@ fn names_an_allocator(labels: &BTreeMap<String, String>) -> bool {
     let file = labels.get("file").map_or("", String::as_str);
     let function = labels.get("function").map_or("", String::as_str);
     let python = file.ends_with(".py") || file.starts_with('<');
-    !python && flatline_telemetry::allocators::is_allocator("", file, function)
+    !python && flatline_catalog::allocators::is_allocator("", file, function)
 }
 
 /// The sites, largest growth first (then most bytes held); none that
@@ -397,7 +397,7 @@ mod tests {
     #[test]
     fn a_noisy_site_is_no_part_of_the_headline() {
         use crate::summary::{Assessed, headline};
-        use flatline_telemetry::Unit;
+        use flatline_format::Unit;
         assert!(
             crate::rules::is_site_channel("site12.live")
                 && crate::rules::is_site_channel("site0-2.live")

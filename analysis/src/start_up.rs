@@ -4,7 +4,7 @@
 
 use crate::channel::{ChannelAnalysis, DAY_S, Note, Severity, Verdict};
 use crate::{rules, tree};
-use flatline_telemetry::Kind;
+use flatline_format::Kind;
 
 /// The longest life of a job watched from its launch that is read as its
 /// start-up: a framework's import and a model's load take seconds to tens
@@ -13,11 +13,9 @@ pub const START_UP_ONLY_S: f64 = 30.0;
 
 /// Whether `e` is the watched job's exit within [`START_UP_ONLY_S`] of the
 /// first reading (`first_s`, on the events' clock).
-pub fn exit_in_start_up(e: &flatline_telemetry::recording::Event, first_s: f64) -> bool {
-    matches!(
-        e.kind,
-        flatline_telemetry::recording::EventKind::TargetExited { .. }
-    ) && e.t_ns as f64 / 1e9 - first_s < START_UP_ONLY_S
+pub fn exit_in_start_up(e: &flatline_format::Event, first_s: f64) -> bool {
+    matches!(e.kind, flatline_format::EventKind::TargetExited { .. })
+        && e.t_ns as f64 / 1e9 - first_s < START_UP_ONLY_S
 }
 
 /// Re-reads a growing level as `insufficient` with [`Note::StartUp`]: the

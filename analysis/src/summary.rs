@@ -4,8 +4,8 @@
 
 pub use super::finding::{Assessed, Finding, rate_text};
 use super::{ChannelAnalysis, Kind, Note, Severity, Verdict};
-use flatline_telemetry::Unit;
-use flatline_telemetry::names;
+use flatline_catalog::names;
+use flatline_format::Unit;
 
 /// The level channels called growth (rising, not shrinking), most urgent
 /// first: by severity, then by time to the limit, then by rate.
@@ -740,7 +740,7 @@ fn copy_headline(
 }
 
 /// Which layer of a PyTorch job's GPU memory grows (see
-/// [`flatline_telemetry::torch`]).
+/// [`flatline_catalog::torch`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum GpuLayer {
@@ -776,7 +776,7 @@ pub fn gpu_layers(
         rows.iter()
             .find(|r| pred(r.name) && r.analysis.verdict != Verdict::Insufficient)
     };
-    use flatline_telemetry::{gpu, torch};
+    use flatline_catalog::{gpu, torch};
     let allocated = find(&|n| torch::Stat::Allocated.is_channel(n))?;
     let reserved = find(&|n| torch::Stat::Reserved.is_channel(n))?;
     let driver = find(&|n| n == torch::OTHER).or_else(|| find(&gpu::is_proc_used));

@@ -300,7 +300,7 @@ fn changes_below_the_evidence_floor_read_flat() {
     let any = analyze(&t, &v, &Context::default());
     assert_eq!(any.verdict, Verdict::Flat, "{any:?}");
     assert!(matches!(any.note, Some(Note::Within { band }) if band > 64e3));
-    let floor = crate::rules::evidence_floor("tree.pss", flatline_telemetry::Unit::Bytes);
+    let floor = crate::rules::evidence_floor("tree.pss", flatline_format::Unit::Bytes);
     assert_eq!(floor, 65536.0);
     let a = analyze(
         &t,
@@ -338,7 +338,7 @@ fn changes_below_the_evidence_floor_read_flat() {
     );
     assert_eq!(c.verdict, Verdict::Staircase, "{c:?}");
     use crate::rules::evidence_floor;
-    use flatline_telemetry::Unit;
+    use flatline_format::Unit;
     assert_eq!(evidence_floor("mem.rss", Unit::Bytes), 65536.0);
     assert_eq!(
         evidence_floor("alloc.live", Unit::Bytes),

@@ -10,9 +10,9 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::{ChannelAnalysis, Verdict};
+use flatline_catalog::names;
+use flatline_format::Schema;
 use flatline_format::{Event, EventKind};
-use flatline_telemetry::Schema;
-use flatline_telemetry::names;
 
 /// One process that was part of the tree.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -791,7 +791,7 @@ mod tests {
 
     /// `tree.pss` and the rss, pss and uss of processes 10, 11 and 12.
     fn three_processes() -> Schema {
-        use flatline_telemetry::{ChannelSpec, Group, Unit};
+        use flatline_format::{ChannelSpec, Group, Unit};
         let mut channels = vec![ChannelSpec::new("tree.pss", Unit::Bytes, Group::Memory)];
         for pid in [10, 11, 12] {
             for leaf in ["rss", "pss", "uss"] {

@@ -32,8 +32,8 @@
 //! ramp or a step up followed by a plateau does.
 
 use super::rules;
-use flatline_telemetry::names;
-use flatline_telemetry::{ChannelSpec, Kind, Schema};
+use flatline_catalog::names;
+use flatline_format::{ChannelSpec, Kind, Schema};
 
 /// Most points the break is searched over.
 pub const BUCKETS: usize = 400;

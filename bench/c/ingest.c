@@ -1,4 +1,4 @@
-/* C reference of flatline's ingest fill (arena/src/workload/ingest.rs): the
+/* C reference of flatline's ingest fill (runtime/arena/src/workload/ingest.rs): the
  * naive nanoGPT get_batch loop into two preallocated [B, T] int64 buffers.
  * Same generated corpus (SplitMix64 from SEED+1, tokens below 168) and the same
  * offsets (SplitMix64 from SEED) as `flatline bench ingest`.

@@ -1,4 +1,4 @@
-/* C reference of flatline's ops1b loop (arena/src/workload/ops1b.rs).
+/* C reference of flatline's ops1b loop (runtime/arena/src/workload/ops1b.rs).
  * Build: gcc -O3 -mavx2 -o ops1b ops1b.c      Run: ./ops1b [OPS]
  * Prints one JSON line: {"ops":..,"elapsed_ns":..,"checksum":..}. */
 #include <inttypes.h>

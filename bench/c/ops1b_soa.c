@@ -1,5 +1,5 @@
 /* C reference of flatline's ops1b loop with its hot fields apart
- * (`flatline bench ops1b --layout soa`, arena/src/workload/ops1b.rs):
+ * (`flatline bench ops1b --layout soa`, runtime/arena/src/workload/ops1b.rs):
  * queue_position and total_at_level in uint32_t arrays of their own beside
  * the 64-byte records, which the loop does not touch. Each chunk of at most
  * SLOTS operations walks the slots as runs (from the chunk's first slot to the

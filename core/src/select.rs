@@ -10,7 +10,7 @@
 //! - against a stream that has not started ([`could_name`]): its channels
 //!   join as processes, GPUs and printed metrics appear, so a glob must
 //!   match a name some source can make: one the catalog declares
-//!   (`telemetry/src/catalog.rs`; a family's `#` is any number, as
+//!   (`catalog/src/lib.rs`; a family's `#` is any number, as
 //!   `pid#.rss` is `pid4121.rss`), or one in a namespace a job names itself
 //!   ([`JOB_NAMESPACES`]: `log.<key>`, `torch.<stat>`, `progress.<unit>`).
 

@@ -208,7 +208,7 @@ fn a_real_tqdm_bar_counts_the_trainer_s_60_steps_with_its_rate() {
 #[test]
 fn an_imported_console_log_counts_its_bar_s_steps() {
     let dir = tempfile::tempdir().unwrap();
-    let bars = Path::new(env!("CARGO_MANIFEST_DIR")).join("../telemetry/tests/data/bars");
+    let bars = Path::new(env!("CARGO_MANIFEST_DIR")).join("../runtime/telemetry/tests/data/bars");
     let v = import(&bars.join("hf.stderr"), &dir.path().join("hf.flr"));
     assert_eq!(v["recording"]["truncated"], false, "{}", v["recording"]);
     assert_eq!(v["channels"]["log.step"]["last"], 60.0);

@@ -4,7 +4,7 @@
 //! on (a full disk: [`Gaps`]).
 
 use flatline_analysis::summary::DamageNote;
-use flatline_telemetry::recording::{Event, EventKind, Gap, Loss, Recording, TailProblemKind};
+use flatline_format::{Event, EventKind, Gap, Loss, Recording, TailProblemKind};
 
 use crate::fmt::{bytes, thousands};
 

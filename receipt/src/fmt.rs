@@ -1,6 +1,6 @@
 //! Number formatting for people.
 
-use flatline_telemetry::Unit;
+use flatline_format::Unit;
 
 /// `1234567` → `"1,234,567"`.
 pub fn thousands(n: u64) -> String {

@@ -8,7 +8,7 @@
 //! build on this crate; it pulls in no CLI parser, no server stack and no
 //! GUI (CI checks its `cargo tree` against an allow-list).
 //!
-//! [`Recording`]: flatline_telemetry::recording::Recording
+//! [`Recording`]: flatline_format::Recording
 
 pub mod damage;
 pub mod fmt;

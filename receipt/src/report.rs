@@ -7,8 +7,9 @@ use flatline_analysis::sites;
 use flatline_analysis::summary::{self, Assessed};
 use flatline_analysis::tree as tree_analysis;
 use flatline_analysis::{self as analysis, ChannelAnalysis, Note, Verdict, reading};
-use flatline_telemetry::recording::{EventKind, Recording, TailProblem, TailProblemKind};
-use flatline_telemetry::{ChannelSpec, MAX_STEP, TOKEN_CHANNELS, Unit};
+use flatline_catalog::MAX_STEP;
+use flatline_format::{ChannelSpec, TOKEN_CHANNELS, Unit};
+use flatline_format::{EventKind, Recording, TailProblem, TailProblemKind};
 use serde_json::{Map, Value, json};
 
 use crate::fmt::{duration, value};

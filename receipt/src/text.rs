@@ -7,8 +7,8 @@ use std::fmt::Write as _;
 use flatline_analysis::rules;
 use flatline_analysis::summary::Assessment;
 use flatline_analysis::tree::TreeSummary;
-use flatline_telemetry::Unit;
-use flatline_telemetry::recording::Recording;
+use flatline_format::Recording;
+use flatline_format::Unit;
 
 use crate::fmt::{bytes, duration, value};
 use crate::render::{Block, Col, Doc, Table};
@@ -586,7 +586,7 @@ pub(crate) fn tree_text(t: &TreeSummary, indent: &str) -> String {
             format!(
                 "a sample holds {} channels at a time, so flat processes wait and room is kept \
                  for those whose pages are being copied (the recording's notes say which, and when)",
-                flatline_telemetry::MAX_CHANNELS
+                flatline_format::MAX_CHANNELS
             )
         };
         let _ = writeln!(

@@ -456,7 +456,7 @@ fn hour_median_ns(runs: usize) -> u64 {
 /// the one given), the series it got wrong, the slope errors of linear
 /// series, and the time for an hour at 100 Hz.
 fn run_corpus(args: &AnalysisBenchArgs) -> Result<()> {
-    use flatline_analysis::corpus::{self, LEVEL_VERDICTS};
+    use flatline_corpus::{self as corpus, LEVEL_VERDICTS};
     let mut results: Vec<(String, Verdict, Verdict, usize, Option<f64>)> = Vec::new();
     // Per family: growing series their truth makes clear, and those found.
     let mut clear: std::collections::BTreeMap<&str, (usize, usize)> = Default::default();
@@ -753,7 +753,7 @@ fn run_real(args: &AnalysisBenchArgs) -> Result<()> {
         "\n  detectable: growth at least the rate its receipt says it could show; clear: growth whose\n  \
          true rate is at least {} standard errors of its own slope over the analysed span, from the\n  \
          recording's construction (the residuals around the true line, their lag-1 autocorrelation)",
-        flatline_analysis::corpus::CLEAR_Z
+        flatline_corpus::CLEAR_Z
     );
     for o in outcomes.iter().filter(|o| o.clear() && !o.called_growth) {
         println!(

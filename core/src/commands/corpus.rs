@@ -8,7 +8,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result};
-use flatline_analysis::{Kind, MATERIAL_SHARE, corpus, evidence, rules};
+use flatline_analysis::{Kind, MATERIAL_SHARE, evidence, rules};
+use flatline_corpus as corpus;
 use flatline_telemetry::recording::Recording;
 use serde::Deserialize;
 

@@ -41,7 +41,7 @@ pub struct Settings {
 
 impl Default for Settings {
     fn default() -> Self {
-        // What each channel's declaration says (`telemetry/catalog.rs`).
+        // What each channel's declaration says (`catalog/src/lib.rs`).
         let selected = flatline_telemetry::catalog::shown().collect();
         Self {
             selected,

@@ -8,7 +8,7 @@ usage: printers.py nanogpt|hf|torchrun|custom [N] [DIR]
        printers.py replay CASE
 
 replay:   a real job's bytes, as captured from tqdm and rich by
-          scripts/capture-bars.py (telemetry/tests/data/bars/CASE.*), written
+          scripts/capture-bars.py (runtime/telemetry/tests/data/bars/CASE.*), written
           to stdout and stderr read by read, at their pace.
 
 nanogpt:  N `iter` lines, an eval and a checkpoint line every 10 steps, and a
@@ -108,7 +108,7 @@ elif mode == "lightning":
     err.write("\n")
 elif mode == "replay":
     case = sys.argv[2]
-    base = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "telemetry", "tests", "data", "bars", case)
+    base = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "runtime", "telemetry", "tests", "data", "bars", case)
     data, at = {}, {"stdout": 0, "stderr": 0}
     for stream in at:
         try:

@@ -36,6 +36,8 @@ use flatline_format::{Event, EventKind};
 
 use super::{ChannelSpec, Clock, Kind, Probe, ProbeError, Unavailable, catalog};
 
+pub use flatline_catalog::CGROUP_LIMIT;
+
 /// How many times faster the sampler reads near the edge.
 pub const FASTER: u32 = 5;
 /// Near the edge: the cgroup's working set (its use less the page cache not
@@ -160,9 +162,6 @@ pub enum CgroupError {
     )]
     NoMemoryFiles(PathBuf),
 }
-
-/// The channel holding the watched process's cgroup memory limit.
-pub const CGROUP_LIMIT: &str = "cgroup.max";
 
 /// Which hierarchy a cgroup is in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

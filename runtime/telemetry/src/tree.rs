@@ -90,26 +90,7 @@ pub fn parse_exit_status(text: &str) -> Option<i32> {
         .ok()
 }
 
-/// A signal's name, where it is one a job dies of.
-pub fn signal_name(sig: i32) -> Option<&'static str> {
-    Some(match sig {
-        1 => "SIGHUP",
-        2 => "SIGINT",
-        3 => "SIGQUIT",
-        4 => "SIGILL",
-        6 => "SIGABRT",
-        7 => "SIGBUS",
-        8 => "SIGFPE",
-        9 => "SIGKILL",
-        11 => "SIGSEGV",
-        13 => "SIGPIPE",
-        14 => "SIGALRM",
-        15 => "SIGTERM",
-        24 => "SIGXCPU",
-        25 => "SIGXFSZ",
-        _ => return None,
-    })
-}
+pub use flatline_catalog::signal_name;
 
 /// The fact of how process `pid` ended, from its `waitpid` status: kind
 /// `exit`, with `code` (it exited) or `signal` (it was killed) in its

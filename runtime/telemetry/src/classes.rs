@@ -24,8 +24,7 @@ use std::collections::HashMap;
 
 use flatline_format::EventKind;
 
-/// The classes, in the order they are told.
-pub const CLASSES: [&str; 7] = ["heap", "anon", "shmem", "file", "stack", "gpu", "other"];
+pub use flatline_catalog::classes::{CLASSES, CLASSES_MOVED};
 
 /// How often one process's `smaps` may be read again, at most.
 pub const CLASSES_EVERY_NS: u64 = 5_000_000_000;
@@ -33,10 +32,6 @@ pub const CLASSES_EVERY_NS: u64 = 5_000_000_000;
 pub const CLASSES_BUDGET: f64 = 0.0015;
 /// CPU time the budget starts with and holds at most, ns.
 pub const CLASSES_BANK_NS: f64 = 30_000_000.0;
-/// A process whose resident or own memory moved by less than this since
-/// its last `smaps` reading is not read again (its classes cannot have
-/// moved by more).
-pub const CLASSES_MOVED: f64 = 1_048_576.0;
 /// How many shared-memory segments a reading names, largest first.
 pub const SEGMENTS: usize = 6;
 

@@ -4,11 +4,7 @@
 use crate::dynamic::DynamicChannels;
 use flatline_format::ChannelSpec;
 
-/// The largest step number that is a count: 2^53, the last integer a
-/// channel's f64 holds exactly. A job's counter that wrapped (`-1` printed
-/// unsigned: 18446744073709551615) or a float printed as a step is not
-/// one; the parsers drop it and the receipts do not count it.
-pub const MAX_STEP: u64 = 1 << 53;
+pub use flatline_catalog::MAX_STEP;
 
 /// The one clock of a telemetry stream: every sample's `t_ns` and every
 /// event's (a step read from a log, a phase, a marker) count nanoseconds from

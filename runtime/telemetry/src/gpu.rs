@@ -23,13 +23,8 @@ use flatline_format::{Event, EventKind};
 /// `gpu#.used`, …).
 const PER_DEVICE: [&str; 5] = ["used", "total", "util", "temp_c", PROC_USED];
 /// A device's memory that the watched processes use, as the driver counts it.
-const PROC_USED: &str = "proc_used";
-
-/// Whether `name` is a device's memory used by the watched processes
-/// (`gpu0.proc_used`, `gpu1-2.proc_used`).
-pub fn is_proc_used(name: &str) -> bool {
-    super::catalog::declared(name).is_some_and(|d| d.name.strip_prefix("gpu#.") == Some(PROC_USED))
-}
+use flatline_catalog::gpu::PROC_USED;
+pub use flatline_catalog::gpu::is_proc_used;
 
 /// Readings in a row a device may fail (a timed-out call, a driver busy
 /// resetting another GPU) before its channels end; `GPU_IS_LOST` ends them
