@@ -139,7 +139,7 @@ ENV = {"rich-terminal": {"TTY_COMPATIBLE": "1", "TTY_INTERACTIVE": "1", "COLUMNS
 
 
 # What `flatline watch` sets for a started command whose output it reads
-# (core/src/commands/watch.rs, TERMINAL_HINTS), unless already set.
+# (cli/src/commands/watch.rs, TERMINAL_HINTS), unless already set.
 WATCH_ENV = {"TTY_COMPATIBLE": "1", "TTY_INTERACTIVE": "1"}
 
 

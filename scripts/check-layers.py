@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """The layers point down. Between crates cargo enforces it (arena → telemetry
-→ analysis → receipt → core → dashboard); inside the telemetry crate the
+→ analysis → receipt → export → stream → cli → dashboard); inside the telemetry crate the
 probes and the sampler import nothing from its recorder (`recording`). No two files of a crate import
 each other, directly or round a longer circle, a module and its own
 children included (a module file that only declares modules and re-exports
 is a facade: a name taken through it counts as taken from where it lives). Below the command layers
-(core/src/stream and core/src/export; the dashboard's window, dashboard/src/ui)
+(stream/src and export/src; the dashboard's window, dashboard/src/ui)
 nothing names the CLI's types or clap: they take plain settings, which the
 commands make from the arguments.
 The dashboard's views (dashboard/src/ui/view.rs and view/) never call the
@@ -136,12 +136,12 @@ def violations(path):
 
 CRATES = [
     "format", "catalog", "runtime/arena", "runtime/telemetry", "runtime/preload", "analysis",
-    "receipt", "core", "dashboard", "python", "bench/corpus",
+    "receipt", "export", "stream", "cli", "dashboard", "python", "bench/corpus",
 ]
 # Folders below a command layer: plain settings in, no clap.
 BELOW_CLI = [
-    os.path.join("core", "src", "stream"),
-    os.path.join("core", "src", "export"),
+    os.path.join("stream", "src"),
+    os.path.join("export", "src"),
     os.path.join("dashboard", "src", "ui"),
 ]
 
@@ -345,7 +345,7 @@ def below_cli():
                     continue
                 f = os.path.join(dirpath, name)
                 text = without_tests(code(open(f, encoding="utf-8").read()))
-                pattern = r"\b(?:crate|flatline_core)\s*::\s*cli\b|\bclap\b|\bsuper\s*::\s*super\s*::\s*cli\b"
+                pattern = r"\b(?:crate|flatline_cli)\s*::\s*cli\b|\bclap\b|\bsuper\s*::\s*super\s*::\s*cli\b"
                 for m in re.finditer(pattern, text):
                     out.append((os.path.relpath(f, ROOT), text.count("\n", 0, m.start()) + 1, m.group(0)))
     return out
@@ -361,7 +361,7 @@ STEPS = [
 ]
 # Where a step is called on purpose: `bench analysis` times one channel's analysis.
 STEP_CALLERS = {
-    os.path.join("core", "src", "commands", "bench.rs"): {"analyze("},
+    os.path.join("cli", "src", "commands", "bench.rs"): {"analyze("},
     # The corpus's cases are single channels, scored by that one step.
     os.path.join("bench", "corpus", "src", "lib.rs"): {"analyze("},
 }

@@ -1,7 +1,7 @@
 //! The command line's window arguments turned into the window's options
 //! (plain values), once, so nothing under `ui` names the CLI's types.
 
-use flatline_core::cli::{RendererArg, WindowArgs};
+use flatline_cli::cli::{RendererArg, WindowArgs};
 
 use crate::ui;
 

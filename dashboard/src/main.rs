@@ -10,5 +10,5 @@ use clap::Parser;
 static ALLOC: flatline_arena::arena::CountingAlloc = flatline_arena::arena::CountingAlloc;
 
 fn main() -> ExitCode {
-    flatline_dashboard::run(flatline_core::cli::Cli::parse())
+    flatline_dashboard::run(flatline_cli::cli::Cli::parse())
 }

@@ -1,14 +1,14 @@
-//! The window as flatline_core's [`Viewer`]: whatever a command asks it to
+//! The window as flatline_cli's [`Viewer`]: whatever a command asks it to
 //! show ([`Show`]: live, a watch, a replay, a comparison), fleet's window
 //! and the window benchmarks (`crate::bench`). The commands themselves, and
-//! the sources they make, are flatline_core's.
+//! the sources they make, are flatline_cli's.
 
 use std::path::PathBuf;
 
 use anyhow::{Result, bail};
 
-use flatline_core::cli::{BenchCommand, FleetArgs};
-use flatline_core::{Closed, Show, Shown, Viewer};
+use flatline_cli::cli::{BenchCommand, FleetArgs};
+use flatline_cli::{Closed, Show, Shown, Viewer};
 
 use crate::from_cli;
 use crate::ui::{self, Dashboard, Settings};
@@ -48,7 +48,7 @@ impl Viewer for Window {
             show.screenshot.as_ref(),
         )
     }
-    fn fleet(&self, args: &FleetArgs, fleet: flatline_core::commands::fleet::Fleet) -> Result<()> {
+    fn fleet(&self, args: &FleetArgs, fleet: flatline_cli::commands::fleet::Fleet) -> Result<()> {
         let window = ui::fleet::FleetWindow {
             screenshot: args.screenshot.clone(),
             size: args.size,
@@ -62,7 +62,7 @@ impl Viewer for Window {
         match cmd {
             BenchCommand::Ui(args) => crate::bench::ui::run(&args),
             BenchCommand::Window(args) => crate::bench::window::run(&args),
-            _ => unreachable!("flatline_core runs the other benchmarks"),
+            _ => unreachable!("flatline_cli runs the other benchmarks"),
         }
     }
 }

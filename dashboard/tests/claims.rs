@@ -10,8 +10,8 @@ mod support;
 
 use std::path::PathBuf;
 
-use flatline_core::commands::headlines::{self, Outcome};
-use flatline_core::commands::report;
+use flatline_cli::commands::headlines::{self, Outcome};
+use flatline_cli::commands::report;
 use flatline_telemetry::recording::Recording;
 
 fn recordings() -> Vec<PathBuf> {

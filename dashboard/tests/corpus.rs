@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use flatline_core::commands::corpus::{self, Class};
+use flatline_cli::commands::corpus::{self, Class};
 
 fn dir() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../recordings/corpus")
@@ -148,7 +148,7 @@ fn copy_on_access_is_the_headline_and_its_fix_is_not() {
         }
         seen += 1;
         let rec = flatline_telemetry::recording::Recording::open(&dir().join(&r.file)).unwrap();
-        let receipt = flatline_core::commands::report::analyse(&rec, None);
+        let receipt = flatline_receipt::report::analyse(&rec, None);
         let a = receipt.assessment();
         if list {
             assert!(a.headline.contains("grows"), "{}: {}", r.file, a.headline);
@@ -182,7 +182,7 @@ fn a_real_dataloader_s_copying_workers_are_the_headline() {
         seen += 1;
         let rec = flatline_telemetry::recording::Recording::open(&dir().join(&r.file)).unwrap();
         for warmup in [None, Some(20.0)] {
-            let receipt = flatline_core::commands::report::analyse(&rec, warmup);
+            let receipt = flatline_receipt::report::analyse(&rec, warmup);
             let a = receipt.assessment();
             let tree = receipt.facts.tree.as_ref().expect("a process tree");
             let workers: Vec<u32> = tree

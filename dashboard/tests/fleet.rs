@@ -89,8 +89,8 @@ fn the_fleet_window_shows_the_outlier_and_opens_a_rank_on_click() {
     ok(&flatline(&[
         "synth", "--fleet", "8", "--hours", "0.2", "--hz", "5", "--leak", "3", "--out", d,
     ]));
-    let files = flatline_core::commands::fleet::files(&[dir.path().to_owned()]).unwrap();
-    let fleet = flatline_core::commands::fleet::read(&files, 16 << 20);
+    let files = flatline_cli::commands::fleet::files(&[dir.path().to_owned()]).unwrap();
+    let fleet = flatline_cli::commands::fleet::read(&files, 16 << 20);
     let headline = fleet.headline.clone();
     assert!(headline.starts_with("rank 3 of 8"), "{headline}");
     let mut view = FleetView::new(fleet);

@@ -480,10 +480,10 @@ fn shift_dragging_a_plot_gives_the_receipt_of_that_part() {
     h.get_by_label_contains("Receipt: ");
     h.get_by_label("Copy as Markdown");
     // The same part through the command line's analysis of the file.
-    let rec = flatline_core::commands::report::open(&golden_v1()).unwrap();
+    let rec = flatline_cli::commands::report::open(&golden_v1()).unwrap();
     let t0 = rec.t_ns[0] as f64 / 1e9;
     let cli =
-        flatline_core::commands::report::analyse_range(&rec, None, Some([r.from - t0, r.to - t0]));
+        flatline_receipt::report::analyse_range(&rec, None, Some([r.from - t0, r.to - t0]));
     let rss = cli
         .rows
         .iter()
@@ -492,7 +492,7 @@ fn shift_dragging_a_plot_gives_the_receipt_of_that_part() {
     let ours = r.rows.iter().find(|row| row[0] == "mem.rss").unwrap();
     assert_eq!(
         ours[1],
-        flatline_core::commands::report::verdict_text(&rss.analysis, rss.spec.unit)
+        flatline_receipt::report::verdict_text(&rss.analysis, rss.spec.unit)
     );
     assert!(r.markdown.contains("| `mem.rss` |"), "{}", r.markdown);
     h.snapshot("replay_golden_receipt");
@@ -897,7 +897,7 @@ fn a_watched_tree_fills_the_processes_panel() {
         RecordingSetup::new("watch"),
         None,
         false,
-        flatline_core::cli::OnWriteError::KeepSampling,
+        flatline_cli::cli::OnWriteError::KeepSampling,
         None,
     )
     .unwrap();
@@ -1476,7 +1476,7 @@ fn a_full_disk_turns_the_watch_windows_banner_red() {
         RecordingSetup::new("watch"),
         Some(&out),
         false,
-        flatline_core::cli::OnWriteError::Stop,
+        flatline_cli::cli::OnWriteError::Stop,
         None,
     )
     .unwrap();

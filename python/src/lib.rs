@@ -1,7 +1,7 @@
 //! `flatline._flatline`: the native half of the `flatline` Python package.
 //!
 //! Every byte of a recording is read here, by `flatline-format`'s reader,
-//! and every receipt made by `flatline-core`'s report code: the Python half
+//! and every receipt made by the command line's report code (`flatline-receipt`): the Python half
 //! (`python/flatline/__init__.py`) only shapes what this returns. Values go
 //! to numpy as the vectors the reader filled (moved, not copied value by
 //! value); the header and events as JSON text for `json.loads`.

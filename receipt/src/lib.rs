@@ -4,7 +4,7 @@
 //! lays it out as terminal text or Markdown and writes the numbers of its
 //! JSON; `fmt` writes bytes, durations and counts as a person reads them.
 //!
-//! The CLI (`flatline-core`) and the Python module (`flatline-python`) both
+//! The CLI (`flatline-cli`) and the Python module (`flatline-python`) both
 //! build on this crate; it pulls in no CLI parser, no server stack and no
 //! GUI (CI checks its `cargo tree` against an allow-list).
 //!

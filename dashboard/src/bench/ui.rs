@@ -13,8 +13,8 @@ use flatline_telemetry::recording::{Header, HostFacts, RecordingWriter};
 use flatline_telemetry::{ChannelSpec, Group, Sample, Schema, Unit};
 
 use crate::ui::{Dashboard, ReplaySource, Settings, Store};
-use flatline_core::cli::UiBenchArgs;
-use flatline_core::fmt::{bytes, nanos};
+use flatline_cli::cli::UiBenchArgs;
+use flatline_receipt::fmt::{bytes, nanos};
 use flatline_telemetry::names;
 
 /// The channels of a soak that the default view plots, plus the rest of a
@@ -222,13 +222,13 @@ pub fn run(args: &UiBenchArgs) -> Result<()> {
         Some(f) => format!(
             "{}: {} samples held × {} channels",
             f.display(),
-            flatline_core::fmt::thousands(dash.store.len() as u64),
+            flatline_receipt::fmt::thousands(dash.store.len() as u64),
             dash.store.schema().len()
         ),
         None => format!(
             "{:.1} h at 100 Hz: {} samples × {n} channels",
             args.hours,
-            flatline_core::fmt::thousands(samples)
+            flatline_receipt::fmt::thousands(samples)
         ),
     };
     println!("ui  {what}, default plots over the whole range, 1600×1000");
@@ -242,7 +242,7 @@ pub fn run(args: &UiBenchArgs) -> Result<()> {
     for z in &zooms {
         println!(
             "  zoomed to {} of time{}: median {}   p95 {}   max {}",
-            flatline_core::fmt::duration(z.view_s),
+            flatline_receipt::fmt::duration(z.view_s),
             if z.full { ", every sample" } else { "" },
             nanos(z.median),
             nanos(z.p95),
@@ -265,10 +265,10 @@ pub fn run(args: &UiBenchArgs) -> Result<()> {
     );
     println!(
         "  live store fed a week at 10 Hz ({} samples): {} kept, {} of arrays (bounded by its cap of {}); after {}",
-        flatline_core::fmt::thousands(live_samples),
-        flatline_core::fmt::thousands(live_len as u64),
+        flatline_receipt::fmt::thousands(live_samples),
+        flatline_receipt::fmt::thousands(live_len as u64),
         bytes(live_bytes as f64),
-        flatline_core::fmt::thousands(crate::ui::LIVE_CAP as u64),
+        flatline_receipt::fmt::thousands(crate::ui::LIVE_CAP as u64),
         live_by_day
             .iter()
             .map(|(d, b)| format!("{d} d: {}", bytes(*b as f64)))

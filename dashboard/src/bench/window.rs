@@ -21,7 +21,7 @@ use anyhow::{Context as _, Result, bail};
 use flatline_arena::workload::driver::Workload;
 
 use crate::ui::{Dashboard, LiveSource, ReplaySource, ServeConfig, Settings, WindowOptions};
-use flatline_core::cli::WindowBenchArgs;
+use flatline_cli::cli::WindowBenchArgs;
 
 /// Left out at the start of each case.
 const SETTLE: Duration = Duration::from_secs(3);

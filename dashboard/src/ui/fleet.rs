@@ -10,8 +10,8 @@ use std::sync::{Arc, Mutex};
 use anyhow::{Context, Result};
 use eframe::egui::{self, Color32, RichText};
 use egui_plot::{Line, Plot, PlotPoints};
-use flatline_core::commands::fleet::{Fleet, set_digest};
-use flatline_core::fmt::value;
+use flatline_cli::commands::fleet::{Fleet, set_digest};
+use flatline_receipt::fmt::value;
 use flatline_telemetry::Unit;
 
 use super::capture::{Capture, ShotResult};
@@ -204,7 +204,7 @@ impl FleetView {
 /// then: ranks whose levels differ by gigabytes share one axis, and a leak
 /// of megabytes an hour is seen.
 fn drift(
-    m: &flatline_core::commands::fleet::Member,
+    m: &flatline_cli::commands::fleet::Member,
     name: &str,
     scale: f64,
 ) -> Option<Vec<[f64; 2]>> {

@@ -22,12 +22,12 @@ mod timeline;
 mod view;
 
 pub use capture::{ShotResult, save_png};
-pub use flatline_core::Closed;
-pub use flatline_core::stream::source::{
+pub use flatline_cli::Closed;
+pub use flatline_stream::source::{
     Activity, LIVE_CAP, LiveSource, Meta, Opening, ReplaySource, ServeConfig, Source, SourceFacts,
     SourceKind, WatchSource,
 };
-pub use flatline_core::stream::store::{Align, Series, Store};
+pub use flatline_stream::store::{Align, Series, Store};
 pub use native::{
     App, DEFAULT_RENDERER, FRAMES, MAX_DEFAULT_FPS, MAX_LIVE_FPS, MOST_STILL, Renderer,
     WindowAsked, WindowOptions, check_display, run_window, settings_key,

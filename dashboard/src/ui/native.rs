@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, Result, bail};
 use eframe::egui;
 
-use flatline_core::Closed;
-use flatline_core::stream::source::{Activity, SourceKind};
+use flatline_cli::Closed;
+use flatline_stream::source::{Activity, SourceKind};
 
 use super::shared::Settings;
 use super::state::Dashboard;
@@ -322,7 +322,7 @@ pub fn run_window(
     // does, so a recording in progress gets its footer instead of being cut off.
     // The waker thread sees the flag within a frame period (at most 1 s)
     // and asks for the frame whose `App::logic` closes the window.
-    let interrupted = flatline_core::commands::soak::interrupt_flag()?;
+    let interrupted = flatline_cli::commands::soak::interrupt_flag()?;
     let flag = interrupted.clone();
     let options = eframe::NativeOptions {
         viewport: egui::ViewportBuilder::default()

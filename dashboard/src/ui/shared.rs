@@ -9,8 +9,8 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::Result;
-use flatline_core::stream::source::{Meta, ReplaySource};
-use flatline_core::stream::store::{Align, Store};
+use flatline_stream::source::{Meta, ReplaySource};
+use flatline_stream::store::{Align, Store};
 
 use super::timeline::Timeline;
 

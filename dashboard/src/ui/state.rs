@@ -13,9 +13,9 @@ use eframe::egui;
 
 use super::timeline::Timeline;
 use super::view::{Action, Frame};
-use flatline_core::stream::detail;
-use flatline_core::stream::source::{Meta, Opening, ReplaySource, Source, SourceFacts, SourceKind};
-use flatline_core::stream::store::{Align, Store};
+use flatline_stream::detail;
+use flatline_stream::source::{Meta, Opening, ReplaySource, Source, SourceFacts, SourceKind};
+use flatline_stream::store::{Align, Store};
 
 use super::capture::{Capture, ShotResult};
 
@@ -272,7 +272,7 @@ impl Dashboard {
             match action {
                 Action::SetWorkload(on) => self.source.set_workload_running(on),
                 Action::StartRecording => {
-                    let msg = match flatline_core::commands::soak::default_path("live")
+                    let msg = match flatline_cli::commands::soak::default_path("live")
                         .and_then(|p| self.source.start_recording(&p).map(|()| p))
                     {
                         Ok(p) => format!("recording to {}", p.display()),

@@ -174,9 +174,9 @@ fn grouped(v: f64, decimals: usize) -> String {
     match s.split_once('.') {
         Some((int, frac)) => format!(
             "{}.{frac}",
-            flatline_core::fmt::thousands(int.parse().unwrap_or(0))
+            flatline_receipt::fmt::thousands(int.parse().unwrap_or(0))
         ),
-        None => flatline_core::fmt::thousands(s.parse().unwrap_or(0)),
+        None => flatline_receipt::fmt::thousands(s.parse().unwrap_or(0)),
     }
 }
 
@@ -252,7 +252,7 @@ pub fn step_label(v: f64) -> String {
     let sign = if v < 0.0 { "-" } else { "" };
     format!(
         "{sign}{}",
-        flatline_core::fmt::thousands(v.abs().round() as u64)
+        flatline_receipt::fmt::thousands(v.abs().round() as u64)
     )
 }
 

@@ -4,7 +4,7 @@
 use super::frame::{Action, Frame};
 use super::{axes, compare};
 use eframe::egui::{self, Color32, RichText};
-use flatline_core::fmt::bytes;
+use flatline_receipt::fmt::bytes;
 use flatline_telemetry::recording::EventKind;
 
 /// The receipt of a part of the run chosen on a plot, in a window of its
@@ -174,7 +174,7 @@ pub(super) fn top_bar(d: &mut Frame<'_>, ui: &mut egui::Ui, actions: &mut Vec<Ac
             ui.label(format!("{:.1} s", (t1 - t0).max(0.0)));
             ui.label(format!(
                 "{} samples",
-                flatline_core::fmt::thousands(d.store.len() as u64)
+                flatline_receipt::fmt::thousands(d.store.len() as u64)
             ));
             ui.label(format!("{} dropped", d.seen.dropped));
             // The window's own memory, apart from the measured process's.

@@ -2,7 +2,7 @@
 
 use super::frame::{Action, Frame};
 use eframe::egui::{self};
-use flatline_core::fmt::bytes;
+use flatline_receipt::fmt::bytes;
 
 pub(super) fn browser(d: &mut Frame<'_>, ui: &mut egui::Ui, actions: &mut Vec<Action>) {
     let mut open = d.browser_open;

@@ -4,7 +4,7 @@
 use super::frame::Frame;
 use eframe::egui::{self, Color32, RichText};
 use flatline_analysis::{ChannelAnalysis, Severity, Verdict};
-use flatline_core::fmt::{bytes, value};
+use flatline_receipt::fmt::{bytes, value};
 use flatline_telemetry::Group;
 use flatline_telemetry::names;
 use flatline_telemetry::recording::EventKind;

@@ -13,7 +13,7 @@ use super::markers::{Mark, draw_markers, lane_plot, marks_on};
 use super::series::rates;
 use super::series::{axis_unit, decimate_on};
 use crate::ui::{Align, Store};
-use flatline_core::fmt::value;
+use flatline_receipt::fmt::value;
 
 /// Side A's colour (the source): blue.
 pub const A: Color32 = super::kit::DATA;
@@ -188,7 +188,7 @@ fn headline(store: &Store) -> String {
             })
         })
         .collect();
-    summary::headline(&assessed, &value, &flatline_core::fmt::duration)
+    summary::headline(&assessed, &value, &flatline_receipt::fmt::duration)
 }
 
 /// One side's verdict on one line: its letter, badge and figures.
@@ -200,7 +200,7 @@ fn side_row(ui: &mut egui::Ui, letter: &str, color: Color32, u: Unit, a: Option<
             return;
         };
         badge(ui, Some(a));
-        let signed = |v: f64| flatline_core::commands::report::change(v, u);
+        let signed = |v: f64| flatline_receipt::report::change(v, u);
         let text = match a.kind {
             Kind::Level => format!(
                 "drift {}, slope {}/s",
@@ -223,7 +223,7 @@ fn site_lines(a: &Store, b: &Store) -> Vec<String> {
     if !(fa.sites_sampled && fb.sites_sampled) {
         return Vec::new();
     }
-    flatline_core::commands::compare::site_changes(&fa.sites, &fb.sites)
+    flatline_cli::commands::compare::site_changes(&fa.sites, &fb.sites)
         .iter()
         .filter_map(|c| c.sentence())
         .map(|s| format!("By line of code: {s}."))

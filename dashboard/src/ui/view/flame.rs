@@ -8,10 +8,10 @@
 //! selects their channels); hovering says what it holds and grows.
 
 use eframe::egui::{self, Color32, RichText, Sense, Stroke};
-use flatline_core::export::pprof::{self, Frame as StackFrame};
+use flatline_export::pprof::{self, Frame as StackFrame};
 
 use super::frame::Frame;
-use flatline_core::fmt::bytes;
+use flatline_receipt::fmt::bytes;
 
 /// One frame of the icicle: what the stacks through it hold and grow, and
 /// their sites' channels.

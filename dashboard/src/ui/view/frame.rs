@@ -2,9 +2,9 @@
 
 use std::path::PathBuf;
 
-use flatline_core::stream::detail::Detail;
-use flatline_core::stream::source::SourceFacts;
-use flatline_core::stream::store::Store;
+use flatline_stream::detail::Detail;
+use flatline_stream::source::SourceFacts;
+use flatline_stream::store::Store;
 
 use crate::ui::shared::{Listed, Loading, Other, Settings, ViewState};
 use crate::ui::timeline::Timeline;

@@ -6,7 +6,7 @@ use super::axes;
 use super::frame::Frame;
 use eframe::egui::{self, Color32};
 use egui_plot::{AxisHints, Legend, Line, Plot, PlotPoint, PlotPoints};
-use flatline_core::fmt::value;
+use flatline_receipt::fmt::value;
 use flatline_telemetry::{Group, Unit};
 
 /// About how wide a character of a tick's label is drawn, in points (the
@@ -174,7 +174,7 @@ pub(super) fn readout(
     if let Some(step) = step_at(store, visible, t) {
         head.push_str(&format!(
             "  ·  step {}",
-            flatline_core::fmt::thousands(step as u64)
+            flatline_receipt::fmt::thousands(step as u64)
         ));
     }
     let mut rows = vec![head];
@@ -217,7 +217,7 @@ pub(super) fn readout(
                     let sign = if j.size >= 0.0 { "+" } else { "-" };
                     // The jump's own time and step, not the pointer's.
                     let step = step_at(store, visible, j.t_s)
-                        .map(|s| format!(" (step {})", flatline_core::fmt::thousands(s as u64)))
+                        .map(|s| format!(" (step {})", flatline_receipt::fmt::thousands(s as u64)))
                         .unwrap_or_default();
                     rows.push(format!(
                         "jump in {}: {sign}{} at {}{step}",

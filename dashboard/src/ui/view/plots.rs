@@ -30,7 +30,7 @@ pub(super) fn plots(
                 RichText::new(format!(
                     "Reading {} ({})…",
                     l.path.display(),
-                    flatline_core::fmt::bytes(l.bytes as f64)
+                    flatline_receipt::fmt::bytes(l.bytes as f64)
                 ))
                 .size(18.0),
             )

@@ -10,8 +10,8 @@ use flatline_telemetry::Unit;
 use super::axes::clock;
 use super::frame::Frame;
 use crate::ui::shared::RangeReceipt;
-use flatline_core::fmt::value;
-use flatline_core::render::{Block, Col, Doc, Table};
+use flatline_receipt::fmt::value;
+use flatline_receipt::render::{Block, Col, Doc, Table};
 
 /// Analyses the plotted channels' readings from `from` to `to` seconds, each
 /// as its kind, after the window's start-up where the part begins inside it.
@@ -56,7 +56,7 @@ pub fn receipt(d: &Frame<'_>, from: f64, to: f64) -> RangeReceipt {
         &assessed,
         &facts.known(reading::Lost::default()),
         &value,
-        &flatline_core::fmt::duration,
+        &flatline_receipt::fmt::duration,
     )
     .headline;
     let analysed: Vec<(usize, &ChannelAnalysis)> = read
@@ -69,7 +69,7 @@ pub fn receipt(d: &Frame<'_>, from: f64, to: f64) -> RangeReceipt {
         if v == 0.0 || !v.is_finite() {
             "0".to_string()
         } else {
-            flatline_core::commands::report::change(v, u)
+            flatline_receipt::report::change(v, u)
         }
     };
     let rows: Vec<[String; 4]> = analysed
@@ -78,7 +78,7 @@ pub fn receipt(d: &Frame<'_>, from: f64, to: f64) -> RangeReceipt {
             let u = schema.channels[*i].unit;
             [
                 schema.channels[*i].name.clone(),
-                flatline_core::commands::report::verdict_text(a, u),
+                flatline_receipt::report::verdict_text(a, u),
                 signed(a.drift, u),
                 format!("{}/s", signed(a.slope_per_s, u)),
             ]

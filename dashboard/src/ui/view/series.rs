@@ -73,7 +73,7 @@ pub fn decimate(
 #[allow(clippy::too_many_arguments)]
 pub(super) fn decimate_span(
     times: &[f64],
-    series: &flatline_core::stream::store::Series,
+    series: &flatline_stream::store::Series,
     span: [f64; 2],
     columns: usize,
     baseline: f64,

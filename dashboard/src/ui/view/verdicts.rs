@@ -6,7 +6,7 @@ use crate::ui::Focus;
 use eframe::egui::{self, RichText};
 use flatline_analysis::summary::{self, Assessed};
 use flatline_analysis::{ChannelAnalysis, Kind, Severity};
-use flatline_core::fmt::value;
+use flatline_receipt::fmt::value;
 use flatline_telemetry::Unit;
 
 /// The recording's finding in one sentence, above the plots, in the colour
@@ -142,10 +142,10 @@ pub(super) fn answer(d: &Frame<'_>) -> Option<(Answer, bool)> {
         damage: damage.as_ref(),
         gap: gap.as_ref(),
     });
-    let assessment = summary::assess(&assessed, &known, &value, &flatline_core::fmt::duration);
+    let assessment = summary::assess(&assessed, &known, &value, &flatline_receipt::fmt::duration);
     let died = facts
         .ending
-        .headline(None, &value, &flatline_core::fmt::duration)
+        .headline(None, &value, &flatline_receipt::fmt::duration)
         .is_some();
     let answer = Answer {
         growing: assessment
@@ -314,7 +314,7 @@ pub(super) fn growth_card(ui: &mut egui::Ui, g: &flatline_analysis::answer::Grow
     });
     let rate = flatline_analysis::finding::rate_text(g.rate_per_s, g.unit, &value);
     let limit = match g.time_to_limit_s {
-        Some(t) => format!(", limit in {}", flatline_core::fmt::duration(t)),
+        Some(t) => format!(", limit in {}", flatline_receipt::fmt::duration(t)),
         None => String::new(),
     };
     ui.label(format!("grows {rate}{limit}"));
@@ -362,16 +362,16 @@ pub(super) fn card_line(ui: &mut egui::Ui, name: &str, u: Unit, a: &ChannelAnaly
         badge(ui, Some(a));
         let what = match a.kind {
             Kind::Level | Kind::Peak if a.drift != 0.0 && a.drift.is_finite() => {
-                flatline_core::commands::report::change(a.drift, u)
+                flatline_receipt::report::change(a.drift, u)
             }
             Kind::Level | Kind::Peak => "0".into(),
             Kind::Counter => format!("{}/s", value(a.rate_per_s.unwrap_or(0.0), u)),
-            Kind::Gauge => flatline_core::commands::report::trend_text(a).unwrap_or_default(),
+            Kind::Gauge => flatline_receipt::report::trend_text(a).unwrap_or_default(),
         };
         ui.label(RichText::new(what).small());
         if let Some(s) = a.time_to_limit_s {
             ui.label(
-                RichText::new(format!("limit in {}", flatline_core::fmt::duration(s))).small(),
+                RichText::new(format!("limit in {}", flatline_receipt::fmt::duration(s))).small(),
             );
         }
     });
@@ -395,11 +395,11 @@ pub(super) fn card(ui: &mut egui::Ui, name: &str, u: Unit, a: &ChannelAnalysis) 
             format!("{}{}", if v > 0.0 { "+" } else { "-" }, value(v.abs(), u))
         }
     };
-    let pct = flatline_core::commands::report::trend_text(a)
+    let pct = flatline_receipt::report::trend_text(a)
         .map_or(String::new(), |t| format!("   trend {t}"));
     match a.kind {
         Kind::Level => {
-            let text = flatline_core::commands::report::verdict_text(a, u);
+            let text = flatline_receipt::report::verdict_text(a, u);
             if text != a.verdict.as_str() {
                 ui.label(RichText::new(text).small().italics());
             }
@@ -414,10 +414,10 @@ pub(super) fn card(ui: &mut egui::Ui, name: &str, u: Unit, a: &ChannelAnalysis) 
             };
             ui.label(format!(
                 "{jumps}, longest flat {}",
-                flatline_core::fmt::duration(a.longest_flat_s)
+                flatline_receipt::fmt::duration(a.longest_flat_s)
             ));
             let eta = a.time_to_limit_s.map_or(String::new(), |s| {
-                format!(", limit in {}", flatline_core::fmt::duration(s))
+                format!(", limit in {}", flatline_receipt::fmt::duration(s))
             });
             ui.label(format!(
                 "24 h: {}{eta}",

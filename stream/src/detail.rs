@@ -11,7 +11,7 @@ use std::sync::mpsc::{Receiver, TryRecvError, channel};
 
 use flatline_telemetry::recording::SampleIndex;
 
-use crate::stream::store::Series;
+use crate::store::Series;
 
 /// Most samples one detail read holds (a minute of 40 channels at 100 Hz
 /// is 6,000): past that the view is wide enough for the held samples.

@@ -19,7 +19,7 @@ use flatline_telemetry::recording::{
 };
 use flatline_telemetry::{self as telemetry, SamplerConfig};
 
-use crate::stream::store::Store;
+use crate::store::Store;
 use flatline_telemetry::names;
 
 /// What a caption and a top bar say about a source.
@@ -203,7 +203,7 @@ pub struct LiveSource {
     /// Shared with the marker socket's thread.
     control: Arc<Mutex<Option<ChildStdin>>>,
     /// `flatline mark` reaches the workload through this.
-    _marks: Option<crate::stream::mark::MarkServer>,
+    _marks: Option<crate::mark::MarkServer>,
     running: bool,
     follower: Follower,
     dropped_idx: Option<usize>,
@@ -243,9 +243,9 @@ pub struct ServeConfig {
     pub hz: f64,
     pub layout: flatline_arena::workload::ops1b::Layout,
     /// What the child does when the window's recording cannot be written.
-    pub on_write_error: crate::stream::session::OnWriteError,
+    pub on_write_error: crate::session::OnWriteError,
     /// Whether the child serves /metrics, and what it alerts on.
-    pub export: crate::stream::session::ExportConfig,
+    pub export: crate::session::ExportConfig,
     /// The run's labels (`--label`), key and value.
     pub labels: Vec<(String, String)>,
 }
@@ -257,8 +257,8 @@ impl ServeConfig {
             workload,
             hz,
             layout: flatline_arena::workload::ops1b::Layout::Aos,
-            on_write_error: crate::stream::session::OnWriteError::default(),
-            export: crate::stream::session::ExportConfig::default(),
+            on_write_error: crate::session::OnWriteError::default(),
+            export: crate::session::ExportConfig::default(),
             labels: Vec::new(),
         }
     }
@@ -350,7 +350,7 @@ impl LiveSource {
         let control = Arc::new(Mutex::new(child.stdin.take()));
         let marks = {
             let control = control.clone();
-            crate::stream::mark::listen("live", Some(child.id()), None, move |text| {
+            crate::mark::listen("live", Some(child.id()), None, move |text| {
                 tell(&control, &format!("mark {text}"));
             })
         };
@@ -671,7 +671,7 @@ impl Source for LiveSource {
     /// Recorded by the workload process, in its stream, on its clock.
     fn mark(&mut self, text: &str) -> Result<()> {
         let text =
-            crate::stream::mark::check_message(text.as_bytes()).map_err(anyhow::Error::msg)?;
+            crate::mark::check_message(text.as_bytes()).map_err(anyhow::Error::msg)?;
         self.tell(&format!("mark {text}"));
         Ok(())
     }
@@ -798,8 +798,8 @@ impl ReplaySource {
         if let Some(t) = &rec.thinned {
             status.push_str(&format!(
                 "; every {} of {} samples shown",
-                crate::fmt::ordinal(t.stride),
-                crate::fmt::thousands(t.samples as u64)
+                flatline_receipt::fmt::ordinal(t.stride),
+                flatline_receipt::fmt::thousands(t.samples as u64)
             ));
         }
         (
@@ -914,7 +914,7 @@ pub struct WatchSource {
     /// The recording being written and its digest; `None` when none is
     /// (never asked for, finished, or let go at a fault).
     file: Option<(PathBuf, String)>,
-    policy: crate::stream::session::OnWriteError,
+    policy: crate::session::OnWriteError,
     /// The write fault in progress, or the one that stopped the recording.
     fault: Option<String>,
     /// The newest recording error that was not a write fault.
@@ -923,7 +923,7 @@ pub struct WatchSource {
     /// When sampling began (its clock's 0), in ms since 1970.
     started_unix_ms: u64,
     /// Serves the stream to Prometheus while the window is open.
-    _exporter: Option<crate::export::prom::Exporter>,
+    _exporter: Option<flatline_export::prom::Exporter>,
 }
 
 impl std::fmt::Debug for WatchSource {
@@ -949,14 +949,14 @@ impl WatchSource {
         setup: RecordingSetup,
         out: Option<&Path>,
         force: bool,
-        on_write_error: crate::stream::session::OnWriteError,
-        export: Option<crate::stream::session::Export>,
+        on_write_error: crate::session::OnWriteError,
+        export: Option<crate::session::Export>,
     ) -> Result<(Self, Store)> {
         let hz = cfg.hz;
         let started_unix_ms = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as u64);
-        let s = crate::stream::session::Stream::start(
+        let s = crate::session::Stream::start(
             setup, cfg, extra, &events.0, out, force, export,
         )?;
         let file = s
@@ -1011,12 +1011,12 @@ impl WatchSource {
             return;
         };
         self.fault = Some(match self.policy {
-            crate::stream::session::OnWriteError::KeepSampling => format!(
+            crate::session::OnWriteError::KeepSampling => format!(
                 "cannot write {}; retrying every {} s",
                 f.describe(),
                 flatline_telemetry::recording::WRITE_RETRY.as_secs()
             ),
-            crate::stream::session::OnWriteError::Stop => {
+            crate::session::OnWriteError::Stop => {
                 // The recorder let it go, whole up to the fault.
                 self.file = None;
                 format!(
@@ -1138,7 +1138,7 @@ impl Source for WatchSource {
 
     fn mark(&mut self, text: &str) -> Result<()> {
         let text =
-            crate::stream::mark::check_message(text.as_bytes()).map_err(anyhow::Error::msg)?;
+            crate::mark::check_message(text.as_bytes()).map_err(anyhow::Error::msg)?;
         let Some(r) = &self.recorder else {
             anyhow::bail!("the watched process has exited");
         };

@@ -115,7 +115,7 @@ fn find_sites(m: &mut Model, rec: &Recording, range: TraceRange) -> Vec<Site> {
         if !is_site(spec) || range.pid.is_some_and(|want| want != pid) {
             continue;
         }
-        let mut stack: Vec<SiteFrame> = crate::export::pprof::frames(&spec.labels);
+        let mut stack: Vec<SiteFrame> = crate::pprof::frames(&spec.labels);
         // Innermost first in the label; the flame graph's root first here.
         stack.reverse();
         let ids: Vec<usize> = stack

@@ -23,7 +23,7 @@ use flatline_telemetry::Unit;
 use serde_json::{Value, json};
 
 use crate::cli::{FleetArgs, ReportFormat};
-use crate::fmt::{thousands, value};
+use flatline_receipt::fmt::{thousands, value};
 
 /// How far above the ranks' median, in MADs, a growing rank's rate must be
 /// to be named as the one that is different.
@@ -92,7 +92,7 @@ fn member(path: &Path, budget: usize) -> Member {
     m.ended_badly = receipt
         .facts
         .ending
-        .headline(receipt.facts.rank.as_deref(), &value, &crate::fmt::duration)
+        .headline(receipt.facts.rank.as_deref(), &value, &flatline_receipt::fmt::duration)
         .is_some();
     m.labels = rec.header.labels.clone();
     m.host = rec.header.host.hostname.clone();
@@ -461,7 +461,7 @@ fn recording_rows(f: &Fleet) -> Vec<([String; 5], bool)> {
             let row = [
                 m.name(),
                 m.host.clone(),
-                crate::fmt::duration(m.duration_s),
+                flatline_receipt::fmt::duration(m.duration_s),
                 m.training.clone().unwrap_or_default(),
                 m.said(),
             ];

@@ -24,7 +24,7 @@ use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::sync::{Semaphore, oneshot};
 
-use crate::export::web::{Check, Door};
+use crate::web::{Check, Door};
 
 /// A client must have sent its whole request head by then (and finished
 /// its TLS handshake), or it is closed; also the longest a kept-alive

@@ -5,9 +5,9 @@ use std::process::ExitCode;
 
 use crate::cli;
 use crate::commands::{bench, compare, convert, fleet, live, replay, report, soak, watch};
-use crate::error::{AlreadySaid, BadFlag, EXIT_BAD_FLAG};
-use crate::export::web;
-use crate::stream::mark;
+use flatline_export::{AlreadySaid, BadFlag, EXIT_BAD_FLAG};
+use flatline_export::web;
+use flatline_stream::mark;
 use crate::viewer::Viewer;
 
 /// The exit code of a failed run: 2 when a flag was at fault, else 1.

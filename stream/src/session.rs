@@ -15,7 +15,7 @@ use flatline_telemetry::{
     self as telemetry, Probe, SamplerConfig, SamplerExit, Schema, Unavailable,
 };
 
-use crate::export::prom::{ExportSetup, Exporter};
+use flatline_export::prom::{ExportSetup, Exporter};
 
 #[derive(Debug)]
 pub struct Session {
@@ -36,10 +36,10 @@ pub struct Export {
     /// `--web-config`: TLS and basic auth for `addr`.
     pub web_config: Option<std::path::PathBuf>,
     pub pid: u32,
-    pub alerts: Vec<crate::export::alert::Alert>,
+    pub alerts: Vec<flatline_export::alert::Alert>,
     pub on_alert: Option<String>,
     /// `--otlp`: where to push, and how often.
-    pub otlp: Option<crate::export::otlp::OtlpConfig>,
+    pub otlp: Option<flatline_export::otlp::OtlpConfig>,
     /// The listener and door made before the watched command started
     /// ([`ExportConfig::prepare`]); without it they are made as the stream
     /// starts.
@@ -52,7 +52,7 @@ pub struct Export {
 #[derive(Clone)]
 pub struct Ready {
     listener: Arc<Mutex<Option<TcpListener>>>,
-    door: Option<crate::export::web::Door>,
+    door: Option<flatline_export::web::Door>,
 }
 
 impl std::fmt::Debug for Ready {
@@ -67,7 +67,7 @@ impl std::fmt::Debug for Ready {
 impl Ready {
     /// Binds `addr` (where given) and reads `web_config` (where given).
     pub fn make(addr: Option<SocketAddr>, web_config: Option<&Path>) -> Result<Self> {
-        let door = web_config.map(crate::export::web::Door::load).transpose()?;
+        let door = web_config.map(flatline_export::web::Door::load).transpose()?;
         let listener = addr
             .map(|a| TcpListener::bind(a).with_context(|| format!("serving /metrics on {a}")))
             .transpose()?;
@@ -91,9 +91,9 @@ impl Ready {
 pub struct ExportConfig {
     pub addr: Option<SocketAddr>,
     pub web_config: Option<std::path::PathBuf>,
-    pub alerts: Vec<crate::export::alert::Alert>,
+    pub alerts: Vec<flatline_export::alert::Alert>,
     pub on_alert: Option<String>,
-    pub otlp: Option<crate::export::otlp::OtlpConfig>,
+    pub otlp: Option<flatline_export::otlp::OtlpConfig>,
 }
 
 impl ExportConfig {
@@ -407,7 +407,7 @@ pub fn start_exporter(
                 .get("sites_every")
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(0),
-            program: crate::export::pprof::program(&setup.config),
+            program: flatline_export::pprof::program(&setup.config),
             otlp: e.otlp,
         },
         rx,
@@ -417,10 +417,10 @@ pub fn start_exporter(
     if let Some(addr) = exporter.addr() {
         let scheme = door
             .as_ref()
-            .map_or("http", crate::export::web::Door::scheme);
+            .map_or("http", flatline_export::web::Door::scheme);
         let door_says = door.as_ref().map_or_else(
             || "no TLS, no password".to_owned(),
-            crate::export::web::Door::describe,
+            flatline_export::web::Door::describe,
         );
         eprintln!(
             "flatline: serving Prometheus metrics at {scheme}://{addr}/metrics ({door_says})"
@@ -428,11 +428,11 @@ pub fn start_exporter(
         if setup.config.contains_key("sites_every") {
             eprintln!(
                 "flatline: serving the allocation sites as a pprof heap profile at {scheme}://{addr}{} (a site joins once it holds 1 MiB)",
-                crate::export::http::HEAP
+                flatline_export::http::HEAP
             );
         }
         let open = door.as_ref().is_none_or(|d| d.tls.is_none());
-        if open && !crate::export::web::is_loopback(addr) {
+        if open && !flatline_export::web::is_loopback(addr) {
             eprintln!(
                 "flatline: warning: /metrics on {addr} is reachable from other machines {}: it shows this host's name, PIDs and the watched command's processes (give --web-config; see docs/prometheus.md#the-exporters-door)",
                 if door.as_ref().is_some_and(|d| d.auth.is_some()) {
@@ -568,5 +568,5 @@ pub fn fault_outcome(faults: &flatline_telemetry::recording::Faults) -> Result<(
     eprintln!(
         "flatline: {samples} samples and {events} events were not recorded (write errors above); {file}"
     );
-    Err(crate::AlreadySaid.into())
+    Err(flatline_export::AlreadySaid.into())
 }

@@ -5,7 +5,7 @@ use anyhow::{Context, Result};
 use flatline_telemetry::recording::FrameReader;
 
 use crate::cli::ReplayArgs;
-use crate::stream::source::{ReplaySource, Source};
+use flatline_stream::source::{ReplaySource, Source};
 use crate::viewer::{Show, Shown, Viewer};
 
 pub fn run(args: &ReplayArgs, viewer: &dyn Viewer) -> Result<()> {

@@ -1,5 +1,5 @@
 //! `--alert EXPR`: conditions on the live analysis, checked once a second
-//! by the exporter's thread (see [`crate::export::prom`]).
+//! by the exporter's thread (see [`crate::prom`]).
 //!
 //! An expression is `SUBJECT [MEASURE] OP THRESHOLD`:
 //! - SUBJECT: a channel name or glob (`tree.pss`, `pid*.pss`, `gpu?.used`),

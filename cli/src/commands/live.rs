@@ -4,7 +4,7 @@
 use anyhow::{Context, Result};
 
 use crate::cli::LiveArgs;
-use crate::stream::source::{LiveSource, Source};
+use flatline_stream::source::{LiveSource, Source};
 use crate::viewer::{Show, Shown, Viewer};
 
 pub fn run(args: &LiveArgs, viewer: &dyn Viewer) -> Result<()> {

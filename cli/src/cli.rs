@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-pub use crate::stream::session::OnWriteError;
+pub use flatline_stream::session::OnWriteError;
 use flatline_arena::workload::driver::Workload;
 use flatline_arena::workload::ingest::DEFAULT_CORPUS_TOKENS;
 
@@ -129,8 +129,8 @@ pub struct PrometheusArgs {
     /// prints a line on stderr and marks the recording. A CHANNEL no stream
     /// can have (no declared channel, nor a job's `log.`, `torch.` or
     /// `progress.` key) is refused before anything starts.
-    #[arg(long, value_name = "EXPR", value_parser = crate::export::alert::parse)]
-    pub alert: Vec<crate::export::alert::Alert>,
+    #[arg(long, value_name = "EXPR", value_parser = flatline_export::alert::parse)]
+    pub alert: Vec<flatline_export::alert::Alert>,
     /// Run CMD (with `sh -c`) once per firing, the alert in its environment:
     /// FLATLINE_ALERT, FLATLINE_ALERT_CHANNEL, FLATLINE_ALERT_MEASURE,
     /// FLATLINE_ALERT_VALUE, FLATLINE_ALERT_HOST, FLATLINE_ALERT_PID.
@@ -142,8 +142,8 @@ pub struct PrometheusArgs {
     /// in it): semantic-convention names where one exists, the host, rank
     /// and job as resource attributes. A collector that is down is said
     /// once and retried; sampling never waits for it.
-    #[arg(long, value_name = "URL", value_parser = crate::export::otlp::parse_endpoint)]
-    pub otlp: Option<crate::export::otlp::Endpoint>,
+    #[arg(long, value_name = "URL", value_parser = flatline_export::otlp::parse_endpoint)]
+    pub otlp: Option<flatline_export::otlp::Endpoint>,
     /// Seconds between two OTLP exports.
     #[arg(long, value_name = "S", default_value_t = 10.0, value_parser = seconds, requires = "otlp")]
     pub otlp_every: f64,
@@ -173,8 +173,8 @@ impl LabelArgs {
 
 impl PrometheusArgs {
     /// The flags as plain values.
-    pub fn config(&self) -> crate::stream::session::ExportConfig {
-        crate::stream::session::ExportConfig {
+    pub fn config(&self) -> flatline_stream::session::ExportConfig {
+        flatline_stream::session::ExportConfig {
             addr: self.prometheus,
             web_config: self.web_config.clone(),
             alerts: self.alert.clone(),
@@ -182,7 +182,7 @@ impl PrometheusArgs {
             otlp: self
                 .otlp
                 .clone()
-                .map(|endpoint| crate::export::otlp::OtlpConfig {
+                .map(|endpoint| flatline_export::otlp::OtlpConfig {
                     endpoint,
                     every: std::time::Duration::from_secs_f64(self.otlp_every),
                 }),
@@ -190,7 +190,7 @@ impl PrometheusArgs {
     }
 
     /// What to follow the stream of `pid` for, if anything.
-    pub fn export(&self, pid: u32) -> Option<crate::stream::session::Export> {
+    pub fn export(&self, pid: u32) -> Option<flatline_stream::session::Export> {
         self.config().for_pid(pid)
     }
 }
@@ -222,7 +222,7 @@ pub struct LiveArgs {
     pub record: Option<PathBuf>,
     /// When the recording cannot be written (a full disk): stop recording,
     /// or keep sampling and retry; the window says it in red either way.
-    #[arg(long, value_enum, value_name = "WHAT", default_value_t = OnWriteError::KeepSampling)]
+    #[arg(long, value_name = "WHAT", value_parser = OnWriteErrorParser, default_value = "keep-sampling")]
     pub on_write_error: OnWriteError,
     #[command(flatten)]
     pub export: PrometheusArgs,
@@ -233,8 +233,8 @@ pub struct LiveArgs {
 impl LiveArgs {
     /// What its workload process (`serve`) runs: the one way from `live`'s
     /// flags to the child's.
-    pub fn serve_config(&self) -> crate::stream::source::ServeConfig {
-        crate::stream::source::ServeConfig {
+    pub fn serve_config(&self) -> flatline_stream::source::ServeConfig {
+        flatline_stream::source::ServeConfig {
             workload: self.workload.into(),
             hz: self.hz,
             layout: self.layout.into(),
@@ -332,7 +332,7 @@ pub struct WatchArgs {
     pub redact_host: bool,
     /// When the recording cannot be written (a full disk): stop, or keep
     /// sampling and retry.
-    #[arg(long, value_enum, value_name = "WHAT", default_value_t = OnWriteError::KeepSampling)]
+    #[arg(long, value_name = "WHAT", value_parser = OnWriteErrorParser, default_value = "keep-sampling")]
     pub on_write_error: OnWriteError,
     /// Read the memory limit, use and OOM evidence from this memory cgroup
     /// folder (v1 or v2, by the files it holds): a container's or a
@@ -462,7 +462,7 @@ pub struct SoakArgs {
     pub redact_host: bool,
     /// When the recording cannot be written (a full disk): stop, or keep
     /// sampling and retry.
-    #[arg(long, value_enum, value_name = "WHAT", default_value_t = OnWriteError::KeepSampling)]
+    #[arg(long, value_name = "WHAT", value_parser = OnWriteErrorParser, default_value = "keep-sampling")]
     pub on_write_error: OnWriteError,
     /// Read the memory limit, use and OOM evidence from this memory cgroup
     /// folder (v1 or v2, by the files it holds): a container's or a
@@ -472,16 +472,41 @@ pub struct SoakArgs {
     pub cgroup: Option<PathBuf>,
 }
 
-/// `--on-write-error`'s values, from the docs of the plain type below the CLI.
-impl ValueEnum for OnWriteError {
-    fn value_variants<'a>() -> &'a [Self] {
-        &[OnWriteError::Stop, OnWriteError::KeepSampling]
+/// `--on-write-error`'s parser: its values and their help from the plain
+/// type below the CLI (a type of another crate, so not clap's `ValueEnum`).
+#[derive(Debug, Clone, Copy)]
+pub struct OnWriteErrorParser;
+
+impl clap::builder::TypedValueParser for OnWriteErrorParser {
+    type Value = OnWriteError;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<OnWriteError, clap::Error> {
+        let names: Vec<&str> = ON_WRITE_ERROR.iter().map(|v| v.name()).collect();
+        clap::builder::PossibleValuesParser::new(names)
+            .parse_ref(cmd, arg, value)
+            .map(|v| {
+                *ON_WRITE_ERROR
+                    .iter()
+                    .find(|w| w.name() == v)
+                    .expect("one of the possible values")
+            })
     }
 
-    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
-        Some(clap::builder::PossibleValue::new(self.name()).help(self.help()))
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(ON_WRITE_ERROR.iter().map(|v| {
+            clap::builder::PossibleValue::new(v.name()).help(v.help())
+        })))
     }
 }
+
+const ON_WRITE_ERROR: [OnWriteError; 2] = [OnWriteError::Stop, OnWriteError::KeepSampling];
 
 #[derive(Debug, Clone, Args)]
 pub struct ServeArgs {
@@ -492,7 +517,7 @@ pub struct ServeArgs {
     pub out: PathBuf,
     /// What to do when the window's recording (`record PATH`) cannot be
     /// written; the stream's own file always keeps sampling and retries.
-    #[arg(long, value_enum, value_name = "WHAT", default_value_t = OnWriteError::KeepSampling)]
+    #[arg(long, value_name = "WHAT", value_parser = OnWriteErrorParser, default_value = "keep-sampling")]
     pub on_write_error: OnWriteError,
     #[command(flatten)]
     pub export: PrometheusArgs,
@@ -582,7 +607,7 @@ pub enum AlignArg {
     Tokens,
 }
 
-impl From<AlignArg> for crate::stream::store::Align {
+impl From<AlignArg> for flatline_stream::store::Align {
     fn from(a: AlignArg) -> Self {
         match a {
             AlignArg::Time => Self::Time,
@@ -1052,7 +1077,7 @@ mod tests {
         assert_eq!(s.labels.labels, live.labels.labels);
         assert_eq!(s.labels.labels.len(), 2);
         // The defaults travel as defaults.
-        let plain = crate::stream::source::ServeConfig::new(Workload::Idle, 10.0);
+        let plain = flatline_stream::source::ServeConfig::new(Workload::Idle, 10.0);
         let mut argv = vec![std::ffi::OsString::from("flatline")];
         argv.extend(plain.argv(out));
         let Some(Command::Serve(s)) = Cli::try_parse_from(argv).unwrap().command else {

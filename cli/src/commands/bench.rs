@@ -14,8 +14,8 @@ use flatline_telemetry::{SamplerConfig, SamplerExit};
 use serde::Serialize;
 
 use crate::cli::{AnalysisBenchArgs, BenchCommand, IngestArgs, Ops1bArgs};
-use crate::fmt::{nanos, thousands};
-use crate::stream::session::Session;
+use flatline_receipt::fmt::{nanos, thousands};
+use flatline_stream::session::Session;
 use flatline_telemetry::names;
 
 /// Checksums of `ops1b` from a fresh ring, known independently (C reference).

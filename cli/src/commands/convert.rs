@@ -7,7 +7,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use flatline_telemetry::recording::{csv, import};
 
-use crate::export::{pprof, trace};
+use flatline_export::{pprof, trace};
 
 use crate::cli::{ExportArgs, ImportArgs, SynthArgs};
 
@@ -42,8 +42,8 @@ pub fn export(args: &ExportArgs) -> Result<()> {
     {
         anyhow::bail!(
             "--from {} is after --to {}: no sample lies between",
-            crate::fmt::given(from),
-            crate::fmt::given(to)
+            flatline_receipt::fmt::given(from),
+            flatline_receipt::fmt::given(to)
         );
     }
     if let Some(out) = &args.pprof {
@@ -105,7 +105,7 @@ fn export_pprof(args: &ExportArgs, out: &Path) -> Result<()> {
     println!(
         "wrote {n} allocation site{} ({} {}) to {}",
         if n == 1 { "" } else { "s" },
-        crate::fmt::bytes(held as f64),
+        flatline_receipt::fmt::bytes(held as f64),
         if args.growth { "gained" } else { "held" },
         out.display()
     );
@@ -157,7 +157,7 @@ fn export_trace(args: &ExportArgs, out: &Path, kind: Trace) -> Result<()> {
             (Trace::Chrome, None) => "a Chrome trace".to_owned(),
             (Trace::Chrome, Some(m)) => format!("a Chrome trace merged with {}", m.display()),
         },
-        crate::fmt::bytes(bytes.len() as f64),
+        flatline_receipt::fmt::bytes(bytes.len() as f64),
         out.display()
     );
     Ok(())
@@ -249,7 +249,7 @@ fn synth_fleet(args: &SynthArgs, ranks: usize) -> Result<()> {
     println!(
         "wrote {ranks} recordings into {} ({}) in {:.1} s",
         args.out.display(),
-        crate::fmt::bytes(bytes as f64),
+        flatline_receipt::fmt::bytes(bytes as f64),
         t0.elapsed().as_secs_f64(),
     );
     Ok(())
@@ -289,7 +289,7 @@ pub fn synth(args: &SynthArgs) -> Result<()> {
         "wrote {} ({} samples, {}) in {:.1} s; sha256:{}",
         args.out.display(),
         done.samples,
-        crate::fmt::bytes(done.bytes as f64),
+        flatline_receipt::fmt::bytes(done.bytes as f64),
         t0.elapsed().as_secs_f64(),
         done.digest
     );

@@ -71,7 +71,7 @@ impl GateCheck {
         let names: Vec<&str> = verdicts.iter().map(|v| v.as_str()).collect();
         let n = self.checked.len();
         let of = format!("{n} level channel{}", if n == 1 { "" } else { "s" });
-        let checked = crate::select::list(&self.checked);
+        let checked = flatline_export::select::list(&self.checked);
         if self.matched.is_empty() {
             format!(
                 "--fail-on {}: none of {of} matched (checked: {checked})",
@@ -97,7 +97,7 @@ pub fn gate(
     receipt: &Receipt<'_>,
     verdicts: &[Verdict],
     channels: &[glob::Pattern],
-) -> Result<GateCheck, crate::BadFlag> {
+) -> Result<GateCheck, flatline_export::BadFlag> {
     let all: Vec<&str> = receipt.rows.iter().map(|r| r.spec.name.as_str()).collect();
     let levels: Vec<&str> = receipt
         .rows
@@ -106,14 +106,14 @@ pub fn gate(
         .map(|r| r.spec.name.as_str())
         .collect();
     let unmatched =
-        crate::select::selects("--channels", channels, &all, "channel", "the recording has")?;
+        flatline_export::select::selects("--channels", channels, &all, "channel", "the recording has")?;
     if levels.is_empty() {
-        return Err(crate::BadFlag(format!(
+        return Err(flatline_export::BadFlag(format!(
             "--fail-on: the recording has no level channel to judge (its {} channels are counters and gauges)",
             all.len()
         )));
     }
-    let not_levels = crate::select::selects(
+    let not_levels = flatline_export::select::selects(
         "--channels",
         channels,
         &levels,
@@ -156,7 +156,7 @@ pub fn run(args: &ReportArgs) -> Result<Gate> {
         (None, None) => None,
         (from, to) => {
             let [from, to] = [from.unwrap_or(0.0), to.unwrap_or(f64::INFINITY)];
-            let given = crate::fmt::given;
+            let given = flatline_receipt::fmt::given;
             if from >= to {
                 anyhow::bail!("--from {} is not before --to {}", given(from), given(to));
             }

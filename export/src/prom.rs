@@ -7,7 +7,7 @@
 //!   blocking; what it drops is counted and exported);
 //! - the `flatline-export` thread keeps a [`LiveAnalysis`] of it and, once a
 //!   second, encodes the whole exposition into one text that it publishes;
-//! - the `flatline-http` thread ([`crate::export::http`]) answers scrapes with
+//! - the `flatline-http` thread ([`crate::http`]) answers scrapes with
 //!   that text, event-driven, behind the door of a `--web-config`.
 
 use std::net::{SocketAddr, TcpListener};
@@ -29,10 +29,10 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
-use crate::export::alert::{Alert, Alerts, Firing, Reading};
-use crate::export::http::{Pages, Published, Server};
-use crate::export::web::Door;
-use crate::export::{otlp, pprof};
+use crate::alert::{Alert, Alerts, Firing, Reading};
+use crate::http::{Pages, Published, Server};
+use crate::web::Door;
+use crate::{otlp, pprof};
 use bytes::Bytes;
 use flatline_telemetry::names;
 

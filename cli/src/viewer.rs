@@ -13,8 +13,8 @@ use anyhow::Result;
 
 use crate::cli;
 use crate::commands::fleet::model::Fleet;
-use crate::stream::source::{Meta, ReplaySource, Source, SourceKind};
-use crate::stream::store::{Align, Store};
+use flatline_stream::source::{Meta, ReplaySource, Source, SourceKind};
+use flatline_stream::store::{Align, Store};
 
 /// How a window ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -20,8 +20,8 @@ use flatline_telemetry::recording::{Event, EventKind, RecordingSetup, event_chan
 use flatline_telemetry::{CgroupSource, Clock, SamplerConfig, SamplerExit, Target};
 
 use crate::cli::{StepsFrom, WatchArgs};
-use crate::fmt::bytes;
-use crate::stream::session::Session;
+use flatline_receipt::fmt::bytes;
+use flatline_stream::session::Session;
 
 /// How long a started command has to end after SIGTERM before it gets SIGKILL.
 const STOP_GRACE: Duration = Duration::from_secs(5);
@@ -638,7 +638,7 @@ fn ended_unread(pid: u32, command: &[String], status: std::process::ExitStatus) 
 /// --web-config (read here). `--cgroup DIR` and the flags' own values
 /// were checked as they were parsed. So a watch that cannot run never
 /// starts the command it would have watched.
-fn check_before_start(args: &WatchArgs) -> Result<Option<crate::stream::session::Ready>> {
+fn check_before_start(args: &WatchArgs) -> Result<Option<flatline_stream::session::Ready>> {
     use flatline_telemetry::recording::RecordingWriter;
     match &args.out {
         Some(out) => RecordingWriter::check_path(out, args.force)?,
@@ -880,7 +880,7 @@ fn wait_headless(
     let stop = crate::commands::soak::interrupt_flag()?;
     let start = Instant::now();
     let limit = args.seconds.map(Duration::from_secs_f64);
-    let mut faults = crate::stream::session::FaultWatch::default();
+    let mut faults = flatline_stream::session::FaultWatch::default();
     Ok(loop {
         std::thread::sleep(Duration::from_millis(100));
         if faults.check(session, args.on_write_error) {
@@ -908,7 +908,7 @@ fn wait_headless(
 fn print_end_notes(
     target: &mut Watched,
     args: &WatchArgs,
-    end: &crate::stream::session::SessionEnd,
+    end: &flatline_stream::session::SessionEnd,
     stopped: Option<&str>,
     interrupted: bool,
 ) {
@@ -977,7 +977,7 @@ pub fn run(args: &WatchArgs, viewer: &dyn crate::Viewer) -> Result<Option<i32>> 
     // `flatline mark TEXT` reaches this watch while it runs.
     let mark = |recording: Option<&std::path::Path>| {
         let to = events.0.clone();
-        crate::stream::mark::listen("watch", Some(target.pid), recording, move |text| {
+        flatline_stream::mark::listen("watch", Some(target.pid), recording, move |text| {
             let _ = to.try_send(Event {
                 t_ns: clock.now_ns(),
                 kind: EventKind::Marker(text),
@@ -986,7 +986,7 @@ pub fn run(args: &WatchArgs, viewer: &dyn crate::Viewer) -> Result<Option<i32>> 
     };
     if !args.headless {
         let _marks = mark(args.out.as_deref());
-        let started = crate::stream::source::WatchSource::start(
+        let started = flatline_stream::source::WatchSource::start(
             target.pid,
             sampler_config(args, &target, clock, events.0.clone()),
             Vec::new(),
@@ -1081,10 +1081,10 @@ pub fn run(args: &WatchArgs, viewer: &dyn crate::Viewer) -> Result<Option<i32>> 
         // The job runs on, its output still passed through, until it ends.
         println!("  the recording stopped (--on-write-error stop); the command runs on");
         let code = target.exit_code();
-        crate::stream::session::fault_outcome(&end.recorder.faults)?;
+        flatline_stream::session::fault_outcome(&end.recorder.faults)?;
         return Ok(code);
     }
-    crate::stream::session::fault_outcome(&end.recorder.faults)?;
+    flatline_stream::session::fault_outcome(&end.recorder.faults)?;
     if stopped.is_some() {
         // Stopped by us: the watch did what was asked (130: as interrupted).
         return Ok(Some(if interrupted { 130 } else { 0 }));

@@ -16,8 +16,8 @@ use flatline_telemetry::{CgroupSource, SamplerConfig};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::cli::{ServeArgs, SoakArgs};
-use crate::fmt::bytes;
-use crate::stream::session::{Session, SessionEnd};
+use flatline_receipt::fmt::bytes;
+use flatline_stream::session::{Session, SessionEnd};
 
 /// `recordings/<prefix>-<UTC time>.flr`, creating `recordings/` if needed.
 pub fn default_path(prefix: &str) -> Result<PathBuf> {
@@ -65,10 +65,10 @@ struct WorkloadRun<'a> {
     labels: std::collections::BTreeMap<String, String>,
     /// Serve the stream to Prometheus, check alerts.
     export: &'a crate::cli::PrometheusArgs,
-    on_write_error: crate::stream::session::OnWriteError,
+    on_write_error: flatline_stream::session::OnWriteError,
     /// `serve`'s: what to do when the window's recording (the copy) cannot
     /// be written; faults are also told to the window on standard output.
-    window: Option<crate::stream::session::OnWriteError>,
+    window: Option<flatline_stream::session::OnWriteError>,
     /// `--cgroup DIR`; by default this process's own cgroup.
     cgroup: Option<PathBuf>,
 }
@@ -102,7 +102,7 @@ fn answer(result: Result<String>) {
         Ok(s) => s,
         Err(e) => format!("error {:#}", e),
     };
-    crate::stream::session::tell_window(&line);
+    flatline_stream::session::tell_window(&line);
 }
 
 /// The workload's configuration, and the recording's header of this run.
@@ -168,10 +168,10 @@ fn record_workload(
     // Set when the recording cannot be written and the policy is to stop.
     let halt = AtomicBool::new(false);
     let mut faults = match run.window {
-        Some(_) => crate::stream::session::FaultWatch::telling_window("stream"),
-        None => crate::stream::session::FaultWatch::default(),
+        Some(_) => flatline_stream::session::FaultWatch::telling_window("stream"),
+        None => flatline_stream::session::FaultWatch::default(),
     };
-    let mut copy_faults = crate::stream::session::FaultWatch::telling_window("copy");
+    let mut copy_faults = flatline_stream::session::FaultWatch::telling_window("copy");
     let result = std::thread::scope(|scope| -> Result<&'static str> {
         let work = std::thread::Builder::new()
             .name("flatline-workload".into())
@@ -224,7 +224,7 @@ fn record_workload(
                     Ok(None) => "recording stopped (--on-write-error stop)".to_owned(),
                     Err(e) => format!("{e:#}"),
                 };
-                crate::stream::session::tell_window(&format!("stopped copy {said}"));
+                flatline_stream::session::tell_window(&format!("stopped copy {said}"));
             }
             match requests.recv_timeout(Duration::from_millis(200)) {
                 Ok(Request::Mark(text)) => {
@@ -329,7 +329,7 @@ pub fn serve(args: &ServeArgs) -> Result<()> {
         export: &args.export,
         // The window's own stream keeps going; the policy is for the
         // recording the window asked for.
-        on_write_error: crate::stream::session::OnWriteError::KeepSampling,
+        on_write_error: flatline_stream::session::OnWriteError::KeepSampling,
         window: Some(args.on_write_error),
         cgroup: None,
     };
@@ -367,7 +367,7 @@ pub fn run(args: &SoakArgs) -> Result<()> {
     let stop = interrupt_flag()?;
     // `flatline mark TEXT` reaches this soak while it runs.
     let (marks_tx, marks) = crossbeam_channel::unbounded();
-    let listening = crate::stream::mark::listen("soak", None, Some(&out), move |text| {
+    let listening = flatline_stream::mark::listen("soak", None, Some(&out), move |text| {
         let _ = marks_tx.send(Request::Mark(text));
     });
     let total = Duration::from_secs_f64(args.seconds);
@@ -416,5 +416,5 @@ pub fn run(args: &SoakArgs) -> Result<()> {
             100.0 * end.recorder.cpu_ns as f64 / wall.as_nanos() as f64
         );
     }
-    crate::stream::session::fault_outcome(&end.recorder.faults)
+    flatline_stream::session::fault_outcome(&end.recorder.faults)
 }

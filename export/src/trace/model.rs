@@ -109,7 +109,7 @@ pub enum Arg {
 }
 
 /// One frame of an allocation site's stack: the heap profile's own.
-pub use crate::export::pprof::Frame as SiteFrame;
+pub use crate::pprof::Frame as SiteFrame;
 
 /// A process's sampled heap at one moment, one entry per stack.
 #[derive(Debug, Clone)]
