@@ -6,9 +6,9 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-pub use flatline_stream::session::OnWriteError;
 use flatline_arena::workload::driver::Workload;
 use flatline_arena::workload::ingest::DEFAULT_CORPUS_TOKENS;
+pub use flatline_stream::session::OnWriteError;
 
 #[derive(Debug, Parser)]
 #[command(

@@ -5,10 +5,10 @@ use std::process::ExitCode;
 
 use crate::cli;
 use crate::commands::{bench, compare, convert, fleet, live, replay, report, soak, watch};
-use flatline_export::{AlreadySaid, BadFlag, EXIT_BAD_FLAG};
-use flatline_export::web;
-use flatline_stream::mark;
 use crate::viewer::Viewer;
+use flatline_export::web;
+use flatline_export::{AlreadySaid, BadFlag, EXIT_BAD_FLAG};
+use flatline_stream::mark;
 
 /// The exit code of a failed run: 2 when a flag was at fault, else 1.
 fn failure(err: &anyhow::Error) -> ExitCode {

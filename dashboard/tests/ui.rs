@@ -482,8 +482,7 @@ fn shift_dragging_a_plot_gives_the_receipt_of_that_part() {
     // The same part through the command line's analysis of the file.
     let rec = flatline_cli::commands::report::open(&golden_v1()).unwrap();
     let t0 = rec.t_ns[0] as f64 / 1e9;
-    let cli =
-        flatline_receipt::report::analyse_range(&rec, None, Some([r.from - t0, r.to - t0]));
+    let cli = flatline_receipt::report::analyse_range(&rec, None, Some([r.from - t0, r.to - t0]));
     let rss = cli
         .rows
         .iter()
@@ -1570,4 +1569,28 @@ fn the_flame_graph_reads_the_playhead_as_sites_join() {
     h.get_by_label_contains("Flame graph: live bytes by stack at 0.0 s");
     h.get_by_label_contains("0 B in 0 sites");
     assert_eq!(h.query_all_by_label("keep job.py:5").count(), 0);
+}
+
+/// The processes panel reads the findings (where each process's memory
+/// grew) the frame loop makes before any view draws, beside a comparison
+/// too: they were once made while the banner drew, which a comparison does
+/// not draw, so its panel never named where a process grew (and a single
+/// run's showed the frame before's).
+#[test]
+fn the_processes_panel_names_where_memory_grew_beside_a_comparison() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../recordings/headlines");
+    let h = compare_harness(&dir.join("leak-py312.flr"), &dir.join("leak-py313.flr"));
+    let largest = h
+        .state()
+        .findings
+        .tree()
+        .and_then(|t| t.processes.iter().find_map(|p| p.where_.as_ref()))
+        .map(|w| w.largest.clone());
+    assert_eq!(
+        largest.as_deref(),
+        Some("heap"),
+        "the job's growth is in its heap"
+    );
+    h.get_by_label_contains("Processes (1 live");
+    h.get_by_label("python3.12  heap 99 %");
 }

@@ -67,7 +67,9 @@ impl std::fmt::Debug for Ready {
 impl Ready {
     /// Binds `addr` (where given) and reads `web_config` (where given).
     pub fn make(addr: Option<SocketAddr>, web_config: Option<&Path>) -> Result<Self> {
-        let door = web_config.map(flatline_export::web::Door::load).transpose()?;
+        let door = web_config
+            .map(flatline_export::web::Door::load)
+            .transpose()?;
         let listener = addr
             .map(|a| TcpListener::bind(a).with_context(|| format!("serving /metrics on {a}")))
             .transpose()?;

@@ -670,8 +670,7 @@ impl Source for LiveSource {
 
     /// Recorded by the workload process, in its stream, on its clock.
     fn mark(&mut self, text: &str) -> Result<()> {
-        let text =
-            crate::mark::check_message(text.as_bytes()).map_err(anyhow::Error::msg)?;
+        let text = crate::mark::check_message(text.as_bytes()).map_err(anyhow::Error::msg)?;
         self.tell(&format!("mark {text}"));
         Ok(())
     }
@@ -956,9 +955,7 @@ impl WatchSource {
         let started_unix_ms = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as u64);
-        let s = crate::session::Stream::start(
-            setup, cfg, extra, &events.0, out, force, export,
-        )?;
+        let s = crate::session::Stream::start(setup, cfg, extra, &events.0, out, force, export)?;
         let file = s
             .writer
             .as_ref()
@@ -1137,8 +1134,7 @@ impl Source for WatchSource {
     }
 
     fn mark(&mut self, text: &str) -> Result<()> {
-        let text =
-            crate::mark::check_message(text.as_bytes()).map_err(anyhow::Error::msg)?;
+        let text = crate::mark::check_message(text.as_bytes()).map_err(anyhow::Error::msg)?;
         let Some(r) = &self.recorder else {
             anyhow::bail!("the watched process has exited");
         };

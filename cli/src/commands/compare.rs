@@ -21,11 +21,11 @@ use serde_json::{Map, Value, json};
 
 use crate::cli::{AlignArg, CompareArgs, ReportFormat};
 use crate::commands::report::{self, Receipt, Row, change, verdict_text};
+use crate::viewer::{Show, Shown};
 use flatline_receipt::fmt::{bytes, value};
 use flatline_receipt::render::{Block, Col, Doc, Table, num, opt};
 use flatline_stream::source::{ReplaySource, Source};
 use flatline_stream::store::Align;
-use crate::viewer::{Show, Shown};
 
 /// One recording of a comparison, analysed.
 #[derive(Debug)]

@@ -92,7 +92,11 @@ fn member(path: &Path, budget: usize) -> Member {
     m.ended_badly = receipt
         .facts
         .ending
-        .headline(receipt.facts.rank.as_deref(), &value, &flatline_receipt::fmt::duration)
+        .headline(
+            receipt.facts.rank.as_deref(),
+            &value,
+            &flatline_receipt::fmt::duration,
+        )
         .is_some();
     m.labels = rec.header.labels.clone();
     m.host = rec.header.host.hostname.clone();

@@ -4,8 +4,8 @@
 use anyhow::{Context, Result};
 
 use crate::cli::LiveArgs;
-use flatline_stream::source::{LiveSource, Source};
 use crate::viewer::{Show, Shown, Viewer};
+use flatline_stream::source::{LiveSource, Source};
 
 pub fn run(args: &LiveArgs, viewer: &dyn Viewer) -> Result<()> {
     viewer.check_display()?;

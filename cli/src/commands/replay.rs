@@ -5,8 +5,8 @@ use anyhow::{Context, Result};
 use flatline_telemetry::recording::FrameReader;
 
 use crate::cli::ReplayArgs;
-use flatline_stream::source::{ReplaySource, Source};
 use crate::viewer::{Show, Shown, Viewer};
+use flatline_stream::source::{ReplaySource, Source};
 
 pub fn run(args: &ReplayArgs, viewer: &dyn Viewer) -> Result<()> {
     viewer.check_display()?;

@@ -105,8 +105,13 @@ pub fn gate(
         .filter(|r| r.analysis.kind == analysis::Kind::Level)
         .map(|r| r.spec.name.as_str())
         .collect();
-    let unmatched =
-        flatline_export::select::selects("--channels", channels, &all, "channel", "the recording has")?;
+    let unmatched = flatline_export::select::selects(
+        "--channels",
+        channels,
+        &all,
+        "channel",
+        "the recording has",
+    )?;
     if levels.is_empty() {
         return Err(flatline_export::BadFlag(format!(
             "--fail-on: the recording has no level channel to judge (its {} channels are counters and gauges)",

@@ -33,8 +33,8 @@ pub use native::{
     WindowAsked, WindowOptions, check_display, run_window, settings_key,
 };
 pub use shared::{
-    Focus, KeyState, Listed, Loading, Other, PlotsState, ProcessesState, RangeReceipt, Settings,
-    TreeFindings, VerdictsState, ViewState,
+    Findings, Focus, KeyState, Listed, Loading, Other, PlotsState, ProcessesState, RangeReceipt,
+    Settings, VerdictsState, ViewState,
 };
 pub use state::Dashboard;
 pub use timeline::Timeline;

@@ -72,16 +72,77 @@ pub struct Other {
     pub align: Align,
 }
 
-/// The banner's tree findings (see [`Dashboard::tree_findings`]).
-pub type TreeFindings = (
-    std::time::Instant,
-    (usize, usize, u64, usize),
-    // The tree, how the job ended so far, the sites: as the receipt reads them.
-    flatline_analysis::reading::Facts,
-    // A replay's whole recording read as its receipt reads it (a live
-    // stream's banner reads the live analyses).
-    Option<flatline_analysis::reading::Reading>,
-);
+/// The facts beside the analyses (the process tree, how the job ended so
+/// far, the sites), as the receipt reads them, made by the frame loop
+/// before any view draws ([`Findings::refresh`]) and read by the banner,
+/// the cards and the processes panel alike: no view makes or keeps them.
+#[derive(Debug, Default)]
+pub struct Findings {
+    /// When they were made, and of which store: its samples, channels,
+    /// first time's bits and channels not analysed yet.
+    made: Option<(Instant, FindingsKey)>,
+    /// The tree, deaths and sites; `None` before anything is analysed.
+    pub facts: Option<flatline_analysis::reading::Facts>,
+    /// A replay's whole recording read as its receipt reads it (a live
+    /// stream's banner reads the live analyses).
+    pub whole: Option<flatline_analysis::reading::Reading>,
+}
+
+/// Which store, how much of it and how much of it is analysed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FindingsKey {
+    samples: usize,
+    channels: usize,
+    first_t: u64,
+    unanalysed: usize,
+}
+
+impl Findings {
+    /// Makes them anew from `store` when they are stale: at most once a
+    /// second, and only when it grew. A recording opened in its place is a
+    /// new key, and made at once, and so is the first key with every
+    /// channel analysed (a replay's analyses arrive over its first frames,
+    /// and its length never changes after: findings made before them would
+    /// stand for good). `replay`: a replay whose every channel is analysed
+    /// is read whole, as its receipt reads it, once.
+    pub fn refresh(&mut self, store: &Store, replay: bool) {
+        if (0..store.schema().len()).all(|i| store.analysis(i).is_none()) {
+            return;
+        }
+        let key = FindingsKey {
+            samples: store.len(),
+            channels: store.schema().len(),
+            first_t: store.time_range().0.to_bits(),
+            unanalysed: store.unanalysed(),
+        };
+        let stale = self.made.as_ref().is_none_or(|(at, k)| {
+            *k != key
+                && (k.channels != key.channels
+                    || k.first_t != key.first_t
+                    || (key.unanalysed == 0 && k.unanalysed != 0)
+                    || at.elapsed().as_secs_f64() >= 1.0)
+        });
+        if !stale {
+            return;
+        }
+        let whole = (replay && key.unanalysed == 0).then(|| store.read_whole());
+        let facts = match &whole {
+            Some(r) => {
+                let by_index = r.by_index(store.schema().len());
+                store.facts_of(|i| by_index[i])
+            }
+            None => store.facts(),
+        };
+        self.made = Some((Instant::now(), key));
+        self.facts = Some(facts);
+        self.whole = whole;
+    }
+
+    /// The process tree's summary, where one was made.
+    pub fn tree(&self) -> Option<&flatline_analysis::tree::TreeSummary> {
+        self.facts.as_ref()?.tree.as_ref()
+    }
+}
 
 /// What the views keep from frame to frame besides the person's
 /// [`Settings`]: theirs to read and change, nobody else's but the frame
@@ -99,11 +160,6 @@ pub struct ViewState {
     pub zoom: Option<[f64; 2]>,
     /// What the keyboard asked for that a later part of the frame does.
     pub keys: KeyState,
-    /// The process tree's findings for the banner, made at most once a
-    /// second (they scan the tree's columns): when, and for which store
-    /// (samples, channels, first time's bits). The processes panel reads
-    /// them too.
-    pub tree_findings: Option<TreeFindings>,
     /// The growth card last clicked: its process's row and its site's are
     /// marked in the panels on the left.
     pub focus: Option<Focus>,

@@ -19,7 +19,9 @@ use flatline_stream::store::{Align, Store};
 
 use super::capture::{Capture, ShotResult};
 
-use super::shared::{Listed, Loading, Other, Settings, ViewState, other_visible_len, visible_len};
+use super::shared::{
+    Findings, Listed, Loading, Other, Settings, ViewState, other_visible_len, visible_len,
+};
 
 /// The dashboard's state: where the data comes from, what it holds, what the
 /// person chose, and the play position. Views draw it and return
@@ -61,6 +63,9 @@ pub struct Dashboard {
     /// What the views keep between frames (zoom, selection, folds, the
     /// marker being typed): theirs to change.
     pub view: ViewState,
+    /// The tree, deaths and sites beside the analyses, made before each
+    /// frame is drawn (the views only read them).
+    pub findings: Findings,
 }
 
 impl std::fmt::Debug for Dashboard {
@@ -99,6 +104,7 @@ impl Dashboard {
             detail: None,
             opening: None,
             view: ViewState::default(),
+            findings: Findings::default(),
         };
         d.detail = d.detail_for_source();
         d
@@ -158,6 +164,7 @@ impl Dashboard {
             settings: &mut self.settings,
             timeline: self.timeline.as_mut(),
             view: &mut self.view,
+            findings: &self.findings,
         }
     }
 
@@ -239,6 +246,8 @@ impl Dashboard {
         self.other = None;
         self.source = Box::new(src);
         self.store = store;
+        // The last recording's tree and deaths are not this one's.
+        self.findings = Findings::default();
         self.detail = self.detail_for_source();
         self.view.zoom = None;
         self.timeline = Some(Timeline::new(start, end));
@@ -427,6 +436,10 @@ impl Dashboard {
         if let Some(dt) = &mut self.detail {
             dt.poll();
         }
+        // Before anything is drawn, so every view of this frame reads the
+        // same findings (the processes panel, drawn before the banner, once
+        // showed the previous frame's; compare mode never made them).
+        self.findings.refresh(&self.store, self.timeline.is_some());
         let actions = super::view::draw(&mut self.frame(), ui);
         self.apply(actions, &ctx);
     }

@@ -27,7 +27,7 @@ use bars::{caption, keys, range_receipt, timeline, top_bar};
 use browser::browser;
 use channels::channels;
 use plots::plots;
-use verdicts::{answer, banner, cards, refresh};
+use verdicts::{answer, banner, cards};
 
 pub use channels::{ProcessRow, process_rows};
 pub use frame::{Action, Frame};
@@ -57,7 +57,6 @@ pub fn draw(d: &mut Frame<'_>, ui: &mut egui::Ui) -> Vec<Action> {
         if d.opening.is_none() {
             // The one assessment, made once a frame for the cards and the
             // banner.
-            refresh(d);
             let answer = answer(d);
             if d.settings.cards {
                 cards(d, ui, answer.as_ref());

@@ -243,12 +243,7 @@ pub fn process_rows(d: &Frame<'_>, visible: usize) -> Vec<ProcessRow> {
     // Who grew is the tree summary's word, the receipt's (a parent whose
     // pages its workers copied rose in USS, and grew nothing), where the
     // banner has made it.
-    let tree_grew = d
-        .view
-        .tree_findings
-        .as_ref()
-        .and_then(|(_, _, f, _)| f.tree.as_ref())
-        .map(|t| &t.grew);
+    let tree_grew = d.findings.tree().map(|t| &t.grew);
     // Each process's latest reading before `visible`, found through its
     // PSS pyramid: a few steps per process however long ago it exited
     // (walking back sample by sample cost a week's replay most of its time).
@@ -576,10 +571,8 @@ fn process_row(d: &mut Frame<'_>, ui: &mut egui::Ui, r: &ProcessRow, indent: boo
     // Where its memory grew, where its `smaps` readings say: the class
     // beside its name, the words on hover.
     let place = d
-        .view
-        .tree_findings
-        .as_ref()
-        .and_then(|(_, _, f, _)| f.tree.as_ref())
+        .findings
+        .tree()
         .and_then(|t| t.processes.iter().find(|p| p.pid == r.pid))
         .and_then(|p| p.where_.as_ref());
     match place {
@@ -608,10 +601,10 @@ fn process_row(d: &mut Frame<'_>, ui: &mut egui::Ui, r: &ProcessRow, indent: boo
     }
     // How it died, where the banner's reading of the ending says.
     let death = d
-        .view
-        .tree_findings
+        .findings
+        .facts
         .as_ref()
-        .and_then(|(_, _, f, _)| f.ending.deaths.iter().find(|x| x.pid == r.pid));
+        .and_then(|f| f.ending.deaths.iter().find(|x| x.pid == r.pid));
     match (r.exited_s, death) {
         (Some(t), Some(x)) => {
             let how = match x.cause {

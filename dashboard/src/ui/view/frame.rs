@@ -6,7 +6,7 @@ use flatline_stream::detail::Detail;
 use flatline_stream::source::SourceFacts;
 use flatline_stream::store::Store;
 
-use crate::ui::shared::{Listed, Loading, Other, Settings, ViewState};
+use crate::ui::shared::{Findings, Listed, Loading, Other, Settings, ViewState};
 use crate::ui::timeline::Timeline;
 
 /// What a click asked for that is more than a change of view.
@@ -66,6 +66,9 @@ pub struct Frame<'a> {
     pub timeline: Option<&'a mut Timeline>,
     /// What the views keep between frames: theirs.
     pub view: &'a mut ViewState,
+    /// The tree, deaths and sites beside the analyses, made by the frame
+    /// loop before this frame is drawn: read-only.
+    pub findings: &'a Findings,
 }
 
 impl Frame<'_> {

@@ -83,52 +83,11 @@ pub(super) fn banner(d: &mut Frame<'_>, ui: &mut egui::Ui, answer: Option<(Answe
     }
 }
 
-/// Keeps the facts beside the analyses (the process tree, deaths, sites)
-/// current for this frame's banner, cards and panels.
-pub(super) fn refresh(d: &mut Frame<'_>) {
-    if (0..d.store.schema().len()).all(|i| d.store.analysis(i).is_none()) {
-        return;
-    }
-    // The process tree's findings, as the receipt makes them, from what
-    // the store holds: at most once a second, and only when it grew.
-    // Which store, how much of it and how much of it is analysed: a
-    // recording opened in its place is a new key, and made at once, and so
-    // is the first key with every channel analysed (a replay's analyses
-    // arrive over its first frames, and its length never changes after:
-    // findings made before them would stand for good).
-    let key = (
-        d.store.len(),
-        d.store.schema().len(),
-        d.store.time_range().0.to_bits(),
-        d.store.unanalysed(),
-    );
-    let stale = d.view.tree_findings.as_ref().is_none_or(|(at, k, ..)| {
-        *k != key
-            && (k.1 != key.1
-                || k.2 != key.2
-                || (key.3 == 0 && k.3 != 0)
-                || at.elapsed().as_secs_f64() >= 1.0)
-    });
-    if stale {
-        // A replay whose every channel is analysed is read whole, as its
-        // receipt reads it, once (its data never change after).
-        let whole = (d.timeline.is_some() && key.3 == 0).then(|| d.store.read_whole());
-        let facts = match &whole {
-            Some(r) => {
-                let by_index = r.by_index(d.store.schema().len());
-                d.store.facts_of(|i| by_index[i])
-            }
-            None => d.store.facts(),
-        };
-        d.view.tree_findings = Some((std::time::Instant::now(), key, facts, whole));
-    }
-}
-
 /// The one assessment of what the store holds, as the receipt makes it
 /// ([`summary::assess`]), and whether someone died of memory running out
 /// (the headline says so first). `None` before anything is analysed.
 pub(super) fn answer(d: &Frame<'_>) -> Option<(Answer, bool)> {
-    let (_, _, facts, whole) = d.view.tree_findings.as_ref()?;
+    let (facts, whole) = (d.findings.facts.as_ref()?, &d.findings.whole);
     let assessed = match whole {
         Some(r) => r.assessed(d.store.schema()),
         None => assessed(d.store).1,
@@ -395,8 +354,8 @@ pub(super) fn card(ui: &mut egui::Ui, name: &str, u: Unit, a: &ChannelAnalysis) 
             format!("{}{}", if v > 0.0 { "+" } else { "-" }, value(v.abs(), u))
         }
     };
-    let pct = flatline_receipt::report::trend_text(a)
-        .map_or(String::new(), |t| format!("   trend {t}"));
+    let pct =
+        flatline_receipt::report::trend_text(a).map_or(String::new(), |t| format!("   trend {t}"));
     match a.kind {
         Kind::Level => {
             let text = flatline_receipt::report::verdict_text(a, u);
