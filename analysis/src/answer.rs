@@ -1,7 +1,7 @@
 //! The answer, typed: each growth (the channels that are one process's
 //! memory growing, grouped), who holds it, in what kind of memory, which
 //! code allocated it and what to try; and the sentence every surface starts
-//! with when something grows. [`super::summary::assess`] builds it from the
+//! with when something grows. [`super::summary::Answer`] holds it, made from the
 //! growing channels, the process tree and the allocation sites; receipts,
 //! the window, the exporter and the notebook only lay it out.
 

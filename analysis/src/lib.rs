@@ -67,6 +67,7 @@ mod live;
 pub mod places;
 pub mod reading;
 pub mod rules;
+pub mod run;
 pub mod sites;
 mod start_up;
 mod stats;

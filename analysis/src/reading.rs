@@ -1,13 +1,19 @@
 //! The one reading of a stream's channels: every step that turns a
 //! channel's readings into the analysis a surface lays out, in one place.
 //!
-//! A recording is read by [`read`]; a live stream by [`super::LiveAnalysis`],
-//! which re-reads each channel through [`reread`] as it is refreshed. Both
-//! then hand their analyses to [`Facts::read`], which reads the process
-//! tree, how the job ended and its allocation sites, and so to
-//! [`super::summary::assess`]: the receipt, the window, the exporter and
-//! the notebook only lay out what these return. `scripts/check-layers.py`
-//! fails where code outside `analysis/` calls the steps themselves.
+//! A stream is answered once per change of what it holds, in one of three
+//! places, and every surface reads what they hold: a recording, or a
+//! window's readings read whole or in part, by [`Run`] (the receipt, a
+//! replay's banner, a selection's receipt); a window's live analyses by
+//! [`answer_live`] (the live banner, cards and processes panel); a stream
+//! with no window by [`super::run::LiveRun`] (the exporter, its Prometheus
+//! series, OTLP and alerts). Each reads the channels ([`read_input`], or
+//! [`super::LiveAnalysis`], which re-reads each channel through [`reread`]),
+//! then the process tree, how the job ended and its allocation sites
+//! ([`Facts`]), then the one [`summary::Answer`]. The steps are
+//! `pub(crate)`, so the compiler fails any surface that calls them; where a
+//! step is a method or a name the compiler cannot hide,
+//! `scripts/check-layers.py` fails instead.
 //!
 //! The steps, in their order:
 //! 1. the job's teardown is cut ([`super::tree::analysis_end`]);
@@ -95,6 +101,10 @@ pub struct Input<'s, C: Fn(usize) -> &'s [f64]> {
     pub host: &'s HostFacts,
     /// The watch launched the job (its setup has a `command`).
     pub launched: bool,
+    /// The watched process (its pid), where one was.
+    pub root: Option<u32>,
+    /// The job's rank, where its labels say.
+    pub rank: Option<&'s str>,
     /// Each reading's time, seconds.
     pub t: &'s [f64],
     /// Channel `i`'s readings, aligned with `t` (`NaN`: none).
@@ -133,31 +143,124 @@ impl Reading {
     }
 }
 
-/// Reads a recording's channels: the samples from `range[0]` to
-/// `range[1]` seconds after the start (all: `None`), after the start-up
-/// `warmup_s` (else the one found on all of it). A `prefix` is read as a
-/// live analysis would have read the run had it ended there: its start-up
-/// found on those seconds alone, its teardown not cut.
-pub fn read(
-    rec: &Recording,
-    warmup_s: Option<f64>,
-    range: Option<[f64; 2]>,
-    prefix: bool,
-) -> Reading {
-    let t: Vec<f64> = rec.t_ns.iter().map(|&t| t as f64 / 1e9).collect();
-    let input = Input {
-        schema: &rec.header.schema,
-        events: &rec.events,
-        host: &rec.header.host,
-        launched: rec.header.config.contains_key("command"),
-        t: &t,
-        column: |i: usize| rec.columns[i].as_slice(),
-    };
-    read_input(&input, warmup_s, range, prefix)
+/// What a surface words of the numbers in an answer: a value in its unit,
+/// and a duration in seconds.
+#[derive(Clone, Copy)]
+pub struct Words<'w> {
+    pub value: &'w dyn Fn(f64, flatline_format::Unit) -> String,
+    pub duration: &'w dyn Fn(f64) -> String,
 }
 
-/// [`read`] on any stream's readings.
-pub fn read_input<'s, C: Fn(usize) -> &'s [f64]>(
+impl std::fmt::Debug for Words<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Words")
+    }
+}
+
+/// A stream read whole or in part: its channels' reading, the facts beside
+/// them and the one answer, each made once. The receipt and the window's
+/// replays and selections hold one; none of them calls the steps.
+#[derive(Debug)]
+pub struct Run {
+    pub reading: Reading,
+    pub facts: Facts,
+    pub answer: summary::Answer,
+}
+
+impl Run {
+    /// Reads a recording as [`read_input`] reads a stream, and answers it; `lost` says what
+    /// the file lost and what write faults left out of the samples read
+    /// (`a..b`, seconds since the start).
+    pub fn read(
+        rec: &Recording,
+        warmup_s: Option<f64>,
+        range: Option<[f64; 2]>,
+        prefix: bool,
+        lost: impl FnOnce(Option<[f64; 2]>) -> Lost,
+        words: Words<'_>,
+    ) -> Self {
+        let t: Vec<f64> = rec.t_ns.iter().map(|&t| t as f64 / 1e9).collect();
+        let input = Input {
+            schema: &rec.header.schema,
+            events: &rec.events,
+            host: &rec.header.host,
+            launched: rec.header.config.contains_key("command"),
+            root: rec.header.config.get("pid").and_then(|p| p.parse().ok()),
+            rank: rec.header.labels.get("rank").map(String::as_str),
+            t: &t,
+            column: |i: usize| rec.columns[i].as_slice(),
+        };
+        Self::read_input(&input, warmup_s, range, prefix, lost, words)
+    }
+
+    /// [`Run::read`] on any stream's readings (a window's, a replay's).
+    pub fn read_input<'s, C: Fn(usize) -> &'s [f64]>(
+        input: &Input<'s, C>,
+        warmup_s: Option<f64>,
+        range: Option<[f64; 2]>,
+        prefix: bool,
+        lost: impl FnOnce(Option<[f64; 2]>) -> Lost,
+        words: Words<'_>,
+    ) -> Self {
+        let reading = read_input(input, warmup_s, range, prefix);
+        let by_index = reading.by_index(input.schema.len());
+        let part = reading.samples.clone();
+        let facts = Facts::of(input, part.clone(), |i| by_index[i]);
+        let t0 = input.t.first().copied().unwrap_or(0.0);
+        let within = range.map(
+            |_| match (input.t[part.clone()].first(), input.t[part].last()) {
+                (Some(&f), Some(&l)) => [f - t0, l - t0],
+                _ => [0.0, 0.0],
+            },
+        );
+        let lost = lost(within);
+        let answer = summary::Answer::of(
+            &reading.assessed(input.schema),
+            &facts.known(&lost),
+            words.value,
+            words.duration,
+        );
+        Run {
+            reading,
+            facts,
+            answer,
+        }
+    }
+}
+
+/// A live stream's facts and answer, made together from its readings
+/// (`input`, of which the first `end` are analysed: the teardown cut) and
+/// each channel's live analysis and limit (`None`: not analysed yet).
+pub fn answer_live<'s, 'a, C: Fn(usize) -> &'s [f64]>(
+    input: &Input<'s, C>,
+    end: usize,
+    analysis: impl Fn(usize) -> Option<(&'a ChannelAnalysis, Option<LimitSource>)>,
+    lost: &Lost,
+    words: Words<'_>,
+) -> (Facts, summary::Answer) {
+    let facts = Facts::of(input, 0..end, |i| analysis(i).map(|a| a.0));
+    let rows: Vec<Assessed<'_>> = (0..input.schema.len())
+        .filter_map(|i| {
+            let (a, limit) = analysis(i)?;
+            let spec = &input.schema.channels[i];
+            Some(Assessed {
+                name: &spec.name,
+                unit: spec.unit,
+                analysis: a,
+                limit,
+            })
+        })
+        .collect();
+    let answer = summary::Answer::of(&rows, &facts.known(lost), words.value, words.duration);
+    (facts, answer)
+}
+
+/// Reads a stream's channels: the samples from `range[0]` to `range[1]`
+/// seconds after the start (all: `None`), after the start-up `warmup_s`
+/// (else the one found on all of it). A `prefix` is read as a live
+/// analysis would have read the run had it ended there: its start-up found
+/// on those seconds alone, its teardown not cut.
+pub(crate) fn read_input<'s, C: Fn(usize) -> &'s [f64]>(
     input: &Input<'s, C>,
     warmup_s: Option<f64>,
     range: Option<[f64; 2]>,
@@ -379,7 +482,7 @@ pub struct Facts {
 pub const SITES_REFUSED: &str = "--sites: ";
 
 /// A stream as [`Facts::read`] reads it.
-pub struct Stream<'s, FP, FW>
+pub(crate) struct Stream<'s, FP, FW>
 where
     FP: Fn(&str) -> Option<&'s [f64]>,
     FW: Fn(&str) -> Option<&'s [f64]>,
@@ -412,9 +515,45 @@ where
 }
 
 impl Facts {
+    /// Reads the tree, the deaths and the sites of `input`, whose channel
+    /// `i` was analysed as `analysis(i)` (`None`: not yet), over the
+    /// readings `part` (the tree and the sites; deaths over all of them).
+    /// A column shorter than the times is read as far as it goes.
+    pub(crate) fn of<'s, 'a, C: Fn(usize) -> &'s [f64]>(
+        input: &Input<'s, C>,
+        part: std::ops::Range<usize>,
+        analysis: impl Fn(usize) -> Option<&'a ChannelAnalysis>,
+    ) -> Self {
+        let t = input.t;
+        let n = t.len();
+        let (a, b) = (part.start.min(n), part.end.min(n));
+        let cut = |from: usize, to: usize| {
+            move |c: &str| {
+                let v = (input.column)(input.schema.index_of(c)?);
+                Some(&v[from.min(v.len())..to.min(v.len())])
+            }
+        };
+        let stream = Stream {
+            schema: input.schema,
+            events: input.events,
+            host: input.host,
+            root: input.root,
+            rank: input.rank,
+            part: Columns {
+                t: &t[a..b],
+                column: cut(a, b),
+            },
+            whole: Columns {
+                t,
+                column: cut(0, n),
+            },
+        };
+        Self::read(&stream, analysis)
+    }
+
     /// Reads the tree, the deaths and the sites of `stream`, whose channel
     /// `i` was analysed as `analysis(i)` (`None`: not yet).
-    pub fn read<'s, 'a, FP, FW>(
+    pub(crate) fn read<'s, 'a, FP, FW>(
         stream: &Stream<'s, FP, FW>,
         analysis: impl Fn(usize) -> Option<&'a ChannelAnalysis>,
     ) -> Self
@@ -467,7 +606,7 @@ impl Facts {
 
     /// What the assessment is told besides the channels: `lost` is what
     /// the file lost to damage and what write faults left out of it.
-    pub fn known<'a>(&'a self, lost: Lost<'a>) -> summary::Known<'a> {
+    pub(crate) fn known<'a>(&'a self, lost: &'a Lost) -> summary::Known<'a> {
         summary::Known {
             tree: self.tree.as_ref(),
             ending: Some(&self.ending),
@@ -475,15 +614,16 @@ impl Facts {
             sites_sampled: self.sites_sampled,
             sites_refused: self.sites_refused.as_deref(),
             rank: self.rank.as_deref(),
-            damage: lost.damage,
-            gap: lost.gap,
+            damage: lost.damage.as_ref(),
+            gap: lost.gap.as_ref(),
         }
     }
 }
 
-/// What a stream lost, as its surface words it, for [`Facts::known`].
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Lost<'a> {
-    pub damage: Option<&'a summary::DamageNote>,
-    pub gap: Option<&'a summary::DamageNote>,
+/// What a stream lost, as its surface words it: damage to its file and the
+/// gaps write faults left in it.
+#[derive(Debug, Clone, Default)]
+pub struct Lost {
+    pub damage: Option<summary::DamageNote>,
+    pub gap: Option<summary::DamageNote>,
 }

@@ -9,7 +9,7 @@ use flatline_format::Unit;
 
 /// The level channels called growth (rising, not shrinking), most urgent
 /// first: by severity, then by time to the limit, then by rate.
-pub fn growing<'a>(rows: &[Assessed<'a>]) -> Vec<Assessed<'a>> {
+pub(crate) fn growing<'a>(rows: &[Assessed<'a>]) -> Vec<Assessed<'a>> {
     let mut g: Vec<Assessed<'a>> = rows
         .iter()
         .filter(|r| r.analysis.kind == Kind::Level && r.analysis.severity.is_some())
@@ -80,10 +80,139 @@ impl Assessment<'_> {
     }
 }
 
+/// The one answer of a stream, owned and made once per change of what it
+/// reads: what the receipt, the window, the exporter and the notebook lay
+/// out. [`super::reading::Run`] (a recording, a window's readings) and
+/// [`super::run::LiveRun`] (a live stream) hold it; no surface makes it.
+#[derive(Debug, Clone, Default)]
+pub struct Answer {
+    /// The first sentence.
+    pub headline: String,
+    /// The level channels called growth (upwards), most urgent first.
+    pub growing: Vec<String>,
+    /// The most urgent severity, where something grows.
+    pub severity: Option<super::Severity>,
+    /// The growth, grouped: one per process, with who, what memory and
+    /// which code, most urgent first.
+    pub growths: Vec<super::answer::Growth>,
+    pub findings: Vec<Finding>,
+    /// Memory levels whose readings cannot tell growth from noise.
+    pub untold: Vec<String>,
+    /// Which layer of a PyTorch job's GPU memory grows, where it logs them.
+    pub gpu_layers: Option<LayerFinding>,
+    /// Someone died of memory running out (the headline says so first).
+    pub died: bool,
+    /// What the first sentence tells first.
+    pub kind: HeadlineKind,
+}
+
+/// What a first sentence tells first, as a gauge, an alert or a router
+/// reads it: one of these for every answer.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HeadlineKind {
+    /// The file was damaged, or a full disk left a gap, and the sentence
+    /// starts with it.
+    Damage,
+    /// A process of the job died of memory running out (or by a signal).
+    Death,
+    /// Memory grows as siblings copy pages they share (copy-on-access).
+    CopyOnAccess,
+    /// Memory grows.
+    Growth,
+    /// Memory rose, then held (a file read in, a cache warmed).
+    Held,
+    /// The readings cannot tell growth from noise (or from a start-up).
+    Untold,
+    /// Memory is flat.
+    #[default]
+    Flat,
+}
+
+impl HeadlineKind {
+    pub const ALL: [HeadlineKind; 7] = [
+        HeadlineKind::Damage,
+        HeadlineKind::Death,
+        HeadlineKind::CopyOnAccess,
+        HeadlineKind::Growth,
+        HeadlineKind::Held,
+        HeadlineKind::Untold,
+        HeadlineKind::Flat,
+    ];
+
+    /// `damage`, `death`, `copy_on_access`, `growth`, `held`, `untold`, `flat`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HeadlineKind::Damage => "damage",
+            HeadlineKind::Death => "death",
+            HeadlineKind::CopyOnAccess => "copy_on_access",
+            HeadlineKind::Growth => "growth",
+            HeadlineKind::Held => "held",
+            HeadlineKind::Untold => "untold",
+            HeadlineKind::Flat => "flat",
+        }
+    }
+}
+
+impl Answer {
+    /// The answer of `rows` (most urgent first, or in any order) given
+    /// what else is `known`.
+    pub(crate) fn of(
+        rows: &[Assessed<'_>],
+        known: &Known<'_>,
+        value: &dyn Fn(f64, Unit) -> String,
+        duration: &dyn Fn(f64) -> String,
+    ) -> Self {
+        let a = assess(rows, known, value, duration);
+        let died = known
+            .ending
+            .and_then(|e| e.headline(None, value, duration))
+            .is_some();
+        let lost_first = [known.damage, known.gap]
+            .iter()
+            .any(|n| n.is_some_and(|n| n.in_headline));
+        let kind = if lost_first {
+            HeadlineKind::Damage
+        } else if died {
+            HeadlineKind::Death
+        } else if known.tree.is_some_and(|t| t.copy.is_some()) {
+            HeadlineKind::CopyOnAccess
+        } else if !a.growing.is_empty() || a.growth_found() {
+            HeadlineKind::Growth
+        } else if a
+            .findings
+            .iter()
+            .any(|f| matches!(f.kind, "rose_and_held" | "process_held"))
+        {
+            HeadlineKind::Held
+        } else if !a.untold.is_empty() {
+            HeadlineKind::Untold
+        } else {
+            HeadlineKind::Flat
+        };
+        Answer {
+            kind,
+            died,
+            growing: a.growing_names().into_iter().map(str::to_owned).collect(),
+            severity: a.severity(),
+            untold: a.untold.iter().map(|&u| u.to_owned()).collect(),
+            gpu_layers: gpu_layers(rows, value),
+            headline: a.headline,
+            growths: a.growths,
+            findings: a.findings,
+        }
+    }
+
+    /// Whether a finding says growth was found ([`Assessment::growth_found`]).
+    pub fn growth_found(&self) -> bool {
+        growth_found(&self.findings)
+    }
+}
+
 /// The one assessment of a set of analysed channels, with the process
 /// tree's findings where there is a tree and the GPU layers' where the job
 /// logs them.
-pub fn assess<'a>(
+pub(crate) fn assess<'a>(
     rows: &[Assessed<'a>],
     known: &Known<'_>,
     value: &dyn Fn(f64, Unit) -> String,
@@ -381,17 +510,24 @@ impl Assessment<'_> {
     /// is, not that it is growth, and memory that rose and held
     /// (`process_held`, `rose_and_held`: a file read in, a cache warmed).
     pub fn growth_found(&self) -> bool {
-        self.findings
-            .iter()
-            .any(|f| !matches!(f.kind, "where" | "process_held" | "rose_and_held"))
+        growth_found(&self.findings)
     }
+}
+
+/// Whether any of `findings` says growth was found: every one but where a
+/// process's memory moved (`where`) and memory that rose and held.
+fn growth_found(findings: &[Finding]) -> bool {
+    findings
+        .iter()
+        .any(|f| !matches!(f.kind, "where" | "process_held" | "rose_and_held"))
 }
 
 /// One sentence a person can act on: "Memory is flat." / "tree.pss grows
 /// 13.1 MiB/s: the cgroup's memory limit is reached in 1 h 12 min."
 /// `value` and `duration` format numbers the way the caller shows them.
 /// The headline of [`assess`] without a process tree.
-pub fn headline(
+#[cfg(test)]
+pub(crate) fn headline(
     rows: &[Assessed<'_>],
     value: &dyn Fn(f64, Unit) -> String,
     duration: &dyn Fn(f64) -> String,
@@ -768,7 +904,7 @@ pub struct LayerFinding {
 /// allocator, or what lies outside it (`gpu.other`, else the driver's count
 /// of the watched processes, `gpu<i>.proc_used`). `None` without those
 /// channels, or while too few readings are in to judge them.
-pub fn gpu_layers(
+pub(crate) fn gpu_layers(
     rows: &[Assessed<'_>],
     value: &dyn Fn(f64, Unit) -> String,
 ) -> Option<LayerFinding> {

@@ -37,7 +37,7 @@ fn no_first_sentence_says_what_its_own_body_does_not() {
         let receipt = report::analyse(&rec, None);
         let a = receipt.assessment();
         let c = headlines::claims(&a.headline);
-        for d in headlines::disagreements(&c, &a) {
+        for d in headlines::disagreements(&c, a) {
             bad.push(format!("{}: {d}\n    {}", path.display(), a.headline));
         }
     }

@@ -18,9 +18,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
-use flatline_analysis::tree::Columns;
-use flatline_analysis::{LiveAnalysis, Severity, Verdict};
-use flatline_analysis::{death, reading};
+use flatline_analysis::death;
+use flatline_analysis::run::LiveRun;
+use flatline_analysis::{Severity, Verdict};
+use flatline_receipt::fmt::WORDS;
 use flatline_telemetry::recording::{Event, EventKind, HostFacts, Item, Slots, TapStats};
 use flatline_telemetry::{ChannelSpec, Kind, STEP_CHANNELS, Schema, TOKEN_CHANNELS, Unit};
 use prometheus_client::encoding::EncodeLabelSet;
@@ -34,7 +35,6 @@ use crate::http::{Pages, Published, Server};
 use crate::web::Door;
 use crate::{otlp, pprof};
 use bytes::Bytes;
-use flatline_telemetry::names;
 
 /// How often the analysis and the exposition are refreshed.
 pub const REFRESH: Duration = Duration::from_secs(1);
@@ -165,6 +165,47 @@ struct VerdictLabels {
     verdict: String,
 }
 
+/// A severity as its gauge says it: 0 info (or none), 1 warning, 2 critical.
+fn severity_value(s: Option<Severity>) -> f64 {
+    match s {
+        Some(Severity::Critical) => 2.0,
+        Some(Severity::Warning) => 1.0,
+        _ => 0.0,
+    }
+}
+
+/// One growth of the answer: who grows, in what memory, at which line.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct GrowthLabels {
+    host: String,
+    /// The growing process (the watched one where the growth is a sum of
+    /// several: `process` then names them).
+    pid: String,
+    /// Its command's name (`python3`), or the processes of a sum.
+    process: String,
+    /// `main`, `worker`, … (empty where unknown).
+    role: String,
+    /// The growth's lead channel (`pid7830.rss`, `tree.pss`).
+    channel: String,
+    /// The class of memory most of it lives in: `heap`, `anon`, `file`,
+    /// `shmem`, `stack`, `gpu`, `other` (empty where not read).
+    memory_class: String,
+    /// Its top allocation site (`file:line function`, `watch --sites`),
+    /// as the sites' channels name it; empty where none was sampled.
+    site: String,
+    /// `linear`, `staircase`, …
+    verdict: String,
+    #[prometheus(flatten)]
+    job: Vec<(String, String)>,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct HeadlineLabels {
+    #[prometheus(flatten)]
+    host: HostLabels,
+    kind: String,
+}
+
 /// A process of the tree that died by the OOM killer or a signal.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct DeathLabels {
@@ -189,10 +230,11 @@ struct HostLabels {
 /// The exporter's side of the stream: the channels, their latest values,
 /// their analysis, and the watcher's health.
 struct ExportState {
-    schema: Schema,
+    /// The stream's schema, live analyses, kept readings and events, and
+    /// its one answer, made at each refresh.
+    run: LiveRun,
     labels: Vec<ChannelLabels>,
     slots: Slots,
-    live: LiveAnalysis,
     setup: ExportSetup,
     steps: Option<usize>,
     tokens: Option<usize>,
@@ -203,12 +245,6 @@ struct ExportState {
     alerts: Alerts,
     /// The latest sample's time, to stamp an alert's marker.
     last_t_ns: u64,
-    /// What tells who died ([`death::read`]): the tree's starts and exits
-    /// and the facts, at most [`DEATH_EVENTS`] of them (the oldest go), and
-    /// each change of `cgroup.oom_kills` (time, count).
-    death_events: std::collections::VecDeque<Event>,
-    oom_kills: Option<usize>,
-    oom_changes: Vec<(f64, f64)>,
     /// The allocation sites (`watch --sites`), for `/debug/pprof/heap`,
     /// and the latest value of each of their channels by position.
     sites: pprof::Sites,
@@ -223,9 +259,6 @@ struct ExportState {
     first_t_ns: Option<u64>,
 }
 
-/// Events the exporter keeps to tell who died.
-const DEATH_EVENTS: usize = 4096;
-
 impl ExportState {
     fn new(
         schema: &Schema,
@@ -233,16 +266,17 @@ impl ExportState {
         tap: Arc<TapStats>,
         sampler_dropped: DroppedCount,
     ) -> Self {
-        let mut live = LiveAnalysis::new(&[]);
-        live.set_host(&setup.facts);
+        let rank = setup
+            .labels
+            .iter()
+            .find(|(k, _)| k == "rank")
+            .map(|(_, v)| v.clone());
+        let run = LiveRun::new(&setup.facts, Some(setup.pid), rank);
         let alerts = Alerts::new(setup.alerts.clone());
         let mut s = Self {
-            schema: Schema {
-                channels: Vec::new(),
-            },
+            run,
             labels: Vec::new(),
             slots: Slots::new(schema.len()),
-            live,
             setup,
             steps: None,
             tokens: None,
@@ -252,9 +286,6 @@ impl ExportState {
             sampler_dropped,
             alerts,
             last_t_ns: 0,
-            death_events: Default::default(),
-            oom_kills: None,
-            oom_changes: Vec::new(),
             sites: pprof::Sites::default(),
             site_positions: Vec::new(),
             site_values: Vec::new(),
@@ -275,8 +306,8 @@ impl ExportState {
     }
 
     fn add(&mut self, specs: &[ChannelSpec]) {
-        self.live.add_channels(specs);
-        let from = self.schema.len();
+        let from = self.run.schema().len();
+        self.run.add_channels(specs);
         for spec in specs {
             self.labels.push(ChannelLabels {
                 channel: spec.name.clone(),
@@ -295,14 +326,13 @@ impl ExportState {
                 }),
                 job: self.setup.labels.clone(),
             });
-            self.schema.channels.push(spec.clone());
         }
-        self.steps = self.schema.index_of_first(&STEP_CHANNELS);
-        self.tokens = self.schema.index_of_first(&TOKEN_CHANNELS);
-        self.oom_kills = self.schema.index_of_first(&[names::CGROUP_OOM_KILLS]);
-        self.sites.add(&self.schema, from);
+        let schema = self.run.schema();
+        self.steps = schema.index_of_first(&STEP_CHANNELS);
+        self.tokens = schema.index_of_first(&TOKEN_CHANNELS);
+        self.sites.add(schema, from);
         self.site_positions = self.sites.positions();
-        self.site_values.resize(self.schema.len(), f64::NAN);
+        self.site_values.resize(schema.len(), f64::NAN);
     }
 
     fn take(&mut self, item: Item) {
@@ -328,10 +358,6 @@ impl ExportState {
                 let value = |i: usize| slots.value(&s, i);
                 let at = |c: Option<usize>| c.map_or(f64::NAN, value);
                 let (steps, tokens) = (at(self.steps), at(self.tokens));
-                let kills = at(self.oom_kills);
-                if kills.is_finite() && self.oom_changes.last().is_none_or(|l| l.1 != kills) {
-                    self.oom_changes.push((s.t_s(), kills));
-                }
                 // The slow probe's channels have a value only in the
                 // samples it read them for: the last one holds.
                 for &i in &self.site_positions {
@@ -340,21 +366,10 @@ impl ExportState {
                         self.site_values[i] = v;
                     }
                 }
-                self.live.push(s.t_s(), value, steps, tokens);
+                self.run.push(s.t_s(), value, steps, tokens);
             }
             Item::Event(e) => {
-                if matches!(
-                    e.kind,
-                    EventKind::ProcessStarted { .. }
-                        | EventKind::ProcessExited { .. }
-                        | EventKind::TargetExited { .. }
-                        | EventKind::Fact { .. }
-                ) {
-                    if self.death_events.len() == DEATH_EVENTS {
-                        self.death_events.pop_front();
-                    }
-                    self.death_events.push_back(e.clone());
-                }
+                self.run.take_event(&e);
                 if let EventKind::Note(text) = &e.kind
                     && !flatline_telemetry::recording::is_recording_note(text)
                 {
@@ -387,7 +402,7 @@ impl ExportState {
     }
 
     fn publish(&mut self, published: &Published) {
-        self.live.refresh(None);
+        self.run.refresh(None, WORDS);
         let pages = self.pages();
         *published.lock().unwrap_or_else(|p| p.into_inner()) = pages;
         if let Some(o) = &self.setup.otlp
@@ -445,7 +460,7 @@ impl ExportState {
     fn otlp_points(&self, dropped_exports: u64) -> Vec<otlp::Point> {
         use otlp::{Attr, Point};
         let mut out = Vec::new();
-        for (i, spec) in self.schema.channels.iter().enumerate() {
+        for (i, spec) in self.run.schema().channels.iter().enumerate() {
             if self.slots.slot(i).is_none() {
                 continue; // ended
             }
@@ -462,7 +477,7 @@ impl ExportState {
             if let Some(site) = &l.site {
                 attrs.push(("flatline.site", Attr::Str(site.clone())));
             }
-            if let Some(v) = self.live.latest(i) {
+            if let Some(v) = self.run.live().latest(i) {
                 let (metric, mut extra, factor) = otlp::value_metric(spec, self.setup.pid);
                 extra.retain(|(k, _)| !attrs.iter().any(|(a, _)| a == k));
                 let mut a = attrs.clone();
@@ -474,7 +489,7 @@ impl ExportState {
                     value: v * scale * factor,
                 });
             }
-            let Some(a) = self.live.analysis(i) else {
+            let Some(a) = self.run.live().analysis(i) else {
                 continue;
             };
             let mut va = attrs.clone();
@@ -545,34 +560,9 @@ impl ExportState {
         }
     }
 
-    /// Who died so far, read as a receipt reads it, from the events kept
-    /// and the cgroup's OOM count.
-    fn deaths(&self) -> Vec<death::Death> {
-        if self.death_events.is_empty() {
-            return Vec::new();
-        }
-        let events: Vec<Event> = self.death_events.iter().cloned().collect();
-        let t: Vec<f64> = self.oom_changes.iter().map(|c| c.0).collect();
-        let v: Vec<f64> = self.oom_changes.iter().map(|c| c.1).collect();
-        let data = Columns {
-            t: &t,
-            column: |n: &str| (n == names::CGROUP_OOM_KILLS).then_some(v.as_slice()),
-        };
-        let stream = reading::Stream {
-            schema: &self.schema,
-            events: &events,
-            host: &self.setup.facts,
-            root: Some(self.setup.pid),
-            rank: None,
-            part: data,
-            whole: Columns {
-                t: &t,
-                column: |n: &str| (n == names::CGROUP_OOM_KILLS).then_some(v.as_slice()),
-            },
-        };
-        reading::Facts::read(&stream, |i| self.live.analysis(i))
-            .ending
-            .deaths
+    /// Who died so far, as the answer reads it.
+    fn deaths(&self) -> &[death::Death] {
+        self.run.facts().map_or(&[], |f| &f.ending.deaths)
     }
 
     /// The alerts that have just begun to hold.
@@ -580,7 +570,7 @@ impl ExportState {
         if self.alerts.is_empty() {
             return Vec::new();
         }
-        let (live, slots, channels) = (&self.live, &self.slots, &self.schema.channels);
+        let (live, slots, channels) = (self.run.live(), &self.slots, &self.run.schema().channels);
         let readings = channels
             .iter()
             .enumerate()
@@ -671,11 +661,11 @@ impl ExportState {
             if self.slots.slot(i).is_none() {
                 continue; // ended: its series go away
             }
-            let scale = base_unit(self.schema.channels[i].unit).1;
-            if let Some(v) = self.live.latest(i) {
+            let scale = base_unit(self.run.schema().channels[i].unit).1;
+            if let Some(v) = self.run.live().latest(i) {
                 value.get_or_create(l).set(v * scale);
             }
-            let Some(a) = self.live.analysis(i) else {
+            let Some(a) = self.run.live().analysis(i) else {
                 continue;
             };
             for v in Verdict::ALL {
@@ -691,14 +681,10 @@ impl ExportState {
                 continue;
             }
             drift.get_or_create(l).set(a.drift * scale);
-            if self.schema.channels[i].kind == Kind::Level {
+            if self.run.schema().channels[i].kind == Kind::Level {
                 slope.get_or_create(l).set(a.slope_per_s * scale);
                 if a.verdict.is_growth() {
-                    severity.get_or_create(l).set(match a.severity {
-                        Some(Severity::Critical) => 2.0,
-                        Some(Severity::Warning) => 1.0,
-                        _ => 0.0,
-                    });
+                    severity.get_or_create(l).set(severity_value(a.severity));
                 }
                 if let Some(s) = a.time_to_limit_s {
                     ttl.get_or_create(l).set(s);
@@ -734,6 +720,7 @@ impl ExportState {
             self.probe_errors,
         );
         self.register_deaths(&mut reg, &host);
+        self.register_growths(&mut reg, &host);
         let own = Family::<HostLabels, Gauge<f64, AtomicU64>>::default();
         if let Some(rss) = flatline_telemetry::procfs::own_rss() {
             own.get_or_create(&host).set(rss as f64);
@@ -771,6 +758,104 @@ impl ExportState {
         // Writing into a String cannot fail.
         let _ = prometheus_client::encoding::prometheus_text::encode(&mut text, &reg);
         text
+    }
+
+    /// `flatline_growth_*`: one series each per growth of the answer, with
+    /// who, what memory and which line; how many there are; and what the
+    /// first sentence tells first. Made anew at each refresh, so a growth
+    /// that ends takes its series with it.
+    fn register_growths(&self, reg: &mut Registry, host: &HostLabels) {
+        let family = || Family::<GrowthLabels, Gauge<f64, AtomicU64>>::default();
+        let (rate, ttl, severity) = (family(), family(), family());
+        let count = Family::<HostLabels, Gauge>::default();
+        let kind = Family::<HeadlineLabels, Gauge>::default();
+        if let Some(answer) = self.run.answer() {
+            // A growth whose channel ended (its process exited) is no longer
+            // served, as that channel's own series are not.
+            let schema = self.run.schema();
+            let growths: Vec<_> = answer
+                .growths
+                .iter()
+                .filter(|g| {
+                    schema
+                        .index_of(&g.channel)
+                        .is_none_or(|i| self.slots.slot(i).is_some())
+                })
+                .collect();
+            for g in &growths {
+                let l = self.growth_labels(g);
+                let scale = base_unit(g.unit).1;
+                rate.get_or_create(&l).set(g.rate_per_s * scale);
+                if let Some(t) = g.time_to_limit_s {
+                    ttl.get_or_create(&l).set(t);
+                }
+                severity.get_or_create(&l).set(severity_value(g.severity));
+            }
+            count.get_or_create(host).set(growths.len() as i64);
+            for k in flatline_analysis::summary::HeadlineKind::ALL {
+                kind.get_or_create(&HeadlineLabels {
+                    host: host.clone(),
+                    kind: k.as_str().to_owned(),
+                })
+                .set(i64::from(k == answer.kind));
+            }
+        }
+        reg.register(
+            "flatline_growth_bytes_per_second",
+            "How fast each growth of the answer grows (its lead channel's trend), bytes per second, with who grows (pid, process, role), the class of memory it lives in and its top allocation site",
+            rate,
+        );
+        reg.register(
+            "flatline_growth_time_to_limit_seconds",
+            "Seconds until each growth reaches its limit at its trend, where a limit is known",
+            ttl,
+        );
+        reg.register(
+            "flatline_growth_severity",
+            "How soon each growth reaches its limit: 0 info, 1 warning (within 7 days), 2 critical (within 24 h)",
+            severity,
+        );
+        reg.register(
+            "flatline_growths",
+            "How many growths the answer holds (one per process whose memory grows, sums of processes as one)",
+            count,
+        );
+        reg.register(
+            "flatline_headline_kind",
+            "1 for what the first sentence tells first (damage, death, copy_on_access, growth, held, untold, flat), 0 for the others",
+            kind,
+        );
+    }
+
+    /// A growth's labels.
+    fn growth_labels(&self, g: &flatline_analysis::answer::Growth) -> GrowthLabels {
+        let (pid, process, role) = match (&g.who, g.among.as_slice()) {
+            (Some(w), _) => (w.pid.to_string(), w.name.clone(), w.role.clone()),
+            (None, []) => (self.setup.pid.to_string(), String::new(), String::new()),
+            (None, among) => (
+                self.setup.pid.to_string(),
+                among
+                    .iter()
+                    .map(|w| format!("{} {}", w.name, w.pid))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                "tree".to_owned(),
+            ),
+        };
+        GrowthLabels {
+            host: self.setup.host.clone(),
+            pid,
+            process,
+            role,
+            channel: g.channel.clone(),
+            memory_class: g.memory.as_ref().map_or(String::new(), |m| m.class.clone()),
+            site: g.sites.first().map_or(String::new(), |s| match s.line {
+                Some(line) => format!("{}:{line} {}", s.file, s.function),
+                None => format!("{}: {}", s.file, s.function),
+            }),
+            verdict: g.verdict.as_str().to_owned(),
+            job: self.setup.labels.clone(),
+        }
     }
 
     /// `flatline_process_killed`: one series per process of the tree that
@@ -880,7 +965,7 @@ mod tests {
         for item in rx.try_iter() {
             st.take(item);
         }
-        st.live.refresh(None);
+        st.run.refresh(None, WORDS);
         let text = st.encode();
         let v = |name, ch, extra| line(&text, name, ch, extra);
         assert_eq!(
@@ -1033,7 +1118,7 @@ mod tests {
         for item in rx.try_iter() {
             st.take(item);
         }
-        st.live.refresh(None);
+        st.run.refresh(None, WORDS);
         let text = st.encode();
         let worker_line = text
             .lines()
@@ -1051,10 +1136,80 @@ mod tests {
         for item in rx.try_iter() {
             st.take(item);
         }
-        st.live.refresh(None);
+        st.run.refresh(None, WORDS);
         let text = st.encode();
         assert!(!text.contains("pid7.pss"), "{text}");
         assert!(text.contains("channel=\"mem.rss\""), "{text}");
+    }
+
+    /// The answer's growths are series of their own, with who grows, and
+    /// what the first sentence tells first; a growth whose channel ends
+    /// takes its series with it.
+    #[test]
+    fn each_growth_is_a_series_that_goes_when_it_ends() {
+        let proc_ = |pid: &str| {
+            ChannelSpec::new(format!("pid{pid}.rss"), Unit::Bytes, Group::Memory)
+                .with_label("pid", pid)
+                .with_label("name", "python3")
+                .with_label("role", "main")
+        };
+        let (mut st, tap, rx) = state(vec![proc_("7"), proc_("8")]);
+        // pid 7 grows 1 MiB/s, pid 8 holds: 60 s at 10 Hz.
+        for k in 0..600u64 {
+            let t = k as f64 * 0.1;
+            let wobble = [0.0, 4096.0, -4096.0, 0.0][k as usize % 4];
+            tap.send(Item::Sample(sample(
+                k,
+                &[1e8 + t * 1048576.0 + wobble, 5e7 + wobble],
+            )));
+        }
+        for item in rx.try_iter() {
+            st.take(item);
+        }
+        st.run.refresh(None, WORDS);
+        let text = st.encode();
+        let growth: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("flatline_growth_bytes_per_second{"))
+            .collect();
+        assert_eq!(growth.len(), 1, "{text}");
+        assert!(growth[0].contains("channel=\"pid7.rss\""), "{}", growth[0]);
+        assert!(growth[0].contains("host=\"node-a\""), "{}", growth[0]);
+        assert!(growth[0].contains("rank=\"5\""), "{}", growth[0]);
+        let rate: f64 = growth[0].rsplit(' ').next().unwrap().parse().unwrap();
+        assert!((rate / 1048576.0 - 1.0).abs() < 0.05, "{rate}");
+        assert!(
+            text.contains("flatline_growths{host=\"node-a\",pid=\"42\",rank=\"5\"} 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "flatline_headline_kind{host=\"node-a\",pid=\"42\",rank=\"5\",kind=\"growth\"} 1"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "flatline_headline_kind{host=\"node-a\",pid=\"42\",rank=\"5\",kind=\"flat\"} 0"
+            ),
+            "{text}"
+        );
+        // pid 7 exits: its channel ends, and its growth's series with it.
+        tap.send(Item::End(vec![0]));
+        tap.send(Item::Sample(sample(600, &[f64::NAN, 5e7])));
+        for item in rx.try_iter() {
+            st.take(item);
+        }
+        st.run.refresh(None, WORDS);
+        let text = st.encode();
+        assert!(
+            !text.contains("flatline_growth_bytes_per_second{"),
+            "{text}"
+        );
+        assert!(
+            text.contains("flatline_growths{host=\"node-a\",pid=\"42\",rank=\"5\"} 0"),
+            "{text}"
+        );
     }
 
     #[test]

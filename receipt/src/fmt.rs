@@ -122,6 +122,12 @@ pub fn compact(v: f64) -> String {
     }
 }
 
+/// How every surface words an answer's numbers: [`value`] and [`duration`].
+pub const WORDS: flatline_analysis::reading::Words<'static> = flatline_analysis::reading::Words {
+    value: &value,
+    duration: &duration,
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;

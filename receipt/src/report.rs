@@ -4,8 +4,7 @@ use std::path::Path;
 
 use flatline_analysis::rules::{self, ChannelStats, LimitSource, channel_stats};
 use flatline_analysis::sites;
-use flatline_analysis::summary::{self, Assessed};
-use flatline_analysis::tree as tree_analysis;
+use flatline_analysis::summary;
 use flatline_analysis::{self as analysis, ChannelAnalysis, Note, Verdict, reading};
 use flatline_catalog::MAX_STEP;
 use flatline_format::{ChannelSpec, TOKEN_CHANNELS, Unit};
@@ -138,6 +137,8 @@ pub struct Receipt<'a> {
     /// The process tree, how the job ended, the allocation sites and the
     /// rank, as every surface reads them ([`reading::Facts`]).
     pub facts: reading::Facts,
+    /// The one answer, made once ([`reading::Run`]).
+    pub answer: summary::Answer,
     /// What the file lost to damage, where it did.
     pub damage: Option<crate::damage::Damage>,
     /// The gaps write faults (a full disk) left in the part analysed.
@@ -145,27 +146,10 @@ pub struct Receipt<'a> {
 }
 
 impl Receipt<'_> {
-    /// The one assessment: headline, growing channels, growths, findings.
-    pub fn assessment(&self) -> summary::Assessment<'_> {
-        let damage = self.damage.as_ref().map(crate::damage::Damage::note);
-        let gap = self.gaps.as_ref().map(crate::damage::Gaps::note);
-        let known = self.facts.known(reading::Lost {
-            damage: damage.as_ref(),
-            gap: gap.as_ref(),
-        });
-        summary::assess(&self.assessed(), &known, &value, &duration)
-    }
-
-    fn assessed(&self) -> Vec<Assessed<'_>> {
-        self.rows
-            .iter()
-            .map(|r| Assessed {
-                name: &r.spec.name,
-                unit: r.spec.unit,
-                analysis: &r.analysis,
-                limit: r.limit,
-            })
-            .collect()
+    /// The one answer: headline, growing channels, growths, findings, made
+    /// once when the receipt was.
+    pub fn assessment(&self) -> &summary::Answer {
+        &self.answer
     }
 
     /// The allocation sites (`watch --sites`), largest growth first.
@@ -174,23 +158,19 @@ impl Receipt<'_> {
     }
 
     /// The one sentence a receipt starts with.
-    pub fn headline(&self) -> String {
-        self.assessment().headline
+    pub fn headline(&self) -> &str {
+        &self.answer.headline
     }
 
     /// Which layer of a PyTorch job's GPU memory grows, where it logs
     /// its allocator's statistics.
-    pub fn gpu_layers(&self) -> Option<summary::LayerFinding> {
-        summary::gpu_layers(&self.assessed(), &value)
+    pub fn gpu_layers(&self) -> Option<&summary::LayerFinding> {
+        self.answer.gpu_layers.as_ref()
     }
 
     /// The level channels called growth, most urgent first.
     pub fn growing(&self) -> Vec<&str> {
-        self.assessment()
-            .growing
-            .into_iter()
-            .map(|a| a.name)
-            .collect()
+        self.answer.growing.iter().map(String::as_str).collect()
     }
 }
 
@@ -226,7 +206,26 @@ fn analyse_part(
     range: Option<[f64; 2]>,
     prefix: bool,
 ) -> Receipt<'_> {
-    let read = reading::read(rec, warmup_s, range, prefix);
+    let damage = crate::damage::Damage::of(rec);
+    let mut gaps = None;
+    let run = reading::Run::read(
+        rec,
+        warmup_s,
+        range,
+        prefix,
+        |within| {
+            gaps = crate::damage::Gaps::of(&rec.events).and_then(|g| match within {
+                Some([from, to]) => g.within(from, to),
+                None => Some(g),
+            });
+            reading::Lost {
+                damage: damage.as_ref().map(crate::damage::Damage::note),
+                gap: gaps.as_ref().map(crate::damage::Gaps::note),
+            }
+        },
+        crate::fmt::WORDS,
+    );
+    let read = run.reading;
     let (a, b) = (read.samples.start, read.samples.end);
     let schema = &rec.header.schema;
     let rows: Vec<Row<'_>> = read
@@ -243,46 +242,24 @@ fn analyse_part(
             limit: r.limit,
         })
         .collect();
-    let t_all: Vec<f64> = rec.t_ns.iter().map(|&t| t as f64 / 1e9).collect();
-    let t0 = t_all.first().copied().unwrap_or(0.0);
-    let part = &t_all[a..b];
-    let facts = {
-        let mut by_index: Vec<Option<&ChannelAnalysis>> = vec![None; schema.len()];
-        for r in &rows {
-            by_index[r.index] = Some(&r.analysis);
+    let t0 = rec.t_ns.first().map_or(0.0, |&t| t as f64 / 1e9);
+    let at = |i: usize| rec.t_ns[i] as f64 / 1e9 - t0;
+    let range = range.map(|_| {
+        if a < b {
+            [at(a), at(b - 1)]
+        } else {
+            [0.0, 0.0]
         }
-        let stream = reading::Stream {
-            schema,
-            events: &rec.events,
-            host: &rec.header.host,
-            root: rec.header.config.get("pid").and_then(|p| p.parse().ok()),
-            rank: rec.header.labels.get("rank").map(String::as_str),
-            part: tree_analysis::Columns {
-                t: part,
-                column: |n: &str| rec.channel(n).map(|c| &c[a..b]),
-            },
-            whole: tree_analysis::Columns {
-                t: &t_all,
-                column: |n: &str| rec.channel(n),
-            },
-        };
-        reading::Facts::read(&stream, |i| by_index[i])
-    };
-    let range = range.map(|_| match (part.first(), part.last()) {
-        (Some(&f), Some(&l)) => [f - t0, l - t0],
-        _ => [0.0, 0.0],
     });
     Receipt {
         rows,
         warmup: read.warmup,
         range,
         teardown_s: read.teardown_s,
-        facts,
-        damage: crate::damage::Damage::of(rec),
-        gaps: crate::damage::Gaps::of(&rec.events).and_then(|g| match range {
-            Some([from, to]) => g.within(from, to),
-            None => Some(g),
-        }),
+        facts: run.facts,
+        answer: run.answer,
+        damage,
+        gaps,
     }
 }
 
@@ -478,7 +455,7 @@ pub fn json_report(rec: &Recording, receipt: &Receipt<'_>) -> Value {
         .collect();
     json!({
         "headline": assessment.headline,
-        "growing": assessment.growing.iter().map(|a| a.name).collect::<Vec<_>>(),
+        "growing": assessment.growing,
         "gpu_layers": receipt.gpu_layers(),
         "range": receipt.range.map(|[from, to]| json!({"from_s": from, "to_s": to})),
         "teardown_s": opt(receipt.teardown_s),
@@ -536,7 +513,7 @@ pub fn json_report(rec: &Recording, receipt: &Receipt<'_>) -> Value {
         "exit": json!({"code": receipt.facts.ending.exit_code, "signal": receipt.facts.ending.exit_signal}),
         "process_tree": receipt.facts.tree,
         "sites": receipt.sites(),
-        "findings": findings_json(&assessment),
+        "findings": findings_json(assessment),
         "unavailable": unavailable,
     })
 }
@@ -544,7 +521,7 @@ pub fn json_report(rec: &Recording, receipt: &Receipt<'_>) -> Value {
 /// The findings, typed: damage first, then each growth (`kind: growth`, its channels,
 /// process, rate, time to its limit, `where`, `sites`, `try` and its
 /// sentence as `text`), then the others as `{kind, text}`.
-fn findings_json(a: &summary::Assessment<'_>) -> Vec<Value> {
+fn findings_json(a: &summary::Answer) -> Vec<Value> {
     let growths = a.growths.iter().map(|g| {
         let mut v = serde_json::to_value(g).unwrap_or(Value::Null);
         if let Value::Object(m) = &mut v {

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use flatline_analysis::rules;
-use flatline_analysis::summary::Assessment;
+use flatline_analysis::summary::Answer;
 use flatline_analysis::tree::TreeSummary;
 use flatline_format::Recording;
 use flatline_format::Unit;
@@ -87,8 +87,8 @@ fn content<'r>(rec: &'r Recording, receipt: &'r Receipt<'_>) -> Content<'r> {
     };
     Content {
         headline: assessment.headline.clone(),
-        story: story(&assessment),
-        gpu_layers: receipt.gpu_layers().map(|f| f.text),
+        story: story(assessment),
+        gpu_layers: receipt.gpu_layers().map(|f| f.text.clone()),
         path: rec.path.display().to_string(),
         file_name: rec.path.file_name().map_or_else(
             || rec.path.display().to_string(),
@@ -149,7 +149,7 @@ fn content<'r>(rec: &'r Recording, receipt: &'r Receipt<'_>) -> Content<'r> {
             .iter()
             .map(|u| (u.probe.as_str(), u.reason.as_str()))
             .collect(),
-        growing: assessment.growing.iter().map(|g| g.name).collect(),
+        growing: assessment.growing.iter().map(String::as_str).collect(),
         deaths: receipt
             .facts
             .ending
@@ -775,7 +775,7 @@ fn thinned_note(rec: &Recording) -> Option<String> {
 /// channels, its kind of memory, the code that holds it, whether the
 /// program holds it, what to try; the other growths; what else was found;
 /// what could not be told. Each from the typed answer, none found here.
-fn story(a: &Assessment<'_>) -> Vec<String> {
+fn story(a: &Answer) -> Vec<String> {
     let mut out = Vec::new();
     let in_bytes = |v: f64| value(v, Unit::Bytes);
     if let Some(g) = a.growths.first() {
@@ -844,7 +844,7 @@ fn story(a: &Assessment<'_>) -> Vec<String> {
         }
     }
     if !a.untold.is_empty() {
-        let named: Vec<&str> = a.untold.iter().take(4).copied().collect();
+        let named: Vec<&str> = a.untold.iter().take(4).map(String::as_str).collect();
         out.push(format!(
             "could not tell: {}{} (too few readings, or readings that cannot tell growth from noise)",
             named.join(", "),

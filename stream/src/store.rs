@@ -4,7 +4,9 @@
 
 use std::time::Duration;
 
+use flatline_analysis::summary::Answer;
 use flatline_analysis::{ChannelAnalysis, LiveAnalysis, rules};
+use flatline_receipt::fmt::WORDS;
 use flatline_telemetry::recording::Slots;
 use flatline_telemetry::recording::{Event, HostFacts, Recording};
 use flatline_telemetry::{STEP_CHANNELS, Sample, Schema, TOKEN_CHANNELS};
@@ -355,63 +357,71 @@ impl Store {
         self.rank.as_deref()
     }
 
-    /// What is known beside the channels' analyses (the process tree up to
-    /// where the analyses stop, who died over the whole stream, the
-    /// allocation sites), read as a receipt reads them
-    /// ([`flatline_analysis::reading::Facts::read`]).
-    pub fn facts(&self) -> flatline_analysis::reading::Facts {
-        self.facts_of(|i| self.analysis(i))
-    }
-
-    /// The whole store read as a receipt reads a recording
-    /// ([`flatline_analysis::reading::read_input`]), on every
-    /// reading it holds rather than the live analyses' kept points: a
-    /// replay's banner then says the receipt's sentence, figure for figure.
-    pub fn read_whole(&self) -> flatline_analysis::reading::Reading {
-        use flatline_analysis::reading;
-        let input = reading::Input {
+    /// The store's readings as the analysis reads a stream's.
+    fn input<'s>(&'s self) -> flatline_analysis::reading::Input<'s, impl Fn(usize) -> &'s [f64]> {
+        flatline_analysis::reading::Input {
             schema: &self.schema,
             events: &self.events,
             host: self.live.host(),
             launched: self.live.launched(),
-            t: &self.t,
-            column: |i: usize| self.series[i].values(),
-        };
-        reading::read_input(&input, None, None, false)
-    }
-
-    /// [`Store::facts`] with channel `i` analysed as `analysis(i)`.
-    pub fn facts_of<'a>(
-        &'a self,
-        analysis: impl Fn(usize) -> Option<&'a ChannelAnalysis>,
-    ) -> flatline_analysis::reading::Facts {
-        use flatline_analysis::{reading, tree::Columns};
-        let times = &self.t;
-        let end = self
-            .analysis_end()
-            .map_or(times.len(), |end| times.partition_point(|&t| t < end));
-        let column = |n: usize| {
-            move |c: &str| {
-                let v = self.series[self.schema.index_of(c)?].values();
-                Some(&v[..n.min(v.len())])
-            }
-        };
-        let stream = reading::Stream {
-            schema: &self.schema,
-            events: &self.events,
-            host: self.live.host(),
             root: self.root,
             rank: self.rank.as_deref(),
-            part: Columns {
-                t: &times[..end],
-                column: column(end),
+            t: &self.t,
+            column: |i: usize| self.series[i].values(),
+        }
+    }
+
+    /// What the store lost: the file's damage and the gaps write faults
+    /// left, as the receipt words them.
+    fn lost(&self) -> flatline_analysis::reading::Lost {
+        flatline_analysis::reading::Lost {
+            damage: self.damage.as_ref().map(|d| d.note()),
+            gap: self.gaps.as_ref().map(|g| g.note()),
+        }
+    }
+
+    /// The live answer and the facts beside it (the process tree up to
+    /// where the analyses stop, who died over the whole stream, the
+    /// allocation sites), from the live analyses, as a receipt reads them.
+    pub fn answer(&self) -> (flatline_analysis::reading::Facts, Answer) {
+        let end = self
+            .analysis_end()
+            .map_or(self.t.len(), |end| self.t.partition_point(|&t| t < end));
+        flatline_analysis::reading::answer_live(
+            &self.input(),
+            end,
+            |i| Some((self.analysis(i)?, self.limit(i).map(|l| l.1))),
+            &self.lost(),
+            WORDS,
+        )
+    }
+
+    /// The whole store read and answered as a receipt reads a recording
+    /// ([`flatline_analysis::reading::Run`]), on every reading it holds
+    /// rather than the live analyses' kept points: a replay's banner then
+    /// says the receipt's sentence, figure for figure.
+    pub fn read_whole(&self) -> flatline_analysis::reading::Run {
+        self.read_part(None)
+    }
+
+    /// [`Store::read_whole`] of the part from `range[0]` to `range[1]`
+    /// seconds after the first reading (`report --from/--to`).
+    pub fn read_part(&self, range: Option<[f64; 2]>) -> flatline_analysis::reading::Run {
+        let lost = self.lost();
+        flatline_analysis::reading::Run::read_input(
+            &self.input(),
+            None,
+            range,
+            false,
+            |within| match (within, &self.gaps) {
+                (Some([from, to]), Some(g)) => flatline_analysis::reading::Lost {
+                    gap: g.clone().within(from, to).map(|g| g.note()),
+                    ..lost
+                },
+                _ => lost,
             },
-            whole: Columns {
-                t: times,
-                column: column(times.len()),
-            },
-        };
-        reading::Facts::read(&stream, analysis)
+            WORDS,
+        )
     }
 
     pub fn schema(&self) -> &Schema {

@@ -509,7 +509,7 @@ fn side_content<'r>(side: &'r Side<'_>) -> SideContent<'r> {
             .map(|(k, v)| (k.as_str(), v.as_str()))
             .collect(),
         training: report::training_axes(rec),
-        headline: side.receipt.headline(),
+        headline: side.receipt.headline().to_owned(),
         markers: marker_list(side),
     }
 }

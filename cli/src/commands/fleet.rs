@@ -88,7 +88,7 @@ fn member(path: &Path, budget: usize) -> Member {
         }
     };
     let receipt = crate::commands::report::analyse(&rec, None);
-    m.headline = receipt.assessment().headline;
+    m.headline = receipt.headline().to_owned();
     m.ended_badly = receipt
         .facts
         .ending

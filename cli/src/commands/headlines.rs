@@ -489,9 +489,9 @@ pub fn judge(c: &Claims, truth: &Truth) -> Vec<Judged> {
 /// something grows that no verdict calls growing at the end, that nothing
 /// grows while a verdict does, or names a process none of whose channels
 /// the body calls so.
-pub fn disagreements(c: &Claims, a: &flatline_analysis::summary::Assessment<'_>) -> Vec<String> {
+pub fn disagreements(c: &Claims, a: &flatline_analysis::summary::Answer) -> Vec<String> {
     let mut out = Vec::new();
-    let growing = a.growing_names();
+    let growing = &a.growing;
     match c.grows {
         Some(true) if growing.is_empty() => {
             out.push("says something grows; no level's verdict is growth at the end".into())
@@ -581,7 +581,7 @@ fn case_of(set: &'static str, rec: &Recording, file: &str, truth: &Truth) -> Cas
         set,
         file: file.to_owned(),
         judged: judge(&c, truth),
-        disagrees: disagreements(&c, &a),
+        disagrees: disagreements(&c, a),
         headline: a.headline.clone(),
         claims: c,
     }

@@ -70,6 +70,8 @@ pub struct Other {
     pub store: Store,
     /// What the two runs are lined up by on the x axis.
     pub align: Align,
+    /// B's findings and answer, made by the frame loop as A's are.
+    pub findings: Findings,
 }
 
 /// The facts beside the analyses (the process tree, how the job ended so
@@ -83,9 +85,10 @@ pub struct Findings {
     made: Option<(Instant, FindingsKey)>,
     /// The tree, deaths and sites; `None` before anything is analysed.
     pub facts: Option<flatline_analysis::reading::Facts>,
-    /// A replay's whole recording read as its receipt reads it (a live
-    /// stream's banner reads the live analyses).
-    pub whole: Option<flatline_analysis::reading::Reading>,
+    /// The one answer, of a replay's whole recording read as its receipt
+    /// reads it, else of the live analyses; `None` before anything is
+    /// analysed.
+    pub answer: Option<flatline_analysis::summary::Answer>,
 }
 
 /// Which store, how much of it and how much of it is analysed.
@@ -100,10 +103,11 @@ struct FindingsKey {
 impl Findings {
     /// Makes them anew from `store` when they are stale: at most once a
     /// second, and only when it grew. A recording opened in its place is a
-    /// new key, and made at once, and so is the first key with every
-    /// channel analysed (a replay's analyses arrive over its first frames,
+    /// new key, and made at once, and so is each key with more or fewer
+    /// channels analysed (a replay's analyses arrive over its first frames,
     /// and its length never changes after: findings made before them would
-    /// stand for good). `replay`: a replay whose every channel is analysed
+    /// stand for good, and the cards would lay out an answer older than
+    /// the analyses beside them). `replay`: a replay whose every channel is analysed
     /// is read whole, as its receipt reads it, once.
     pub fn refresh(&mut self, store: &Store, replay: bool) {
         if (0..store.schema().len()).all(|i| store.analysis(i).is_none()) {
@@ -119,23 +123,24 @@ impl Findings {
             *k != key
                 && (k.channels != key.channels
                     || k.first_t != key.first_t
-                    || (key.unanalysed == 0 && k.unanalysed != 0)
+                    || k.unanalysed != key.unanalysed
                     || at.elapsed().as_secs_f64() >= 1.0)
         });
         if !stale {
             return;
         }
-        let whole = (replay && key.unanalysed == 0).then(|| store.read_whole());
-        let facts = match &whole {
-            Some(r) => {
-                let by_index = r.by_index(store.schema().len());
-                store.facts_of(|i| by_index[i])
+        // A replay read whole as its receipt reads it, once every channel
+        // is analysed; else the live analyses.
+        let (facts, answer) = match replay && key.unanalysed == 0 {
+            true => {
+                let run = store.read_whole();
+                (run.facts, run.answer)
             }
-            None => store.facts(),
+            false => store.answer(),
         };
         self.made = Some((Instant::now(), key));
         self.facts = Some(facts);
-        self.whole = whole;
+        self.answer = Some(answer);
     }
 
     /// The process tree's summary, where one was made.

@@ -127,7 +127,12 @@ impl Dashboard {
         let both = self.store.axis(align).is_some() && store.axis(align).is_some();
         let align = if both { align } else { Align::Time };
         self.timeline = Some(Timeline::new(a0.min(b0), a1.max(b1)));
-        self.other = Some(Other { meta, store, align });
+        self.other = Some(Other {
+            meta,
+            store,
+            align,
+            findings: Findings::default(),
+        });
     }
 
     /// Opens the recording at `path` as B of a comparison.
@@ -440,6 +445,10 @@ impl Dashboard {
         // same findings (the processes panel, drawn before the banner, once
         // showed the previous frame's; compare mode never made them).
         self.findings.refresh(&self.store, self.timeline.is_some());
+        if let Some(o) = &mut self.other {
+            // B is a recording, replayed whole.
+            o.findings.refresh(&o.store, true);
+        }
         let actions = super::view::draw(&mut self.frame(), ui);
         self.apply(actions, &ctx);
     }

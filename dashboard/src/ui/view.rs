@@ -27,7 +27,7 @@ use bars::{caption, keys, range_receipt, timeline, top_bar};
 use browser::browser;
 use channels::channels;
 use plots::plots;
-use verdicts::{answer, banner, cards};
+use verdicts::{banner, cards};
 
 pub use channels::{ProcessRow, process_rows};
 pub use frame::{Action, Frame};
@@ -55,13 +55,12 @@ pub fn draw(d: &mut Frame<'_>, ui: &mut egui::Ui) -> Vec<Action> {
     } else {
         // No verdict, not even "nothing to judge", before there is data.
         if d.opening.is_none() {
-            // The one assessment, made once a frame for the cards and the
-            // banner.
-            let answer = answer(d);
+            // The one answer, made by the frame loop ([`Findings`]), read
+            // by the cards and the banner.
             if d.settings.cards {
-                cards(d, ui, answer.as_ref());
+                cards(d, ui);
             }
-            banner(d, ui, answer);
+            banner(d, ui);
         }
         flame::panel(d, ui, visible);
         egui::CentralPanel::default().show(ui, |ui| plots(d, ui, visible, &mut actions));

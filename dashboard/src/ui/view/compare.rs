@@ -2,7 +2,6 @@
 //! one plot a channel, each side in its own fixed colour on one aligned axis.
 
 use eframe::egui::{self, Color32, RichText};
-use flatline_analysis::summary::{self, Assessed};
 use flatline_analysis::{ChannelAnalysis, Kind};
 use flatline_telemetry::Unit;
 
@@ -12,6 +11,7 @@ use super::kit::{line, linked_plot, runs};
 use super::markers::{Mark, draw_markers, lane_plot, marks_on};
 use super::series::rates;
 use super::series::{axis_unit, decimate_on};
+use crate::ui::shared::Findings;
 use crate::ui::{Align, Store};
 use flatline_receipt::fmt::value;
 
@@ -175,20 +175,13 @@ pub fn plots(d: &mut Frame<'_>, ui: &mut egui::Ui, visible: usize) {
     });
 }
 
-/// A side's analyses as the headline reads them.
-fn headline(store: &Store) -> String {
-    let schema = store.schema();
-    let assessed: Vec<Assessed<'_>> = (0..schema.len())
-        .filter_map(|i| {
-            Some(Assessed {
-                name: &schema.channels[i].name,
-                unit: schema.channels[i].unit,
-                analysis: store.analysis(i)?,
-                limit: store.limit(i).map(|l| l.1),
-            })
-        })
-        .collect();
-    summary::headline(&assessed, &value, &flatline_receipt::fmt::duration)
+/// A side's first sentence, as its receipt says it (`None` before its
+/// channels are analysed).
+fn headline(findings: &Findings) -> String {
+    findings
+        .answer
+        .as_ref()
+        .map_or_else(String::new, |a| a.headline.clone())
 }
 
 /// One side's verdict on one line: its letter, badge and figures.
@@ -218,8 +211,10 @@ fn side_row(ui: &mut egui::Ui, letter: &str, color: Color32, u: Unit, a: Option<
 /// The verdict cards of both sides, a channel at a time.
 /// The lines of code whose growth changed from A to B, as `compare`'s
 /// receipt says them, where both sides sampled sites.
-fn site_lines(a: &Store, b: &Store) -> Vec<String> {
-    let (fa, fb) = (a.facts(), b.facts());
+fn site_lines(a: &Findings, b: &Findings) -> Vec<String> {
+    let (Some(fa), Some(fb)) = (&a.facts, &b.facts) else {
+        return Vec::new();
+    };
     if !(fa.sites_sampled && fb.sites_sampled) {
         return Vec::new();
     }
@@ -235,8 +230,8 @@ pub fn cards(d: &mut Frame<'_>, ui: &mut egui::Ui) {
         return;
     };
     let names = chosen(d, &other.store);
-    let (ha, hb) = (headline(d.store), headline(&other.store));
-    let lines = site_lines(d.store, &other.store);
+    let (ha, hb) = (headline(d.findings), headline(&other.findings));
+    let lines = site_lines(d.findings, &other.findings);
     egui::Panel::right("verdicts")
         .resizable(true)
         .default_size(300.0)

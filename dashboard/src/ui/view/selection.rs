@@ -2,15 +2,12 @@
 //! same analysis as `report --from/--to`, on the plotted channels' readings
 //! the window holds for that part.
 
-use flatline_analysis::summary::{self, Assessed};
-use flatline_analysis::tree::Columns;
-use flatline_analysis::{ChannelAnalysis, reading};
+use flatline_analysis::ChannelAnalysis;
 use flatline_telemetry::Unit;
 
 use super::axes::clock;
 use super::frame::Frame;
 use crate::ui::shared::RangeReceipt;
-use flatline_receipt::fmt::value;
 use flatline_receipt::render::{Block, Col, Doc, Table};
 
 /// Analyses the plotted channels' readings from `from` to `to` seconds, each
@@ -20,45 +17,12 @@ pub fn receipt(d: &Frame<'_>, from: f64, to: f64) -> RangeReceipt {
     let times = store.times();
     let t0 = times.first().copied().unwrap_or(0.0);
     let schema = store.schema();
-    // Read as `report --from/--to` reads a recording: every channel (the
-    // headline is the part's), then the plotted ones listed.
-    let input = reading::Input {
-        schema,
-        events: store.events(),
-        host: store.host(),
-        launched: false,
-        t: times,
-        column: |i: usize| store.series(i).values(),
-    };
-    let read = reading::read_input(&input, None, Some([from - t0, to - t0]), false);
+    // Read and answered as `report --from/--to` reads a recording: every
+    // channel (the headline is the part's), then the plotted ones listed.
+    let run = store.read_part(Some([from - t0, to - t0]));
+    let read = &run.reading;
     let samples = read.samples.len();
-    let assessed: Vec<Assessed<'_>> = read.assessed(schema);
-    // The part's tree, deaths and sites, as the receipt of a part reads them.
-    let (a, b) = (read.samples.start, read.samples.end);
-    let by_index = read.by_index(schema.len());
-    let stream = reading::Stream {
-        schema,
-        events: store.events(),
-        host: store.host(),
-        root: store.root(),
-        rank: store.rank(),
-        part: Columns {
-            t: &times[a..b],
-            column: |n: &str| Some(&store.series(schema.index_of(n)?).values()[a..b]),
-        },
-        whole: Columns {
-            t: times,
-            column: |n: &str| Some(store.series(schema.index_of(n)?).values()),
-        },
-    };
-    let facts = reading::Facts::read(&stream, |i| by_index[i]);
-    let headline = summary::assess(
-        &assessed,
-        &facts.known(reading::Lost::default()),
-        &value,
-        &flatline_receipt::fmt::duration,
-    )
-    .headline;
+    let headline = run.answer.headline.clone();
     let analysed: Vec<(usize, &ChannelAnalysis)> = read
         .channels
         .iter()

@@ -12,7 +12,7 @@ use flatline_telemetry::Unit;
 /// The recording's finding in one sentence, above the plots, in the colour
 /// of its severity: what a person reads first, live as it changes. Clicking
 /// it plots the channels it names.
-pub(super) fn banner(d: &mut Frame<'_>, ui: &mut egui::Ui, answer: Option<(Answer, bool)>) {
+pub(super) fn banner(d: &mut Frame<'_>, ui: &mut egui::Ui) {
     // A recording that cannot be written comes first, whatever the data
     // say: what is on screen is no longer all on disk.
     if let Some(fault) = d.seen.write_fault.clone() {
@@ -28,9 +28,10 @@ pub(super) fn banner(d: &mut Frame<'_>, ui: &mut egui::Ui, answer: Option<(Answe
             );
         });
     }
-    let Some((assessment, died)) = answer else {
+    let Some(assessment) = d.findings.answer.as_ref() else {
         return;
     };
+    let died = assessment.died;
     let names = assessment.growing.clone();
     // What grows is plotted: each of the most urgent few growths once (its
     // lead channel, not its process's RSS, PSS and USS and the sums that
@@ -59,9 +60,9 @@ pub(super) fn banner(d: &mut Frame<'_>, ui: &mut egui::Ui, answer: Option<(Answe
         // A finding (copies that rose and held) is growth found, not flat,
         // though no channel grows at the end: the colour of growth whose
         // limit is far.
-        None if assessment.found => GROWS,
+        None if assessment.growth_found() => GROWS,
         // Readings that cannot tell growth from noise are not "flat": no green.
-        None if assessment.untold => UNTOLD,
+        None if !assessment.untold.is_empty() => UNTOLD,
         None => FLAT,
     };
     let clicked = egui::Panel::top("finding")
@@ -81,57 +82,6 @@ pub(super) fn banner(d: &mut Frame<'_>, ui: &mut egui::Ui, answer: Option<(Answe
     if clicked {
         d.settings.selected.extend(names);
     }
-}
-
-/// The one assessment of what the store holds, as the receipt makes it
-/// ([`summary::assess`]), and whether someone died of memory running out
-/// (the headline says so first). `None` before anything is analysed.
-pub(super) fn answer(d: &Frame<'_>) -> Option<(Answer, bool)> {
-    let (facts, whole) = (d.findings.facts.as_ref()?, &d.findings.whole);
-    let assessed = match whole {
-        Some(r) => r.assessed(d.store.schema()),
-        None => assessed(d.store).1,
-    };
-    if assessed.is_empty() {
-        return None;
-    }
-    let damage = d.store.damage().map(|dmg| dmg.note());
-    let gap = d.store.gaps().map(|g| g.note());
-    let known = facts.known(flatline_analysis::reading::Lost {
-        damage: damage.as_ref(),
-        gap: gap.as_ref(),
-    });
-    let assessment = summary::assess(&assessed, &known, &value, &flatline_receipt::fmt::duration);
-    let died = facts
-        .ending
-        .headline(None, &value, &flatline_receipt::fmt::duration)
-        .is_some();
-    let answer = Answer {
-        growing: assessment
-            .growing_names()
-            .into_iter()
-            .map(str::to_owned)
-            .collect(),
-        severity: assessment.severity(),
-        found: assessment.growth_found(),
-        untold: !assessment.untold.is_empty(),
-        headline: assessment.headline,
-        growths: assessment.growths,
-    };
-    Some((answer, died))
-}
-
-/// What the banner and the cards lay out of the assessment.
-pub(super) struct Answer {
-    headline: String,
-    /// The growing channels, most urgent first.
-    growing: Vec<String>,
-    growths: Vec<flatline_analysis::answer::Growth>,
-    severity: Option<Severity>,
-    /// A finding says growth was found.
-    found: bool,
-    /// Some memory channel could not be told.
-    untold: bool,
 }
 
 /// How many of the growing channels, most urgent first, the banner plots
@@ -157,13 +107,14 @@ pub(super) fn assessed(store: &crate::ui::Store) -> (Vec<usize>, Vec<Assessed<'_
         .unzip()
 }
 
-pub(super) fn cards(d: &mut Frame<'_>, ui: &mut egui::Ui, answer: Option<&(Answer, bool)>) {
+pub(super) fn cards(d: &mut Frame<'_>, ui: &mut egui::Ui) {
     let schema = d.store.schema();
     let (index, assessed) = assessed(d.store);
-    let layers = summary::gpu_layers(&assessed, &value);
+    let answer = d.findings.answer.as_ref();
+    let layers = answer.and_then(|a| a.gpu_layers.clone());
     // One card per growth (a process's RSS, PSS and USS and the sums that
     // repeat it are one), most urgent first.
-    let growths: &[flatline_analysis::answer::Growth] = answer.map_or(&[], |(a, _)| &a.growths);
+    let growths: &[flatline_analysis::answer::Growth] = answer.map_or(&[], |a| &a.growths);
     let told: std::collections::HashSet<&str> = growths
         .iter()
         .flat_map(|g| {
