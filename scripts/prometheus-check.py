@@ -18,6 +18,14 @@ right:
 - every query of assets/grafana-flatline.json is valid PromQL, and those
   that show this process's memory return it.
 
+Then a `flatline watch --sites --prometheus` of a Python job that leaks at
+one line (dashboard/tests/data/sites_job.py, line 23), scraped by a second
+Prometheus that evaluates the shipped rules (assets/prometheus/flatline-
+rules.yml, with FlatlineGrowth's 10-minute hold cut to none so the check
+does not wait for it): 30 s in, `flatline_growth_bytes_per_second` holds a
+series with the job's pid and that line, and FlatlineGrowth fires with a
+summary that names the process and the line.
+
 Everything it started is stopped at the end, pass or fail.
 
     scripts/prometheus-check.py [FLATLINE] [PROMETHEUS]
@@ -33,15 +41,20 @@ import time
 import urllib.error
 import urllib.request
 
-from prom_helpers import tools, free_port, query, start_prometheus, stop
+from prom_helpers import tools, free_port, query, series, start_prometheus, stop
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GROWER = os.path.join(ROOT, "dashboard", "tests", "data", "grower.py")
+SITES_JOB = os.path.join(ROOT, "dashboard", "tests", "data", "sites_job.py")
+RULES = os.path.join(ROOT, "assets", "prometheus", "flatline-rules.yml")
+# The line sites_job.py keeps its memory at (`keep()`).
+LEAK_LINE = "sites_job.py:23"
 GRAFANA = os.path.join(ROOT, "assets", "grafana-flatline.json")
 TLS = os.path.join(ROOT, "dashboard", "tests", "data", "tls")
 USER, PASSWORD = "prometheus", "correct horse battery staple"
 # Panels that must show data for one growing process (by title).
 MUST_SHOW = {
+    "Growths: who grows, in what memory, how fast, when it reaches its limit, at which line",
     "Growing channels (verdict linear or staircase)",
     "Host memory per node",
     "Slope of host memory",
@@ -59,6 +72,90 @@ def vm_rss(pid):
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) * 1024
     raise RuntimeError("no VmRSS")
+
+
+def children(pid):
+    """The pids of a process's children."""
+    out = []
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/children") as f:
+                out += [int(c) for c in f.read().split()]
+        except OSError:
+            pass
+    return out
+
+
+def alerts(prom, name):
+    """The alerts of that name Prometheus holds, each as its state, labels and annotations."""
+    url = f"http://127.0.0.1:{prom}/api/v1/alerts"
+    with urllib.request.urlopen(url, timeout=5) as r:
+        body = json.load(r)
+    return [a for a in body["data"]["alerts"] if a["labels"].get("alertname") == name]
+
+
+def check_growth_alert(flatline, prometheus, work):
+    """A watched leak's growth series and the shipped rule's alert that names its line."""
+    port, prom = free_port(), free_port()
+    watch = subprocess.Popen(
+        [flatline, "watch", "--headless", "--sites", "--hz", "10",
+         "--out", os.path.join(work, "sites.flr"), "--prometheus", f"127.0.0.1:{port}",
+         "--", sys.executable, SITES_JOB, "bytes", "120"],
+        stdout=subprocess.DEVNULL, stderr=open(os.path.join(work, "watch-sites.log"), "w"))
+    started = [watch]
+    try:
+        rules = os.path.join(work, "rules.yml")
+        with open(RULES) as f:
+            text = f.read()
+        head, tail = text.split("- alert: FlatlineGrowth", 1)
+        tail = tail.replace("for: 10m", "for: 0s", 1)
+        with open(rules, "w") as f:
+            f.write(head + "- alert: FlatlineGrowth" + tail)
+        config = os.path.join(work, "prometheus-sites.yml")
+        with open(config, "w") as f:
+            f.write("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+                    f"rule_files: ['{rules}']\n"
+                    "scrape_configs:\n  - job_name: flatline\n"
+                    f"    static_configs:\n      - targets: ['127.0.0.1:{port}']\n")
+        data = os.path.join(work, "sites-data")
+        os.mkdir(data)
+        server = start_prometheus(prometheus, config, data, prom)
+        started.append(server)
+        t0 = time.time()
+        time.sleep(30)
+        growth, firing = [], []
+        while time.time() - t0 < 90:
+            try:
+                growth = series(prom, "flatline_growth_bytes_per_second")
+                firing = [a for a in alerts(prom, "FlatlineGrowth") if a["state"] == "firing"]
+            except (OSError, RuntimeError):
+                pass
+            if any(LEAK_LINE in g["metric"].get("site", "") for g in growth) and firing:
+                break
+            time.sleep(2)
+        kids = children(watch.pid)
+        ok = True
+        lines = [g["metric"] for g in growth if LEAK_LINE in g["metric"].get("site", "")]
+        print(f"growth series at {LEAK_LINE} after {time.time() - t0:.0f} s: {lines}")
+        ok &= bool(lines) and all(int(m["pid"]) in kids for m in lines)
+        if lines and not all(int(m["pid"]) in kids for m in lines):
+            print(f"their pid is not the job's ({kids})")
+        for a in firing:
+            print(f"FlatlineGrowth fires: {a['annotations'].get('summary')!r}")
+            print(f"  {a['annotations'].get('description')!r}")
+        named = [a for a in firing
+                 if LEAK_LINE in a["annotations"].get("summary", "")
+                 and a["labels"].get("pid", "") in a["annotations"].get("summary", "")
+                 and a["labels"].get("process")
+                 and a["labels"]["process"] in a["annotations"].get("summary", "")]
+        ok &= bool(named)
+        if not named:
+            print("no FlatlineGrowth alert names the process and the line")
+            with open(os.path.join(work, "watch-sites.log")) as f:
+                sys.stderr.write(f.read()[-2000:])
+        return ok
+    finally:
+        stop(started, lambda p: False)
 
 
 def main():
@@ -157,6 +254,7 @@ def main():
                     print(f"grafana panel {p['title']!r} shows nothing: {expr}")
                     ok = False
         print(f"grafana: {len(panels)} panels' queries checked")
+        ok &= check_growth_alert(flatline, prometheus, work)
         print("prometheus-check:", "passed" if ok else "FAILED")
         if not ok:
             with open(os.path.join(work, "prometheus.log")) as f:
