@@ -39,7 +39,7 @@ ALLOWED = {
     "flatline-export": {
         "flatline-telemetry", "flatline-analysis", "flatline-receipt", "anyhow", "serde", "serde_json",
         "humantime", "crossbeam-channel", "glob", "prometheus-client", "tokio", "hyper", "hyper-util",
-        "http-body-util", "bytes", "rustls", "tokio-rustls", "rustls-pki-types", "bcrypt", "base64",
+        "http-body-util", "bytes", "rustls", "tokio-rustls", "rustls-pki-types", "rustls-native-certs", "bcrypt", "base64",
         "serde_yaml_ng", "prost", "flate2", "thiserror",
     },
     "flatline-stream": {

@@ -20,8 +20,24 @@ the same port. Then:
   exports made while the receiver was away arrived after it came back (the
   queue holds them all), none dropped.
 
+Then, configured by OpenTelemetry's variables alone (a bare `--otlp`:
+`OTEL_EXPORTER_OTLP_ENDPOINT=https://127.0.0.1:PORT`, `…_CERTIFICATE` the
+test CA, `…_HEADERS=authorization=Bearer%20…`, `…_COMPRESSION=gzip`), a
+watch of the same grower sends to a TLS receiver that answers 401 to any
+request without that header:
+
+- every request carries the header and is gzipped; metric points arrive,
+  the growth's `flatline.growth.rate` among them, and log records decode
+  (`opentelemetry-proto`'s logs service) with the headline's and the
+  growth's, their fields as attributes;
+- with the wrong certificate (a root that did not sign the receiver's)
+  the TLS failure is said once, plainly, and sampling goes on (the
+  recording has no gap); with a wrong header the 401 is said once.
+
     python3 scripts/otlp-check.py target/debug/flatline
 """
+import gzip
+import ssl
 import csv
 import io
 import json
@@ -37,6 +53,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GROWER = os.path.join(ROOT, "dashboard", "tests", "data", "grower.py")
+TLS = os.path.join(ROOT, "dashboard", "tests", "data", "tls")
+TOKEN = "Bearer otlp-check s3cret"
 WATCH_S = 32
 DOWN_AT, DOWN_FOR = 8, 10
 
@@ -60,6 +78,8 @@ def venv(work):
                "import sysconfig; print(sysconfig.get_paths()['purelib'])").strip()
     sys.path.insert(0, site)
     from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2 as svc
+    from opentelemetry.proto.collector.logs.v1 import logs_service_pb2 as logs
+    svc.logs = logs
     return svc
 
 
@@ -67,8 +87,11 @@ class Receiver:
     """An OTLP/HTTP metrics receiver: each request decoded as it arrives,
     kept with the time it came."""
 
-    def __init__(self, svc, port):
+    def __init__(self, svc, port, tls=False, token=None):
         self.svc, self.port, self.got, self.server = svc, port, [], None
+        self.tls, self.token = tls, token
+        # Logs requests, and each request's headers (authorization, encoding).
+        self.logs, self.seen = [], []
 
     def start(self):
         recv = self
@@ -76,10 +99,25 @@ class Receiver:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self):
                 body = self.rfile.read(int(self.headers["Content-Length"]))
-                req = recv.svc.ExportMetricsServiceRequest()
-                req.ParseFromString(body)
-                recv.got.append((time.time(), self.path, self.headers["Content-Type"], req))
-                out = recv.svc.ExportMetricsServiceResponse().SerializeToString()
+                recv.seen.append((self.path, self.headers.get("Authorization"),
+                                  self.headers.get("Content-Encoding")))
+                if recv.token is not None and self.headers.get("Authorization") != recv.token:
+                    self.send_response(401)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                if self.headers.get("Content-Encoding") == "gzip":
+                    body = gzip.decompress(body)
+                if self.path == "/v1/logs":
+                    req = recv.svc.logs.ExportLogsServiceRequest()
+                    req.ParseFromString(body)
+                    recv.logs.append(req)
+                    out = recv.svc.logs.ExportLogsServiceResponse().SerializeToString()
+                else:
+                    req = recv.svc.ExportMetricsServiceRequest()
+                    req.ParseFromString(body)
+                    recv.got.append((time.time(), self.path, self.headers["Content-Type"], req))
+                    out = recv.svc.ExportMetricsServiceResponse().SerializeToString()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/x-protobuf")
                 self.send_header("Content-Length", str(len(out)))
@@ -91,6 +129,10 @@ class Receiver:
 
         ThreadingHTTPServer.allow_reuse_address = True
         self.server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        if self.tls:
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(os.path.join(TLS, "server.pem"), os.path.join(TLS, "server-key.pem"))
+            self.server.socket = ctx.wrap_socket(self.server.socket, server_side=True)
         self.port = self.server.server_address[1]
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
@@ -105,6 +147,83 @@ def attrs(kvs):
         v = kv.value
         out[kv.key] = v.string_value if v.HasField("string_value") else v.int_value
     return out
+
+
+def watch_env(flatline, work, name, env, seconds):
+    """A watch of the grower with a bare `--otlp`, configured by `env`: its
+    recording and what it said on stderr."""
+    rec = os.path.join(work, f"{name}.flr")
+    out = subprocess.run(
+        [flatline, "watch", "--headless", "--hz", "10", "--seconds", str(seconds),
+         "--otlp", "--otlp-every", "1", "--out", rec, "--",
+         sys.executable, GROWER, "0.5", str(seconds + 30)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, **env}, timeout=seconds + 60)
+    if out.returncode != 0:
+        fail(f"the {name} watch failed ({out.returncode}):\n{out.stderr}")
+    rows = list(csv.reader(io.StringIO(run(flatline, "export", rec, "--csv", "-"))))
+    times = [float(r[0]) for r in rows[1:]]
+    gap = max(b - a for a, b in zip(times, times[1:]))
+    if gap > 0.5:
+        fail(f"the {name} watch's recording has a gap of {gap:.2f} s: sampling waited")
+    return out.stderr, len(times)
+
+
+def check_tls(flatline, work, svc):
+    """OTLP over TLS with a header and gzip, configured by the environment alone."""
+    recv = Receiver(svc, 0, tls=True, token=TOKEN)
+    recv.start()
+    base = {
+        "OTEL_EXPORTER_OTLP_ENDPOINT": f"https://127.0.0.1:{recv.port}",
+        "OTEL_EXPORTER_OTLP_CERTIFICATE": os.path.join(TLS, "ca.pem"),
+        "OTEL_EXPORTER_OTLP_HEADERS": "authorization=" + TOKEN.replace(" ", "%20"),
+        "OTEL_EXPORTER_OTLP_COMPRESSION": "gzip",
+    }
+    try:
+        said, samples = watch_env(flatline, work, "tls", base, 40)
+        if not recv.got:
+            fail(f"no metrics arrived over TLS:\n{said}")
+        bad = [h for h in recv.seen if h[1] != TOKEN or h[2] != "gzip"]
+        if bad:
+            fail(f"{len(bad)} of {len(recv.seen)} requests lacked the header or gzip: {bad[:3]}")
+        names = {m.name for _, _, _, req in recv.got
+                 for m in req.resource_metrics[0].scope_metrics[0].metrics}
+        if "flatline.growth.rate" not in names:
+            fail(f"no flatline.growth.rate among {sorted(names)}")
+        records = [r for req in recv.logs for rl in req.resource_logs
+                   for sl in rl.scope_logs for r in sl.log_records]
+        kinds = {}
+        for r in records:
+            a = attrs(r.attributes)
+            kinds.setdefault(a.get("flatline.kind"), (r.severity_text, r.body.string_value, a))
+        for want in ("headline", "growth"):
+            if want not in kinds:
+                fail(f"no {want} log record among {sorted(k or '' for k in kinds)}")
+        g = kinds["growth"][2]
+        if g.get("flatline.channel") != "mem.rss" or not g.get("process.pid"):
+            fail(f"the growth record's fields: {g}")
+        print(f"otlp-check: TLS from the environment alone: {len(recv.got)} metric exports and "
+              f"{len(records)} log records, every one of {len(recv.seen)} requests with the "
+              f"header and gzipped; records {sorted(k for k in kinds if k)}; the growth's: "
+              f"{kinds['growth'][0]} {kinds['growth'][1]!r}")
+        # The wrong root: said once, and sampling goes on.
+        wrong = {**base, "OTEL_EXPORTER_OTLP_CERTIFICATE": os.path.join(TLS, "client.pem")}
+        before = len(recv.seen)
+        said, samples = watch_env(flatline, work, "wrong-ca", wrong, 8)
+        if len(recv.seen) != before:
+            fail("a request was answered through the wrong certificate")
+        if said.count("does not take the metrics") != 1 or "TLS" not in said:
+            fail(f"the TLS failure is not said once, plainly:\n{said}")
+        print(f"otlp-check: the wrong certificate: {said.strip().splitlines()[-1][:200]!r}; "
+              f"{samples} samples recorded")
+        # The wrong header: the 401 said once.
+        wrong = {**base, "OTEL_EXPORTER_OTLP_HEADERS": "authorization=Bearer%20wrong"}
+        said, samples = watch_env(flatline, work, "wrong-header", wrong, 6)
+        if said.count("refused flatline's credentials") != 1 or "401" not in said:
+            fail(f"the 401 is not said once:\n{said}")
+        print("otlp-check: a wrong header: the 401 said once")
+    finally:
+        recv.stop()
 
 
 def main():
@@ -206,6 +325,7 @@ def main():
               f"{len(made_down)} made while the receiver was away arrived after it came back "
               f"({len(late)} exports late or after), none dropped; no gap in sampling "
               f"(largest {gaps * 1000:.0f} ms)")
+        check_tls(flatline, work, svc)
     finally:
         if watch is not None:
             watch.kill()

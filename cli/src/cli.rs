@@ -136,17 +136,36 @@ pub struct PrometheusArgs {
     /// FLATLINE_ALERT_VALUE, FLATLINE_ALERT_HOST, FLATLINE_ALERT_PID.
     #[arg(long, value_name = "CMD", requires = "alert")]
     pub on_alert: Option<String>,
-    /// Push every channel, its verdict, slope and time to limit to an
-    /// OpenTelemetry collector over OTLP/HTTP (protobuf), e.g.
-    /// http://127.0.0.1:4318 (`/v1/metrics` is added unless the URL ends
-    /// in it): semantic-convention names where one exists, the host, rank
-    /// and job as resource attributes. A collector that is down is said
-    /// once and retried; sampling never waits for it.
-    #[arg(long, value_name = "URL", value_parser = flatline_export::otlp::parse_endpoint)]
-    pub otlp: Option<flatline_export::otlp::Endpoint>,
+    /// Push every channel, its verdict, slope and time to limit, and each
+    /// growth (who, what memory, which line), to an OpenTelemetry
+    /// collector over OTLP/HTTP (protobuf), e.g. http://127.0.0.1:4318 or
+    /// https://… (`/v1/metrics` is added unless the URL ends in it), with
+    /// deaths and findings as log records (`/v1/logs`). Without a URL,
+    /// OTEL_EXPORTER_OTLP_ENDPOINT (or …_METRICS_ENDPOINT) says where;
+    /// OTEL_EXPORTER_OTLP_HEADERS, …_CERTIFICATE, …_COMPRESSION (gzip) and
+    /// …_TIMEOUT are read too. A collector that is down is said once and
+    /// retried; sampling never waits for it.
+    #[arg(long, value_name = "URL", num_args = 0..=1, default_missing_value = "", value_parser = otlp_transport)]
+    pub otlp: Option<flatline_export::otlp::config::Transport>,
+    /// A header sent with every OTLP request (repeatable), e.g.
+    /// `authorization=Bearer …`; over one of the same name from
+    /// OTEL_EXPORTER_OTLP_HEADERS.
+    #[arg(long, value_name = "KEY=VALUE", value_parser = flatline_export::otlp::config::parse_header, requires = "otlp")]
+    pub otlp_header: Vec<(String, String)>,
     /// Seconds between two OTLP exports.
     #[arg(long, value_name = "S", default_value_t = 10.0, value_parser = seconds, requires = "otlp")]
     pub otlp_every: f64,
+}
+
+/// `--otlp [URL]`: where and how to send, the URL (if given) over
+/// OpenTelemetry's `OTEL_EXPORTER_OTLP_*` variables, read once here.
+fn otlp_transport(s: &str) -> Result<flatline_export::otlp::config::Transport, String> {
+    let given = match s.trim() {
+        "" => None,
+        url => Some(flatline_export::otlp::parse_endpoint(url)?),
+    };
+    flatline_export::otlp::config::transport(Some(given), &[], |k| std::env::var(k).ok())?
+        .ok_or_else(|| "OTLP was asked for".to_owned())
 }
 
 /// A run's place in a job of many ranks and nodes.
@@ -179,13 +198,18 @@ impl PrometheusArgs {
             web_config: self.web_config.clone(),
             alerts: self.alert.clone(),
             on_alert: self.on_alert.clone(),
-            otlp: self
-                .otlp
-                .clone()
-                .map(|endpoint| flatline_export::otlp::OtlpConfig {
-                    endpoint,
+            otlp: self.otlp.clone().map(|mut transport| {
+                for (k, v) in &self.otlp_header {
+                    transport
+                        .headers
+                        .retain(|(h, _)| !h.eq_ignore_ascii_case(k));
+                    transport.headers.push((k.clone(), v.clone()));
+                }
+                flatline_export::otlp::OtlpConfig {
+                    transport,
                     every: std::time::Duration::from_secs_f64(self.otlp_every),
-                }),
+                }
+            }),
         }
     }
 
@@ -1070,7 +1094,7 @@ mod tests {
         );
         assert_eq!(s.export.on_alert.as_deref(), Some("echo fired"));
         assert_eq!(
-            s.export.otlp.as_ref().map(|e| e.url.as_str()),
+            s.export.otlp.as_ref().map(|e| e.metrics.url.as_str()),
             Some("http://collector:4318/v1/metrics")
         );
         assert_eq!(s.export.otlp_every, 2.5);
@@ -1146,15 +1170,19 @@ mod tests {
             &["flatline", "import", "a.csv"],
             &["flatline", "export", "a.flr"],
             &["flatline", "export", "a.flr", "--csv", "a", "--pprof", "b"],
+            &["flatline", "watch", "--otlp", "ftp://c:4318", "--", "true"],
+            &["flatline", "watch", "--otlp-every", "5", "--", "true"],
+            &["flatline", "watch", "--otlp-header", "a=b", "--", "true"],
             &[
                 "flatline",
                 "watch",
                 "--otlp",
-                "https://c:4318",
+                "http://c:4318",
+                "--otlp-header",
+                "no equals",
                 "--",
                 "true",
             ],
-            &["flatline", "watch", "--otlp-every", "5", "--", "true"],
             &["flatline", "soak", "--seconds", "5", "--otlp", "c:4318"],
             &[
                 "flatline",

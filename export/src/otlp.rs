@@ -21,6 +21,7 @@
 //! run's labels (`rank`, `node_rank`, `slurm_job_id`, `--label`s) as they
 //! are named in Prometheus.
 
+pub mod config;
 pub(crate) mod proto;
 #[cfg(test)]
 mod tests;
@@ -40,77 +41,15 @@ use prost::Message;
 pub const QUEUE: usize = 64;
 /// The longest wait between two tries.
 pub const MAX_BACKOFF: Duration = Duration::from_secs(30);
-/// The longest a post may take.
-pub const POST_TIMEOUT: Duration = Duration::from_secs(5);
 /// What the pusher still tries at the end of a run, at most.
 pub const FLUSH: Duration = Duration::from_secs(5);
 
-/// Where to post: an `http://` URL, its path `/v1/metrics` (added to a
-/// URL that does not end in it, as an OTLP endpoint is given).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Endpoint {
-    /// The whole URL posted to.
-    pub url: String,
-    host: String,
-    port: u16,
-    path: String,
-}
-
-/// `--otlp URL`: an endpoint, or why not.
-pub fn parse_endpoint(s: &str) -> Result<Endpoint, String> {
-    let rest = match s.split_once("://") {
-        Some(("http", rest)) => rest,
-        Some(("https", _)) => {
-            return Err(
-                "https is not supported yet: give the collector's (or a local agent's) http:// endpoint, e.g. http://127.0.0.1:4318"
-                    .into(),
-            );
-        }
-        _ => return Err("an http:// URL, e.g. http://127.0.0.1:4318".into()),
-    };
-    let (authority, path) = match rest.find('/') {
-        Some(i) => (&rest[..i], &rest[i..]),
-        None => (rest, ""),
-    };
-    if authority.contains('@') {
-        return Err("no user or password in the URL: flatline sends none".into());
-    }
-    let (host, port) = match authority.rsplit_once(':') {
-        Some((h, p)) if !h.ends_with(']') || authority.starts_with('[') => {
-            let port = p
-                .parse::<u16>()
-                .map_err(|_| format!("{p:?} is not a port"))?;
-            (h, port)
-        }
-        _ => (authority, 80),
-    };
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    if host.is_empty() {
-        return Err("no host in the URL".into());
-    }
-    let path = path.trim_end_matches('/');
-    let path = if path.ends_with("/v1/metrics") {
-        path.to_owned()
-    } else {
-        format!("{path}/v1/metrics")
-    };
-    let shown = if authority.starts_with('[') || !host.contains(':') {
-        authority.to_owned()
-    } else {
-        format!("[{host}]:{port}")
-    };
-    Ok(Endpoint {
-        url: format!("http://{shown}{path}"),
-        host: host.to_owned(),
-        port,
-        path,
-    })
-}
+pub use config::{Endpoint, parse_endpoint, parse_exact};
 
 /// `--otlp` and `--otlp-every`, as plain values.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OtlpConfig {
-    pub endpoint: Endpoint,
+    pub transport: config::Transport,
     pub every: Duration,
 }
 
@@ -220,19 +159,6 @@ pub fn request(
     start_ns: u64,
     time_ns: u64,
 ) -> proto::ExportMetricsServiceRequest {
-    let kv = |k: &str, v: &Attr| proto::KeyValue {
-        key: k.to_owned(),
-        value: Some(match v {
-            Attr::Str(s) => proto::AnyValue {
-                string_value: Some(s.clone()),
-                int_value: None,
-            },
-            Attr::Int(i) => proto::AnyValue {
-                string_value: None,
-                int_value: Some(*i),
-            },
-        }),
-    };
     let mut metrics: Vec<proto::Metric> = Vec::new();
     for p in points {
         let at = match metrics.iter().position(|m| m.name == p.metric) {
@@ -273,13 +199,20 @@ pub fn request(
     }
 }
 
+/// What an export carries, and so where it goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Signal {
+    Metrics,
+    Logs,
+}
+
 /// The exports on their way: a bounded queue and the thread that posts
 /// them. Dropping it sends what is queued (for at most [`FLUSH`]), then
 /// joins the thread.
 pub struct Pusher {
-    tx: Option<Sender<Bytes>>,
+    tx: Option<Sender<(Signal, Bytes)>>,
     /// The queue's other end, to let the oldest go when it is full.
-    oldest: Receiver<Bytes>,
+    oldest: Receiver<(Signal, Bytes)>,
     dropped: Arc<AtomicU64>,
     stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
@@ -293,11 +226,80 @@ impl std::fmt::Debug for Pusher {
     }
 }
 
+/// How a pusher reaches its collector: the transport and, for
+/// `https://`, the TLS connector (made once, from its roots).
+struct Link {
+    transport: config::Transport,
+    tls: Option<tokio_rustls::TlsConnector>,
+}
+
+impl Link {
+    fn new(transport: config::Transport) -> Result<Self> {
+        let tls = match transport.metrics.tls || transport.logs.tls {
+            false => None,
+            true => Some(connector(&transport.roots)?),
+        };
+        Ok(Link { transport, tls })
+    }
+
+    fn endpoint(&self, signal: Signal) -> &Endpoint {
+        match signal {
+            Signal::Metrics => &self.transport.metrics,
+            Signal::Logs => &self.transport.logs,
+        }
+    }
+}
+
+/// A TLS connector that checks the collector's certificate against
+/// `roots`: the system's, or those of a PEM file.
+fn connector(roots: &config::Roots) -> Result<tokio_rustls::TlsConnector> {
+    use rustls_pki_types::CertificateDer;
+    use rustls_pki_types::pem::PemObject;
+    let mut store = rustls::RootCertStore::empty();
+    match roots {
+        config::Roots::File(path) => {
+            let certs = CertificateDer::pem_file_iter(path)
+                .and_then(|it| it.collect::<Result<Vec<_>, _>>())
+                .map_err(|e| anyhow::anyhow!("{e}"))
+                .with_context(|| format!("OTEL_EXPORTER_OTLP_CERTIFICATE {}", path.display()))?;
+            for c in certs {
+                store.add(c).with_context(|| {
+                    format!("OTEL_EXPORTER_OTLP_CERTIFICATE {}", path.display())
+                })?;
+            }
+            if store.is_empty() {
+                anyhow::bail!(
+                    "OTEL_EXPORTER_OTLP_CERTIFICATE {}: no certificate in it",
+                    path.display()
+                );
+            }
+        }
+        config::Roots::System => {
+            let found = rustls_native_certs::load_native_certs();
+            let (added, _) = store.add_parsable_certificates(found.certs);
+            if added == 0 {
+                anyhow::bail!(
+                    "no system root certificates were found for the OTLP collector's https:// (install ca-certificates, or give OTEL_EXPORTER_OTLP_CERTIFICATE)"
+                );
+            }
+        }
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| anyhow::anyhow!("{e}"))?
+        .with_root_certificates(store)
+        .with_no_client_auth();
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(tokio_rustls::TlsConnector::from(Arc::new(config)))
+}
+
 impl Pusher {
-    /// Starts the thread that posts to `endpoint`; `queue` exports wait at
-    /// most.
-    pub fn start(endpoint: Endpoint, queue: usize) -> Result<Self> {
-        let (tx, rx) = crossbeam_channel::bounded::<Bytes>(queue.max(1));
+    /// Starts the thread that posts by `transport`; `queue` exports wait
+    /// at most. Fails where its roots cannot be read.
+    pub fn start(transport: config::Transport, queue: usize) -> Result<Self> {
+        let link = Link::new(transport)?;
+        let (tx, rx) = crossbeam_channel::bounded::<(Signal, Bytes)>(queue.max(1));
         let dropped = Arc::new(AtomicU64::new(0));
         let stop = Arc::new(AtomicBool::new(false));
         let runtime = tokio::runtime::Builder::new_current_thread()
@@ -311,7 +313,7 @@ impl Pusher {
                 .name("flatline-otlp".into())
                 .spawn(move || {
                     flatline_telemetry::alloc::mark_observer_thread();
-                    send_all(&runtime, &endpoint, &rx, &dropped, &stop, queue);
+                    send_all(&runtime, &link, &rx, &dropped, &stop, queue);
                 })
                 .context("starting the OTLP pusher")?
         };
@@ -324,19 +326,24 @@ impl Pusher {
         })
     }
 
-    /// Queues `body` without waiting: when the queue is full its oldest
-    /// export goes (counted).
+    /// Queues a metrics export without waiting: when the queue is full its
+    /// oldest export goes (counted).
     pub fn push(&self, body: Bytes) {
+        self.push_signal(Signal::Metrics, body);
+    }
+
+    /// Queues an export of `signal` as [`Pusher::push`] does.
+    pub fn push_signal(&self, signal: Signal, body: Bytes) {
         let Some(tx) = &self.tx else { return };
-        let mut body = body;
+        let mut item = (signal, body);
         loop {
-            match tx.try_send(body) {
+            match tx.try_send(item) {
                 Ok(()) => return,
                 Err(TrySendError::Full(b)) => {
                     if self.oldest.try_recv().is_ok() {
                         self.dropped.fetch_add(1, Relaxed);
                     }
-                    body = b;
+                    item = b;
                 }
                 Err(TrySendError::Disconnected(_)) => {
                     self.dropped.fetch_add(1, Relaxed);
@@ -377,14 +384,16 @@ enum Failed {
     Retry(String),
     /// The collector refused this export (a 4xx): trying again would not help.
     Refused(String),
+    /// The collector refused flatline's credentials (401, 403).
+    Credentials(String),
 }
 
 /// The pusher's loop: each export in order, retried until it is taken,
 /// refused, or the run ends.
 fn send_all(
     runtime: &tokio::runtime::Runtime,
-    endpoint: &Endpoint,
-    rx: &Receiver<Bytes>,
+    link: &Link,
+    rx: &Receiver<(Signal, Bytes)>,
     dropped: &AtomicU64,
     stop: &AtomicBool,
     queue: usize,
@@ -392,41 +401,52 @@ fn send_all(
     let mut down = false;
     let mut refused_said = false;
     let mut dropped_when_down = 0;
-    while let Ok(body) = rx.recv() {
+    let url = &link.transport.metrics.url;
+    while let Ok((signal, body)) = rx.recv() {
         let mut backoff = Duration::from_secs(1);
         loop {
             if stop.load(Relaxed) {
                 let unsent = 1 + rx.len() as u64;
                 dropped.fetch_add(unsent, Relaxed);
                 eprintln!(
-                    "flatline: OTLP: the run ended with {unsent} export{} unsent: {} did not take them",
+                    "flatline: OTLP: the run ended with {unsent} export{} unsent: {url} did not take them",
                     if unsent == 1 { "" } else { "s" },
-                    endpoint.url
                 );
                 return;
             }
-            match runtime.block_on(post(endpoint, body.clone())) {
+            match runtime.block_on(post(link, signal, body.clone())) {
                 Ok(()) => {
                     if down {
                         down = false;
                         let lost = dropped.load(Relaxed) - dropped_when_down;
                         eprintln!(
-                            "flatline: OTLP: {} takes the metrics again ({lost} export{} lost while it did not)",
-                            endpoint.url,
+                            "flatline: OTLP: {url} takes the metrics again ({lost} export{} lost while it did not)",
                             if lost == 1 { "" } else { "s" }
                         );
                     }
                     break;
                 }
+                Err(Failed::Refused(why) | Failed::Credentials(why)) if refused_said => {
+                    let _ = why;
+                    dropped.fetch_add(1, Relaxed);
+                    break;
+                }
+                Err(Failed::Credentials(why)) => {
+                    dropped.fetch_add(1, Relaxed);
+                    refused_said = true;
+                    eprintln!(
+                        "flatline: OTLP: {} refused flatline's credentials ({why}): check the authorization header (--otlp-header, OTEL_EXPORTER_OTLP_HEADERS); sampling goes on, and each refused export is dropped and counted (flatline.otlp.dropped_exports)",
+                        link.endpoint(signal).url
+                    );
+                    break;
+                }
                 Err(Failed::Refused(why)) => {
                     dropped.fetch_add(1, Relaxed);
-                    if !refused_said {
-                        refused_said = true;
-                        eprintln!(
-                            "flatline: OTLP: {} refused an export ({why}); each refused export is dropped and counted (flatline.otlp.dropped_exports)",
-                            endpoint.url
-                        );
-                    }
+                    refused_said = true;
+                    eprintln!(
+                        "flatline: OTLP: {} refused an export ({why}); each refused export is dropped and counted (flatline.otlp.dropped_exports)",
+                        link.endpoint(signal).url
+                    );
                     break;
                 }
                 Err(Failed::Retry(why)) => {
@@ -434,8 +454,7 @@ fn send_all(
                         down = true;
                         dropped_when_down = dropped.load(Relaxed);
                         eprintln!(
-                            "flatline: OTLP: {} does not take the metrics ({why}); sampling goes on, and up to {queue} exports wait and are retried with back-off",
-                            endpoint.url
+                            "flatline: OTLP: {url} does not take the metrics ({why}); sampling goes on, and up to {queue} exports wait and are retried with back-off",
                         );
                     }
                     // Wait, in steps, so that the end of the run is not held up.
@@ -450,70 +469,198 @@ fn send_all(
     }
 }
 
-/// One POST of `body`, over a connection of its own (an export every few
-/// seconds needs no pool).
-async fn post(endpoint: &Endpoint, body: Bytes) -> Result<(), Failed> {
-    use http_body_util::{BodyExt, Full};
-    use hyper::header::{CONTENT_TYPE, HOST};
+/// One POST of `body` to `signal`'s endpoint, over a connection of its
+/// own (an export every few seconds needs no pool), within the
+/// transport's timeout.
+async fn post(link: &Link, signal: Signal, body: Bytes) -> Result<(), Failed> {
+    let endpoint = link.endpoint(signal);
     let retry = |what: &str, e: &dyn std::fmt::Display| Failed::Retry(format!("{what}: {e}"));
+    let timeout = link.transport.timeout;
     let exchange = async {
         let stream = tokio::net::TcpStream::connect((endpoint.host.as_str(), endpoint.port))
             .await
             .map_err(|e| retry("connecting", &e))?;
-        let (mut send, conn) =
-            hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
-                .await
-                .map_err(|e| retry("connecting", &e))?;
-        let driver = tokio::spawn(conn);
-        let authority = if endpoint.host.contains(':') {
-            format!("[{}]:{}", endpoint.host, endpoint.port)
-        } else {
-            format!("{}:{}", endpoint.host, endpoint.port)
-        };
-        let req = hyper::Request::post(endpoint.path.as_str())
-            .header(HOST, authority)
-            .header(CONTENT_TYPE, "application/x-protobuf")
-            .body(Full::new(body))
-            .map_err(|e| Failed::Refused(e.to_string()))?;
-        let res = send
-            .send_request(req)
-            .await
-            .map_err(|e| retry("sending", &e))?;
-        let status = res.status();
-        // The answer's body (a status message, at most a few KiB kept).
-        let text = res
-            .into_body()
-            .collect()
-            .await
-            .map(|b| b.to_bytes())
-            .unwrap_or_default();
-        driver.abort();
-        if status.is_success() {
-            return Ok(());
-        }
-        let said = String::from_utf8_lossy(&text[..text.len().min(200)]).into_owned();
-        let why = format!(
-            "HTTP {status}{}",
-            if said.is_empty() {
-                String::new()
-            } else {
-                format!(": {said}")
+        match (&link.tls, endpoint.tls) {
+            (Some(tls), true) => {
+                let name = rustls_pki_types::ServerName::try_from(endpoint.host.clone())
+                    .map_err(|e| Failed::Refused(format!("{}: {e}", endpoint.host)))?;
+                let stream = tls
+                    .connect(name, stream)
+                    .await
+                    .map_err(|e| retry("TLS", &e))?;
+                exchange(link, endpoint, stream, body).await
             }
-        );
-        // OTLP/HTTP: 429, 502, 503 and 504 may be retried; others not.
-        if matches!(status.as_u16(), 429 | 502 | 503 | 504) {
-            Err(Failed::Retry(why))
-        } else {
-            Err(Failed::Refused(why))
+            _ => exchange(link, endpoint, stream, body).await,
         }
     };
-    match tokio::time::timeout(POST_TIMEOUT, exchange).await {
+    match tokio::time::timeout(timeout, exchange).await {
         Ok(r) => r,
         Err(_) => Err(Failed::Retry(format!(
-            "no answer within {} s",
-            POST_TIMEOUT.as_secs()
+            "no answer within {:.1} s",
+            timeout.as_secs_f64()
         ))),
     }
+}
+
+/// The request and its answer, on a connection made.
+async fn exchange<S>(link: &Link, endpoint: &Endpoint, stream: S, body: Bytes) -> Result<(), Failed>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    use http_body_util::{BodyExt, Full};
+    use hyper::header::{CONTENT_ENCODING, CONTENT_TYPE, HOST};
+    let retry = |what: &str, e: &dyn std::fmt::Display| Failed::Retry(format!("{what}: {e}"));
+    let (mut send, conn) =
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+            .await
+            .map_err(|e| retry("connecting", &e))?;
+    let driver = tokio::spawn(conn);
+    let authority = if endpoint.host.contains(':') {
+        format!("[{}]:{}", endpoint.host, endpoint.port)
+    } else {
+        format!("{}:{}", endpoint.host, endpoint.port)
+    };
+    let mut req = hyper::Request::post(endpoint.path.as_str())
+        .header(HOST, authority)
+        .header(CONTENT_TYPE, "application/x-protobuf");
+    for (k, v) in &link.transport.headers {
+        req = req.header(k.as_str(), v.as_str());
+    }
+    let body = if link.transport.gzip {
+        req = req.header(CONTENT_ENCODING, "gzip");
+        gzip(&body)
+    } else {
+        body
+    };
+    let req = req
+        .body(Full::new(body))
+        .map_err(|e| Failed::Refused(e.to_string()))?;
+    let res = send
+        .send_request(req)
+        .await
+        .map_err(|e| retry("sending", &e))?;
+    let status = res.status();
+    // The answer's body (a status message, at most a few KiB kept).
+    let text = res
+        .into_body()
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .unwrap_or_default();
+    driver.abort();
+    if status.is_success() {
+        return Ok(());
+    }
+    let said = String::from_utf8_lossy(&text[..text.len().min(200)]).into_owned();
+    let why = format!(
+        "HTTP {status}{}",
+        if said.is_empty() {
+            String::new()
+        } else {
+            format!(": {said}")
+        }
+    );
+    // OTLP/HTTP: 429, 502, 503 and 504 may be retried; others not.
+    match status.as_u16() {
+        429 | 502 | 503 | 504 => Err(Failed::Retry(why)),
+        401 | 403 => Err(Failed::Credentials(why)),
+        _ => Err(Failed::Refused(why)),
+    }
+}
+
+/// `body` gzipped (`OTEL_EXPORTER_OTLP_COMPRESSION=gzip`).
+fn gzip(body: &[u8]) -> Bytes {
+    use std::io::Write;
+    let mut z = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    // Writing into a Vec cannot fail.
+    let _ = z.write_all(body);
+    Bytes::from(z.finish().unwrap_or_default())
+}
+
+/// How grave a log record is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Severity {
+    Info,
+    Warn,
+    Error,
+}
+
+/// One log record, before encoding: a death, a growth or a finding.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Record {
+    pub severity: Severity,
+    /// The sentence, as the receipt says it.
+    pub body: String,
+    /// The finding's fields (`flatline.kind`, `process.pid`, …).
+    pub attributes: Vec<(&'static str, Attr)>,
+}
+
+/// The records of one export, stamped `time_ns` since the Unix epoch.
+pub fn logs_request(
+    resource: &[(String, Attr)],
+    records: &[Record],
+    time_ns: u64,
+) -> proto::ExportLogsServiceRequest {
+    let log_records = records
+        .iter()
+        .map(|r| proto::LogRecord {
+            time_unix_nano: time_ns,
+            observed_time_unix_nano: time_ns,
+            severity_number: match r.severity {
+                Severity::Info => 9,
+                Severity::Warn => 13,
+                Severity::Error => 17,
+            },
+            severity_text: match r.severity {
+                Severity::Info => "INFO",
+                Severity::Warn => "WARN",
+                Severity::Error => "ERROR",
+            }
+            .into(),
+            body: Some(any(&Attr::Str(r.body.clone()))),
+            attributes: r.attributes.iter().map(|(k, v)| kv(k, v)).collect(),
+        })
+        .collect();
+    proto::ExportLogsServiceRequest {
+        resource_logs: vec![proto::ResourceLogs {
+            resource: Some(proto::Resource {
+                attributes: resource.iter().map(|(k, v)| kv(k, v)).collect(),
+            }),
+            scope_logs: vec![proto::ScopeLogs {
+                scope: Some(proto::InstrumentationScope {
+                    name: "flatline".into(),
+                    version: env!("CARGO_PKG_VERSION").into(),
+                }),
+                log_records,
+            }],
+            schema_url: String::new(),
+        }],
+    }
+}
+
+fn any(v: &Attr) -> proto::AnyValue {
+    match v {
+        Attr::Str(s) => proto::AnyValue {
+            string_value: Some(s.clone()),
+            int_value: None,
+        },
+        Attr::Int(i) => proto::AnyValue {
+            string_value: None,
+            int_value: Some(*i),
+        },
+    }
+}
+
+fn kv(k: &str, v: &Attr) -> proto::KeyValue {
+    proto::KeyValue {
+        key: k.to_owned(),
+        value: Some(any(v)),
+    }
+}
+
+/// `logs_request` encoded as it is posted.
+pub fn encode_logs(req: &proto::ExportLogsServiceRequest) -> Bytes {
+    Bytes::from(req.encode_to_vec())
 }
 
 /// `request` encoded as it is posted.

@@ -99,7 +99,7 @@ impl Exporter {
     ) -> Result<Self> {
         let stop = Arc::new(AtomicBool::new(false));
         let pusher = match &setup.otlp {
-            Some(o) => Some(otlp::Pusher::start(o.endpoint.clone(), otlp::QUEUE)?),
+            Some(o) => Some(otlp::Pusher::start(o.transport.clone(), otlp::QUEUE)?),
             None => None,
         };
         let mut state = ExportState::new(schema, setup, tap, sampler_dropped);
@@ -255,6 +255,9 @@ struct ExportState {
     /// clock's nanoseconds at the stream's zero (set by the first sample).
     pusher: Option<otlp::Pusher>,
     next_otlp: Instant,
+    /// What was sent as OTLP log records already (a death by its pid, a
+    /// growth by its channel, a finding by its kind and subject): each once.
+    logged: std::collections::HashSet<String>,
     origin_ns: Option<u64>,
     first_t_ns: Option<u64>,
 }
@@ -292,6 +295,7 @@ impl ExportState {
             started: std::time::SystemTime::now(),
             pusher: None,
             next_otlp: Instant::now(),
+            logged: Default::default(),
             origin_ns: None,
             first_t_ns: None,
         };
@@ -418,18 +422,126 @@ impl ExportState {
 
     /// An OTLP export of the latest values and analysis, handed to the
     /// pusher (never waiting for it).
-    fn push_otlp(&self) {
+    fn push_otlp(&mut self) {
         let (Some(pusher), Some(origin)) = (&self.pusher, self.origin_ns) else {
             return;
         };
         let start = origin + self.first_t_ns.unwrap_or(0);
+        let resource = self.otlp_resource();
         let req = otlp::request(
-            &self.otlp_resource(),
+            &resource,
             &self.otlp_points(pusher.dropped()),
             start,
             origin + self.last_t_ns,
         );
         pusher.push(otlp::encode(&req));
+        let records = self.new_records();
+        if let (false, Some(pusher)) = (records.is_empty(), &self.pusher) {
+            let req = otlp::logs_request(&resource, &records, origin + self.last_t_ns);
+            pusher.push_signal(otlp::Signal::Logs, otlp::encode_logs(&req));
+        }
+    }
+
+    /// The deaths, growths and findings of the answer not sent yet, as
+    /// OTLP log records with their fields as attributes.
+    fn new_records(&mut self) -> Vec<otlp::Record> {
+        use otlp::{Attr, Record, Severity as S};
+        let Some(answer) = self.run.answer() else {
+            return Vec::new();
+        };
+        let mut out: Vec<(String, Record)> = Vec::new();
+        for d in self.deaths() {
+            let cause = serde_json::to_value(d.cause)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default();
+            let mut attributes = vec![
+                ("flatline.kind", Attr::Str("death".into())),
+                ("flatline.cause", Attr::Str(cause.clone())),
+                ("process.pid", Attr::Int(i64::from(d.pid))),
+                ("process.executable.name", Attr::Str(d.name.clone())),
+                ("flatline.role", Attr::Str(d.role.clone())),
+            ];
+            if let Some(sig) = d.signal {
+                attributes.push(("flatline.signal", Attr::Int(i64::from(sig))));
+            }
+            let rank = self.run.facts().and_then(|f| f.rank.as_deref());
+            out.push((
+                format!("death:{}:{cause}", d.pid),
+                Record {
+                    severity: S::Error,
+                    body: d.sentence(rank, WORDS.value, WORDS.duration),
+                    attributes,
+                },
+            ));
+        }
+        for g in self.live_growths() {
+            let l = self.growth_labels(g);
+            let mut attributes = vec![
+                ("flatline.kind", Attr::Str("growth".into())),
+                ("flatline.channel", Attr::Str(l.channel.clone())),
+                ("flatline.verdict", Attr::Str(l.verdict)),
+                ("process.executable.name", Attr::Str(l.process)),
+                ("flatline.role", Attr::Str(l.role)),
+                ("flatline.memory_class", Attr::Str(l.memory_class)),
+                ("flatline.site", Attr::Str(l.site)),
+                (
+                    "flatline.rate_bytes_per_second",
+                    Attr::Int(g.rate_per_s as i64),
+                ),
+            ];
+            if let Ok(pid) = l.pid.parse::<i64>() {
+                attributes.push(("process.pid", Attr::Int(pid)));
+            }
+            if let Some(t) = g.time_to_limit_s {
+                attributes.push(("flatline.time_to_limit_seconds", Attr::Int(t as i64)));
+            }
+            out.push((
+                format!("growth:{}", l.channel),
+                Record {
+                    severity: S::Warn,
+                    // The first sentence, as it was when the growth was found.
+                    body: answer.headline.clone(),
+                    attributes,
+                },
+            ));
+        }
+        for f in &answer.findings {
+            // Deaths are told above with their fields; a trend is the
+            // growth's own sentence.
+            if matches!(f.kind, "oom_kill" | "killed_by_signal" | "trend") {
+                continue;
+            }
+            let subject = f.text.split(':').next().unwrap_or("");
+            out.push((
+                format!("finding:{}:{subject}", f.kind),
+                Record {
+                    severity: match f.kind {
+                        "where" | "rose_and_held" | "process_held" => S::Info,
+                        "out_of_memory" => S::Error,
+                        _ => S::Warn,
+                    },
+                    body: f.text.clone(),
+                    attributes: vec![("flatline.kind", Attr::Str(f.kind.to_owned()))],
+                },
+            ));
+        }
+        let kind = answer.kind.as_str();
+        out.push((
+            format!("headline:{kind}"),
+            Record {
+                severity: S::Info,
+                body: answer.headline.clone(),
+                attributes: vec![
+                    ("flatline.kind", Attr::Str("headline".into())),
+                    ("flatline.headline_kind", Attr::Str(kind.to_owned())),
+                ],
+            },
+        ));
+        out.into_iter()
+            .filter(|(key, _)| self.logged.insert(key.clone()))
+            .map(|(_, r)| r)
+            .collect()
     }
 
     /// The run as OTLP's resource: flatline, the host, the watched
@@ -518,12 +630,49 @@ impl ExportState {
                 });
             }
         }
+        for g in self.live_growths() {
+            let l = self.growth_labels(g);
+            let mut attrs = vec![
+                ("flatline.channel", Attr::Str(l.channel)),
+                ("flatline.verdict", Attr::Str(l.verdict)),
+                ("flatline.role", Attr::Str(l.role)),
+                ("process.executable.name", Attr::Str(l.process)),
+                ("flatline.memory_class", Attr::Str(l.memory_class)),
+                ("flatline.site", Attr::Str(l.site)),
+            ];
+            if let Ok(pid) = l.pid.parse::<i64>() {
+                attrs.push(("process.pid", Attr::Int(pid)));
+            }
+            if let Some(s) = g.sites.first() {
+                attrs.push(("code.filepath", Attr::Str(s.file.clone())));
+                attrs.push(("code.function", Attr::Str(s.function.clone())));
+                if let Some(line) = s.line {
+                    attrs.push(("code.lineno", Attr::Int(i64::from(line))));
+                }
+            }
+            let scale = base_unit(g.unit).1;
+            out.push(Point {
+                metric: "flatline.growth.rate",
+                unit: "By/s",
+                attributes: attrs.clone(),
+                value: g.rate_per_s * scale,
+            });
+            if let Some(t) = g.time_to_limit_s {
+                out.push(Point {
+                    metric: "flatline.growth.time_to_limit",
+                    unit: "s",
+                    attributes: attrs,
+                    value: t,
+                });
+            }
+        }
         let count = |metric, value: u64| Point {
             metric,
             unit: "1",
             attributes: Vec::new(),
             value: value as f64,
         };
+        out.push(count("flatline.growths", self.live_growths().len() as u64));
         out.push(count("flatline.samples", self.samples));
         out.push(count(
             "flatline.dropped_samples",
@@ -770,18 +919,7 @@ impl ExportState {
         let count = Family::<HostLabels, Gauge>::default();
         let kind = Family::<HeadlineLabels, Gauge>::default();
         if let Some(answer) = self.run.answer() {
-            // A growth whose channel ended (its process exited) is no longer
-            // served, as that channel's own series are not.
-            let schema = self.run.schema();
-            let growths: Vec<_> = answer
-                .growths
-                .iter()
-                .filter(|g| {
-                    schema
-                        .index_of(&g.channel)
-                        .is_none_or(|i| self.slots.slot(i).is_some())
-                })
-                .collect();
+            let growths = self.live_growths();
             for g in &growths {
                 let l = self.growth_labels(g);
                 let scale = base_unit(g.unit).1;
@@ -825,6 +963,23 @@ impl ExportState {
             "1 for what the first sentence tells first (damage, death, copy_on_access, growth, held, untold, flat), 0 for the others",
             kind,
         );
+    }
+
+    /// The answer's growths whose channel is still live: one whose channel
+    /// ended (its process exited) is no longer served, as that channel's
+    /// own series are not.
+    fn live_growths(&self) -> Vec<&flatline_analysis::answer::Growth> {
+        let schema = self.run.schema();
+        self.run.answer().map_or_else(Vec::new, |a| {
+            a.growths
+                .iter()
+                .filter(|g| {
+                    schema
+                        .index_of(&g.channel)
+                        .is_none_or(|i| self.slots.slot(i).is_some())
+                })
+                .collect()
+        })
     }
 
     /// A growth's labels.

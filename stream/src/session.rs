@@ -387,9 +387,10 @@ pub fn start_exporter(
     let progress = sampler.progress();
     if let Some(o) = &e.otlp {
         eprintln!(
-            "flatline: pushing metrics over OTLP to {} every {} s",
-            o.endpoint.url,
-            o.every.as_secs_f64()
+            "flatline: pushing metrics over OTLP to {} every {} s{}",
+            o.transport.metrics.url,
+            o.every.as_secs_f64(),
+            if o.transport.gzip { ", gzipped" } else { "" }
         );
     }
     let exporter = Exporter::start(

@@ -291,7 +291,12 @@ impl ServeConfig {
             a.push(format!("--on-alert={c}").into());
         }
         if let Some(o) = &e.otlp {
-            a.push(format!("--otlp={}", o.endpoint.url).into());
+            // The child inherits the environment (its OTEL_EXPORTER_OTLP_*
+            // variables); the endpoint and headers are passed as resolved.
+            a.push(format!("--otlp={}", o.transport.metrics.url).into());
+            for (k, v) in &o.transport.headers {
+                a.push(format!("--otlp-header={k}={v}").into());
+            }
             a.push(format!("--otlp-every={}", o.every.as_secs_f64()).into());
         }
         for (k, v) in &self.labels {

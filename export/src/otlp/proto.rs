@@ -92,3 +92,47 @@ pub struct AnyValue {
     #[prost(int64, optional, tag = "3")]
     pub int_value: Option<i64>,
 }
+
+// Logs (opentelemetry/proto/collector/logs/v1 and logs/v1): deaths,
+// growths and findings as records a collector can route.
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ExportLogsServiceRequest {
+    #[prost(message, repeated, tag = "1")]
+    pub resource_logs: Vec<ResourceLogs>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ResourceLogs {
+    #[prost(message, optional, tag = "1")]
+    pub resource: Option<Resource>,
+    #[prost(message, repeated, tag = "2")]
+    pub scope_logs: Vec<ScopeLogs>,
+    #[prost(string, tag = "3")]
+    pub schema_url: String,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ScopeLogs {
+    #[prost(message, optional, tag = "1")]
+    pub scope: Option<InstrumentationScope>,
+    #[prost(message, repeated, tag = "2")]
+    pub log_records: Vec<LogRecord>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct LogRecord {
+    #[prost(fixed64, tag = "1")]
+    pub time_unix_nano: u64,
+    #[prost(fixed64, tag = "11")]
+    pub observed_time_unix_nano: u64,
+    /// `SeverityNumber`: 9 INFO, 13 WARN, 17 ERROR.
+    #[prost(int32, tag = "2")]
+    pub severity_number: i32,
+    #[prost(string, tag = "3")]
+    pub severity_text: String,
+    #[prost(message, optional, tag = "5")]
+    pub body: Option<AnyValue>,
+    #[prost(message, repeated, tag = "6")]
+    pub attributes: Vec<KeyValue>,
+}

@@ -13,7 +13,7 @@ use flatline_telemetry::{ChannelSpec, Group, Unit};
 use prost::Message;
 
 use super::proto::ExportMetricsServiceRequest;
-use super::{Attr, Point, Pusher, encode, parse_endpoint, request, value_metric};
+use super::{Attr, Point, Pusher, config, encode, parse_endpoint, request, value_metric};
 
 #[test]
 fn an_endpoint_is_an_http_url_to_v1_metrics() {
@@ -30,8 +30,16 @@ fn an_endpoint_is_an_http_url_to_v1_metrics() {
     let e = parse_endpoint("http://[::1]:4318").unwrap();
     assert_eq!((e.host.as_str(), e.port), ("::1", 4318));
     assert_eq!(e.url, "http://[::1]:4318/v1/metrics");
+    // https, on 443 unless a port is given; a signal's sibling path.
+    let e = parse_endpoint("https://c").unwrap();
+    assert_eq!(
+        (e.tls, e.port, e.url.as_str()),
+        (true, 443, "https://c/v1/metrics")
+    );
+    assert_eq!(e.sibling("/v1/logs").url, "https://c/v1/logs");
+    let e = super::parse_exact("https://c:4318/custom").unwrap();
+    assert_eq!((e.port, e.path.as_str()), (4318, "/custom"));
     for bad in [
-        "https://c:4318",
         "c:4318",
         "ftp://c",
         "http://:4318",
@@ -40,7 +48,7 @@ fn an_endpoint_is_an_http_url_to_v1_metrics() {
     ] {
         assert!(parse_endpoint(bad).is_err(), "{bad} was accepted");
     }
-    assert!(parse_endpoint("https://c").unwrap_err().contains("http://"));
+    assert!(parse_endpoint("ftp://c").unwrap_err().contains("https://"));
 }
 
 #[test]
@@ -149,6 +157,15 @@ fn wait_for(n: usize, got: &Mutex<Vec<Vec<u8>>>) -> Vec<Vec<u8>> {
     got.lock().unwrap().clone()
 }
 
+/// Plain HTTP to a port on loopback, as `--otlp http://127.0.0.1:PORT`
+/// with no OTEL_EXPORTER_OTLP_* variables set.
+fn plain(port: u16) -> config::Transport {
+    let e = parse_endpoint(&format!("http://127.0.0.1:{port}")).unwrap();
+    config::transport(Some(Some(e)), &[], |_| None)
+        .unwrap()
+        .unwrap()
+}
+
 #[test]
 fn exports_wait_while_the_collector_is_away_and_arrive_in_order() {
     // A port with nothing on it yet.
@@ -157,8 +174,7 @@ fn exports_wait_while_the_collector_is_away_and_arrive_in_order() {
         .local_addr()
         .unwrap()
         .port();
-    let e = parse_endpoint(&format!("http://127.0.0.1:{port}")).unwrap();
-    let pusher = Pusher::start(e, 3).unwrap();
+    let pusher = Pusher::start(plain(port), 3).unwrap();
     // Five exports while no one listens: the queue keeps the newest three
     // (the first is being tried, so one more may be held).
     for k in 0..5u8 {
@@ -195,11 +211,7 @@ fn a_refused_export_is_dropped_and_counted_not_retried() {
     let port = listener.local_addr().unwrap().port();
     let got = Arc::new(Mutex::new(Vec::new()));
     collector(listener, 400, got.clone());
-    let pusher = Pusher::start(
-        parse_endpoint(&format!("http://127.0.0.1:{port}")).unwrap(),
-        8,
-    )
-    .unwrap();
+    let pusher = Pusher::start(plain(port), 8).unwrap();
     pusher.push(Bytes::from_static(&[1]));
     pusher.push(Bytes::from_static(&[2]));
     let arrived = wait_for(2, &got);
