@@ -10,8 +10,16 @@ keeping 64 KiB every 50 ms) with `--headless --sites --hz 10 --prometheus
 `/debug/pprof/heap` every 15 s, as a Parca or Pyroscope scraper would.
 Prints each run's CPU as % of one core and the medians' difference.
 
-    python3 scripts/export-overhead.py target/release/flatline [SECONDS] [RUNS]
+With `tls` last, the whole exporter is measured against none: the runs
+"without" have no `--prometheus` and no `--otlp`; the runs "with" serve
+`/metrics` (its growth series and the answer made each second) and send
+OTLP over TLS to a receiver on the test certificates, configured as a
+user would (`OTEL_EXPORTER_OTLP_CERTIFICATE`, `…_HEADERS`,
+`…_COMPRESSION=gzip`), log records included.
+
+    python3 scripts/export-overhead.py target/release/flatline [SECONDS] [RUNS] [tls]
 """
+import ssl
 import os
 import re
 import statistics
@@ -25,6 +33,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 JOB = os.path.join(ROOT, "dashboard", "tests", "data", "sites_job.py")
+TLS_DIR = os.path.join(ROOT, "dashboard", "tests", "data", "tls")
 TICK = os.sysconf("SC_CLK_TCK")
 
 
@@ -45,15 +54,22 @@ def cpu_s(pid):
     return (int(fields[11]) + int(fields[12])) / TICK
 
 
-def one(flatline, seconds, extras, port):
+def one(flatline, seconds, extras, port, tls=False):
     work = tempfile.mkdtemp(prefix="flatline-overhead-")
-    args = [flatline, "watch", "--headless", "--sites", "--hz", "10", "--prometheus", "127.0.0.1:0",
-            "--out", os.path.join(work, "w.flr")]
-    if extras:
+    args = [flatline, "watch", "--headless", "--sites", "--hz", "10", "--out", os.path.join(work, "w.flr")]
+    env = dict(os.environ)
+    if not tls or extras:
+        args += ["--prometheus", "127.0.0.1:0"]
+    if extras and tls:
+        args += ["--otlp", f"https://127.0.0.1:{port}"]
+        env.update({"OTEL_EXPORTER_OTLP_CERTIFICATE": os.path.join(TLS_DIR, "ca.pem"),
+                    "OTEL_EXPORTER_OTLP_HEADERS": "authorization=Bearer%20overhead",
+                    "OTEL_EXPORTER_OTLP_COMPRESSION": "gzip"})
+    elif extras:
         args += ["--otlp", f"http://127.0.0.1:{port}"]
     args += ["--", sys.executable, JOB, "bytes", str(seconds + 30)]
     log = open(os.path.join(work, "log"), "w+")
-    p = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=log)
+    p = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=log, env=env)
     url = None
     for _ in range(100):
         time.sleep(0.1)
@@ -82,16 +98,23 @@ def main():
     flatline = os.path.abspath(sys.argv[1])
     seconds = float(sys.argv[2]) if len(sys.argv) > 2 else 60
     runs = int(sys.argv[3]) if len(sys.argv) > 3 else 3
+    tls = len(sys.argv) > 4 and sys.argv[4] == "tls"
     server = ThreadingHTTPServer(("127.0.0.1", 0), Ok)
+    if tls:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(os.path.join(TLS_DIR, "server.pem"), os.path.join(TLS_DIR, "server-key.pem"))
+        server.socket = ctx.wrap_socket(server.socket, server_side=True)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     port = server.server_address[1]
     without, with_ = [], []
     for k in range(runs):
-        without.append(one(flatline, seconds, False, port))
-        with_.append(one(flatline, seconds, True, port))
+        without.append(one(flatline, seconds, False, port, tls))
+        with_.append(one(flatline, seconds, True, port, tls))
         print(f"run {k + 1}: without {without[-1]:.2f} % of a core, with {with_[-1]:.2f} %", flush=True)
     a, b = statistics.median(without), statistics.median(with_)
-    print(f"median: without {a:.2f} %, with --otlp and /debug/pprof/heap every 15 s {b:.2f} %: "
+    what = ("--prometheus, OTLP over TLS and /debug/pprof/heap every 15 s" if tls
+            else "--otlp and /debug/pprof/heap every 15 s")
+    print(f"median: without {a:.2f} %, with {what} {b:.2f} %: "
           f"{b - a:+.2f} % of a core")
 
 
