@@ -476,28 +476,17 @@ impl ExportState {
             ));
         }
         for g in self.live_growths() {
-            let l = self.growth_labels(g);
-            let mut attributes = vec![
-                ("flatline.kind", Attr::Str("growth".into())),
-                ("flatline.channel", Attr::Str(l.channel.clone())),
-                ("flatline.verdict", Attr::Str(l.verdict)),
-                ("process.executable.name", Attr::Str(l.process)),
-                ("flatline.role", Attr::Str(l.role)),
-                ("flatline.memory_class", Attr::Str(l.memory_class)),
-                ("flatline.site", Attr::Str(l.site)),
-                (
-                    "flatline.rate_bytes_per_second",
-                    Attr::Int(g.rate_per_s as i64),
-                ),
-            ];
-            if let Ok(pid) = l.pid.parse::<i64>() {
-                attributes.push(("process.pid", Attr::Int(pid)));
-            }
+            let mut attributes = vec![("flatline.kind", Attr::Str("growth".into()))];
+            attributes.extend(self.growth_attrs(g));
+            attributes.push((
+                "flatline.rate_bytes_per_second",
+                Attr::Int(g.rate_per_s as i64),
+            ));
             if let Some(t) = g.time_to_limit_s {
                 attributes.push(("flatline.time_to_limit_seconds", Attr::Int(t as i64)));
             }
             out.push((
-                format!("growth:{}", l.channel),
+                format!("growth:{}", g.channel),
                 Record {
                     severity: S::Warn,
                     // The first sentence, as it was when the growth was found.
@@ -631,18 +620,7 @@ impl ExportState {
             }
         }
         for g in self.live_growths() {
-            let l = self.growth_labels(g);
-            let mut attrs = vec![
-                ("flatline.channel", Attr::Str(l.channel)),
-                ("flatline.verdict", Attr::Str(l.verdict)),
-                ("flatline.role", Attr::Str(l.role)),
-                ("process.executable.name", Attr::Str(l.process)),
-                ("flatline.memory_class", Attr::Str(l.memory_class)),
-                ("flatline.site", Attr::Str(l.site)),
-            ];
-            if let Ok(pid) = l.pid.parse::<i64>() {
-                attrs.push(("process.pid", Attr::Int(pid)));
-            }
+            let mut attrs = self.growth_attrs(g);
             if let Some(s) = g.sites.first() {
                 attrs.push(("code.filepath", Attr::Str(s.file.clone())));
                 attrs.push(("code.function", Attr::Str(s.function.clone())));
@@ -980,6 +958,28 @@ impl ExportState {
                 })
                 .collect()
         })
+    }
+
+    /// A growth's OTLP attributes: its channel, verdict and who grows, in
+    /// what memory and at which site (as its Prometheus labels say them).
+    fn growth_attrs(
+        &self,
+        g: &flatline_analysis::answer::Growth,
+    ) -> Vec<(&'static str, otlp::Attr)> {
+        use otlp::Attr;
+        let l = self.growth_labels(g);
+        let mut attrs = vec![
+            ("flatline.channel", Attr::Str(l.channel)),
+            ("flatline.verdict", Attr::Str(l.verdict)),
+            ("flatline.role", Attr::Str(l.role)),
+            ("process.executable.name", Attr::Str(l.process)),
+            ("flatline.memory_class", Attr::Str(l.memory_class)),
+            ("flatline.site", Attr::Str(l.site)),
+        ];
+        if let Ok(pid) = l.pid.parse::<i64>() {
+            attrs.push(("process.pid", Attr::Int(pid)));
+        }
+        attrs
     }
 
     /// A growth's labels.
