@@ -34,7 +34,7 @@ ALLOWED = {
         "regex", "serde", "serde_json", "thiserror", "libc", "addr2line",
     },
     "flatline-analysis": {"flatline-format", "flatline-catalog", "serde", "libm"},
-    "flatline-receipt": {"flatline-format", "flatline-catalog", "flatline-analysis", "serde_json", "humantime"},
+    "flatline-receipt": {"flatline-format", "flatline-catalog", "flatline-analysis", "serde_json", "humantime", "sha2"},
     "flatline-corpus": {"flatline-analysis", "flatline-arena"},
     "flatline-export": {
         "flatline-telemetry", "flatline-analysis", "flatline-receipt", "anyhow", "serde", "serde_json",
@@ -44,12 +44,13 @@ ALLOWED = {
     },
     "flatline-stream": {
         "flatline-arena", "flatline-telemetry", "flatline-analysis", "flatline-receipt", "flatline-export",
-        "anyhow", "serde", "serde_json", "crossbeam-channel", "tempfile",
+        "anyhow", "serde", "serde_json", "crossbeam-channel", "tempfile", "humantime",
+        "signal-hook",
     },
     "flatline-cli": {
         "flatline-arena", "flatline-telemetry", "flatline-analysis", "flatline-receipt", "flatline-corpus",
         "flatline-stream", "flatline-export", "anyhow", "clap", "indicatif", "signal-hook", "humantime",
-        "tempfile", "crossbeam-channel", "glob", "sha2", "serde", "serde_json",
+        "tempfile", "crossbeam-channel", "glob", "serde", "serde_json",
     },
     "flatline-python": {"flatline-format", "flatline-receipt", "pyo3", "numpy", "serde_json"},
     "flatline-preload": {"flatline-format", "libc"},

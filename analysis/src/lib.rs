@@ -59,9 +59,11 @@
 
 pub mod answer;
 mod channel;
+pub mod compare;
 pub mod death;
 pub mod evidence;
 pub mod finding;
+pub mod fleet;
 mod level;
 mod live;
 pub mod places;

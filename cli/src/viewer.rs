@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 
 use crate::cli;
-use crate::commands::fleet::model::Fleet;
+use flatline_receipt::fleet::Fleet;
 use flatline_stream::source::{Meta, ReplaySource, Source, SourceKind};
 use flatline_stream::store::{Align, Store};
 

@@ -48,7 +48,7 @@ impl Viewer for Window {
             show.screenshot.as_ref(),
         )
     }
-    fn fleet(&self, args: &FleetArgs, fleet: flatline_cli::commands::fleet::Fleet) -> Result<()> {
+    fn fleet(&self, args: &FleetArgs, fleet: flatline_receipt::fleet::Fleet) -> Result<()> {
         let window = ui::fleet::FleetWindow {
             screenshot: args.screenshot.clone(),
             size: args.size,

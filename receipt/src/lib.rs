@@ -10,7 +10,9 @@
 //!
 //! [`Recording`]: flatline_format::Recording
 
+pub mod compare;
 pub mod damage;
+pub mod fleet;
 pub mod fmt;
 pub mod render;
 pub mod report;

@@ -573,3 +573,36 @@ pub fn fault_outcome(faults: &flatline_telemetry::recording::Faults) -> Result<(
     );
     Err(flatline_export::AlreadySaid.into())
 }
+
+/// `recordings/<prefix>-<UTC time>.flr`, creating `recordings/` if needed:
+/// where a recording made without `--out` goes (soak, a headless watch, the
+/// window's record button).
+pub fn default_path(prefix: &str) -> Result<std::path::PathBuf> {
+    let dir = default_dir()?;
+    let now = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
+        .to_string()
+        .replace(':', "-");
+    Ok(dir.join(format!("{prefix}-{now}.flr")))
+}
+
+/// The folder of recordings made without `--out` (`recordings/`), made
+/// where it is missing.
+pub fn default_dir() -> Result<std::path::PathBuf> {
+    let dir = std::path::PathBuf::from("recordings");
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    Ok(dir)
+}
+
+/// Ctrl-C (SIGINT) and SIGTERM set this flag instead of ending the process,
+/// so a recording can be finished with its footer (a session's, or the
+/// window's, which closes as its close button does). SIGHUP is left alone:
+/// a soak started under `nohup` must survive the terminal closing.
+pub fn interrupt_flag() -> Result<Arc<std::sync::atomic::AtomicBool>> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let flag = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    for signal in [SIGINT, SIGTERM] {
+        signal_hook::flag::register(signal, flag.clone())
+            .with_context(|| format!("installing a handler for signal {signal}"))?;
+    }
+    Ok(flag)
+}

@@ -11,26 +11,7 @@ use flatline_telemetry::recording::Slots;
 use flatline_telemetry::recording::{Event, HostFacts, Recording};
 use flatline_telemetry::{STEP_CHANNELS, Sample, Schema, TOKEN_CHANNELS};
 
-/// What two runs are lined up by: time since each one's start, the step,
-/// or the token count.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Align {
-    Time,
-    Step,
-    Tokens,
-}
-
-impl Align {
-    /// The name a receipt and the command line give it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Align::Time => "time",
-            Align::Step => "step",
-            Align::Tokens => "tokens",
-        }
-    }
-}
+pub use flatline_analysis::compare::Align;
 
 /// Points per bucket from one pyramid level to the next.
 const FAN: usize = 8;

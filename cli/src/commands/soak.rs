@@ -19,35 +19,7 @@ use crate::cli::{ServeArgs, SoakArgs};
 use flatline_receipt::fmt::bytes;
 use flatline_stream::session::{Session, SessionEnd};
 
-/// `recordings/<prefix>-<UTC time>.flr`, creating `recordings/` if needed.
-pub fn default_path(prefix: &str) -> Result<PathBuf> {
-    let dir = default_dir()?;
-    let now = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
-        .to_string()
-        .replace(':', "-");
-    Ok(dir.join(format!("{prefix}-{now}.flr")))
-}
-
-/// The folder of recordings made without `--out` (`recordings/`), made
-/// where it is missing.
-pub fn default_dir() -> Result<PathBuf> {
-    let dir = PathBuf::from("recordings");
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    Ok(dir)
-}
-
-/// Ctrl-C (SIGINT) and SIGTERM set this flag instead of ending the process,
-/// so a recording can be finished with its footer. SIGHUP is left alone: a
-/// soak started under `nohup` must survive the terminal closing.
-pub fn interrupt_flag() -> Result<Arc<AtomicBool>> {
-    use signal_hook::consts::{SIGINT, SIGTERM};
-    let flag = Arc::new(AtomicBool::new(false));
-    for signal in [SIGINT, SIGTERM] {
-        signal_hook::flag::register(signal, flag.clone())
-            .with_context(|| format!("installing a handler for signal {signal}"))?;
-    }
-    Ok(flag)
-}
+pub use flatline_stream::session::{default_dir, default_path, interrupt_flag};
 
 /// A recorded run of the built-in workloads: what `soak` and `serve` share.
 struct WorkloadRun<'a> {

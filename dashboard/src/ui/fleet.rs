@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use anyhow::{Context, Result};
 use eframe::egui::{self, Color32, RichText};
 use egui_plot::{Line, Plot, PlotPoints};
-use flatline_cli::commands::fleet::{Fleet, set_digest};
+use flatline_receipt::fleet::Fleet;
 use flatline_receipt::fmt::value;
 use flatline_telemetry::Unit;
 
@@ -52,7 +52,7 @@ const STRONG: [Color32; 4] = [
 
 impl FleetView {
     pub fn new(fleet: Fleet) -> Self {
-        let digest = set_digest(&fleet.members);
+        let digest = fleet.digest.clone();
         Self {
             fleet,
             digest,
@@ -203,11 +203,7 @@ impl FleetView {
 /// A member's readings of a channel after its start-up, as the change since
 /// then: ranks whose levels differ by gigabytes share one axis, and a leak
 /// of megabytes an hour is seen.
-fn drift(
-    m: &flatline_cli::commands::fleet::Member,
-    name: &str,
-    scale: f64,
-) -> Option<Vec<[f64; 2]>> {
+fn drift(m: &flatline_receipt::fleet::Member, name: &str, scale: f64) -> Option<Vec<[f64; 2]>> {
     let points = m.series.get(name)?;
     let from = points.partition_point(|p| p[0] < m.warmup_s);
     let base = points.get(from)?[1];

@@ -286,7 +286,7 @@ impl Dashboard {
             match action {
                 Action::SetWorkload(on) => self.source.set_workload_running(on),
                 Action::StartRecording => {
-                    let msg = match flatline_cli::commands::soak::default_path("live")
+                    let msg = match flatline_stream::session::default_path("live")
                         .and_then(|p| self.source.start_recording(&p).map(|()| p))
                     {
                         Ok(p) => format!("recording to {}", p.display()),

@@ -218,9 +218,9 @@ fn site_lines(a: &Findings, b: &Findings) -> Vec<String> {
     if !(fa.sites_sampled && fb.sites_sampled) {
         return Vec::new();
     }
-    flatline_cli::commands::compare::site_changes(&fa.sites, &fb.sites)
+    flatline_analysis::compare::site_changes(&fa.sites, &fb.sites)
         .iter()
-        .filter_map(|c| c.sentence())
+        .filter_map(flatline_receipt::compare::site_sentence)
         .map(|s| format!("By line of code: {s}."))
         .collect()
 }
