@@ -168,6 +168,27 @@ fn otlp_transport(s: &str) -> Result<flatline_export::otlp::config::Transport, S
         .ok_or_else(|| "OTLP was asked for".to_owned())
 }
 
+/// Where and how a run's recording is written: `watch`'s and `soak`'s.
+#[derive(Debug, Clone, Args)]
+pub struct RecordArgs {
+    /// Where to write the recording (default: recordings/soak-<UTC time>.flr
+    /// for soak, recordings/watch-<pid>-<UTC time>.flr for a headless watch;
+    /// a watch with a window keeps one only when asked).
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Overwrite FILE if it exists.
+    #[arg(long)]
+    pub force: bool,
+    /// Record "redacted" instead of this machine's host name (for recordings
+    /// you will share).
+    #[arg(long)]
+    pub redact_host: bool,
+    /// When the recording cannot be written (a full disk): stop, or keep
+    /// sampling and retry.
+    #[arg(long, value_name = "WHAT", value_parser = OnWriteErrorParser, default_value = "keep-sampling")]
+    pub on_write_error: OnWriteError,
+}
+
 /// A run's place in a job of many ranks and nodes.
 #[derive(Debug, Clone, Default, Args)]
 pub struct LabelArgs {
@@ -345,19 +366,8 @@ pub struct WatchArgs {
     pub export: PrometheusArgs,
     #[command(flatten)]
     pub labels: LabelArgs,
-    /// Keep a recording here (headless default: recordings/watch-<pid>-<UTC time>.flr).
-    #[arg(long, value_name = "FILE")]
-    pub out: Option<PathBuf>,
-    /// Overwrite FILE if it exists.
-    #[arg(long)]
-    pub force: bool,
-    /// Record "redacted" instead of this machine's host name.
-    #[arg(long)]
-    pub redact_host: bool,
-    /// When the recording cannot be written (a full disk): stop, or keep
-    /// sampling and retry.
-    #[arg(long, value_name = "WHAT", value_parser = OnWriteErrorParser, default_value = "keep-sampling")]
-    pub on_write_error: OnWriteError,
+    #[command(flatten)]
+    pub recording: RecordArgs,
     /// Read the memory limit, use and OOM evidence from this memory cgroup
     /// folder (v1 or v2, by the files it holds): a container's or a
     /// Kubernetes pod's, watched from the host. Default: the watched
@@ -470,24 +480,12 @@ pub struct SoakArgs {
     pub seconds: f64,
     #[command(flatten)]
     pub run: WorkloadOpts,
-    /// Where to write the recording (default: recordings/soak-<UTC time>.flr).
-    #[arg(long, value_name = "FILE")]
-    pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub recording: RecordArgs,
     #[command(flatten)]
     pub export: PrometheusArgs,
     #[command(flatten)]
     pub labels: LabelArgs,
-    /// Overwrite FILE if it exists.
-    #[arg(long)]
-    pub force: bool,
-    /// Record "redacted" instead of this machine's host name (for recordings
-    /// you will share).
-    #[arg(long)]
-    pub redact_host: bool,
-    /// When the recording cannot be written (a full disk): stop, or keep
-    /// sampling and retry.
-    #[arg(long, value_name = "WHAT", value_parser = OnWriteErrorParser, default_value = "keep-sampling")]
-    pub on_write_error: OnWriteError,
     /// Read the memory limit, use and OOM evidence from this memory cgroup
     /// folder (v1 or v2, by the files it holds): a container's or a
     /// Kubernetes pod's, watched from the host. Default: the watched

@@ -316,7 +316,7 @@ fn job_env() -> std::collections::BTreeMap<String, String> {
 }
 
 pub fn run(args: &SoakArgs) -> Result<()> {
-    let out = match &args.out {
+    let out = match &args.recording.out {
         Some(p) => p.clone(),
         None => default_path("soak")?,
     };
@@ -328,11 +328,11 @@ pub fn run(args: &SoakArgs) -> Result<()> {
         step_ms: args.run.step_ms,
         seconds: Some(args.seconds),
         out: &out,
-        force: args.force,
-        redact_host: args.redact_host,
+        force: args.recording.force,
+        redact_host: args.recording.redact_host,
         labels: args.labels.over(job_env()),
         export: &args.export,
-        on_write_error: args.on_write_error,
+        on_write_error: args.recording.on_write_error,
         window: None,
         cgroup: args.cgroup.clone(),
     };

@@ -640,8 +640,8 @@ fn ended_unread(pid: u32, command: &[String], status: std::process::ExitStatus) 
 /// starts the command it would have watched.
 fn check_before_start(args: &WatchArgs) -> Result<Option<flatline_stream::session::Ready>> {
     use flatline_telemetry::recording::RecordingWriter;
-    match &args.out {
-        Some(out) => RecordingWriter::check_path(out, args.force)?,
+    match &args.recording.out {
+        Some(out) => RecordingWriter::check_path(out, args.recording.force)?,
         // Its name has the pid: its folder is checked now.
         None if args.headless => {
             let dir = crate::commands::soak::default_dir()?;
@@ -792,7 +792,7 @@ fn follow_log(args: &WatchArgs, target: &mut Watched) -> Result<()> {
 /// What the recording's header says about this watch, window or headless.
 fn setup(args: &WatchArgs, pid: u32) -> RecordingSetup {
     let mut setup = RecordingSetup::new("watch");
-    setup.redact_host = args.redact_host;
+    setup.redact_host = args.recording.redact_host;
     setup
         .watch(pid, &args.command, args.log.as_deref())
         .hz(args.hz);
@@ -883,7 +883,7 @@ fn wait_headless(
     let mut faults = flatline_stream::session::FaultWatch::default();
     Ok(loop {
         std::thread::sleep(Duration::from_millis(100));
-        if faults.check(session, args.on_write_error) {
+        if faults.check(session, args.recording.on_write_error) {
             break "write failed";
         }
         if session.sampler_finished() {
@@ -985,16 +985,16 @@ pub fn run(args: &WatchArgs, viewer: &dyn crate::Viewer) -> Result<Option<i32>> 
         })
     };
     if !args.headless {
-        let _marks = mark(args.out.as_deref());
+        let _marks = mark(args.recording.out.as_deref());
         let started = flatline_stream::source::WatchSource::start(
             target.pid,
             sampler_config(args, &target, clock, events.0.clone()),
             Vec::new(),
             events,
             setup(args, target.pid),
-            args.out.as_deref(),
-            args.force,
-            args.on_write_error,
+            args.recording.out.as_deref(),
+            args.recording.force,
+            args.recording.on_write_error,
             export(target.pid),
         );
         let (src, store) = match started {
@@ -1017,7 +1017,7 @@ pub fn run(args: &WatchArgs, viewer: &dyn crate::Viewer) -> Result<Option<i32>> 
         return window_closed(shown, &mut target);
     }
 
-    let out = match &args.out {
+    let out = match &args.recording.out {
         Some(p) => p.clone(),
         None => crate::commands::soak::default_path(&format!("watch-{}", target.pid))?,
     };
@@ -1028,7 +1028,7 @@ pub fn run(args: &WatchArgs, viewer: &dyn crate::Viewer) -> Result<Option<i32>> 
         Vec::new(),
         events,
         &out,
-        args.force,
+        args.recording.force,
         export(target.pid),
     );
     let session = match started {
