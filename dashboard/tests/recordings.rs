@@ -531,6 +531,21 @@ fn the_window_needs_a_display_and_says_how_to_get_one() {
     }
 }
 
+/// A build without native Wayland says so, and how to open the window,
+/// where only WAYLAND_DISPLAY is set (instead of winit's own error).
+#[cfg(not(feature = "wayland"))]
+#[test]
+fn a_build_without_wayland_says_so_on_a_wayland_only_display() {
+    let golden = golden_v1();
+    let out = Command::new(env!("CARGO_BIN_EXE_flatline"))
+        .args(["replay", golden.to_str().unwrap()])
+        .env_remove("DISPLAY")
+        .env("WAYLAND_DISPLAY", "wayland-0")
+        .output()
+        .unwrap();
+    fails(&out, "--features wayland");
+}
+
 /// A receipt's facts are decided once: whatever the JSON holds of markers,
 /// event notes, lines read, the command, the teardown and the growing
 /// levels, the terminal receipt and the Markdown one both say.

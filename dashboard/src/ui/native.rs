@@ -292,6 +292,15 @@ pub fn check_display() -> Result<()> {
              display, e.g. `xvfb-run -a flatline …` (apt-get install xvfb)"
         );
     }
+    if cfg!(all(target_os = "linux", not(feature = "wayland")))
+        && std::env::var_os("DISPLAY").is_none()
+    {
+        bail!(
+            "no X11 display: only WAYLAND_DISPLAY is set, and this flatline was built without Wayland; start \
+             XWayland (most Wayland desktops run it and set DISPLAY), or build with \
+             `cargo build --release --features wayland`"
+        );
+    }
     Ok(())
 }
 
@@ -322,7 +331,7 @@ pub fn run_window(
     // does, so a recording in progress gets its footer instead of being cut off.
     // The waker thread sees the flag within a frame period (at most 1 s)
     // and asks for the frame whose `App::logic` closes the window.
-    let interrupted = flatline_cli::commands::soak::interrupt_flag()?;
+    let interrupted = flatline_stream::session::interrupt_flag()?;
     let flag = interrupted.clone();
     let options = eframe::NativeOptions {
         viewport: egui::ViewportBuilder::default()
