@@ -313,7 +313,7 @@ fn a_snapshot_of_a_leak_told_by_its_line() {
     assert_eq!(h.query_all_by_label(site.as_str()).count(), 0, "no card");
     h.get_by_label("python 7830 (main)").click();
     h.run_steps(2);
-    let focus = h.state().view.focus.clone().expect("the card marks");
+    let focus = h.state().focus.clone().expect("the card marks");
     assert_eq!(focus.pid, Some(7830));
     assert_eq!(focus.site.as_deref(), Some(site.as_str()));
     h.get_by_label("» 7830");
@@ -465,12 +465,7 @@ fn shift_dragging_a_plot_gives_the_receipt_of_that_part() {
     h.run_steps(2);
     h.event(Event::ModifiersChanged(Modifiers::NONE));
     h.run_steps(1);
-    let r = h
-        .state()
-        .view
-        .range_receipt
-        .clone()
-        .expect("a receipt for the part");
+    let r = h.state().part.clone().expect("a receipt for the part");
     assert!(
         r.from < r.to && r.from > 0.0 && r.to < 3.1,
         "{} to {}",
@@ -488,9 +483,9 @@ fn shift_dragging_a_plot_gives_the_receipt_of_that_part() {
         .iter()
         .find(|row| row.spec.name == "mem.rss")
         .unwrap();
-    let ours = r.rows.iter().find(|row| row[0] == "mem.rss").unwrap();
+    let ours = r.rows.iter().find(|row| row.channel == "mem.rss").unwrap();
     assert_eq!(
-        ours[1],
+        ours.verdict,
         flatline_receipt::report::verdict_text(&rss.analysis, rss.spec.unit)
     );
     assert!(r.markdown.contains("| `mem.rss` |"), "{}", r.markdown);
@@ -1081,7 +1076,7 @@ fn markers_are_placed_at_their_time_or_step() {
     .unwrap();
     w.finish("completed").unwrap();
     let (src, store) = ReplaySource::open(&path).unwrap();
-    let mut d = Dashboard::new(Box::new(src), store, Settings::default());
+    let d = Dashboard::new(Box::new(src), store, Settings::default());
     let n = d.store.len();
     let f = d.frame();
     assert_eq!(
@@ -1317,7 +1312,7 @@ fn zooming_into_a_thinned_replay_reads_every_sample_in_view_from_disk() {
         .with_size([1600.0, 1000.0])
         .build_ui_state(frame, dash);
     h.run_steps(3);
-    assert_eq!(h.state().view.zoom, None, "the whole run is in view");
+    assert_eq!(h.state().view.plots.zoom, None, "the whole run is in view");
     // Zoom in over the first plot, as a pinch or ctrl+wheel does.
     // The first plot's title, whatever unit it chose.
     let title = h
@@ -1330,13 +1325,14 @@ fn zooming_into_a_thinned_replay_reads_every_sample_in_view_from_disk() {
         h.event(eframe::egui::Event::Zoom(2.0));
         h.run_steps(1);
     }
-    let zoom = h.state().view.zoom.expect("zoomed in");
+    let zoom = h.state().view.plots.zoom.expect("zoomed in");
     assert!(zoom[1] - zoom[0] < 7_200.0 / 50.0, "{zoom:?}");
     // The read runs on its own thread: wait for it, a frame at a time.
     for _ in 0..200 {
         h.run_steps(1);
         let d = h.state();
         if d.view
+            .plots
             .zoom
             .is_some_and(|z| d.detail.as_ref().unwrap().covering(z).is_some())
         {
@@ -1345,7 +1341,7 @@ fn zooming_into_a_thinned_replay_reads_every_sample_in_view_from_disk() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     let d = h.state();
-    let z = d.view.zoom.unwrap();
+    let z = d.view.plots.zoom.unwrap();
     let loaded = d
         .detail
         .as_ref()
@@ -1374,7 +1370,7 @@ fn zooming_into_a_thinned_replay_reads_every_sample_in_view_from_disk() {
     h.key_press(eframe::egui::Key::F);
     h.run_steps(3);
     assert_eq!(
-        h.state().view.zoom,
+        h.state().view.plots.zoom,
         None,
         "f fits every plot to all of its data"
     );

@@ -314,7 +314,7 @@ fn zoomed_frames(ctx: &egui::Context, dash: &mut Dashboard, frames: usize) -> Ve
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
         frame(ctx, dash);
-        let view = dash.view.zoom.unwrap_or([t0, t1]);
+        let view = dash.view.plots.zoom.unwrap_or([t0, t1]);
         // Only a thinned replay has a detail reader; anything else holds
         // every sample.
         let full = dash

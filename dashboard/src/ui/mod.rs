@@ -34,8 +34,10 @@ pub use native::{
 };
 pub use shared::{
     Findings, Focus, KeyState, Listed, Loading, Other, PlotsState, ProcessesState, RangeReceipt,
-    Settings, VerdictsState, ViewState,
+    RangeRow, Settings, VerdictsState, ViewState,
 };
 pub use state::Dashboard;
 pub use timeline::Timeline;
-pub use view::{Action, Frame, ProcessRow, marker_lines, process_rows, push_column, rates};
+pub use view::{
+    Action, Frame, ProcessRow, Setting, marker_lines, process_rows, push_column, rates,
+};

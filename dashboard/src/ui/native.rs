@@ -186,7 +186,7 @@ impl eframe::App for App {
         // for it, for new data or because the dashboard is busy.
         self.pace.busy.store(self.dash.busy(), Ordering::Relaxed);
         self.pace.stale.store(self.dash.stale(), Ordering::Relaxed);
-        let pixel = self.dash.view.pixel_s.unwrap_or(0.0);
+        let pixel = self.dash.view.plots.pixel_s.unwrap_or(0.0);
         self.pace.pixel_s.store(pixel.to_bits(), Ordering::Relaxed);
     }
 

@@ -4,7 +4,7 @@
 //! many samples a frame shows. The views read it through their `Frame`; the
 //! dashboard ([`super::state`]) owns it.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -150,45 +150,29 @@ impl Findings {
 }
 
 /// What the views keep from frame to frame besides the person's
-/// [`Settings`]: theirs to read and change, nobody else's but the frame
-/// loop's (which reads `pixel_s` for its pacing and resets `zoom` when the
-/// data change under it). A view's own state is its own struct
-/// ([`VerdictsState`], [`ProcessesState`], [`PlotsState`]); what more than
-/// one view reads is a field of its own.
+/// [`Settings`], each part its own view's: the frame loop hands each view
+/// `&mut` to its part alone ([`super::view::draw`]), and reads `plots`'
+/// `pixel_s` for its pacing and resets `plots.zoom` when the data change
+/// under it. What one view decides for others (a focus, a part's receipt,
+/// a setting, the plotted channels) is an [`super::view::Action`].
 #[derive(Debug, Default)]
 pub struct ViewState {
     /// The text of the next marker, as typed beside "Mark" (the top bar's;
     /// the frame loop makes the marker).
     pub mark_text: String,
-    /// The time range the plots showed last frame, when zoomed in (narrower
-    /// than the data); the lines are cut to it (and half a view each side).
-    pub zoom: Option<[f64; 2]>,
-    /// What the keyboard asked for that a later part of the frame does.
+    /// What the keyboard asked for this frame (the keys' own; the views
+    /// drawn after them read it).
     pub keys: KeyState,
-    /// The growth card last clicked: its process's row and its site's are
-    /// marked in the panels on the left.
-    pub focus: Option<Focus>,
-    /// The receipt of the part last chosen (on a plot), shown until closed
-    /// (by the top bar).
-    pub range_receipt: Option<RangeReceipt>,
-    /// Seconds of new data that move the plots last drawn by one pixel
-    /// along x (infinite when the view does not show the newest data);
-    /// `None` when no plot was drawn. The window's waker asks for no frame
-    /// sooner (see [`super::MOST_STILL`]).
-    pub pixel_s: Option<f64>,
     pub verdicts: VerdictsState,
     pub processes: ProcessesState,
     pub plots: PlotsState,
 }
 
-/// The banner's and the cards' own.
+/// The cards' own.
 #[derive(Debug, Default)]
 pub struct VerdictsState {
     /// Verdict cards clicked open (or, for urgent ones, folded).
     pub cards_toggled: BTreeSet<String>,
-    /// Channels the banner has called growing, each plotted once when it
-    /// first is (a person who then hides one is not overruled).
-    pub auto_plotted: HashSet<String>,
 }
 
 /// The processes panel's own.
@@ -202,6 +186,14 @@ pub struct ProcessesState {
 /// The plots' own.
 #[derive(Debug, Default)]
 pub struct PlotsState {
+    /// The time range the plots showed last frame, when zoomed in (narrower
+    /// than the data); the lines are cut to it (and half a view each side).
+    pub zoom: Option<[f64; 2]>,
+    /// Seconds of new data that move the plots last drawn by one pixel
+    /// along x (infinite when the view does not show the newest data);
+    /// `None` when no plot was drawn. The window's waker asks for no frame
+    /// sooner (see [`super::MOST_STILL`]).
+    pub pixel_s: Option<f64>,
     /// A part of the run being chosen (shift + drag on a plot), in seconds.
     pub selecting: Option<[f64; 2]>,
     /// The tallest row (title and plot) the last frame drew, in points:
@@ -209,7 +201,8 @@ pub struct PlotsState {
     pub row_h: Option<f32>,
 }
 
-/// What a growth card points at (see [`ViewState::focus`]).
+/// What a growth card points at (the dashboard's `focus`, set by
+/// [`super::view::Action::Focus`]).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Focus {
     pub pid: Option<u32>,
@@ -263,8 +256,19 @@ pub struct RangeReceipt {
     pub from: f64,
     pub to: f64,
     pub headline: String,
-    /// Channel, verdict as a person reads it, drift, slope.
-    pub rows: Vec<[String; 4]>,
+    /// The plotted channels, as the part's receipt says them.
+    pub rows: Vec<RangeRow>,
     /// The same as a Markdown table, to paste into an issue.
     pub markdown: String,
+}
+
+/// A channel of a part's receipt, as a person reads it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RangeRow {
+    pub channel: String,
+    /// "linear, 1.2 MiB/min" (the receipt's words).
+    pub verdict: String,
+    pub drift: String,
+    /// "+1.2 KiB/s".
+    pub slope: String,
 }

@@ -20,8 +20,13 @@ use flatline_stream::store::{Align, Store};
 use super::capture::{Capture, ShotResult};
 
 use super::shared::{
-    Findings, Listed, Loading, Other, Settings, ViewState, other_visible_len, visible_len,
+    Findings, Focus, Listed, Loading, Other, RangeReceipt, Settings, ViewState, other_visible_len,
+    visible_len,
 };
+
+/// How many of the growing channels, most urgent first, are plotted by
+/// themselves ([`Dashboard::show`]).
+const AUTO_PLOTTED: usize = 4;
 
 /// The dashboard's state: where the data comes from, what it holds, what the
 /// person chose, and the play position. Views draw it and return
@@ -60,9 +65,18 @@ pub struct Dashboard {
     /// A recording being read on a thread of its own, the window already up
     /// (see [`Dashboard::opening`]).
     pub opening: Option<Loading>,
-    /// What the views keep between frames (zoom, selection, folds, the
-    /// marker being typed): theirs to change.
+    /// What the views keep between frames (zoom, folds, the marker being
+    /// typed), each part its own view's to change.
     pub view: ViewState,
+    /// The growth card last clicked ([`Action::Focus`]): its process's row
+    /// and its site's are marked in the panels on the left.
+    pub focus: Option<Focus>,
+    /// The receipt of the part last chosen on a plot, made by the frame
+    /// loop ([`Action::ChoosePart`]) and shown until closed.
+    pub part: Option<RangeReceipt>,
+    /// Channels the answer has called growing, each plotted once when it
+    /// first is (a person who then hides one is not overruled).
+    auto_plotted: std::collections::HashSet<String>,
     /// The tree, deaths and sites beside the analyses, made before each
     /// frame is drawn (the views only read them).
     pub findings: Findings,
@@ -104,6 +118,9 @@ impl Dashboard {
             detail: None,
             opening: None,
             view: ViewState::default(),
+            focus: None,
+            part: None,
+            auto_plotted: Default::default(),
             findings: Findings::default(),
         };
         d.detail = d.detail_for_source();
@@ -150,9 +167,9 @@ impl Dashboard {
         other_visible_len(self.other.as_ref(), self.timeline.as_ref())
     }
 
-    /// What the views are given this frame: all but the source, and to
-    /// change only what is theirs.
-    pub fn frame(&mut self) -> Frame<'_> {
+    /// What the views are given to read this frame: all but the source and
+    /// their own state.
+    pub fn frame(&self) -> Frame<'_> {
         Frame {
             store: &self.store,
             seen: &self.seen,
@@ -166,9 +183,11 @@ impl Dashboard {
             browsing_for_compare: self.browsing_for_compare,
             opening: self.opening.as_ref(),
             capturing: self.capture.is_some(),
-            settings: &mut self.settings,
-            timeline: self.timeline.as_mut(),
-            view: &mut self.view,
+            settings: &self.settings,
+            timeline: self.timeline.as_ref(),
+            focus: self.focus.as_ref(),
+            part: self.part.as_ref(),
+            zoom: self.view.plots.zoom,
             findings: &self.findings,
         }
     }
@@ -254,7 +273,7 @@ impl Dashboard {
         // The last recording's tree and deaths are not this one's.
         self.findings = Findings::default();
         self.detail = self.detail_for_source();
-        self.view.zoom = None;
+        self.view.plots.zoom = None;
         self.timeline = Some(Timeline::new(start, end));
         self.browser_open = false;
     }
@@ -346,6 +365,67 @@ impl Dashboard {
                         dt.want(view, held, columns, move || ctx.request_repaint());
                     }
                 }
+                Action::Plot(names) => self.settings.selected.extend(names),
+                Action::Unplot(name) => {
+                    self.settings.selected.remove(&name);
+                }
+                Action::Set(setting, on) => setting.set(&mut self.settings, on),
+                Action::Focus(f) => self.focus = Some(f),
+                Action::ChoosePart { from, to } => {
+                    self.part = Some(super::view::selection::receipt(
+                        &self.store,
+                        &self.settings.selected,
+                        from,
+                        to,
+                    ));
+                }
+                Action::ClosePart => self.part = None,
+                Action::Seek(t) => {
+                    if let Some(tl) = &mut self.timeline {
+                        tl.seek(t);
+                    }
+                }
+                Action::Play => {
+                    if let Some(tl) = &mut self.timeline {
+                        tl.play();
+                    }
+                }
+                Action::Pause => {
+                    if let Some(tl) = &mut self.timeline {
+                        tl.pause();
+                    }
+                }
+                Action::Speed(x) => {
+                    if let Some(tl) = &mut self.timeline {
+                        tl.speed = x;
+                    }
+                }
+            }
+            // What changed is drawn in the next frame.
+            ctx.request_repaint();
+        }
+    }
+
+    /// What grows is plotted: each of the most urgent few growths once (its
+    /// lead channel, not its process's RSS, PSS and USS and the sums that
+    /// repeat it) beside the site whose code holds most of it; once each,
+    /// once every channel is analysed (a replay's analyses arrive over its
+    /// first frames, as fast as the machine allows: a channel urgent only
+    /// among the first few analysed is not what grows most). Done before
+    /// the frame is drawn, so its plots show them.
+    fn plot_new_growths(&mut self) {
+        let Some(answer) = self.findings.answer.as_ref() else {
+            return;
+        };
+        if self.store.unanalysed() != 0 {
+            return;
+        }
+        let plotted = answer.growths.iter().take(AUTO_PLOTTED).flat_map(|g| {
+            std::iter::once(g.channel.clone()).chain(g.sites.first().map(|s| s.channel.clone()))
+        });
+        for n in plotted.take(AUTO_PLOTTED) {
+            if self.auto_plotted.insert(n.clone()) {
+                self.settings.selected.insert(n);
             }
         }
     }
@@ -449,7 +529,21 @@ impl Dashboard {
             // B is a recording, replayed whole.
             o.findings.refresh(&o.store, true);
         }
-        let actions = super::view::draw(&mut self.frame(), ui);
+        // The answer's growths, plotted by the banner's reading of them
+        // (none before there is data, nor in compare mode).
+        if self.other.is_none() && self.opening.is_none() {
+            self.plot_new_growths();
+        }
+        // Each view gets `&mut` to its own part of the view state alone.
+        // (The frame reads the plots' last zoom before their state is lent.)
+        let zoom = self.view.plots.zoom;
+        let mut view = std::mem::take(&mut self.view);
+        let frame = Frame {
+            zoom,
+            ..self.frame()
+        };
+        let actions = super::view::draw(&frame, &mut view, ui);
+        self.view = view;
         self.apply(actions, &ctx);
     }
 

@@ -1,11 +1,15 @@
-//! Drawing. A view is given a [`Frame`]: it reads the store and what the
-//! frame loop read of the source, changes only what is its own (the
-//! person's settings, the play position, [`ViewState`]) and returns
-//! everything else as [`Action`]s, which the dashboard applies after the
-//! frame: no view starts a recording, writes a file, reads a folder or asks
-//! the source anything (the source is not in a [`Frame`]).
+//! Drawing. A view is given a [`Frame`] to read (the store, what the
+//! frame loop read of the source and made of it, the person's settings,
+//! the play position) and `&mut` to its own part of the [`ViewState`]
+//! alone; everything else it wants (a setting changed, a channel plotted,
+//! the playhead moved, a part's receipt) it returns as an [`Action`], which
+//! the dashboard carries out after the frame: no view changes another's
+//! state, starts a recording, writes a file, reads a folder or asks the
+//! source anything (the source is not in a [`Frame`]).
 
 use eframe::egui::{self};
+
+use crate::ui::shared::ViewState;
 
 mod axes;
 mod bars;
@@ -17,7 +21,7 @@ mod frame;
 mod kit;
 mod markers;
 mod plots;
-mod selection;
+pub(crate) mod selection;
 mod series;
 mod tree;
 mod verdicts;
@@ -30,23 +34,25 @@ use plots::plots;
 use verdicts::{banner, cards};
 
 pub use channels::{ProcessRow, process_rows};
-pub use frame::{Action, Frame};
+pub use frame::{Action, Frame, Setting};
 pub use markers::marker_lines;
 pub use series::{push_column, rates};
 
-/// Draws one frame and returns what the clicks in it asked for.
-pub fn draw(d: &mut Frame<'_>, ui: &mut egui::Ui) -> Vec<Action> {
+/// Draws one frame and returns what the clicks in it asked for; each
+/// view changes only its own part of `view`.
+pub fn draw(d: &Frame<'_>, view: &mut ViewState, ui: &mut egui::Ui) -> Vec<Action> {
     let mut actions = Vec::new();
     // Set by the plots, if drawn.
-    d.view.pixel_s = None;
-    keys(d, ui, &mut actions);
+    view.plots.pixel_s = None;
+    keys(d, &mut view.keys, ui, &mut actions);
     let visible = d.visible_len();
-    top_bar(d, ui, &mut actions);
+    top_bar(d, &mut view.mark_text, &mut view.keys, ui, &mut actions);
     caption(d, ui, visible);
     if d.timeline.is_some() {
-        timeline(d, ui);
+        timeline(d, ui, &mut actions);
     }
-    channels(d, ui, visible);
+    channels(d, &mut view.processes, ui, visible, &mut actions);
+    let keys = view.keys;
     if d.other.is_some() {
         if d.settings.cards {
             compare::cards(d, ui);
@@ -58,17 +64,19 @@ pub fn draw(d: &mut Frame<'_>, ui: &mut egui::Ui) -> Vec<Action> {
             // The one answer, made by the frame loop ([`Findings`]), read
             // by the cards and the banner.
             if d.settings.cards {
-                cards(d, ui);
+                cards(d, &mut view.verdicts, ui, &mut actions);
             }
-            banner(d, ui);
+            banner(d, ui, &mut actions);
         }
-        flame::panel(d, ui, visible);
-        egui::CentralPanel::default().show(ui, |ui| plots(d, ui, visible, &mut actions));
+        flame::panel(d, ui, visible, &mut actions);
+        egui::CentralPanel::default().show(ui, |ui| {
+            plots(d, &keys, &mut view.plots, ui, visible, &mut actions)
+        });
     }
     if d.browser_open {
         browser(d, ui, &mut actions);
     }
-    range_receipt(d, ui);
+    range_receipt(d, ui, &mut actions);
     if let Some((msg, at)) = &d.notice
         && at.elapsed().as_secs() < 6
         && !d.capturing()

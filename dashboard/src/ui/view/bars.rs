@@ -1,16 +1,17 @@
 //! The strips around the plots: the top bar and its keys, the caption
 //! that ties a picture to its recording, the timeline, a range's receipt.
 
-use super::frame::{Action, Frame};
+use super::frame::{Action, Frame, Setting};
 use super::{axes, compare};
+use crate::ui::shared::KeyState;
 use eframe::egui::{self, Color32, RichText};
 use flatline_receipt::fmt::bytes;
 use flatline_telemetry::recording::EventKind;
 
 /// The receipt of a part of the run chosen on a plot, in a window of its
 /// own until closed; "Copy" puts it on the clipboard as Markdown.
-pub(super) fn range_receipt(d: &mut Frame<'_>, ui: &mut egui::Ui) {
-    let Some(r) = &d.view.range_receipt else {
+pub(super) fn range_receipt(d: &Frame<'_>, ui: &mut egui::Ui, actions: &mut Vec<Action>) {
+    let Some(r) = d.part else {
         return;
     };
     let mut open = true;
@@ -30,7 +31,7 @@ pub(super) fn range_receipt(d: &mut Frame<'_>, ui: &mut egui::Ui) {
                     }
                     ui.end_row();
                     for row in &r.rows {
-                        for cell in row {
+                        for cell in [&row.channel, &row.verdict, &row.drift, &row.slope] {
                             ui.label(cell);
                         }
                         ui.end_row();
@@ -41,7 +42,7 @@ pub(super) fn range_receipt(d: &mut Frame<'_>, ui: &mut egui::Ui) {
             }
         });
     if !open {
-        d.view.range_receipt = None;
+        actions.push(Action::ClosePart);
     }
 }
 
@@ -62,25 +63,32 @@ pub const KEYS: [(&str, &str); 10] = [
     ("Esc", "close it"),
 ];
 
-/// Acts on a key pressed while no text field has the keyboard.
-pub(super) fn keys(d: &mut Frame<'_>, ui: &mut egui::Ui, actions: &mut Vec<Action>) {
+/// Acts on a key pressed while no text field has the keyboard: the
+/// keys' own requests in `keys`, the rest as actions.
+pub(super) fn keys(
+    d: &Frame<'_>,
+    keys: &mut KeyState,
+    ui: &mut egui::Ui,
+    actions: &mut Vec<Action>,
+) {
     let ctx = ui.ctx().clone();
+    keys.fit = false;
     if ctx.egui_wants_keyboard_input() {
         return;
     }
     let pressed = |k: egui::Key| ctx.input(|i| i.key_pressed(k));
     if pressed(egui::Key::Space)
-        && let Some(tl) = d.timeline.as_mut()
+        && let Some(tl) = d.timeline
     {
-        if tl.playing {
-            tl.pause();
+        actions.push(if tl.playing {
+            Action::Pause
         } else {
-            tl.play();
-        }
+            Action::Play
+        });
     }
     for (key, forward) in [(egui::Key::ArrowRight, true), (egui::Key::ArrowLeft, false)] {
         if pressed(key)
-            && let Some(tl) = d.timeline.as_mut()
+            && let Some(tl) = d.timeline
         {
             let at = tl.playhead_s;
             let moments = d
@@ -95,33 +103,32 @@ pub(super) fn keys(d: &mut Frame<'_>, ui: &mut egui::Ui, actions: &mut Vec<Actio
                 moments.filter(|&t| t < at - 1e-9).max_by(f64::total_cmp)
             };
             if let Some(t) = to {
-                tl.seek(t);
-                tl.pause();
+                actions.extend([Action::Seek(t), Action::Pause]);
             }
         }
     }
     if pressed(egui::Key::F) {
-        d.view.keys.fit = true;
+        keys.fit = true;
     }
     if pressed(egui::Key::D) {
-        d.settings.drift = !d.settings.drift;
+        actions.push(Action::Set(Setting::Drift, !d.settings.drift));
     }
     if pressed(egui::Key::T) {
-        d.settings.wall_clock = !d.settings.wall_clock;
+        actions.push(Action::Set(Setting::WallClock, !d.settings.wall_clock));
     }
     if pressed(egui::Key::M) && d.seen.can_mark {
-        d.view.keys.focus_mark = true;
+        keys.focus_mark = true;
     }
     if pressed(egui::Key::S) {
         actions.push(Action::Screenshot);
     }
     if pressed(egui::Key::Questionmark) {
-        d.view.keys.help = !d.view.keys.help;
+        keys.help = !keys.help;
     }
     if pressed(egui::Key::Escape) {
-        d.view.keys.help = false;
+        keys.help = false;
     }
-    if d.view.keys.help {
+    if keys.help {
         let mut open = true;
         egui::Window::new("Keys")
             .open(&mut open)
@@ -136,11 +143,37 @@ pub(super) fn keys(d: &mut Frame<'_>, ui: &mut egui::Ui, actions: &mut Vec<Actio
                     }
                 });
             });
-        d.view.keys.help &= open;
+        keys.help &= open;
     }
 }
 
-pub(super) fn top_bar(d: &mut Frame<'_>, ui: &mut egui::Ui, actions: &mut Vec<Action>) {
+/// An on/off button for one of the person's settings: the click is an
+/// action, carried out after the frame.
+fn toggle(
+    d: &Frame<'_>,
+    ui: &mut egui::Ui,
+    actions: &mut Vec<Action>,
+    setting: Setting,
+    label: &str,
+) -> egui::Response {
+    let mut on = setting.of(d.settings);
+    let r = ui.toggle_value(&mut on, label);
+    if r.changed() {
+        actions.push(Action::Set(setting, on));
+    }
+    r
+}
+
+/// The top bar: what is shown, the source's controls, the marker field
+/// (its text is the bar's own; `keys` hands it the keyboard) and the
+/// person's settings.
+pub(super) fn top_bar(
+    d: &Frame<'_>,
+    mark_text: &mut String,
+    keys: &mut KeyState,
+    ui: &mut egui::Ui,
+    actions: &mut Vec<Action>,
+) {
     egui::Panel::top("top").show(ui, |ui| {
         ui.horizontal_wrapped(|ui| {
             let meta = d.seen.meta.clone();
@@ -156,7 +189,7 @@ pub(super) fn top_bar(d: &mut Frame<'_>, ui: &mut egui::Ui, actions: &mut Vec<Ac
                 Some(tl) if tl.playing => format!("playing at {}×", tl.speed),
                 _ => d.seen.status.clone(),
             };
-            if let (Some(z), Some(dt)) = (d.view.zoom, &d.detail) {
+            if let (Some(z), Some(dt)) = (d.zoom, &d.detail) {
                 status.push_str(if dt.covering(z).is_some() {
                     "; every sample in view"
                 } else if dt.is_loading() {
@@ -223,16 +256,16 @@ pub(super) fn top_bar(d: &mut Frame<'_>, ui: &mut egui::Ui, actions: &mut Vec<Ac
             }
             if d.seen.can_mark {
                 let field = ui.add(
-                    egui::TextEdit::singleline(&mut d.view.mark_text)
+                    egui::TextEdit::singleline(mark_text)
                         .hint_text("marker text (m)")
                         .desired_width(140.0),
                 );
-                if std::mem::take(&mut d.view.keys.focus_mark) {
+                if std::mem::take(&mut keys.focus_mark) {
                     field.request_focus();
                 }
                 let entered =
                     field.lost_focus() && ui.input(|i| i.key_pressed(egui::Key::Enter));
-                let text = d.view.mark_text.trim().to_owned();
+                let text = mark_text.trim().to_owned();
                 if (ui
                     .add_enabled(!text.is_empty(), egui::Button::new("Mark"))
                     .on_hover_text("a labelled line on every plot, in the recording and its receipts")
@@ -262,29 +295,29 @@ pub(super) fn top_bar(d: &mut Frame<'_>, ui: &mut egui::Ui, actions: &mut Vec<Ac
                 actions.push(Action::BrowseToCompare);
             }
             ui.separator();
-            ui.toggle_value(&mut d.settings.drift, "Drift");
+            toggle(d, ui, actions, Setting::Drift, "Drift");
             // Offered only once the data's steps advance (see rules::step_axis).
             if d.store.step_axis().is_some() {
-                ui.toggle_value(&mut d.settings.x_steps, "x: step");
+                toggle(d, ui, actions, Setting::XSteps, "x: step");
             }
-            ui.toggle_value(&mut d.settings.counts, "Counts")
+            toggle(d, ui, actions, Setting::Counts, "Counts")
                 .on_hover_text("plot counters as their cumulative count, not their rate");
-            ui.toggle_value(&mut d.settings.grouped, "Grouped").on_hover_text(
+            toggle(d, ui, actions, Setting::Grouped, "Grouped").on_hover_text(
                 "one plot per group and unit, whatever the magnitudes (off: a row per memory channel)",
             );
-            ui.toggle_value(&mut d.settings.cards, "Verdicts");
+            toggle(d, ui, actions, Setting::Cards, "Verdicts");
             if ui
                 .button(if d.settings.dark { "Light" } else { "Dark" })
                 .clicked()
             {
-                d.settings.dark = !d.settings.dark;
+                actions.push(Action::Set(Setting::Dark, !d.settings.dark));
             }
         });
     });
 }
 
 /// The strip that ties a picture to its recording.
-pub(super) fn caption(d: &mut Frame<'_>, ui: &mut egui::Ui, visible: usize) {
+pub(super) fn caption(d: &Frame<'_>, ui: &mut egui::Ui, visible: usize) {
     let meta = d.seen.meta.clone();
     let (t0, _) = d.store.time_range();
     let t1 = visible
@@ -330,8 +363,9 @@ pub(super) fn caption(d: &mut Frame<'_>, ui: &mut egui::Ui, visible: usize) {
     });
 }
 
-pub(super) fn timeline(d: &mut Frame<'_>, ui: &mut egui::Ui) {
-    let Some(tl) = d.timeline.as_mut() else {
+/// The play position's bar: its moves are actions.
+pub(super) fn timeline(d: &Frame<'_>, ui: &mut egui::Ui, actions: &mut Vec<Action>) {
+    let Some(tl) = d.timeline else {
         return;
     };
     // In compare mode both sides' moments count, each named by its side.
@@ -363,20 +397,25 @@ pub(super) fn timeline(d: &mut Frame<'_>, ui: &mut egui::Ui) {
     egui::Panel::bottom("timeline").show(ui, |ui| {
         ui.horizontal(|ui| {
             if ui.button("Start").clicked() {
-                tl.seek(tl.start_s);
+                actions.push(Action::Seek(tl.start_s));
             }
             if tl.playing {
                 if ui.button("Pause").clicked() {
-                    tl.pause();
+                    actions.push(Action::Pause);
                 }
             } else if ui.button("Play").clicked() {
-                tl.play();
+                actions.push(Action::Play);
             }
             egui::ComboBox::from_label("speed")
                 .selected_text(format!("{}×", tl.speed))
                 .show_ui(ui, |ui| {
                     for s in [1.0, 10.0, 100.0, 1000.0] {
-                        ui.selectable_value(&mut tl.speed, s, format!("{s}×"));
+                        if ui
+                            .selectable_label(tl.speed == s, format!("{s}×"))
+                            .clicked()
+                        {
+                            actions.push(Action::Speed(s));
+                        }
                     }
                 });
             if ui
@@ -384,11 +423,10 @@ pub(super) fn timeline(d: &mut Frame<'_>, ui: &mut egui::Ui) {
                 .clicked()
                 && let Some(t) = next_event
             {
-                tl.seek(t);
+                actions.push(Action::Seek(t));
             }
             if ui.button("End").clicked() {
-                tl.seek(tl.end_s);
-                tl.pause();
+                actions.extend([Action::Seek(tl.end_s), Action::Pause]);
             }
             if !marks.is_empty() {
                 egui::ComboBox::from_label("go to marker")
@@ -400,8 +438,7 @@ pub(super) fn timeline(d: &mut Frame<'_>, ui: &mut egui::Ui) {
                                 .selectable_label(false, format!("{t:.1} s  {text}"))
                                 .clicked()
                             {
-                                tl.seek(*t);
-                                tl.pause();
+                                actions.extend([Action::Seek(*t), Action::Pause]);
                             }
                         }
                     });
@@ -420,7 +457,13 @@ pub(super) fn timeline(d: &mut Frame<'_>, ui: &mut egui::Ui) {
                 (width(format!("{hi:.2}")) + 2.0 * s.button_padding.x).max(s.interact_size.x);
             let reserve = value + width("playhead (s)".into()) + 2.0 * s.item_spacing.x + 16.0;
             ui.spacing_mut().slider_width = (ui.available_width() - reserve).max(100.0);
-            ui.add(egui::Slider::new(&mut tl.playhead_s, lo..=hi).text("playhead (s)"));
+            let mut at = tl.playhead_s;
+            if ui
+                .add(egui::Slider::new(&mut at, lo..=hi).text("playhead (s)"))
+                .changed()
+            {
+                actions.push(Action::Seek(at));
+            }
         });
     });
 }

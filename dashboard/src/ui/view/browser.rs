@@ -4,7 +4,7 @@ use super::frame::{Action, Frame};
 use eframe::egui::{self};
 use flatline_receipt::fmt::bytes;
 
-pub(super) fn browser(d: &mut Frame<'_>, ui: &mut egui::Ui, actions: &mut Vec<Action>) {
+pub(super) fn browser(d: &Frame<'_>, ui: &mut egui::Ui, actions: &mut Vec<Action>) {
     let mut open = d.browser_open;
     let title = if d.browsing_for_compare {
         "Compare with recording"

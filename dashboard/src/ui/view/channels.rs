@@ -1,7 +1,8 @@
 //! The left panel: channels by group with their verdict badges, and the
 //! processes of a watched tree.
 
-use super::frame::Frame;
+use super::frame::{Action, Frame};
+use crate::ui::shared::ProcessesState;
 use eframe::egui::{self, Color32, RichText};
 use flatline_analysis::{ChannelAnalysis, Severity, Verdict};
 use flatline_receipt::fmt::{bytes, value};
@@ -76,14 +77,20 @@ pub(super) fn badge(ui: &mut egui::Ui, a: Option<&ChannelAnalysis>) {
     );
 }
 
-pub(super) fn channels(d: &mut Frame<'_>, ui: &mut egui::Ui, visible: usize) {
+pub(super) fn channels(
+    d: &Frame<'_>,
+    mine: &mut ProcessesState,
+    ui: &mut egui::Ui,
+    visible: usize,
+    actions: &mut Vec<Action>,
+) {
     egui::Panel::left("channels")
         .resizable(true)
         .default_size(330.0)
         .show(ui, |ui| {
             egui::ScrollArea::vertical().show(ui, |ui| {
-                processes(d, ui, visible);
-                sites(d, ui, visible);
+                processes(d, mine, ui, visible, actions);
+                sites(d, ui, visible, actions);
                 let mut groups: BTreeMap<u8, Vec<usize>> = BTreeMap::new();
                 for (i, c) in d.store.schema().channels.iter().enumerate() {
                     // A process's own channels are listed under Processes.
@@ -97,7 +104,7 @@ pub(super) fn channels(d: &mut Frame<'_>, ui: &mut egui::Ui, visible: usize) {
                         .default_open(!matches!(group, Group::Telemetry | Group::System))
                         .show(ui, |ui| {
                             for &i in idx {
-                                channel_row(d, ui, i, visible);
+                                channel_row(d, ui, i, visible, actions);
                             }
                         });
                 }
@@ -108,7 +115,7 @@ pub(super) fn channels(d: &mut Frame<'_>, ui: &mut egui::Ui, visible: usize) {
 /// The allocation sites of a `watch --sites` stream (`site<N>.live`):
 /// growing ones first (by their slope), then by the bytes they hold; each
 /// a channel row, then where it is, its stack on hover.
-fn sites(d: &mut Frame<'_>, ui: &mut egui::Ui, visible: usize) {
+fn sites(d: &Frame<'_>, ui: &mut egui::Ui, visible: usize, actions: &mut Vec<Action>) {
     let schema = d.store.schema();
     // A job frees what it holds as it exits: past the start of its
     // teardown a site reads what it held then, as the receipt does, not
@@ -156,16 +163,14 @@ fn sites(d: &mut Frame<'_>, ui: &mut egui::Ui, visible: usize) {
             let channel = d.store.schema().channels[i].name.clone();
             // The site a growth card pointed at is marked.
             let place = if d
-                .view
                 .focus
-                .as_ref()
                 .is_some_and(|f| f.site.as_deref() == Some(channel.as_str()))
             {
                 format!("» {place}")
             } else {
                 place
             };
-            channel_row_named(d, ui, i, held_until, &place);
+            channel_row_named(d, ui, i, held_until, &place, actions);
             ui.label(
                 RichText::new(format!("    {channel}, pid {}", get("pid")))
                     .small()
@@ -416,7 +421,13 @@ fn process_badge(d: &Frame<'_>, ui: &mut egui::Ui, r: &ProcessRow) {
 /// The processes panel: one row per process of the watched tree; a click
 /// plots its channels. Past [`GROUP_ABOVE`] rows, workers are grouped under
 /// their parent, those that grew first, and the flat ones fold into a line.
-pub(super) fn processes(d: &mut Frame<'_>, ui: &mut egui::Ui, visible: usize) {
+pub(super) fn processes(
+    d: &Frame<'_>,
+    mine: &mut ProcessesState,
+    ui: &mut egui::Ui,
+    visible: usize,
+    actions: &mut Vec<Action>,
+) {
     let rows = process_rows(d, visible);
     if rows.is_empty() {
         return;
@@ -445,23 +456,23 @@ pub(super) fn processes(d: &mut Frame<'_>, ui: &mut egui::Ui, visible: usize) {
                     ui.end_row();
                     if rows.len() <= GROUP_ABOVE {
                         for r in &rows {
-                            process_row(d, ui, r, false);
+                            process_row(d, ui, r, false, actions);
                         }
                         return;
                     }
                     for g in process_groups(&rows) {
-                        process_row(d, ui, &rows[g.head], false);
+                        process_row(d, ui, &rows[g.head], false, actions);
                         let flat = g.flat(&rows);
                         for &m in &g.members {
                             if rows[m].grew || flat.len() < 2 {
-                                process_row(d, ui, &rows[m], true);
+                                process_row(d, ui, &rows[m], true, actions);
                             }
                         }
                         if flat.len() >= 2 {
                             let head = rows[g.head].pid;
-                            if folded(d, ui, head, "flat", &flat) {
+                            if folded(mine, ui, head, "flat", &flat) {
                                 for r in flat {
-                                    process_row(d, ui, r, true);
+                                    process_row(d, ui, r, true, actions);
                                 }
                             }
                         }
@@ -469,14 +480,14 @@ pub(super) fn processes(d: &mut Frame<'_>, ui: &mut egui::Ui, visible: usize) {
                     let gone: Vec<&ProcessRow> =
                         rows.iter().filter(|r| r.exited_s.is_some()).collect();
                     if gone.len() >= 2 {
-                        if folded(d, ui, 0, "exited", &gone) {
+                        if folded(mine, ui, 0, "exited", &gone) {
                             for r in gone {
-                                process_row(d, ui, r, false);
+                                process_row(d, ui, r, false, actions);
                             }
                         }
                     } else {
                         for r in gone {
-                            process_row(d, ui, r, false);
+                            process_row(d, ui, r, false, actions);
                         }
                     }
                 });
@@ -487,13 +498,13 @@ pub(super) fn processes(d: &mut Frame<'_>, ui: &mut egui::Ui, visible: usize) {
 /// exited): their count, role and summed readings; a click unfolds them.
 /// Whether they are unfolded.
 fn folded(
-    d: &mut Frame<'_>,
+    mine: &mut ProcessesState,
     ui: &mut egui::Ui,
     key: u32,
     what: &str,
     rows: &[&ProcessRow],
 ) -> bool {
-    let open = d.view.processes.unfolded.contains(&key);
+    let open = mine.unfolded.contains(&key);
     let arrow = if open { "–" } else { "+" };
     let text = |t: String| RichText::new(t).small().weak();
     if ui
@@ -503,9 +514,9 @@ fn folded(
         )
         .on_hover_text(if open { "fold them" } else { "list them" })
         .clicked()
-        && !d.view.processes.unfolded.remove(&key)
+        && !mine.unfolded.remove(&key)
     {
-        d.view.processes.unfolded.insert(key);
+        mine.unfolded.insert(key);
     }
     let mut roles: BTreeMap<&str, usize> = BTreeMap::new();
     for r in rows {
@@ -535,14 +546,20 @@ fn folded(
     open
 }
 
-fn process_row(d: &mut Frame<'_>, ui: &mut egui::Ui, r: &ProcessRow, indent: bool) {
+fn process_row(
+    d: &Frame<'_>,
+    ui: &mut egui::Ui,
+    r: &ProcessRow,
+    indent: bool,
+    actions: &mut Vec<Action>,
+) {
     let gone = r.exited_s.is_some();
     let text = |t: String| {
         let t = RichText::new(t).small();
         if gone { t.weak() } else { t }
     };
     // The process a growth card pointed at is marked.
-    let marked = d.view.focus.as_ref().is_some_and(|f| f.pid == Some(r.pid));
+    let marked = d.focus.is_some_and(|f| f.pid == Some(r.pid));
     let pid = match (indent, marked) {
         (_, true) => format!("» {}", r.pid),
         (true, false) => format!("  {}", r.pid),
@@ -556,12 +573,10 @@ fn process_row(d: &mut Frame<'_>, ui: &mut egui::Ui, r: &ProcessRow, indent: boo
             .on_hover_text("plot this process's RSS, PSS and USS")
             .clicked()
         {
-            for n in names {
-                if on {
-                    d.settings.selected.remove(&n);
-                } else {
-                    d.settings.selected.insert(n);
-                }
+            if on {
+                actions.extend(names.into_iter().map(Action::Unplot));
+            } else {
+                actions.push(Action::Plot(names.to_vec()));
             }
         }
     } else {
@@ -631,13 +646,26 @@ fn process_row(d: &mut Frame<'_>, ui: &mut egui::Ui, r: &ProcessRow, indent: boo
     ui.end_row();
 }
 
-pub(super) fn channel_row(d: &mut Frame<'_>, ui: &mut egui::Ui, i: usize, visible: usize) {
+pub(super) fn channel_row(
+    d: &Frame<'_>,
+    ui: &mut egui::Ui,
+    i: usize,
+    visible: usize,
+    actions: &mut Vec<Action>,
+) {
     let name = d.store.schema().channels[i].name.clone();
-    channel_row_named(d, ui, i, visible, &name);
+    channel_row_named(d, ui, i, visible, &name, actions);
 }
 
 /// [`channel_row`] under another name than its channel's (a site's code).
-fn channel_row_named(d: &mut Frame<'_>, ui: &mut egui::Ui, i: usize, visible: usize, label: &str) {
+fn channel_row_named(
+    d: &Frame<'_>,
+    ui: &mut egui::Ui,
+    i: usize,
+    visible: usize,
+    label: &str,
+    actions: &mut Vec<Action>,
+) {
     let spec = d.store.schema().channels[i].clone();
     let values = d.store.series(i).values();
     let current = values[..visible.min(values.len())]
@@ -670,11 +698,11 @@ fn channel_row_named(d: &mut Frame<'_>, ui: &mut egui::Ui, i: usize, visible: us
             ui.with_layout(egui::Layout::left_to_right(egui::Align::Center), |ui| {
                 let r = elided_checkbox(ui, &mut on, label);
                 if r.changed() {
-                    if on {
-                        d.settings.selected.insert(spec.name.clone());
+                    actions.push(if on {
+                        Action::Plot(vec![spec.name.clone()])
                     } else {
-                        d.settings.selected.remove(&spec.name);
-                    }
+                        Action::Unplot(spec.name.clone())
+                    });
                 }
             });
         });

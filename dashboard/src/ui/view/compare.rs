@@ -69,7 +69,7 @@ fn side_line(
 }
 
 /// One plot per chosen channel, A and B on the same axis.
-pub fn plots(d: &mut Frame<'_>, ui: &mut egui::Ui, visible: usize) {
+pub fn plots(d: &Frame<'_>, ui: &mut egui::Ui, visible: usize) {
     let Some(other) = d.other.as_ref() else {
         return;
     };
@@ -225,7 +225,7 @@ fn site_lines(a: &Findings, b: &Findings) -> Vec<String> {
         .collect()
 }
 
-pub fn cards(d: &mut Frame<'_>, ui: &mut egui::Ui) {
+pub fn cards(d: &Frame<'_>, ui: &mut egui::Ui) {
     let Some(other) = d.other.as_ref() else {
         return;
     };

@@ -10,7 +10,7 @@
 use eframe::egui::{self, Color32, RichText, Sense, Stroke};
 use flatline_export::pprof::{self, Frame as StackFrame};
 
-use super::frame::Frame;
+use super::frame::{Action, Frame};
 use flatline_receipt::fmt::bytes;
 
 /// One frame of the icicle: what the stacks through it hold and grow, and
@@ -153,7 +153,7 @@ fn stacks(d: &Frame<'_>, held_until: usize) -> Vec<SiteStack> {
 const ROW: f32 = 17.0;
 
 /// The flame graph's panel, above the timeline, where the stream has sites.
-pub fn panel(d: &mut Frame<'_>, ui: &mut egui::Ui, visible: usize) {
+pub fn panel(d: &Frame<'_>, ui: &mut egui::Ui, visible: usize, actions: &mut Vec<Action>) {
     if !d
         .store
         .schema()
@@ -211,10 +211,13 @@ pub fn panel(d: &mut Frame<'_>, ui: &mut egui::Ui, visible: usize) {
                 &mut clicked,
             );
             if let Some(sites) = clicked {
-                for i in sites {
-                    let name = d.store.schema().channels[i].name.clone();
-                    d.settings.selected.insert(name);
-                }
+                let schema = d.store.schema();
+                actions.push(Action::Plot(
+                    sites
+                        .into_iter()
+                        .map(|i| schema.channels[i].name.clone())
+                        .collect(),
+                ));
             }
         });
 }

@@ -6,7 +6,7 @@ use flatline_stream::detail::Detail;
 use flatline_stream::source::SourceFacts;
 use flatline_stream::store::Store;
 
-use crate::ui::shared::{Findings, Listed, Loading, Other, Settings, ViewState};
+use crate::ui::shared::{Findings, Focus, Listed, Loading, Other, RangeReceipt, Settings};
 use crate::ui::timeline::Timeline;
 
 /// What a click asked for that is more than a change of view.
@@ -36,11 +36,76 @@ pub enum Action {
         held: usize,
         columns: usize,
     },
+    /// Plot these channels (a growth card, the banner, a flame frame, a
+    /// checkbox ticked).
+    Plot(Vec<String>),
+    /// Stop plotting this channel (its checkbox cleared).
+    Unplot(String),
+    /// Change one of the person's settings.
+    Set(Setting, bool),
+    /// Mark a growth's process and site in the panels on the left.
+    Focus(Focus),
+    /// Analyse this part of the run (seconds on the plots' clock) as
+    /// `report --from/--to` would: its receipt opens.
+    ChoosePart {
+        from: f64,
+        to: f64,
+    },
+    /// Close the part's receipt.
+    ClosePart,
+    /// Move the playhead to this second (held within the recording).
+    Seek(f64),
+    Play,
+    Pause,
+    /// Replay at this many times the recorded speed.
+    Speed(f64),
 }
 
-/// What one frame's views are given ([`super::Dashboard::frame`]): to read,
-/// the data and what the frame loop read of the source; to change, what is
-/// theirs. Everything else they want is an [`Action`].
+/// One of the person's on/off choices ([`Settings`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Setting {
+    Drift,
+    XSteps,
+    Counts,
+    Grouped,
+    Cards,
+    Dark,
+    WallClock,
+}
+
+impl Setting {
+    /// Its value in `s`.
+    pub fn of(self, s: &Settings) -> bool {
+        match self {
+            Setting::Drift => s.drift,
+            Setting::XSteps => s.x_steps,
+            Setting::Counts => s.counts,
+            Setting::Grouped => s.grouped,
+            Setting::Cards => s.cards,
+            Setting::Dark => s.dark,
+            Setting::WallClock => s.wall_clock,
+        }
+    }
+
+    /// Sets its value in `s`.
+    pub fn set(self, s: &mut Settings, on: bool) {
+        *match self {
+            Setting::Drift => &mut s.drift,
+            Setting::XSteps => &mut s.x_steps,
+            Setting::Counts => &mut s.counts,
+            Setting::Grouped => &mut s.grouped,
+            Setting::Cards => &mut s.cards,
+            Setting::Dark => &mut s.dark,
+            Setting::WallClock => &mut s.wall_clock,
+        } = on;
+    }
+}
+
+/// What one frame's views are given to read ([`super::Dashboard::frame`]):
+/// the data, what the frame loop read of the source and made of it, the
+/// person's settings and the play position. A view changes only its own
+/// part of the [`crate::ui::ViewState`], handed to it beside the frame;
+/// everything else it wants is an [`Action`], carried out after the frame.
 #[derive(Debug)]
 pub struct Frame<'a> {
     pub store: &'a Store,
@@ -60,14 +125,20 @@ pub struct Frame<'a> {
     pub opening: Option<&'a Loading>,
     /// A screenshot is being taken (hover effects are off).
     pub capturing: bool,
-    /// The person's choices: theirs to change.
-    pub settings: &'a mut Settings,
-    /// The play position, for a replay: theirs to move.
-    pub timeline: Option<&'a mut Timeline>,
-    /// What the views keep between frames: theirs.
-    pub view: &'a mut ViewState,
+    /// The person's choices ([`Action::Set`], [`Action::Plot`] change them).
+    pub settings: &'a Settings,
+    /// The play position, for a replay ([`Action::Seek`] moves it).
+    pub timeline: Option<&'a Timeline>,
+    /// The growth card last clicked: its process's row and its site's are
+    /// marked in the panels on the left ([`Action::Focus`]).
+    pub focus: Option<&'a Focus>,
+    /// The receipt of the part last chosen on a plot, shown until closed
+    /// ([`Action::ChoosePart`], [`Action::ClosePart`]).
+    pub part: Option<&'a RangeReceipt>,
+    /// The time range the plots showed last frame, when zoomed in.
+    pub zoom: Option<[f64; 2]>,
     /// The tree, deaths and sites beside the analyses, made by the frame
-    /// loop before this frame is drawn: read-only.
+    /// loop before this frame is drawn.
     pub findings: &'a Findings,
 }
 
@@ -79,11 +150,11 @@ impl Frame<'_> {
 
     /// Samples the views draw: all of them live, up to the playhead in replay.
     pub fn visible_len(&self) -> usize {
-        crate::ui::shared::visible_len(self.store, self.timeline.as_deref())
+        crate::ui::shared::visible_len(self.store, self.timeline)
     }
 
     /// Samples of B the views draw: up to the same elapsed time as A's.
     pub fn other_visible_len(&self) -> usize {
-        crate::ui::shared::other_visible_len(self.other, self.timeline.as_deref())
+        crate::ui::shared::other_visible_len(self.other, self.timeline)
     }
 }

@@ -1,6 +1,7 @@
 //! The plots: small multiples on one time (or step) axis, linked, with a
 //! read-out under the pointer and a wall-clock axis.
 
+use super::axes;
 use super::channels::group_name;
 use super::frame::{Action, Frame};
 use super::kit::{
@@ -11,7 +12,7 @@ use super::markers::{LANE, Mark, draw_markers, lane_plot, marks};
 use super::series::decimate;
 use super::series::rates;
 use super::tree::{Rows, tree_plot};
-use super::{axes, selection};
+use crate::ui::shared::{KeyState, PlotsState};
 use eframe::egui::{self, Color32, RichText};
 use egui_plot::{PlotPoint, PlotPoints, Points, Polygon};
 use flatline_analysis::Kind;
@@ -19,7 +20,9 @@ use flatline_telemetry::names;
 use flatline_telemetry::{Group, Unit};
 
 pub(super) fn plots(
-    d: &mut Frame<'_>,
+    d: &Frame<'_>,
+    keys: &KeyState,
+    mine: &mut PlotsState,
     ui: &mut egui::Ui,
     visible: usize,
     actions: &mut Vec<Action>,
@@ -43,8 +46,8 @@ pub(super) fn plots(
         ui.centered_and_justified(|ui| ui.label("Choose channels on the left to plot them."));
         return;
     }
-    let f = frame_of(d, ui, visible, count);
-    if let (Some(z), Some(_)) = (d.view.zoom, d.detail) {
+    let f = frame_of(d, mine, ui, visible, count);
+    if let (Some(z), Some(_)) = (mine.zoom, d.detail) {
         let times = &d.store.times()[..visible.min(d.store.times().len())];
         let held = times.partition_point(|&t| t <= z[1]) - times.partition_point(|&t| t < z[0]);
         actions.push(Action::Detail {
@@ -60,7 +63,7 @@ pub(super) fn plots(
     // scroll away), never a plot cut in half at the axis.
     let room = (ui.available_height() - X_AXIS - 8.0 - f.lane_h).max(80.0);
     // The rows as last drawn, else as planned.
-    let row = d.view.plots.row_h.unwrap_or(f.rows.height + ROW_CHROME);
+    let row = mine.row_h.unwrap_or(f.rows.height + ROW_CHROME);
     let rows_height = if f.overflow {
         (room / row).floor().max(1.0) * row
     } else {
@@ -75,12 +78,14 @@ pub(super) fn plots(
             };
             if let Some(tree) = tree {
                 let top = ui.cursor().top();
-                tree_plot(d, ui, tree, visible, f.rows, false);
+                tree_plot(d, keys, ui, tree, visible, f.rows, false);
                 measure(ui, top);
             }
             for (key, chans) in panels {
                 let top = ui.cursor().top();
-                if let Some((x, w)) = panel(d, ui, &f, key, &chans) {
+                if let Some((x, w)) =
+                    panel(d, keys, &mut mine.selecting, ui, &f, key, &chans, actions)
+                {
                     seen_x = Some(x);
                     plot_w = w;
                 }
@@ -88,16 +93,16 @@ pub(super) fn plots(
             }
         });
     if tallest > 0.0 {
-        d.view.plots.row_h = Some(tallest);
+        mine.row_h = Some(tallest);
     }
-    shared_axis(d, ui, &f);
+    shared_axis(keys, ui, &f);
     let times = &d.store.times()[..visible.min(d.store.times().len())];
-    d.view.pixel_s = seen_x.and_then(|v| pixel_seconds(v, f.rows.data_x, times, plot_w, f.x_steps));
+    mine.pixel_s = seen_x.and_then(|v| pixel_seconds(v, f.rows.data_x, times, plot_w, f.x_steps));
     // Zoomed in when the plots show less than 90 % of the data's time.
     let data_x = f.rows.data_x;
-    d.view.zoom = seen_x.filter(|v| !f.x_steps && v[1] - v[0] < 0.9 * (data_x[1] - data_x[0]));
-    if std::mem::take(&mut d.view.keys.fit) {
-        d.view.zoom = None;
+    mine.zoom = seen_x.filter(|v| !f.x_steps && v[1] - v[0] < 0.9 * (data_x[1] - data_x[0]));
+    if keys.fit {
+        mine.zoom = None;
     }
 }
 
@@ -171,7 +176,13 @@ pub(super) struct PlotFrame {
 }
 
 /// This frame's [`PlotFrame`], for `count` plots.
-fn frame_of(d: &mut Frame<'_>, ui: &egui::Ui, visible: usize, count: usize) -> PlotFrame {
+fn frame_of(
+    d: &Frame<'_>,
+    mine: &mut PlotsState,
+    ui: &egui::Ui,
+    visible: usize,
+    count: usize,
+) -> PlotFrame {
     let link = egui::Id::unique("flatline-x");
     // Each plot has a title line and spacing above it.
     // The last plot also holds the shared time axis.
@@ -188,7 +199,7 @@ fn frame_of(d: &mut Frame<'_>, ui: &egui::Ui, visible: usize, count: usize) -> P
     };
     let data_x = data_extent(d, visible, x_steps);
     if x_steps {
-        d.view.zoom = None;
+        mine.zoom = None;
     }
     PlotFrame {
         rows: Rows {
@@ -199,8 +210,8 @@ fn frame_of(d: &mut Frame<'_>, ui: &egui::Ui, visible: usize, count: usize) -> P
         },
         visible,
         capturing: d.capturing(),
-        choosing: ui.input(|i| i.modifiers.shift) || d.view.plots.selecting.is_some(),
-        chosen: d.view.plots.selecting,
+        choosing: ui.input(|i| i.modifiers.shift) || mine.selecting.is_some(),
+        chosen: mine.selecting,
         x_steps,
         x_label: if x_steps {
             "step"
@@ -210,7 +221,7 @@ fn frame_of(d: &mut Frame<'_>, ui: &egui::Ui, visible: usize, count: usize) -> P
         wall: wall_origin(d, x_steps),
         lane_marks,
         lane_h,
-        zoomed: d.view.zoom.is_some(),
+        zoomed: mine.zoom.is_some(),
         overflow: fitted < MIN_PLOT,
     }
 }
@@ -361,12 +372,16 @@ fn panel_title(d: &Frame<'_>, chans: &[usize], group: Group, rate: bool, label: 
 /// Draws one panel: its title, its plot, the part of the run being chosen
 /// on it and the read-out under the pointer. Returns the x range it showed
 /// and its width in points; `None` when it had nothing to draw yet.
+#[allow(clippy::too_many_arguments)]
 fn panel(
-    d: &mut Frame<'_>,
+    d: &Frame<'_>,
+    keys: &KeyState,
+    selecting: &mut Option<[f64; 2]>,
     ui: &mut egui::Ui,
     f: &PlotFrame,
     (group, unit, rate, own): PanelKey,
     chans: &[usize],
+    actions: &mut Vec<Action>,
 ) -> Option<([f64; 2], f32)> {
     let mut lines = panel_lines(d, f, chans, rate);
     if lines.iter().all(|(_, p, _)| p.is_empty()) {
@@ -398,11 +413,7 @@ fn panel(
     .allow_drag(!f.choosing || f.x_steps);
     let shown = wall_clock_axis(shown, f.wall.as_ref());
     // `f`: back to all of the data.
-    let shown = if d.view.keys.fit {
-        shown.reset()
-    } else {
-        shown
-    };
+    let shown = if keys.fit { shown.reset() } else { shown };
     let shown = shown.show(ui, |pui| {
         // Zoomed in on time, the y axis follows what is drawn there.
         if f.zoomed && lo.is_finite() {
@@ -435,7 +446,7 @@ fn panel(
         }
     });
     if f.choosing && !f.x_steps {
-        choose_by_drag(d, &shown.response, &shown.transform);
+        choose_by_drag(selecting, &shown.response, &shown.transform, actions);
     }
     if !f.capturing {
         hover_readout(d, f, &shown, chans, rate);
@@ -445,23 +456,31 @@ fn panel(
 }
 
 /// Shift + drag on a plot: the part of the run chosen follows the pointer,
-/// and its receipt opens when the drag ends.
-fn choose_by_drag(d: &mut Frame<'_>, r: &egui::Response, transform: &egui_plot::PlotTransform) {
+/// and its receipt is asked for when the drag ends.
+fn choose_by_drag(
+    selecting: &mut Option<[f64; 2]>,
+    r: &egui::Response,
+    transform: &egui_plot::PlotTransform,
+    actions: &mut Vec<Action>,
+) {
     if let Some(pos) = r.interact_pointer_pos() {
         let x = transform.value_from_position(pos).x;
         if r.drag_started() {
-            d.view.plots.selecting = Some([x, x]);
+            *selecting = Some([x, x]);
         } else if r.dragged()
-            && let Some(sel) = d.view.plots.selecting.as_mut()
+            && let Some(sel) = selecting.as_mut()
         {
             sel[1] = x;
         }
     }
     if r.drag_stopped()
-        && let Some([a, b]) = d.view.plots.selecting.take()
+        && let Some([a, b]) = selecting.take()
         && a != b
     {
-        d.view.range_receipt = Some(selection::receipt(d, a.min(b), a.max(b)));
+        actions.push(Action::ChoosePart {
+            from: a.min(b),
+            to: a.max(b),
+        });
     }
 }
 
@@ -501,7 +520,7 @@ fn hover_readout<R>(
 /// Under the rows: the markers' lane, if any, and the time (or step) axis
 /// they share: a plot with no data, linked to the rows, whose y axis is as
 /// wide as theirs so its ticks fall under their times.
-fn shared_axis(d: &Frame<'_>, ui: &mut egui::Ui, f: &PlotFrame) {
+fn shared_axis(keys: &KeyState, ui: &mut egui::Ui, f: &PlotFrame) {
     let data_x = f.rows.data_x;
     if !f.lane_marks.is_empty() {
         let x_steps = f.x_steps;
@@ -535,7 +554,7 @@ fn shared_axis(d: &Frame<'_>, ui: &mut egui::Ui, f: &PlotFrame) {
     .include_x(data_x[0])
     .include_x(data_x[1]);
     let axis = strip(axis);
-    let axis = if d.view.keys.fit { axis.reset() } else { axis };
+    let axis = if keys.fit { axis.reset() } else { axis };
     let axis = wall_clock_axis(axis, f.wall.as_ref());
     // A tick's label is centred on it: one nearer the right end than half
     // its width would be cut by the plot's edge ("1:10" of a run that ends

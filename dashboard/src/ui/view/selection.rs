@@ -5,15 +5,18 @@
 use flatline_analysis::ChannelAnalysis;
 use flatline_telemetry::Unit;
 
+use std::collections::BTreeSet;
+
+use flatline_stream::store::Store;
+
 use super::axes::clock;
-use super::frame::Frame;
-use crate::ui::shared::RangeReceipt;
+use crate::ui::shared::{RangeReceipt, RangeRow};
 use flatline_receipt::render::{Block, Col, Doc, Table};
 
 /// Analyses the plotted channels' readings from `from` to `to` seconds, each
 /// as its kind, after the window's start-up where the part begins inside it.
-pub fn receipt(d: &Frame<'_>, from: f64, to: f64) -> RangeReceipt {
-    let store = &d.store;
+/// `selected` are the plotted channels, listed in its table.
+pub fn receipt(store: &Store, selected: &BTreeSet<String>, from: f64, to: f64) -> RangeReceipt {
     let times = store.times();
     let t0 = times.first().copied().unwrap_or(0.0);
     let schema = store.schema();
@@ -26,7 +29,7 @@ pub fn receipt(d: &Frame<'_>, from: f64, to: f64) -> RangeReceipt {
     let analysed: Vec<(usize, &ChannelAnalysis)> = read
         .channels
         .iter()
-        .filter(|r| d.settings.selected.contains(&schema.channels[r.index].name))
+        .filter(|r| selected.contains(&schema.channels[r.index].name))
         .map(|r| (r.index, &r.analysis))
         .collect();
     let signed = |v: f64, u: Unit| {
@@ -36,16 +39,16 @@ pub fn receipt(d: &Frame<'_>, from: f64, to: f64) -> RangeReceipt {
             flatline_receipt::report::change(v, u)
         }
     };
-    let rows: Vec<[String; 4]> = analysed
+    let rows: Vec<RangeRow> = analysed
         .iter()
         .map(|(i, a)| {
             let u = schema.channels[*i].unit;
-            [
-                schema.channels[*i].name.clone(),
-                flatline_receipt::report::verdict_text(a, u),
-                signed(a.drift, u),
-                format!("{}/s", signed(a.slope_per_s, u)),
-            ]
+            RangeRow {
+                channel: schema.channels[*i].name.clone(),
+                verdict: flatline_receipt::report::verdict_text(a, u),
+                drift: signed(a.drift, u),
+                slope: format!("{}/s", signed(a.slope_per_s, u)),
+            }
         })
         .collect();
     let mut table = Table::new(vec![
@@ -56,10 +59,10 @@ pub fn receipt(d: &Frame<'_>, from: f64, to: f64) -> RangeReceipt {
     ]);
     for r in &rows {
         table.row(vec![
-            format!("`{}`", r[0]),
-            r[1].clone(),
-            r[2].clone(),
-            r[3].clone(),
+            format!("`{}`", r.channel),
+            r.verdict.clone(),
+            r.drift.clone(),
+            r.slope.clone(),
         ]);
     }
     let mut doc = Doc::default();

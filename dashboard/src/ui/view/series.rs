@@ -36,7 +36,7 @@ pub fn decimate(
     scale: f64,
 ) -> Vec<PlotPoint> {
     let x_axis = d.store.step_axis().filter(|_| d.settings.x_steps);
-    if let (None, Some(z)) = (x_axis, d.view.zoom) {
+    if let (None, Some(z)) = (x_axis, d.zoom) {
         // Zoomed in: bucket the view (and half a view each side, so a pan
         // shows lines at once), from the full-resolution detail if it
         // covers the view, else from what the store holds.

@@ -5,6 +5,7 @@ use super::frame::Frame;
 use super::kit::{X_AXIS, line, linked_plot, runs, value_at, wall_clock_axis, wall_origin};
 use super::markers::{draw_markers, marks};
 use super::series::decimate;
+use crate::ui::shared::KeyState;
 use eframe::egui::{self, Color32, RichText};
 use egui_plot::FilledArea;
 use flatline_telemetry::names;
@@ -129,6 +130,7 @@ fn kept_columns(n: usize, stacked: &[(String, Color32, Vec<f64>, Vec<f64>)]) -> 
 
 pub(super) fn tree_plot(
     d: &Frame<'_>,
+    keys: &KeyState,
     ui: &mut egui::Ui,
     tree: usize,
     visible: usize,
@@ -264,7 +266,7 @@ pub(super) fn tree_plot(
     .include_y(0.0)
     .include_x(data_x[0])
     .include_x(data_x[1]);
-    let plot = if d.view.keys.fit { plot.reset() } else { plot };
+    let plot = if keys.fit { plot.reset() } else { plot };
     let plot = wall_clock_axis(plot, wall_origin(d, x_steps).as_ref());
     plot.show(ui, |pui| {
         for a in areas {

@@ -1,8 +1,9 @@
 //! The verdicts: the banner's headline and the cards under it.
 
 use super::channels::{CRITICAL, FLAT, GROWS, UNTOLD, badge, severity_color};
-use super::frame::Frame;
+use super::frame::{Action, Frame};
 use crate::ui::Focus;
+use crate::ui::shared::VerdictsState;
 use eframe::egui::{self, RichText};
 use flatline_analysis::summary::{self, Assessed};
 use flatline_analysis::{ChannelAnalysis, Kind, Severity};
@@ -12,7 +13,7 @@ use flatline_telemetry::Unit;
 /// The recording's finding in one sentence, above the plots, in the colour
 /// of its severity: what a person reads first, live as it changes. Clicking
 /// it plots the channels it names.
-pub(super) fn banner(d: &mut Frame<'_>, ui: &mut egui::Ui) {
+pub(super) fn banner(d: &Frame<'_>, ui: &mut egui::Ui, actions: &mut Vec<Action>) {
     // A recording that cannot be written comes first, whatever the data
     // say: what is on screen is no longer all on disk.
     if let Some(fault) = d.seen.write_fault.clone() {
@@ -33,26 +34,6 @@ pub(super) fn banner(d: &mut Frame<'_>, ui: &mut egui::Ui) {
     };
     let died = assessment.died;
     let names = assessment.growing.clone();
-    // What grows is plotted: each of the most urgent few growths once (its
-    // lead channel, not its process's RSS, PSS and USS and the sums that
-    // repeat it) beside the site whose code holds most of it; once each,
-    // once every channel is analysed (a replay's analyses arrive over its
-    // first frames, as fast as the machine allows: a channel urgent only
-    // among the first few analysed is not what grows most).
-    let ready = d.store.unanalysed() == 0;
-    let plotted: Vec<String> = assessment
-        .growths
-        .iter()
-        .take(AUTO_PLOTTED)
-        .flat_map(|g| {
-            std::iter::once(g.channel.clone()).chain(g.sites.first().map(|s| s.channel.clone()))
-        })
-        .collect();
-    for n in plotted.iter().take(if ready { AUTO_PLOTTED } else { 0 }) {
-        if d.view.verdicts.auto_plotted.insert(n.clone()) {
-            d.settings.selected.insert(n.clone());
-        }
-    }
     let text = assessment.headline.clone();
     let color = match assessment.severity {
         _ if died => CRITICAL,
@@ -80,13 +61,9 @@ pub(super) fn banner(d: &mut Frame<'_>, ui: &mut egui::Ui) {
         })
         .inner;
     if clicked {
-        d.settings.selected.extend(names);
+        actions.push(Action::Plot(names));
     }
 }
-
-/// How many of the growing channels, most urgent first, the banner plots
-/// by itself.
-const AUTO_PLOTTED: usize = 4;
 
 /// The analysed channels as the summary reads them, with their indices.
 pub(super) fn assessed(store: &crate::ui::Store) -> (Vec<usize>, Vec<Assessed<'_>>) {
@@ -107,7 +84,12 @@ pub(super) fn assessed(store: &crate::ui::Store) -> (Vec<usize>, Vec<Assessed<'_
         .unzip()
 }
 
-pub(super) fn cards(d: &mut Frame<'_>, ui: &mut egui::Ui) {
+pub(super) fn cards(
+    d: &Frame<'_>,
+    mine: &mut VerdictsState,
+    ui: &mut egui::Ui,
+    actions: &mut Vec<Action>,
+) {
     let schema = d.store.schema();
     let (index, assessed) = assessed(d.store);
     let answer = d.findings.answer.as_ref();
@@ -163,14 +145,16 @@ pub(super) fn cards(d: &mut Frame<'_>, ui: &mut egui::Ui) {
                             "click to plot it with its site, and mark its process and site",
                         );
                     if r.clicked() {
-                        d.settings.selected.insert(g.channel.clone());
-                        if let Some(site) = g.sites.first() {
-                            d.settings.selected.insert(site.channel.clone());
-                        }
-                        d.view.focus = Some(Focus {
+                        let site = g.sites.first().map(|s| s.channel.clone());
+                        actions.push(Action::Plot(
+                            std::iter::once(g.channel.clone())
+                                .chain(site.clone())
+                                .collect(),
+                        ));
+                        actions.push(Action::Focus(Focus {
                             pid: g.who.as_ref().map(|w| w.pid),
-                            site: g.sites.first().map(|s| s.channel.clone()),
-                        });
+                            site,
+                        }));
                     }
                 }
                 let mut toggled = None;
@@ -182,7 +166,7 @@ pub(super) fn cards(d: &mut Frame<'_>, ui: &mut egui::Ui) {
                     // Growth that reaches a limit within a week is open at
                     // first; the rest is one line until clicked.
                     let urgent = matches!(a.severity, Some(Severity::Warning | Severity::Critical));
-                    let open = urgent != d.view.verdicts.cards_toggled.contains(&spec.name);
+                    let open = urgent != mine.cards_toggled.contains(&spec.name);
                     let r = egui::Frame::group(ui.style())
                         .show(ui, |ui| {
                             ui.set_width(ui.available_width());
@@ -204,9 +188,9 @@ pub(super) fn cards(d: &mut Frame<'_>, ui: &mut egui::Ui) {
                     }
                 }
                 if let Some(name) = toggled
-                    && !d.view.verdicts.cards_toggled.remove(&name)
+                    && !mine.cards_toggled.remove(&name)
                 {
-                    d.view.verdicts.cards_toggled.insert(name);
+                    mine.cards_toggled.insert(name);
                 }
             });
         });
