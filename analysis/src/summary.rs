@@ -281,15 +281,15 @@ pub(crate) fn assess<'a>(
         for d in &e.deaths {
             findings.push(Finding {
                 kind: match d.cause {
-                    super::death::Cause::Signal => "killed_by_signal",
-                    _ => "oom_kill",
+                    super::death::Cause::Signal => KILLED_BY_SIGNAL,
+                    _ => OOM_KILL,
                 },
                 text: d.sentence(rank, value, duration),
             });
         }
         for p in &e.out_of_memory {
             findings.push(Finding {
-                kind: "out_of_memory",
+                kind: OUT_OF_MEMORY,
                 text: format!("at {:.1} s the job printed: {}", p.t_s, p.text),
             });
         }
@@ -405,6 +405,16 @@ fn say_losses_first(known: &Known<'_>, headline: &mut String, findings: &mut Vec
         }
     }
 }
+
+/// A finding's kind for a process the kernel's OOM killer killed.
+pub const OOM_KILL: &str = "oom_kill";
+/// A finding's kind for a process killed by a signal (not the OOM killer).
+pub const KILLED_BY_SIGNAL: &str = "killed_by_signal";
+/// A finding's kind for an out-of-memory error the job printed.
+pub const OUT_OF_MEMORY: &str = "out_of_memory";
+/// The findings' kinds that tell how a job died: every surface that lists
+/// deaths (the notebook's `%flatline last`) reads them from here.
+pub const DEATH_KINDS: [&str; 3] = [OOM_KILL, KILLED_BY_SIGNAL, OUT_OF_MEMORY];
 
 /// What is known beside the channels' analyses, for [`assess`]: each
 /// surface reads it from what it holds (a recording, the window's store)

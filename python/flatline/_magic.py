@@ -33,7 +33,7 @@ from typing import List, Optional
 
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 
-from . import executable, read
+from . import _flatline, executable, read
 
 # How many lines of the receipt a cell prints: the headline, then the
 # recording's line.
@@ -280,7 +280,7 @@ def last_words(path: Path) -> str:
     headline = v.get("headline", "")
     lines = [f"{path}: {rec.get('duration_s', 0):.1f} s, ended: {rec.get('end')}", headline]
     for f in v.get("findings", []):
-        if f.get("kind") in ("oom_kill", "killed_by_signal", "out_of_memory") and f["text"] not in headline:
+        if f.get("kind") in _flatline.DEATH_KINDS and f["text"] not in headline:
             lines.append(f"{f['kind']}: {f['text']}")
     return "\n".join(l for l in lines if l)
 

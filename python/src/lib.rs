@@ -311,6 +311,12 @@ fn _flatline(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(read, m)?)?;
     m.add_function(wrap_pyfunction!(report_json, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
+    // The findings' kinds that tell how a job died, as the analysis lists
+    // them: the notebook's `%flatline last` names these.
+    m.add(
+        "DEATH_KINDS",
+        flatline_receipt::report::DEATH_KINDS.to_vec(),
+    )?;
     m.add(
         "RecordingFileError",
         m.py().get_type::<RecordingFileError>(),

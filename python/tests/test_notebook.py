@@ -113,3 +113,23 @@ def test_a_cell_watched_with_sites_names_its_line(tmp_path):
     first = grow.splitlines()[0]
     assert re.search(r"allocated at \S+\.py:4\b", first), grow
     assert "still here 100" in after, after
+
+
+def test_last_words_list_each_death_the_analysis_names():
+    """`%flatline last` lists how a job died by the death kinds the
+    analysis names (`_flatline.DEATH_KINDS`), not a list of its own: the
+    golden v4 recording's OOM kill and the out-of-memory line the job
+    printed, and none of its other findings."""
+    optional("IPython")
+    from pathlib import Path
+
+    from flatline import _flatline
+    from flatline._magic import last_words
+
+    assert "oom_kill" in _flatline.DEATH_KINDS, _flatline.DEATH_KINDS
+    v4 = Path(__file__).resolve().parents[2] / "recordings" / "golden" / "v4.flr"
+    said = last_words(v4)
+    lines = said.splitlines()
+    assert lines[1].startswith("Worker 6960 (python3) was killed by the kernel's OOM killer"), said
+    told = [line.split(":", 1)[0] for line in lines[2:]]
+    assert told == ["oom_kill", "out_of_memory"], said

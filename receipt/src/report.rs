@@ -12,7 +12,10 @@ use flatline_format::{EventKind, Recording, TailProblem, TailProblemKind};
 use serde_json::{Map, Value, json};
 
 use crate::fmt::{duration, value};
+
 use crate::render::{num, opt};
+/// The findings' kinds that tell how a job died (the analysis's list).
+pub use flatline_analysis::summary::DEATH_KINDS;
 
 /// One channel of a receipt.
 #[derive(Debug)]
