@@ -258,6 +258,10 @@ struct ExportState {
     /// What was sent as OTLP log records already (a death by its pid, a
     /// growth by its channel, a finding by its kind and subject): each once.
     logged: std::collections::HashSet<String>,
+    /// The recording's write faults and their ends, as the recorder noted
+    /// them in the stream (`recording fault: …`, `recording resumed: …`),
+    /// with their times: each an OTLP log record.
+    write_notes: Vec<(u64, String)>,
     origin_ns: Option<u64>,
     first_t_ns: Option<u64>,
 }
@@ -296,6 +300,7 @@ impl ExportState {
             pusher: None,
             next_otlp: Instant::now(),
             logged: Default::default(),
+            write_notes: Vec::new(),
             origin_ns: None,
             first_t_ns: None,
         };
@@ -374,10 +379,18 @@ impl ExportState {
             }
             Item::Event(e) => {
                 self.run.take_event(&e);
-                if let EventKind::Note(text) = &e.kind
-                    && !flatline_telemetry::recording::is_recording_note(text)
-                {
-                    self.probe_errors += 1;
+                if let EventKind::Note(text) = &e.kind {
+                    use flatline_telemetry::recording::{FAULT_NOTE, RESUMED_NOTE};
+                    if text.starts_with(FAULT_NOTE) || text.starts_with(RESUMED_NOTE) {
+                        // What the recording lost while the run went on:
+                        // an OTLP log record each (a fault is rare; a few
+                        // are kept).
+                        if self.write_notes.len() < 64 {
+                            self.write_notes.push((e.t_ns, text.clone()));
+                        }
+                    } else if !flatline_telemetry::recording::is_recording_note(text) {
+                        self.probe_errors += 1;
+                    }
                 }
             }
         }
@@ -498,7 +511,8 @@ impl ExportState {
         for f in &answer.findings {
             // Deaths are told above with their fields; a trend is the
             // growth's own sentence.
-            if matches!(f.kind, "oom_kill" | "killed_by_signal" | "trend") {
+            use flatline_analysis::summary::{KILLED_BY_SIGNAL, OOM_KILL};
+            if f.kind == OOM_KILL || f.kind == KILLED_BY_SIGNAL || f.kind == "trend" {
                 continue;
             }
             let subject = f.text.split(':').next().unwrap_or("");
@@ -512,6 +526,29 @@ impl ExportState {
                     },
                     body: f.text.clone(),
                     attributes: vec![("flatline.kind", Attr::Str(f.kind.to_owned()))],
+                },
+            ));
+        }
+        // The recording's write faults (a full disk): what is on disk is no
+        // longer all of the run, whatever the answer says.
+        for (t_ns, text) in &self.write_notes {
+            let fault = text.starts_with(flatline_telemetry::recording::FAULT_NOTE);
+            out.push((
+                format!("write:{t_ns}:{fault}"),
+                Record {
+                    severity: if fault { S::Error } else { S::Info },
+                    body: text.clone(),
+                    attributes: vec![(
+                        "flatline.kind",
+                        Attr::Str(
+                            if fault {
+                                "recording_fault"
+                            } else {
+                                "recording_resumed"
+                            }
+                            .into(),
+                        ),
+                    )],
                 },
             ));
         }
@@ -1168,6 +1205,68 @@ mod tests {
             !text.contains("flatline_channel_time_to_limit_seconds{"),
             "{text}"
         );
+    }
+
+    /// A recording that cannot be written (a full disk) is an OTLP log
+    /// record when it begins and when it ends, each once; a probe's note is
+    /// neither, and counts as a probe error as before.
+    #[test]
+    fn a_write_fault_and_its_end_are_log_records_once_each() {
+        use flatline_telemetry::recording::{FAULT_NOTE, RESUMED_NOTE};
+        let rss = ChannelSpec::new("mem.rss", Unit::Bytes, Group::Memory);
+        let (mut st, tap, rx) = state(vec![rss]);
+        for k in 0..50u64 {
+            tap.send(Item::Sample(sample(k, &[1e8])));
+        }
+        let note = |t_ns: u64, text: String| {
+            Item::Event(Event {
+                t_ns,
+                kind: EventKind::Note(text),
+            })
+        };
+        tap.send(note(
+            2_000_000_000,
+            format!("{FAULT_NOTE}No space left on device (os error 28)"),
+        ));
+        tap.send(note(3_000_000_000, "gpu0 stopped answering".into()));
+        for item in rx.try_iter() {
+            st.take(item);
+        }
+        st.run.refresh(None, WORDS);
+        let kinds = |records: &[otlp::Record]| -> Vec<(String, String)> {
+            records
+                .iter()
+                .filter_map(|r| {
+                    r.attributes.iter().find_map(|(k, v)| match (k, v) {
+                        (&"flatline.kind", otlp::Attr::Str(s)) if s.starts_with("recording_") => {
+                            Some((s.clone(), r.body.clone()))
+                        }
+                        _ => None,
+                    })
+                })
+                .collect()
+        };
+        let first = kinds(&st.new_records());
+        assert_eq!(
+            first,
+            [(
+                "recording_fault".to_owned(),
+                format!("{FAULT_NOTE}No space left on device (os error 28)")
+            )]
+        );
+        // Said once; its end is said when it comes.
+        assert!(kinds(&st.new_records()).is_empty());
+        tap.send(note(
+            4_000_000_000,
+            format!("{RESUMED_NOTE}12 samples lost from 2.0 s"),
+        ));
+        for item in rx.try_iter() {
+            st.take(item);
+        }
+        let then = kinds(&st.new_records());
+        assert_eq!(then.len(), 1, "{then:?}");
+        assert_eq!(then[0].0, "recording_resumed");
+        assert_eq!(st.probe_errors, 1);
     }
 
     /// `/debug/pprof/heap`: none until a site joins, then each site's
